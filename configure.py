@@ -1,0 +1,544 @@
+#!/usr/bin/env python3
+"""configure.py: probe the toolchain and optional dependencies, then write build.ninja.
+
+Owns the build: which sources go where, with which flags. Standard library only. It runs
+from the top of the tree (it changes into its own directory) and writes build.ninja there;
+everything it builds goes under build/. Probe commands and their output go to
+build/config.log. Also hosts the `--check-symbols` subcommand that build.ninja calls.
+
+Sources are found by folder convention at configure time; build.ninja re-runs this script
+(same options) when the script or a source folder changes, so a new .c file needs no action.
+"""
+
+import argparse
+import glob
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# --- data: build modes, flags, folders, optional targets --------------------------------
+
+# `opt` goes to every C compile, `sanitize` to compiles and links (never to the freestanding
+# check objects), `nvcc` to CUDA compiles.
+MODES = {
+    'release': {'opt': ['-O2', '-g'], 'sanitize': [], 'nvcc': ['-O2', '-lineinfo']},
+    'debug': {'opt': ['-O0', '-g', '-fno-omit-frame-pointer'],
+              'sanitize': ['-fsanitize=address,undefined'],
+              'nvcc': ['-O0', '-g', '-lineinfo']},
+}
+
+WARNINGS = ['-Wall', '-Wextra', '-Werror', '-Wshadow', '-Wconversion', '-Wvla',
+            '-Wstrict-prototypes', '-Wmissing-prototypes']
+BASE_CFLAGS = ['-std=c11'] + WARNINGS + ['-fPIC', '-Iinclude', '-Iplatform']
+
+# Extra flags per source folder, after the common ones. The provider interface (core/wire.h)
+# lives in core/, so the transports, gpu/ and the tests get -Icore; tools and examples see only
+# include/. Tests define _GNU_SOURCE empty, like `#define _GNU_SOURCE` in a file, so a file
+# that also defines it does not trip -Werror on a redefinition.
+FOLDER_CFLAGS = {
+    'transport_shm': ['-Icore'],
+    'transport_ib': ['-Icore'],
+    'gpu': ['-Icore'],
+    'tests': ['-Icore', '-D_GNU_SOURCE='],
+}
+# Folders whose C files may include CUDA headers (never core/, platform/ or the transports).
+CUDA_HEADER_FOLDERS = ('gpu', 'tools', 'tests', 'examples')
+
+# The CUDA runtime is linked statically and libcuda (the driver) not at all, so programs start
+# on machines without an NVIDIA driver; gpu/ reaches driver functions through
+# cudaGetDriverEntryPoint. libstdc++ serves the host stubs that nvcc generates.
+CUDA_LIBS = ['-lcudart_static', '-ldl', '-lrt', '-lstdc++']
+
+CUDA_ARCHS = ['-gencode', 'arch=compute_80,code=sm_80',
+              '-gencode', 'arch=compute_90,code=sm_90',
+              '-gencode', 'arch=compute_90,code=compute_90']
+
+# Library folders: (folder, pattern, needs). `needs` names the feature that must be found.
+LIB_SOURCES = [
+    ('core', '*.c', None),
+    ('platform', 'posix.c', None),
+    ('transport_shm', '*.c', None),
+    ('transport_ib', '*.c', 'ib'),
+    ('gpu', '*.c', 'cuda'),
+    ('gpu', '*.cu', 'cuda'),
+]
+# Compiled in check-freestanding (and the first two checked by check-symbols).
+FREE_SOURCES = [('core', '*.c'), ('transport_shm', '*.c'), ('platform', 'freestanding.c')]
+SYMBOL_FOLDERS = ('core', 'transport_shm')
+# Undefined symbols the core and the transports may use: mem* and our own zc_ names.
+ALLOWED_SYMBOLS = {'memcpy', 'memset', 'memmove', 'memcmp'}
+ALLOWED_PREFIX = 'zc_'
+
+# Folders whose mtime build.ninja depends on ('.' catches new top-level folders).
+WATCHED = ['.', 'core', 'platform', 'transport_shm', 'transport_ib', 'gpu', 'tools',
+           'tests', 'tests/rxe', 'tests/gpu', 'examples']
+
+# Targets that run a script, defined only when the script exists: (target, file, command).
+SCRIPT_TARGETS = [
+    ('demo', 'examples/run_demo.sh', 'bash examples/run_demo.sh'),
+    ('bench', 'bench/run_bench.py', '$python bench/run_bench.py'),
+    ('test-rxe', 'tests/rxe/run.sh', 'bash tests/rxe/run.sh'),
+    ('check-gpu', 'tests/gpu/run.sh', 'bash tests/gpu/run.sh'),
+]
+
+
+# --- a small ninja writer ------------------------------------------------------------------
+
+def ninja_escape(path):
+    """Escape a path for a build line: '$', ' ' and ':' are special there."""
+    return path.replace('$', '$$').replace(' ', '$ ').replace(':', '$:')
+
+
+class NinjaWriter:
+    """Writes ninja syntax: variables, rules, build statements, comments. Paths are lists."""
+
+    def __init__(self):
+        self.lines = []
+
+    def comment(self, text):
+        self.lines.append('# ' + text)
+
+    def newline(self):
+        self.lines.append('')
+
+    def variable(self, name, value, indent=0):
+        if isinstance(value, (list, tuple)):
+            value = ' '.join(v for v in value if v)
+        self.lines.append('  ' * indent + '%s = %s' % (name, value))
+
+    def rule(self, name, command, **attrs):
+        self.lines.append('rule ' + name)
+        self.variable('command', command, indent=1)
+        for key, value in attrs.items():
+            self.variable(key, value, indent=1)
+        self.newline()
+
+    def build(self, outputs, rule, inputs=(), implicit=(), order_only=(), variables=None):
+        line = 'build ' + ' '.join(map(ninja_escape, outputs)) + ': ' + rule
+        if inputs:
+            line += ' ' + ' '.join(map(ninja_escape, inputs))
+        if implicit:
+            line += ' | ' + ' '.join(map(ninja_escape, implicit))
+        if order_only:
+            line += ' || ' + ' '.join(map(ninja_escape, order_only))
+        self.lines.append(line)
+        for key, value in (variables or {}).items():
+            self.variable(key, value, indent=1)
+
+    def default(self, targets):
+        self.lines.append('default ' + ' '.join(map(ninja_escape, targets)))
+
+    def text(self):
+        return '\n'.join(self.lines) + '\n'
+
+
+# --- probes --------------------------------------------------------------------------------
+
+def fail(message):
+    """The one line a user sees for a missing required dependency."""
+    print('configure.py: ' + message, file=sys.stderr)
+    sys.exit(1)
+
+
+class Prober:
+    """Runs probe commands in a temporary folder and logs each to build/config.log."""
+
+    def __init__(self, log_path):
+        self.log = open(log_path, 'w')
+        self.dir = tempfile.mkdtemp(prefix='zcoll-configure-')
+
+    def close(self):
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def write(self, name, text):
+        path = os.path.join(self.dir, name)
+        with open(path, 'w') as f:
+            f.write(text)
+        return path
+
+    def run(self, argv):
+        """Runs argv; returns (ok, stdout). A missing program counts as a failure."""
+        self.log.write('$ %s\n' % shlex.join(argv))
+        try:
+            proc = subprocess.run(argv, cwd=self.dir, capture_output=True, text=True,
+                                  timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            self.log.write('%s\n\n' % err)
+            return False, ''
+        self.log.write(proc.stdout + proc.stderr + 'exit %d\n\n' % proc.returncode)
+        return proc.returncode == 0, proc.stdout
+
+
+C_PROBE = '#include <stdio.h>\nint main(void) {\n    puts("ok");\n    return 0;\n}\n'
+IB_PROBE = '''#include <infiniband/verbs.h>
+int main(void) {
+    int n = 0;
+    struct ibv_device **list = ibv_get_device_list(&n);
+    if (list != NULL)
+        ibv_free_device_list(list);
+    return n < 0;
+}
+'''
+CU_PROBE = '''__global__ void zc_probe_kernel(float *x) { x[threadIdx.x] += 1.0f; }
+extern "C" int zc_probe_launch(float *x) {
+    zc_probe_kernel<<<1, 32>>>(x);
+    return (int)cudaGetLastError();
+}
+'''
+CU_MAIN = ('int zc_probe_launch(float *x);\n'
+           'int main(void) { return zc_probe_launch((float *)0) == 12345; }\n')
+
+
+def probe_cc(p, cc, mode):
+    """The C compiler must compile and link a C11 program with our flags; returns version."""
+    src = p.write('cc.c', C_PROBE)
+    m = MODES[mode]
+    ok, _ = p.run([cc] + BASE_CFLAGS + m['opt'] + m['sanitize'] + [src, '-o', 'cc.out']
+                  + m['sanitize'])
+    if not ok:
+        fail('C compiler %r cannot build a C11 program with the project flags: '
+             'apt-get install build-essential (details: build/config.log)' % cc)
+    ok, out = p.run([cc, '-dumpfullversion', '-dumpversion'])
+    return out.split()[0] if ok and out.split() else '?'
+
+
+def probe_freestanding_include(p, cc):
+    """gcc's own header folder (stddef.h, stdint.h, stdatomic.h ...), or None."""
+    for flag, suffix in (('-print-file-name=include', ''), ('-print-resource-dir', 'include')):
+        ok, out = p.run([cc, flag])
+        path = os.path.normpath(os.path.join(out.strip(), suffix)) if ok else ''
+        if path and os.path.isfile(os.path.join(path, 'stddef.h')):
+            return path
+    return None
+
+
+def probe_cxx(p, cxx):
+    src = p.write('cxx.cc', 'int main() { return 0; }\n')
+    ok, _ = p.run([cxx, '-std=c++11', '-fsyntax-only', src])
+    return ok
+
+
+def probe_ib(p, cc, want):
+    """True when libibverbs headers and library work; exits if required and missing."""
+    if want == 'no':
+        return False
+    src = p.write('ib.c', IB_PROBE)
+    ok, _ = p.run([cc] + BASE_CFLAGS + [src, '-o', 'ib.out', '-libverbs'])
+    if ok:
+        return True
+    if want == 'yes':
+        fail('libibverbs headers not found: apt-get install libibverbs-dev rdma-core '
+             '(details: build/config.log)')
+    print('ib: not found (apt-get install libibverbs-dev), building without')
+    return False
+
+
+def find_nvcc(want):
+    if want not in ('auto', 'yes'):
+        return want if os.path.isfile(want) else os.path.join(want, 'bin', 'nvcc')
+    if os.access('/usr/local/cuda/bin/nvcc', os.X_OK):
+        return '/usr/local/cuda/bin/nvcc'
+    return shutil.which('nvcc')
+
+
+def cuda_lib_dir(root):
+    """The folder holding libcudart_static.a, or None (then the default search path)."""
+    for d in ('lib64', 'lib', 'targets/x86_64-linux/lib'):
+        if os.path.isfile(os.path.join(root, d, 'libcudart_static.a')):
+            return os.path.join(root, d)
+    return None
+
+
+def probe_cuda(p, cc, want):
+    """Returns None or a dict: nvcc, version, cflags (for C), libs. Exits when required."""
+    if want == 'no':
+        return None
+    nvcc = find_nvcc(want)
+    why = 'nvcc not found in ' + ('/usr/local/cuda/bin or PATH' if want in ('auto', 'yes')
+                                  else want)
+    if nvcc and os.path.isfile(nvcc):
+        root = os.path.dirname(os.path.dirname(nvcc))
+        libdir = cuda_lib_dir(root)
+        libs = (['-L' + libdir] if libdir else []) + CUDA_LIBS
+        p.write('k.cu', CU_PROBE)
+        p.write('m.c', CU_MAIN)
+        ok = (p.run([nvcc, '-c', '-Xcompiler=-fPIC'] + CUDA_ARCHS + ['k.cu', '-o', 'k.o'])[0]
+              and p.run([cc, 'm.c', 'k.o', '-o', 'cu.out'] + libs)[0])
+        if ok:
+            out = p.run([nvcc, '--version'])[1]
+            version = out.split('release ')[1].split(',')[0] if 'release ' in out else '?'
+            inc = os.path.join(root, 'include')
+            return {'nvcc': nvcc, 'version': version, 'libs': libs,
+                    'cflags': ['-isystem', inc] if os.path.isdir(inc) else []}
+        why = '%s cannot build and link a sm_80/sm_90 kernel' % nvcc
+    if want != 'auto':
+        fail('%s: apt-get install nvidia-cuda-toolkit, or install CUDA in /usr/local/cuda, '
+             'or pass --with-cuda=PATH (details: build/config.log)' % why)
+    print('cuda: not found (%s; apt-get install nvidia-cuda-toolkit), building without' % why)
+    return None
+
+
+# --- sources -------------------------------------------------------------------------------
+
+def sources(folder, pattern):
+    """Sorted files matching folder/pattern; a missing or empty folder gives []."""
+    return sorted(glob.glob(os.path.join(folder, pattern)))
+
+
+def stem(path):
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def obj_path(src, top='build/obj'):
+    """core/x.c -> build/obj/core/x.o; gpu/x.cu -> build/obj/gpu/x.cu.o (no clash with x.c)."""
+    folder = os.path.dirname(src)
+    name = os.path.basename(src) if src.endswith('.cu') else stem(src)
+    return '%s/%s/%s.o' % (top, folder, name)
+
+
+# --- build.ninja ---------------------------------------------------------------------------
+
+def write_rules(n, cfg):
+    """Variables and rules. Per-folder flags come in through the build statements."""
+    m = MODES[cfg.mode]
+    defines = (['-DZC_HAVE_IB=1'] if cfg.ib else []) + (['-DZC_HAVE_CUDA=1'] if cfg.cuda else [])
+    libs = (['-lpthread'] + (['-libverbs'] if cfg.ib else [])
+            + (cfg.cuda['libs'] if cfg.cuda else []))
+    n.variable('ninja_required_version', '1.7')
+    n.variable('builddir', 'build')  # .ninja_log/.ninja_deps there, not in the watched '.'
+    n.variable('python', shlex.quote(sys.executable))
+    n.variable('cc', shlex.quote(cfg.cc))
+    n.variable('cxx', shlex.quote(cfg.cxx))
+    n.variable('cflags', BASE_CFLAGS + defines + m['opt'] + m['sanitize'])
+    n.variable('ldflags', m['sanitize'])
+    n.variable('libs', libs)
+    # No sanitizers and no stack protector (a distribution default on some): the check is
+    # about what the sources need, not what instrumentation adds.
+    n.variable('free_cflags', BASE_CFLAGS + defines + m['opt'] + [
+        '-ffreestanding', '-nostdinc', '-fno-stack-protector',
+        '-isystem', shlex.quote(cfg.free_include or 'missing')])
+    if cfg.cuda:
+        n.variable('nvcc', shlex.quote(cfg.cuda['nvcc']))
+        n.variable('nvcc_flags', ['-Xcompiler=-fPIC,-Wall,-Wextra,-Werror', '-Werror=all-warnings',
+                                  '-Iinclude', '-Iplatform'] + defines + m['nvcc'] + CUDA_ARCHS)
+    n.newline()
+    dep = {'depfile': '$out.d', 'deps': 'gcc'}
+    n.rule('cc', '$cc -MD -MF $out.d $cflags -c $in -o $out', description='CC $out', **dep)
+    n.rule('cc_free', '$cc -MD -MF $out.d $free_cflags -c $in -o $out',
+           description='CC (freestanding) $out', **dep)
+    if cfg.cuda:
+        n.rule('nvcc', '$nvcc -MD -MF $out.d $nvcc_flags -c $in -o $out',
+               description='NVCC $out', **dep)
+    n.rule('ar', 'rm -f $out && ar crs $out $in', description='AR $out')
+    n.rule('solink', '$cc -shared -Wl,-z,defs -o $out $in $ldflags $libs',
+           description='LINK $out')
+    n.rule('link', '$cc -o $out $in $ldflags $libs -lm', description='LINK $out')
+    n.rule('header_c', '$cc -std=c11 -Wall -Wextra -Werror -pedantic -Wshadow -Wconversion '
+           '-Wstrict-prototypes -x c -fsyntax-only -include $in /dev/null && touch $out',
+           description='CHECK $in as C11')
+    n.rule('header_cxx', '$cxx -std=c++11 -Wall -Wextra -Werror -pedantic '
+           '-x c++ -fsyntax-only -include $in /dev/null && touch $out',
+           description='CHECK $in as C++11')
+    n.rule('check_symbols', '$python configure.py --check-symbols $in && touch $out',
+           description='CHECK undefined symbols')
+    n.rule('fail', 'echo "$msg" && exit 1', description='FAIL $out')
+    n.rule('run', '$cmd', description='RUN $cmd', pool='console')
+    n.rule('configure', '$python configure.py $configure_args', generator='1',
+           description='CONFIGURE')
+    n.newline()
+
+
+def folder_cflags(folder, cfg, free=False):
+    """The per-folder extras: FOLDER_CFLAGS, plus CUDA headers where allowed (not freestanding)."""
+    extra = list(FOLDER_CFLAGS.get(folder, []))
+    if cfg.cuda and not free and folder in CUDA_HEADER_FOLDERS:
+        extra += cfg.cuda['cflags']
+    return extra
+
+
+def compile_all(n, cfg, srcs, free=False):
+    """One build statement per source (.c with cc, .cu with nvcc); returns the objects."""
+    objs = []
+    for src in srcs:
+        obj = obj_path(src, 'build/obj-free' if free else 'build/obj')
+        rule, var = ('cc_free', 'free_cflags') if free else ('cc', 'cflags')
+        extra = folder_cflags(os.path.dirname(src), cfg, free)
+        if src.endswith('.cu'):
+            rule, var, extra = 'nvcc', 'nvcc_flags', FOLDER_CFLAGS.get(os.path.dirname(src), [])
+        n.build([obj], rule, [src], variables={var: ['$' + var] + extra} if extra else None)
+        objs.append(obj)
+    return objs
+
+
+def write_library(n, cfg):
+    enabled = {'ib': cfg.ib, 'cuda': cfg.cuda}
+    objs = []
+    for folder, pattern, needs in LIB_SOURCES:
+        if needs is None or enabled[needs]:
+            objs += compile_all(n, cfg, sources(folder, pattern))
+    n.build(['build/libzcoll.a'], 'ar', objs)
+    n.build(['build/libzcoll.so'], 'solink', objs)
+    n.build(['lib'], 'phony', ['build/libzcoll.a', 'build/libzcoll.so'])
+    n.newline()
+
+
+def write_programs(n, cfg):
+    """tools/x.c -> build/x; tests/*.c -> build/zctest; examples/x.c -> build/examples/x."""
+    tools = []
+    for src in sources('tools', '*.c'):
+        tools.append('build/' + stem(src))
+        n.build([tools[-1]], 'link', compile_all(n, cfg, [src]) + ['build/libzcoll.a'])
+    tests = compile_all(n, cfg, sources('tests', '*.c'))
+    n.build(['build/zctest'], 'link', tests + ['build/libzcoll.a'])
+    examples = []
+    for src in sources('examples', '*.c'):
+        examples.append('build/examples/' + stem(src))
+        n.build([examples[-1]], 'link', compile_all(n, cfg, [src]) + ['build/libzcoll.a'])
+    n.build(['all-tools'], 'phony', tools)
+    n.build(['all-examples'], 'phony', examples)
+    n.build(['zctest'], 'phony', ['build/zctest'])
+    for tool in tools:  # `ninja zcrun`: short names for zc* tools no file or folder has
+        name = os.path.basename(tool)
+        if name.startswith('zc') and name != 'zctest' and not os.path.exists(name):
+            n.build([name], 'phony', [tool])
+    n.build(['all'], 'phony', ['lib', 'all-tools', 'zctest', 'all-examples'])
+    n.newline()
+
+
+def write_checks(n, cfg):
+    """check-headers, check-freestanding, check-symbols, check, test and script targets."""
+    n.build(['build/check/header-c.stamp'], 'header_c', ['include/zcoll.h'])
+    if cfg.cxx_ok:
+        n.build(['build/check/header-cxx.stamp'], 'header_cxx', ['include/zcoll.h'])
+    else:
+        n.build(['build/check/header-cxx.stamp'], 'fail', variables={
+            'msg': 'C++ compiler %s not found: apt-get install g++' % cfg.cxx})
+    n.build(['check-headers'], 'phony',
+            ['build/check/header-c.stamp', 'build/check/header-cxx.stamp'])
+    free_srcs = [s for folder, pat in FREE_SOURCES for s in sources(folder, pat)]
+    if cfg.free_include:
+        free_objs = compile_all(n, cfg, free_srcs, free=True)
+    else:
+        free_objs = ['build/obj-free/missing-include']
+        n.build(free_objs, 'fail', variables={
+            'msg': 'compiler %s has no freestanding include folder' % cfg.cc})
+    n.build(['check-freestanding'], 'phony', free_objs)
+    checked = [o for o in free_objs if o.split('/')[2] in SYMBOL_FOLDERS]
+    n.build(['build/check/symbols.stamp'], 'check_symbols', checked,
+            implicit=['configure.py'])
+    n.build(['check-symbols'], 'phony', ['build/check/symbols.stamp'])
+    n.build(['FORCE'], 'phony')  # always dirty: the `run` targets below always run
+    n.build(['test'], 'run', implicit=['FORCE', 'all'], variables={'cmd': 'build/zctest'})
+    n.build(['check'], 'phony', ['test', 'check-headers', 'check-freestanding', 'check-symbols'])
+    for target, path, cmd in SCRIPT_TARGETS:
+        if os.path.isfile(path):
+            n.build([target], 'run', implicit=['FORCE', 'all'], variables={'cmd': cmd})
+    n.newline()
+
+
+def write_regenerate(n, cfg):
+    watched = [d for d in WATCHED if os.path.isdir(d)]
+    n.variable('configure_args', cfg.configure_args)
+    n.build(['build.ninja'], 'configure', implicit=['configure.py'] + watched)
+    n.default(['all'])
+
+
+def write_ninja(cfg):
+    n = NinjaWriter()
+    n.comment('Generated by configure.py %s; do not edit, re-run configure.py.'
+              % cfg.configure_args)
+    n.newline()
+    write_rules(n, cfg)
+    write_library(n, cfg)
+    write_programs(n, cfg)
+    write_checks(n, cfg)
+    write_regenerate(n, cfg)
+    # Written in place (no rename): a rename would touch '.', which build.ninja depends on.
+    with open('build.ninja', 'w') as f:
+        f.write(n.text())
+
+
+# --- check-symbols -------------------------------------------------------------------------
+
+def check_symbols(objects):
+    """Fails listing every undefined symbol outside mem* and zc_*, per object."""
+    nm = os.environ.get('NM', 'nm')
+    bad = 0
+    for obj in objects:
+        out = subprocess.run([nm, '-u', '-P', obj], capture_output=True, text=True, check=True)
+        names = [line.split()[0] for line in out.stdout.splitlines() if line.split()]
+        wrong = [s for s in names if s not in ALLOWED_SYMBOLS and not s.startswith(ALLOWED_PREFIX)]
+        if wrong:
+            print('check-symbols: %s uses %s' % (obj, ' '.join(sorted(wrong))))
+            bad += 1
+    if bad:
+        print('check-symbols: %d object(s) need symbols beyond %s and %s*: the core and the '
+              'transports reach the OS only through platform/' %
+              (bad, ' '.join(sorted(ALLOWED_SYMBOLS)), ALLOWED_PREFIX))
+        return 1
+    return 0
+
+
+# --- main ----------------------------------------------------------------------------------
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(
+        prog='configure.py',
+        description='Probe the toolchain and write build.ninja. Run from the top of the '
+        'tree, then `ninja` (library, tools, tests, examples), `ninja test` (build, then run '
+        'build/zctest), `ninja check` (test + check-headers + check-freestanding + '
+        'check-symbols). Also: demo, bench, test-rxe, check-gpu once their scripts exist. '
+        'Probe details go to build/config.log.')
+    ap.add_argument('--mode', choices=sorted(MODES), default='release',
+                    help='release: -O2 -g; debug: -O0 -g with ASan and UBSan (default release)')
+    ap.add_argument('--with-cuda', default='auto', metavar='auto|yes|no|PATH',
+                    help='build gpu/ with nvcc; auto looks for /usr/local/cuda/bin/nvcc then '
+                    'nvcc on PATH and builds without CUDA when absent; PATH is a CUDA root '
+                    'or an nvcc (default auto)')
+    ap.add_argument('--with-ib', choices=['auto', 'yes', 'no'], default='auto',
+                    help='build transport_ib/ against libibverbs (default auto)')
+    ap.add_argument('--cc', default=os.environ.get('CC') or 'cc',
+                    help='C compiler (default $CC or cc)')
+    ap.add_argument('--cxx', default=os.environ.get('CXX') or 'c++',
+                    help='C++ compiler, used only by check-headers (default $CXX or c++)')
+    ap.add_argument('--check-symbols', nargs='*', metavar='OBJ',
+                    help='internal, run by `ninja check-symbols`: fail if an object has '
+                    'undefined symbols other than memcpy memset memmove memcmp and zc_*')
+    return ap.parse_args(argv)
+
+
+def main(argv):
+    os.chdir(os.path.dirname(os.path.abspath(__file__)))
+    args = parse_args(argv)
+    if args.check_symbols is not None:
+        return check_symbols(args.check_symbols)
+    os.makedirs('build', exist_ok=True)
+    p = Prober('build/config.log')
+    try:
+        cfg = args
+        cfg.cc_version = probe_cc(p, cfg.cc, cfg.mode)
+        cfg.free_include = probe_freestanding_include(p, cfg.cc)
+        cfg.cxx_ok = probe_cxx(p, cfg.cxx)
+        cfg.ib = probe_ib(p, cfg.cc, cfg.with_ib)
+        cfg.cuda = probe_cuda(p, cfg.cc, cfg.with_cuda)
+    finally:
+        p.close()
+    cfg.configure_args = shlex.join(['--mode', cfg.mode, '--with-cuda', cfg.with_cuda,
+                                     '--with-ib', cfg.with_ib, '--cc', cfg.cc, '--cxx', cfg.cxx])
+    if not cfg.cxx_ok:
+        print('c++: %s not found (apt-get install g++), check-headers will fail' % cfg.cxx)
+    if not cfg.free_include:
+        print('freestanding: no compiler include folder, check-freestanding will fail')
+    write_ninja(cfg)
+    cuda = 'yes (%s, release %s)' % (cfg.cuda['nvcc'], cfg.cuda['version']) if cfg.cuda else 'no'
+    print('mode: %s\ncc:   %s (%s)\ncuda: %s\nib:   %s\nwrote build.ninja'
+          % (cfg.mode, cfg.cc, cfg.cc_version, cuda, 'yes (libibverbs)' if cfg.ib else 'no'))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

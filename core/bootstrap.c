@@ -1,0 +1,804 @@
+/* bootstrap.c: the init-time rendezvous declared in bootstrap.h: the wire protocol below,
+ * SipHash-2-4, and the sockets of a zc__boot. Reaches the OS only through platform.h, calls no
+ * libc beyond mem*, allocates nothing; every loop is bounded by ranks, bytes or the deadline
+ * given at open. It must not be used after init: it blocks (with that deadline).
+ *
+ * Protocol, version 1. Integers are little-endian and fixed width; every message has a fixed
+ * size, or a length checked against a ceiling before any byte of its payload is read.
+ *
+ *   rank 0 (root)                                 rank r > 0 (client)
+ *   listens on root_addr's port                   connects; while refused, retries every
+ *   accepts one connection at a time              5..20 ms until the deadline
+ *   HELLO    24 B: "ZCB1" u32 version nonce_s[16]  ->
+ *                                              <-  PROOF 40 B: "ZCB1" u32 version u32 rank
+ *                                                  u32 nranks nonce_c[16] u64 tag_c
+ *   VERDICT  16 B: u32 code u32 value u64 tag_s    ->
+ *   once every rank is in (or the root gave up):
+ *   NOTE "ZCRY" with code OK (or the failure)      ->
+ *
+ *   tag_c = SipHash-2-4(secret, "client" nonce_s nonce_c rank nranks)
+ *   tag_s = SipHash-2-4(secret, "server" nonce_c nonce_s rank code value)  (0 for AUTH, VERSION)
+ *
+ * After the handshake every message is a NOTE, 24 B: u32 kind, u32 code, u32 rank, u32 value,
+ * u32 expect, u32 len, followed by len payload bytes. Kinds: "ZCRY" ready, "ZCAG" allgather,
+ * "ZCBR" barrier (an allgather of one byte under its own kind, so that a barrier facing an
+ * allgather is reported, not absorbed). An exchange: every client sends NOTE{kind, 0, its rank,
+ * 0, 0, bytes_each} + its blob; the root reads ranks 1..n-1 in order, checks kind and length
+ * against its own, then answers each NOTE{kind, OK, 0, 0, 0, n * bytes_each} + all blobs. On
+ * any failure it sends every client NOTE{its kind, code, culprit rank, value, expect, 0}
+ * instead, so no rank waits for the deadline when the root knows the outcome.
+ *
+ * Codes (ZC_CODE_*): OK, AUTH (no proof), VERSION, NRANKS (rank counts differ), RANK (rank
+ * outside 1..n-1), DUPLICATE (a rank claimed twice), SIZE (blob sizes differ), CALL (a
+ * different call), LOST (a rank closed its connection), TIMEOUT, FAILED (the root's own error).
+ *
+ * Security. Nonces are fresh from the OS for each connection, so a recorded proof cannot be
+ * replayed, and the "client"/"server" labels keep one side's tag from being reflected as the
+ * other's. Tags are compared in constant time. A connection that fails the proof gets AUTH
+ * and is closed, one WARN line is logged and the root goes on accepting: the job never notices.
+ * Each handshake step at the root has its own short deadline, min(job deadline, now + 2 s), and
+ * garbage is dropped at the first wrong field. Accepting is one connection at a time, so a
+ * silent or slow imposter delays the rendezvous by at most 2 s per connection it opens but
+ * cannot block it (a flood of connections could still run the job into its deadline, as with
+ * any listener on a reachable port). Only the connection is authenticated: later bytes carry
+ * no tag, so a party that can inject into an established TCP stream is out of scope (use
+ * loopback or a trusted network). A peer that proved the secret belongs to the job, so a
+ * disagreement it reveals (rank count, a rank claimed twice) means the job is misconfigured:
+ * it gets the code and the root fails with ZC_MISMATCH too.
+ *
+ * Any failure closes every socket of b (open's and an exchange's alike: streams out of step
+ * cannot be trusted again), after the root has told the clients; later calls return
+ * ZC_INVALID_STATE. nranks == 1 opens nothing and copies. */
+#include "bootstrap.h"
+
+#include "config.h"
+#include "platform.h"
+#include "text.h"
+
+#include <stdarg.h>
+
+#define ZC_FOURCC(a, b, c, d)                                                                  \
+    ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
+
+#define ZC_BOOT_MAGIC ZC_FOURCC('Z', 'C', 'B', '1')
+#define ZC_BOOT_VERSION 1u
+#define ZC_KIND_READY ZC_FOURCC('Z', 'C', 'R', 'Y')
+#define ZC_KIND_ALLGATHER ZC_FOURCC('Z', 'C', 'A', 'G')
+#define ZC_KIND_BARRIER ZC_FOURCC('Z', 'C', 'B', 'R')
+
+#define ZC_HELLO_BYTES 24u
+#define ZC_PROOF_BYTES 40u
+#define ZC_VERDICT_BYTES 16u
+#define ZC_NOTE_BYTES 24u
+#define ZC_NONCE_BYTES 16u
+#define ZC_TAG_BYTES 8u
+
+#define ZC_HANDSHAKE_NS 2000000000ull /* each handshake step at the root: 2 s at most */
+#define ZC_NOTIFY_NS 200000000ull     /* best-effort failure notes: 200 ms at most */
+#define ZC_RETRY_MIN_NS 5000000ull    /* connect retry pause while refused: 5..20 ms */
+#define ZC_RETRY_SPAN_NS 15000000ull
+#define ZC_STAGE_BYTES 8192u /* a note and a small payload leave in one send (no Nagle stall) */
+
+_Static_assert(ZC_NOTE_BYTES + ZC_BOOT_MAX_BLOB <= ZC_STAGE_BYTES, "a request fits the stage");
+_Static_assert((uint64_t)ZC_MAX_RANKS * ZC_BOOT_MAX_BLOB <= UINT32_MAX, "lengths fit u32");
+_Static_assert(ZC_SECRET_BYTES == 16u, "SipHash takes a 128-bit key");
+
+enum {
+    ZC_CODE_OK = 0,
+    ZC_CODE_AUTH = 1,
+    ZC_CODE_VERSION = 2,
+    ZC_CODE_NRANKS = 3,
+    ZC_CODE_RANK = 4,
+    ZC_CODE_DUPLICATE = 5,
+    ZC_CODE_SIZE = 6,
+    ZC_CODE_CALL = 7,
+    ZC_CODE_LOST = 8,
+    ZC_CODE_TIMEOUT = 9,
+    ZC_CODE_FAILED = 10
+};
+
+/* What went wrong, as the root tells it to every rank (the fields of a failure NOTE). */
+typedef struct zc_outcome {
+    uint32_t code;   /* ZC_CODE_* */
+    uint32_t rank;   /* the rank it is about */
+    uint32_t value;  /* what that rank had (size, kind, rank count, ranks joined) */
+    uint32_t expect; /* what rank 0 had */
+} zc_outcome;
+
+/* ---- little-endian fields ---- */
+
+static void zc_put32(uint8_t *p, uint32_t v) {
+    for (unsigned i = 0; i < 4u; i++) p[i] = (uint8_t)(v >> (8u * i));
+}
+
+static uint32_t zc_get32(const uint8_t *p) {
+    uint32_t v = 0;
+    for (unsigned i = 0; i < 4u; i++) v |= (uint32_t)p[i] << (8u * i);
+    return v;
+}
+
+static void zc_put64(uint8_t *p, uint64_t v) {
+    for (unsigned i = 0; i < 8u; i++) p[i] = (uint8_t)(v >> (8u * i));
+}
+
+static uint64_t zc_get64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 8u; i++) v |= (uint64_t)p[i] << (8u * i);
+    return v;
+}
+
+/* ---- SipHash-2-4 (Aumasson and Bernstein, "SipHash: a fast short-input PRF", 2012) ---- */
+
+static uint64_t zc_rotl(uint64_t x, unsigned b) { return x << b | x >> (64u - b); }
+
+static void zc_sip_round(uint64_t v[4]) {
+    v[0] += v[1]; v[1] = zc_rotl(v[1], 13); v[1] ^= v[0]; v[0] = zc_rotl(v[0], 32);
+    v[2] += v[3]; v[3] = zc_rotl(v[3], 16); v[3] ^= v[2];
+    v[0] += v[3]; v[3] = zc_rotl(v[3], 21); v[3] ^= v[0];
+    v[2] += v[1]; v[1] = zc_rotl(v[1], 17); v[1] ^= v[2]; v[2] = zc_rotl(v[2], 32);
+}
+
+uint64_t zc__siphash(const uint8_t key[16], const void *data, size_t bytes) {
+    const uint8_t *p = (const uint8_t *)data;
+    uint64_t k0 = zc_get64(key), k1 = zc_get64(key + 8);
+    uint64_t v[4] = {k0 ^ 0x736f6d6570736575ull, k1 ^ 0x646f72616e646f6dull,
+                     k0 ^ 0x6c7967656e657261ull, k1 ^ 0x7465646279746573ull};
+    size_t full = bytes - bytes % 8u;
+    for (size_t i = 0; i < full; i += 8u) {
+        uint64_t m = zc_get64(p + i);
+        v[3] ^= m;
+        zc_sip_round(v);
+        zc_sip_round(v);
+        v[0] ^= m;
+    }
+    /* The last block: the remaining 0..7 bytes, and the length mod 256 in the top byte. */
+    uint64_t last = (uint64_t)(bytes & 0xffu) << 56;
+    for (size_t j = 0; j < bytes - full; j++) last |= (uint64_t)p[full + j] << (8u * j);
+    v[3] ^= last;
+    zc_sip_round(v);
+    zc_sip_round(v);
+    v[0] ^= last;
+    v[2] ^= 0xffu;
+    for (unsigned r = 0; r < 4u; r++) zc_sip_round(v);
+    return v[0] ^ v[1] ^ v[2] ^ v[3];
+}
+
+/* SipHash(secret, label(6) | n1 | n2 | words as u32), the tag of either side. */
+static void zc_tag(const zc__boot *b, const char *label, const uint8_t *n1, const uint8_t *n2,
+                   const uint32_t *words, unsigned nwords, uint8_t tag[ZC_TAG_BYTES]) {
+    uint8_t msg[6u + 2u * ZC_NONCE_BYTES + 4u * 3u];
+    size_t at = 6u + 2u * ZC_NONCE_BYTES;
+    __builtin_memcpy(msg, label, 6u);
+    __builtin_memcpy(msg + 6u, n1, ZC_NONCE_BYTES);
+    __builtin_memcpy(msg + 6u + ZC_NONCE_BYTES, n2, ZC_NONCE_BYTES);
+    for (unsigned i = 0; i < nwords && i < 3u; i++, at += 4u) zc_put32(msg + at, words[i]);
+    zc_put64(tag, zc__siphash(b->secret, msg, at));
+}
+
+/* Equality whose time does not depend on where the bytes differ. */
+static bool zc_same_tag(const uint8_t *a, const uint8_t *b) {
+    uint8_t d = 0;
+    for (unsigned i = 0; i < ZC_TAG_BYTES; i++) d = (uint8_t)(d | (a[i] ^ b[i]));
+    return d == 0;
+}
+
+/* ---- error sentences ---- */
+
+__attribute__((format(printf, 3, 4))) static zc_status zc_fail(zc__boot *b, zc_status st,
+                                                               const char *fmt, ...) {
+    if (b->err && b->err_cap) {
+        size_t n = zc__strlcpy(b->err, "bootstrap: ", b->err_cap);
+        va_list ap;
+        va_start(ap, fmt);
+        zc__vfmt(b->err + n, b->err_cap - n, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+static zc_status zc_rc_status(zc_plat_rc rc) {
+    switch (rc) {
+    case ZC_PLAT_TIMEOUT: return ZC_TIMED_OUT;
+    case ZC_PLAT_CLOSED:
+    case ZC_PLAT_REFUSED: return ZC_PEER_LOST;
+    case ZC_PLAT_INVALID:
+    case ZC_PLAT_NOT_FOUND: return ZC_INVALID_ARG;
+    case ZC_PLAT_UNSUPPORTED: return ZC_UNSUPPORTED;
+    default: return ZC_SYSTEM;
+    }
+}
+
+static uint32_t zc_rc_code(zc_plat_rc rc) {
+    return rc == ZC_PLAT_CLOSED ? ZC_CODE_LOST
+           : rc == ZC_PLAT_TIMEOUT ? ZC_CODE_TIMEOUT : ZC_CODE_FAILED;
+}
+
+/* Why a platform call failed, as the end of a sentence. Call it before any other platform
+ * call, which would overwrite the OS error. */
+static void zc_rc_reason(zc_plat_rc rc, char *buf, size_t cap) {
+    char os[96];
+    switch (rc) {
+    case ZC_PLAT_TIMEOUT: zc__strlcpy(buf, "timed out", cap); return;
+    case ZC_PLAT_CLOSED: zc__strlcpy(buf, "the peer closed the connection", cap); return;
+    case ZC_PLAT_REFUSED: zc__strlcpy(buf, "connection refused", cap); return;
+    case ZC_PLAT_NOT_FOUND: zc__strlcpy(buf, "no such host", cap); return;
+    case ZC_PLAT_ERROR: {
+        int e = zc_plat_os_error();
+        zc_plat_os_error_text(e, os, sizeof os);
+        zc__fmt(buf, cap, "%s (os error %d)", os, e);
+        return;
+    }
+    default: zc__fmt(buf, cap, "%s", zc_plat_rc_name(rc)); return;
+    }
+}
+
+static const char *zc_kind_name(uint32_t kind) {
+    return kind == ZC_KIND_READY       ? "the rendezvous"
+           : kind == ZC_KIND_ALLGATHER ? "allgather"
+           : kind == ZC_KIND_BARRIER   ? "barrier" : "an unknown call";
+}
+
+/* A send or receive with rank `peer` failed during the call `kind`. */
+static zc_status zc_io_fail(zc__boot *b, zc_plat_rc rc, uint32_t peer, uint32_t kind) {
+    char why[128];
+    if (rc == ZC_PLAT_CLOSED)
+        return zc_fail(b, ZC_PEER_LOST, "rank %u closed the connection during %s (at rank %u)",
+                       peer, zc_kind_name(kind), b->rank);
+    if (rc == ZC_PLAT_TIMEOUT)
+        return zc_fail(b, ZC_TIMED_OUT,
+                       "timed out waiting for rank %u during %s (at rank %u): the bootstrap "
+                       "deadline passed", peer, zc_kind_name(kind), b->rank);
+    zc_rc_reason(rc, why, sizeof why);
+    return zc_fail(b, zc_rc_status(rc), "talking to rank %u during %s (at rank %u): %s", peer,
+                   zc_kind_name(kind), b->rank, why);
+}
+
+/* The one sentence for an outcome, written the same way at the root that found it and at
+ * every rank it told. */
+static zc_status zc_outcome_fail(zc__boot *b, uint32_t kind, const zc_outcome *o) {
+    const char *call = zc_kind_name(kind);
+    switch (o->code) {
+    case ZC_CODE_NRANKS:
+        return zc_fail(b, ZC_MISMATCH, "rank %u was started for %u ranks but rank 0 for %u",
+                       o->rank, o->value, o->expect);
+    case ZC_CODE_RANK:
+        return zc_fail(b, ZC_MISMATCH, "a process claimed rank %u, outside 1..%u", o->rank,
+                       o->expect - 1u);
+    case ZC_CODE_DUPLICATE:
+        return zc_fail(b, ZC_MISMATCH, "two processes claimed rank %u", o->rank);
+    case ZC_CODE_SIZE:
+        return zc_fail(b, ZC_MISMATCH,
+                       "%s sizes differ: rank %u passed %u bytes, rank 0 passed %u", call,
+                       o->rank, o->value, o->expect);
+    case ZC_CODE_CALL:
+        return zc_fail(b, ZC_MISMATCH, "rank %u called %s while rank 0 called %s", o->rank,
+                       zc_kind_name(o->value), zc_kind_name(o->expect));
+    case ZC_CODE_LOST:
+        return zc_fail(b, ZC_PEER_LOST, "rank %u closed the connection during %s", o->rank,
+                       call);
+    case ZC_CODE_TIMEOUT:
+        if (kind == ZC_KIND_READY)
+            return zc_fail(b, ZC_TIMED_OUT,
+                           "timed out with %u of %u ranks joined (rank %u never came)",
+                           o->value, o->expect, o->rank);
+        return zc_fail(b, ZC_TIMED_OUT, "timed out waiting for rank %u during %s", o->rank,
+                       call);
+    case ZC_CODE_FAILED:
+        return zc_fail(b, ZC_PEER_LOST, "rank 0 failed during %s (rank 0's error says why)",
+                       call);
+    default:
+        return zc_fail(b, ZC_MISMATCH, "rank 0 sent unknown code %u during %s", o->code,
+                       call);
+    }
+}
+
+/* ---- notes ---- */
+
+static void zc_note_put(uint8_t note[ZC_NOTE_BYTES], uint32_t kind, const zc_outcome *o,
+                        uint32_t len) {
+    zc_put32(note, kind);
+    zc_put32(note + 4, o->code);
+    zc_put32(note + 8, o->rank);
+    zc_put32(note + 12, o->value);
+    zc_put32(note + 16, o->expect);
+    zc_put32(note + 20, len);
+}
+
+static void zc_note_get(const uint8_t note[ZC_NOTE_BYTES], uint32_t *kind, zc_outcome *o,
+                        uint32_t *len) {
+    *kind = zc_get32(note);
+    o->code = zc_get32(note + 4);
+    o->rank = zc_get32(note + 8);
+    o->value = zc_get32(note + 12);
+    o->expect = zc_get32(note + 16);
+    *len = zc_get32(note + 20);
+}
+
+/* A note and its payload; the note and the payload's start leave in one send. */
+static zc_plat_rc zc_send_note(int sock, const uint8_t note[ZC_NOTE_BYTES],
+                               const uint8_t *payload, size_t len, uint64_t deadline_ns) {
+    uint8_t stage[ZC_STAGE_BYTES];
+    size_t first = len < ZC_STAGE_BYTES - ZC_NOTE_BYTES ? len : ZC_STAGE_BYTES - ZC_NOTE_BYTES;
+    __builtin_memcpy(stage, note, ZC_NOTE_BYTES);
+    if (first) __builtin_memcpy(stage + ZC_NOTE_BYTES, payload, first);
+    zc_plat_rc rc = zc_plat_tcp_send_all(sock, stage, ZC_NOTE_BYTES + first, deadline_ns);
+    if (rc == ZC_PLAT_OK && len > first)
+        rc = zc_plat_tcp_send_all(sock, payload + first, len - first, deadline_ns);
+    return rc;
+}
+
+/* Root: tells every client from rank `from` on what went wrong; best effort, briefly. */
+static void zc_notify(const zc__boot *b, uint32_t kind, const zc_outcome *o, uint32_t from) {
+    uint8_t note[ZC_NOTE_BYTES];
+    uint64_t deadline_ns = zc_plat_now_ns() + ZC_NOTIFY_NS;
+    zc_note_put(note, kind, o, 0);
+    for (uint32_t r = from; r < b->nranks; r++)
+        if (b->socks[r] >= 0) (void)zc_plat_tcp_send_all(b->socks[r], note, sizeof note,
+                                                         deadline_ns);
+}
+
+/* ---- rank 0: admitting connections ---- */
+
+__attribute__((format(printf, 2, 3))) static void zc_drop(int sock, const char *fmt, ...) {
+    char line[224];
+    size_t n = zc__strlcpy(line, "bootstrap: rank 0 dropped a connection: ", sizeof line);
+    va_list ap;
+    va_start(ap, fmt);
+    zc__vfmt(line + n, sizeof line - n, fmt, ap);
+    va_end(ap);
+    zc_plat_log(ZC_PLAT_LOG_WARN, line);
+    zc_plat_tcp_close(sock);
+}
+
+static void zc_drop_io(int sock, zc_plat_rc rc, const char *step) {
+    char why[128];
+    if (rc == ZC_PLAT_TIMEOUT) zc__fmt(why, sizeof why, "nothing within %u ms",
+                                       (unsigned)(ZC_HANDSHAKE_NS / 1000000u));
+    else zc_rc_reason(rc, why, sizeof why);
+    zc_drop(sock, "%s: %s", step, why);
+}
+
+static zc_plat_rc zc_send_verdict(int sock, uint32_t code, uint32_t value, const uint8_t *tag,
+                                  uint64_t deadline_ns) {
+    uint8_t v[ZC_VERDICT_BYTES] = {0};
+    zc_put32(v, code);
+    zc_put32(v + 4, value);
+    if (tag) __builtin_memcpy(v + 8, tag, ZC_TAG_BYTES);
+    return zc_plat_tcp_send_all(sock, v, sizeof v, deadline_ns);
+}
+
+/* Greets a fresh connection and reads its proof. False when it was dropped (logged). */
+static bool zc_read_proof(int sock, uint64_t deadline_ns, const uint8_t nonce_s[ZC_NONCE_BYTES],
+                          uint8_t proof[ZC_PROOF_BYTES]) {
+    uint8_t hello[ZC_HELLO_BYTES];
+    zc_put32(hello, ZC_BOOT_MAGIC);
+    zc_put32(hello + 4, ZC_BOOT_VERSION);
+    __builtin_memcpy(hello + 8, nonce_s, ZC_NONCE_BYTES);
+    zc_plat_rc rc = zc_plat_tcp_send_all(sock, hello, sizeof hello, deadline_ns);
+    if (rc != ZC_PLAT_OK) {
+        zc_drop_io(sock, rc, "sending the greeting");
+        return false;
+    }
+    rc = zc_plat_tcp_recv_all(sock, proof, ZC_PROOF_BYTES, deadline_ns);
+    if (rc != ZC_PLAT_OK) {
+        zc_drop_io(sock, rc, "waiting for its proof");
+        return false;
+    }
+    if (zc_get32(proof) != ZC_BOOT_MAGIC) {
+        zc_drop(sock, "it sent bytes that are not a zcoll bootstrap proof");
+        return false;
+    }
+    if (zc_get32(proof + 4) != ZC_BOOT_VERSION) {
+        (void)zc_send_verdict(sock, ZC_CODE_VERSION, ZC_BOOT_VERSION, NULL, deadline_ns);
+        zc_drop(sock, "it speaks bootstrap protocol version %u, rank 0 speaks %u",
+                zc_get32(proof + 4), ZC_BOOT_VERSION);
+        return false;
+    }
+    return true;
+}
+
+/* Runs the handshake on a fresh connection. Returns ZC_OK both when it was admitted
+ * (socks[rank] = sock, ++*joined) and when it was dropped (an imposter or garbage: logged,
+ * the job goes on); a failure only when the OS fails or a peer that proved the secret
+ * disagrees with the job (then *o says how). */
+static zc_status zc_admit(zc__boot *b, int sock, uint32_t *joined, zc_outcome *o) {
+    uint8_t nonce_s[ZC_NONCE_BYTES], proof[ZC_PROOF_BYTES], tag[ZC_TAG_BYTES];
+    uint64_t now = zc_plat_now_ns(), deadline_ns = b->deadline_ns;
+    if (deadline_ns > now + ZC_HANDSHAKE_NS) deadline_ns = now + ZC_HANDSHAKE_NS;
+    zc_plat_rc rc = zc_plat_random(nonce_s, sizeof nonce_s);
+    if (rc != ZC_PLAT_OK) {
+        char why[128];
+        zc_rc_reason(rc, why, sizeof why);
+        zc_plat_tcp_close(sock);
+        *o = (zc_outcome){ZC_CODE_FAILED, 0, 0, 0};
+        return zc_fail(b, ZC_SYSTEM, "rank 0 cannot draw a nonce: %s", why);
+    }
+    if (!zc_read_proof(sock, deadline_ns, nonce_s, proof)) return ZC_OK;
+    uint32_t claim[3] = {zc_get32(proof + 8), zc_get32(proof + 12), 0};
+    const uint8_t *nonce_c = proof + 16;
+    zc_tag(b, "client", nonce_s, nonce_c, claim, 2, tag);
+    if (!zc_same_tag(tag, proof + 32)) {
+        (void)zc_send_verdict(sock, ZC_CODE_AUTH, 0, NULL, deadline_ns);
+        zc_drop(sock, "a process claiming rank %u did not prove the job secret", claim[0]);
+        return ZC_OK;
+    }
+    *o = (zc_outcome){ZC_CODE_OK, claim[0], claim[1], b->nranks};
+    if (claim[1] != b->nranks) o->code = ZC_CODE_NRANKS;
+    else if (claim[0] == 0 || claim[0] >= b->nranks) o->code = ZC_CODE_RANK;
+    else if (b->socks[claim[0]] >= 0) o->code = ZC_CODE_DUPLICATE;
+    uint32_t said[3] = {claim[0], o->code, b->nranks};
+    zc_tag(b, "server", nonce_c, nonce_s, said, 3, tag);
+    rc = zc_send_verdict(sock, o->code, b->nranks, tag, deadline_ns);
+    if (o->code != ZC_CODE_OK) {
+        zc_plat_tcp_close(sock);
+        return zc_outcome_fail(b, ZC_KIND_READY, o);
+    }
+    if (rc != ZC_PLAT_OK) {
+        zc_drop_io(sock, rc, "sending its verdict");
+        return ZC_OK;
+    }
+    b->socks[claim[0]] = sock;
+    ++*joined;
+    return ZC_OK;
+}
+
+/* "localhost" listens on loopback, a numeric IPv4 address on itself, any other name on every
+ * interface (a name may resolve differently here than where the other ranks look it up). */
+static const char *zc_listen_host(const char *host) {
+    unsigned dots = 0, digits = 0, value = 0;
+    if (zc__streq(host, "localhost")) return "127.0.0.1";
+    for (size_t i = 0; host[i] && i < ZC_ADDR_BYTES; i++) {
+        char c = host[i];
+        if (c == '.' && digits) {
+            dots++;
+            digits = value = 0;
+        } else if (c >= '0' && c <= '9' && digits < 3u) {
+            digits++;
+            value = value * 10u + (unsigned)(c - '0');
+            if (value > 255u) return "0.0.0.0";
+        } else {
+            return "0.0.0.0";
+        }
+    }
+    return dots == 3u && digits ? host : "0.0.0.0";
+}
+
+/* Rank 0: accepts until every rank proved itself, then tells them all. */
+static zc_status zc_serve(zc__boot *b, const char *host, uint16_t port) {
+    char why[128];
+    uint16_t got_port = 0;
+    uint64_t t0 = zc_plat_now_ns();
+    const char *lhost = zc_listen_host(host);
+    zc_plat_rc rc = zc_plat_tcp_listen(lhost, port, &b->listen_sock, &got_port);
+    if (rc != ZC_PLAT_OK) {
+        b->listen_sock = -1;
+        zc_rc_reason(rc, why, sizeof why);
+        return zc_fail(b, zc_rc_status(rc), "rank 0 cannot listen on %s:%u: %s", lhost,
+                       (unsigned)port, why);
+    }
+    zc_status st = ZC_OK;
+    zc_outcome o = {ZC_CODE_OK, 0, 0, b->nranks};
+    uint32_t joined = 1;
+    /* Bounded by the deadline: accept waits until it at most, and each handshake is short. */
+    while (st == ZC_OK && joined < b->nranks) {
+        int sock = -1;
+        rc = zc_plat_now_ns() >= b->deadline_ns
+                 ? ZC_PLAT_TIMEOUT : zc_plat_tcp_accept(b->listen_sock, b->deadline_ns, &sock);
+        if (rc == ZC_PLAT_TIMEOUT) {
+            uint32_t missing = 1;
+            while (missing < b->nranks && b->socks[missing] >= 0) missing++;
+            o = (zc_outcome){ZC_CODE_TIMEOUT, missing, joined, b->nranks};
+            st = zc_fail(b, ZC_TIMED_OUT,
+                         "timed out after %llu ms with %u of %u ranks joined (rank %u never "
+                         "came)", (unsigned long long)((zc_plat_now_ns() - t0) / 1000000u),
+                         joined, b->nranks, missing);
+        } else if (rc != ZC_PLAT_OK) {
+            zc_rc_reason(rc, why, sizeof why);
+            o = (zc_outcome){ZC_CODE_FAILED, 0, joined, b->nranks};
+            st = zc_fail(b, zc_rc_status(rc), "rank 0 cannot accept on %s:%u: %s", lhost,
+                         (unsigned)port, why);
+        } else {
+            st = zc_admit(b, sock, &joined, &o);
+        }
+    }
+    zc_plat_tcp_close(b->listen_sock); /* late connectors are refused, not left hanging */
+    b->listen_sock = -1;
+    if (st != ZC_OK) {
+        zc_notify(b, ZC_KIND_READY, &o, 1);
+        return st;
+    }
+    uint8_t note[ZC_NOTE_BYTES];
+    zc_note_put(note, ZC_KIND_READY, &o, 0);
+    for (uint32_t r = 1; r < b->nranks; r++) {
+        rc = zc_plat_tcp_send_all(b->socks[r], note, sizeof note, b->deadline_ns);
+        if (rc != ZC_PLAT_OK) {
+            st = zc_io_fail(b, rc, r, ZC_KIND_READY);
+            o = (zc_outcome){zc_rc_code(rc), r, 0, 0};
+            zc_notify(b, ZC_KIND_READY, &o, r + 1u);
+            return st;
+        }
+    }
+    return ZC_OK;
+}
+
+/* ---- rank r > 0: joining ---- */
+
+/* Connects to rank 0, retrying while nobody listens there yet. */
+static zc_status zc_connect(zc__boot *b, const char *host, uint16_t port) {
+    char why[128];
+    uint64_t t0 = zc_plat_now_ns();
+    uint64_t tries = b->deadline_ns > t0 ? (b->deadline_ns - t0) / ZC_RETRY_MIN_NS + 2u : 1u;
+    zc_plat_rc rc = ZC_PLAT_TIMEOUT;
+    bool refused = false;
+    for (uint64_t i = 0; i < tries; i++) {
+        rc = zc_plat_tcp_connect(host, port, b->deadline_ns, &b->root_sock);
+        if (rc == ZC_PLAT_OK) return ZC_OK;
+        b->root_sock = -1;
+        refused = refused || rc == ZC_PLAT_REFUSED;
+        uint64_t now = zc_plat_now_ns();
+        if (rc != ZC_PLAT_REFUSED || now >= b->deadline_ns) break;
+        uint32_t jitter = 0;
+        if (zc_plat_random(&jitter, sizeof jitter) != ZC_PLAT_OK) jitter = 0;
+        uint64_t pause = ZC_RETRY_MIN_NS + jitter % ZC_RETRY_SPAN_NS;
+        zc_plat_sleep_ns(pause < b->deadline_ns - now ? pause : b->deadline_ns - now);
+    }
+    unsigned long long ms = (unsigned long long)((zc_plat_now_ns() - t0) / 1000000u);
+    if (rc == ZC_PLAT_REFUSED || rc == ZC_PLAT_TIMEOUT)
+        return zc_fail(b, ZC_TIMED_OUT, "connect to %s:%u timed out after %llu ms%s", host,
+                       (unsigned)port, ms,
+                       refused ? " (refused: nobody listened there)" : "");
+    zc_rc_reason(rc, why, sizeof why);
+    return zc_fail(b, zc_rc_status(rc), "connect to %s:%u failed: %s", host, (unsigned)port,
+                   why);
+}
+
+/* Reads rank 0's greeting and answers with this process's proof. */
+static zc_status zc_prove(zc__boot *b, const char *addr, uint8_t nonce_s[ZC_NONCE_BYTES],
+                          uint8_t nonce_c[ZC_NONCE_BYTES]) {
+    uint8_t hello[ZC_HELLO_BYTES], proof[ZC_PROOF_BYTES];
+    zc_plat_rc rc = zc_plat_tcp_recv_all(b->root_sock, hello, sizeof hello, b->deadline_ns);
+    if (rc != ZC_PLAT_OK) return zc_io_fail(b, rc, 0, ZC_KIND_READY);
+    if (zc_get32(hello) != ZC_BOOT_MAGIC)
+        return zc_fail(b, ZC_AUTH, "the listener at %s is not a zcoll rank 0 (bad greeting)",
+                       addr);
+    if (zc_get32(hello + 4) != ZC_BOOT_VERSION)
+        return zc_fail(b, ZC_MISMATCH, "rank 0 at %s speaks bootstrap protocol version %u, "
+                       "this process %u", addr, zc_get32(hello + 4), ZC_BOOT_VERSION);
+    __builtin_memcpy(nonce_s, hello + 8, ZC_NONCE_BYTES);
+    rc = zc_plat_random(nonce_c, ZC_NONCE_BYTES);
+    if (rc != ZC_PLAT_OK) {
+        char why[128];
+        zc_rc_reason(rc, why, sizeof why);
+        return zc_fail(b, ZC_SYSTEM, "rank %u cannot draw a nonce: %s", b->rank, why);
+    }
+    uint32_t claim[2] = {b->rank, b->nranks};
+    zc_put32(proof, ZC_BOOT_MAGIC);
+    zc_put32(proof + 4, ZC_BOOT_VERSION);
+    zc_put32(proof + 8, b->rank);
+    zc_put32(proof + 12, b->nranks);
+    __builtin_memcpy(proof + 16, nonce_c, ZC_NONCE_BYTES);
+    zc_tag(b, "client", nonce_s, nonce_c, claim, 2, proof + 32);
+    rc = zc_plat_tcp_send_all(b->root_sock, proof, sizeof proof, b->deadline_ns);
+    return rc == ZC_PLAT_OK ? ZC_OK : zc_io_fail(b, rc, 0, ZC_KIND_READY);
+}
+
+/* Reads and checks rank 0's verdict on our proof. */
+static zc_status zc_read_verdict(zc__boot *b, const char *addr,
+                                 const uint8_t nonce_s[ZC_NONCE_BYTES],
+                                 const uint8_t nonce_c[ZC_NONCE_BYTES]) {
+    uint8_t v[ZC_VERDICT_BYTES], tag[ZC_TAG_BYTES];
+    zc_plat_rc rc = zc_plat_tcp_recv_all(b->root_sock, v, sizeof v, b->deadline_ns);
+    if (rc != ZC_PLAT_OK) return zc_io_fail(b, rc, 0, ZC_KIND_READY);
+    uint32_t code = zc_get32(v), value = zc_get32(v + 4);
+    if (code == ZC_CODE_AUTH)
+        return zc_fail(b, ZC_AUTH, "rank 0 at %s rejected this process's proof of the job "
+                       "secret (claimed rank %u of %u): is the secret the same on every rank?",
+                       addr, b->rank, b->nranks);
+    if (code == ZC_CODE_VERSION)
+        return zc_fail(b, ZC_MISMATCH, "rank 0 at %s speaks bootstrap protocol version %u, "
+                       "this process %u", addr, value, ZC_BOOT_VERSION);
+    uint32_t said[3] = {b->rank, code, value};
+    zc_tag(b, "server", nonce_c, nonce_s, said, 3, tag);
+    if (!zc_same_tag(tag, v + 8))
+        return zc_fail(b, ZC_AUTH, "rank 0 at %s did not prove the job secret", addr);
+    if (code == ZC_CODE_OK) return ZC_OK;
+    zc_outcome o = {code, b->rank, b->nranks, value};
+    return zc_outcome_fail(b, ZC_KIND_READY, &o);
+}
+
+/* Rank r > 0: connects, proves itself, checks rank 0's proof, waits until everyone is in. */
+static zc_status zc_join(zc__boot *b, const char *host, uint16_t port, const char *addr) {
+    uint8_t nonce_s[ZC_NONCE_BYTES], nonce_c[ZC_NONCE_BYTES], note[ZC_NOTE_BYTES];
+    zc_status st = zc_connect(b, host, port);
+    if (st == ZC_OK) st = zc_prove(b, addr, nonce_s, nonce_c);
+    if (st == ZC_OK) st = zc_read_verdict(b, addr, nonce_s, nonce_c);
+    if (st != ZC_OK) return st;
+    zc_plat_rc rc = zc_plat_tcp_recv_all(b->root_sock, note, sizeof note, b->deadline_ns);
+    if (rc != ZC_PLAT_OK) return zc_io_fail(b, rc, 0, ZC_KIND_READY);
+    uint32_t kind, len;
+    zc_outcome o;
+    zc_note_get(note, &kind, &o, &len);
+    if (kind != ZC_KIND_READY || len != 0)
+        return zc_fail(b, ZC_MISMATCH, "rank 0 sent a malformed ready note (kind 0x%x, %u "
+                       "bytes)", kind, len);
+    return o.code == ZC_CODE_OK ? ZC_OK : zc_outcome_fail(b, ZC_KIND_READY, &o);
+}
+
+/* ---- the interface ---- */
+
+zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t deadline_ns, char *err,
+                        size_t err_cap) {
+    char host[ZC_ADDR_BYTES];
+    uint16_t port = 0;
+    if (err && err_cap) err[0] = '\0';
+    if (!b) {
+        if (err && err_cap) zc__fmt(err, err_cap, "bootstrap: b is NULL");
+        return ZC_INVALID_ARG;
+    }
+    __builtin_memset(b, 0, sizeof *b);
+    b->err = err;
+    b->err_cap = err_cap;
+    b->listen_sock = -1;
+    b->root_sock = -1;
+    for (uint32_t r = 0; r < ZC_MAX_RANKS; r++) b->socks[r] = -1;
+    if (!cfg) return zc_fail(b, ZC_INVALID_ARG, "cfg is NULL");
+    if (cfg->nranks < 1 || cfg->nranks > ZC_MAX_RANKS || cfg->rank >= cfg->nranks)
+        return zc_fail(b, ZC_INVALID_ARG, "cfg->rank %u / cfg->nranks %u: need rank < nranks "
+                       "<= %u", cfg->rank, cfg->nranks, ZC_MAX_RANKS);
+    if (deadline_ns == 0) return zc_fail(b, ZC_INVALID_ARG, "deadline_ns is 0");
+    b->rank = cfg->rank;
+    b->nranks = cfg->nranks;
+    b->deadline_ns = deadline_ns;
+    if (cfg->nranks == 1) return ZC_OK;
+    if (!cfg->secret_set)
+        return zc_fail(b, ZC_INVALID_ARG, "cfg->secret is not set (needed for %u ranks)",
+                       cfg->nranks);
+    size_t addr_len = 0;
+    while (addr_len < sizeof cfg->root_addr && cfg->root_addr[addr_len]) addr_len++;
+    if (addr_len == sizeof cfg->root_addr ||
+        !zc__split_addr(cfg->root_addr, host, sizeof host, &port))
+        return zc_fail(b, ZC_INVALID_ARG, "cfg->root_addr is not host:port (port 1..65535)");
+    __builtin_memcpy(b->secret, cfg->secret, sizeof b->secret);
+    zc_status st = b->rank == 0 ? zc_serve(b, host, port) : zc_join(b, host, port, cfg->root_addr);
+    if (st != ZC_OK) zc__boot_close(b);
+    return st;
+}
+
+/* Rank 0's half of an exchange: collect rank r's blob into all + r * bytes. */
+static zc_status zc_collect(zc__boot *b, uint32_t kind, uint32_t r, uint8_t *dst,
+                            uint32_t bytes, zc_outcome *o) {
+    uint8_t note[ZC_NOTE_BYTES];
+    uint32_t their_kind, len;
+    zc_outcome theirs;
+    *o = (zc_outcome){ZC_CODE_OK, r, 0, 0};
+    zc_plat_rc rc = zc_plat_tcp_recv_all(b->socks[r], note, sizeof note, b->deadline_ns);
+    if (rc == ZC_PLAT_OK) {
+        zc_note_get(note, &their_kind, &theirs, &len);
+        if (their_kind != kind) *o = (zc_outcome){ZC_CODE_CALL, r, their_kind, kind};
+        else if (len != bytes) *o = (zc_outcome){ZC_CODE_SIZE, r, len, bytes};
+        else if (theirs.code != ZC_CODE_OK || theirs.rank != r)
+            *o = (zc_outcome){ZC_CODE_FAILED, r, 0, 0};
+        else rc = zc_plat_tcp_recv_all(b->socks[r], dst, bytes, b->deadline_ns);
+        if (o->code == ZC_CODE_FAILED)
+            return zc_fail(b, ZC_MISMATCH, "rank %u sent a malformed %s request (code %u, "
+                           "rank %u)", r, zc_kind_name(kind), theirs.code, theirs.rank);
+        if (o->code != ZC_CODE_OK) return zc_outcome_fail(b, kind, o);
+    }
+    if (rc == ZC_PLAT_OK) return ZC_OK;
+    *o = (zc_outcome){zc_rc_code(rc), r, 0, 0};
+    return zc_io_fail(b, rc, r, kind);
+}
+
+static zc_status zc_root_exchange(zc__boot *b, uint32_t kind, const uint8_t *mine,
+                                  uint8_t *all, uint32_t bytes) {
+    zc_outcome o = {ZC_CODE_OK, 0, 0, 0};
+    uint32_t total = b->nranks * bytes;
+    __builtin_memmove(all, mine, bytes);
+    for (uint32_t r = 1; r < b->nranks; r++) {
+        zc_status st = zc_collect(b, kind, r, all + (size_t)r * bytes, bytes, &o);
+        if (st != ZC_OK) {
+            zc_notify(b, kind, &o, 1);
+            return st;
+        }
+    }
+    uint8_t note[ZC_NOTE_BYTES];
+    zc_note_put(note, kind, &o, total);
+    for (uint32_t r = 1; r < b->nranks; r++) {
+        zc_plat_rc rc = zc_send_note(b->socks[r], note, all, total, b->deadline_ns);
+        if (rc != ZC_PLAT_OK) {
+            zc_status st = zc_io_fail(b, rc, r, kind);
+            o = (zc_outcome){zc_rc_code(rc), r, 0, 0};
+            zc_notify(b, kind, &o, r + 1u);
+            return st;
+        }
+    }
+    return ZC_OK;
+}
+
+static zc_status zc_client_exchange(zc__boot *b, uint32_t kind, const uint8_t *mine,
+                                    uint8_t *all, uint32_t bytes) {
+    uint8_t note[ZC_NOTE_BYTES];
+    zc_outcome o = {ZC_CODE_OK, b->rank, 0, 0};
+    uint32_t total = b->nranks * bytes, got_kind, len;
+    zc_note_put(note, kind, &o, bytes);
+    zc_plat_rc rc = zc_send_note(b->root_sock, note, mine, bytes, b->deadline_ns);
+    if (rc == ZC_PLAT_OK) rc = zc_plat_tcp_recv_all(b->root_sock, note, sizeof note, b->deadline_ns);
+    if (rc != ZC_PLAT_OK) return zc_io_fail(b, rc, 0, kind);
+    zc_note_get(note, &got_kind, &o, &len);
+    if (o.code != ZC_CODE_OK) return zc_outcome_fail(b, kind, &o);
+    if (got_kind != kind || len != total)
+        return zc_fail(b, ZC_MISMATCH, "rank 0 answered %s with a malformed reply (kind 0x%x, "
+                       "%u bytes where %u were due)", zc_kind_name(kind), got_kind, len, total);
+    rc = zc_plat_tcp_recv_all(b->root_sock, all, total, b->deadline_ns);
+    return rc == ZC_PLAT_OK ? ZC_OK : zc_io_fail(b, rc, 0, kind);
+}
+
+/* Streams out of step after a failure cannot be trusted again: a failed exchange closes b. */
+static zc_status zc_exchange(zc__boot *b, uint32_t kind, const uint8_t *mine, uint8_t *all,
+                             uint32_t bytes) {
+    zc_status st = b->rank == 0 ? zc_root_exchange(b, kind, mine, all, bytes)
+                                : zc_client_exchange(b, kind, mine, all, bytes);
+    if (st != ZC_OK) zc__boot_close(b);
+    return st;
+}
+
+/* Checks that b is open; the common entry of allgather and barrier. */
+static zc_status zc_check_open(zc__boot *b, const char *call) {
+    if (b->nranks < 1 || b->nranks > ZC_MAX_RANKS || b->rank >= b->nranks)
+        return zc_fail(b, ZC_INVALID_STATE, "%s on a bootstrap that was never opened", call);
+    if (b->nranks == 1) return ZC_OK;
+    if (b->rank == 0 ? b->socks[1] < 0 : b->root_sock < 0)
+        return zc_fail(b, ZC_INVALID_STATE, "%s on a bootstrap that is closed or failed to "
+                       "open", call);
+    return ZC_OK;
+}
+
+zc_status zc__boot_allgather(zc__boot *b, const void *mine, void *all, size_t bytes_each) {
+    if (!b) return ZC_INVALID_ARG;
+    zc_status st = zc_check_open(b, "allgather");
+    if (st != ZC_OK) return st;
+    if (!mine || !all)
+        return zc_fail(b, ZC_INVALID_ARG, "allgather: %s is NULL", mine ? "all" : "mine");
+    if (bytes_each < 1 || bytes_each > ZC_BOOT_MAX_BLOB)
+        return zc_fail(b, ZC_INVALID_ARG, "allgather: bytes_each is %zu, must be 1..%u",
+                       bytes_each, ZC_BOOT_MAX_BLOB);
+    uint32_t bytes = (uint32_t)bytes_each;
+    if (b->nranks == 1) {
+        __builtin_memmove(all, mine, bytes);
+        return ZC_OK;
+    }
+    return zc_exchange(b, ZC_KIND_ALLGATHER, (const uint8_t *)mine, (uint8_t *)all, bytes);
+}
+
+zc_status zc__boot_barrier(zc__boot *b) {
+    uint8_t one = 1, all[ZC_MAX_RANKS];
+    if (!b) return ZC_INVALID_ARG;
+    zc_status st = zc_check_open(b, "barrier");
+    if (st != ZC_OK || b->nranks == 1) return st;
+    return zc_exchange(b, ZC_KIND_BARRIER, &one, all, 1);
+}
+
+/* Reads what has already arrived, then closes: a socket closed with unread bytes sends a
+ * reset, which can destroy the failure note just sent to that peer before it reads it. */
+static void zc_drain_close(int sock) {
+    uint8_t sink[1024];
+    for (unsigned i = 0; i < 64u; i++) { /* 64 KiB at most */
+        size_t got = 0;
+        if (zc_plat_tcp_recv_some(sock, sink, sizeof sink, &got) != ZC_PLAT_OK || got == 0)
+            break;
+    }
+    zc_plat_tcp_close(sock);
+}
+
+void zc__boot_close(zc__boot *b) {
+    if (!b) return;
+    if (b->listen_sock >= 0) zc_plat_tcp_close(b->listen_sock);
+    if (b->root_sock >= 0) zc_drain_close(b->root_sock);
+    b->listen_sock = -1;
+    b->root_sock = -1;
+    uint32_t n = b->nranks <= ZC_MAX_RANKS ? b->nranks : ZC_MAX_RANKS;
+    for (uint32_t r = 1; r < n; r++) {
+        if (b->socks[r] >= 0) zc_drain_close(b->socks[r]);
+        b->socks[r] = -1;
+    }
+}

@@ -1,0 +1,43 @@
+/* bootstrap.h: the init-time rendezvous over the platform's TCP. Rank 0 listens at the root
+ * address; every other rank connects to it and both sides prove the job secret by a keyed
+ * challenge-response (SipHash keyed by the 128-bit secret over fresh nonces), so a process
+ * without the secret learns nothing and is dropped (it gets ZC_AUTH) without disturbing the
+ * job. Then rank-sized blobs are all-gathered through rank 0. Used only inside zc_comm_init;
+ * every call has the deadline given at open. State lives in the caller's zc__boot (on init's
+ * stack); nothing is allocated. */
+#ifndef ZC_CORE_BOOTSTRAP_H
+#define ZC_CORE_BOOTSTRAP_H
+
+#include "zcoll.h"
+
+#define ZC_BOOT_MAX_BLOB 4096u /* ceiling of bytes_each in zc__boot_allgather */
+
+typedef struct zc__boot {
+    uint32_t rank, nranks;
+    uint64_t deadline_ns;            /* absolute zc_plat_now_ns() time every call must meet */
+    uint8_t secret[ZC_SECRET_BYTES];
+    int listen_sock;                 /* rank 0: the listening socket; -1 elsewhere */
+    int root_sock;                   /* rank > 0: the connection to rank 0; -1 at rank 0 */
+    int socks[ZC_MAX_RANKS];         /* rank 0: socks[r] is rank r's connection (r > 0) */
+    char *err;                       /* where a failure's sentence goes (caller's buffer) */
+    size_t err_cap;
+} zc__boot;
+
+/* Connects all ranks (collective; rank 0 accepts until every rank proved the secret, dropping
+ * and logging imposters). Returns ZC_OK, ZC_AUTH (this process failed to prove the secret or
+ * the root failed to prove it to us), ZC_TIMED_OUT, ZC_SYSTEM or ZC_INVALID_ARG (root_addr
+ * unusable), each with a sentence in err. On failure every socket is closed. */
+zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t deadline_ns, char *err,
+                        size_t err_cap);
+/* all[r * bytes_each .. ] = rank r's mine, on every rank (collective). bytes_each is the same
+ * on every rank, 1..ZC_BOOT_MAX_BLOB; a rank sending a different size is ZC_MISMATCH. */
+zc_status zc__boot_allgather(zc__boot *b, const void *mine, void *all, size_t bytes_each);
+/* Returns once every rank has entered (collective). */
+zc_status zc__boot_barrier(zc__boot *b);
+/* Closes every socket. Safe to call twice. */
+void zc__boot_close(zc__boot *b);
+
+/* SipHash-2-4 with a 128-bit key, 64-bit output (exposed for tests). */
+uint64_t zc__siphash(const uint8_t key[16], const void *data, size_t bytes);
+
+#endif

@@ -1,0 +1,119 @@
+/* channel.c: one message at a time through a (lane, peer) channel: the turn rule (message
+ * numbers reserved at issue), credits, the fingerprint header and its check. The only code that
+ * calls the wire's data-path functions. */
+#include "engine.h"
+#include "platform.h"
+#include "text.h"
+
+static zc__chan *zc_chan(const zc_comm *comm, uint32_t lane, uint32_t peer) {
+    return &comm->chans[(size_t)lane * comm->nranks + peer];
+}
+
+uint64_t zc__tx_done(const zc_comm *comm, const zc__req *r, uint32_t peer) {
+    const zc__chan *c = zc_chan(comm, r->lane, peer);
+    return c->tx_count > r->tx_base[peer] ? c->tx_count - r->tx_base[peer] : 0;
+}
+
+uint64_t zc__rx_done(const zc_comm *comm, const zc__req *r, uint32_t peer) {
+    const zc__chan *c = zc_chan(comm, r->lane, peer);
+    return c->rx_count > r->rx_base[peer] ? c->rx_count - r->rx_base[peer] : 0;
+}
+
+uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k) {
+    zc__chan *c = zc_chan(comm, r->lane, peer);
+    uint64_t m = r->tx_base[peer] + k;
+    if (c->tx_count != m) return 0; /* not this message's turn */
+    if (m - c->tx_credit >= comm->cfg.slots) {
+        c->tx_credit = comm->wire->credits(comm->wire_state, r->lane, peer);
+        if (m - c->tx_credit >= comm->cfg.slots) return 0; /* the peer's ring is full */
+    }
+    uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
+    return (uint8_t *)comm->wire->tx_slot(comm->wire_state, r->lane, peer, slot) +
+           ZC_SLOT_HDR_BYTES;
+}
+
+zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes) {
+    zc__chan *c = zc_chan(comm, r->lane, peer);
+    uint64_t m = r->tx_base[peer] + k;
+    uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
+    ZC_ASSERT(c->tx_count == m && bytes <= comm->cfg.slot_bytes);
+    zc__hdr *h = comm->wire->tx_slot(comm->wire_state, r->lane, peer, slot);
+    h->comm_id = comm->comm_id;
+    h->seq = r->seq;
+    h->count = r->s.count;
+    h->kind = r->s.kind == ZC_K_RECV ? ZC_K_SEND : r->s.kind;
+    h->dtype = r->s.dtype;
+    h->op = r->s.op;
+    h->alg = r->s.alg;
+    h->root = r->s.kind == ZC_K_SEND ? comm->rank : r->s.root;
+    h->step = (uint32_t)k;
+    h->bytes = (uint32_t)bytes;
+    h->src = comm->rank;
+    zc_status st = comm->wire->post(comm->wire_state, r->lane, peer, slot,
+                                    ZC_SLOT_HDR_BYTES + bytes, m + 1u);
+    if (st != ZC_OK) return st;
+    c->tx_count = m + 1u;
+    r->tx_left--;
+    return ZC_OK;
+}
+
+void zc__describe(char *buf, size_t cap, uint32_t kind, uint64_t count, uint32_t dtype,
+                  uint32_t op, uint32_t root) {
+    bool reduces = kind == ZC_K_ALLREDUCE || kind == ZC_K_REDUCE || kind == ZC_K_REDUCE_SCATTER;
+    bool rooted = kind == ZC_K_REDUCE || kind == ZC_K_BROADCAST || kind == ZC_K_GATHER ||
+                  kind == ZC_K_SCATTER;
+    size_t n = zc__fmt(buf, cap, "%s(count %llu, %s", zc__kind_name(kind),
+                       (unsigned long long)count, zc_dtype_name((zc_dtype)dtype));
+    if (reduces) n += zc__fmt(buf + n, cap - n, ", %s", zc_op_name((zc_op)op));
+    if (rooted) n += zc__fmt(buf + n, cap - n, ", root %u", root);
+    zc__fmt(buf + n, cap - n, ")");
+}
+
+static bool zc_matches(const zc_comm *comm, const zc__req *r, const zc__hdr *h, uint32_t peer,
+                       uint64_t k, size_t expect_bytes) {
+    /* A receive matches the peer's send; its root field names the sender, as ours does. */
+    uint32_t kind = r->s.kind == ZC_K_RECV ? ZC_K_SEND : r->s.kind;
+    return h->comm_id == comm->comm_id && h->seq == r->seq && h->kind == kind &&
+           h->count == r->s.count && h->dtype == r->s.dtype && h->op == r->s.op &&
+           h->root == r->s.root && h->alg == r->s.alg && h->src == peer && h->step == k &&
+           h->bytes == expect_bytes;
+}
+
+static void zc_mismatch(zc_comm *comm, zc__req *r, const zc__hdr *h, uint32_t peer) {
+    char mine[96], theirs[96];
+    zc__describe(mine, sizeof mine, r->s.kind, r->s.count, r->s.dtype, r->s.op, r->s.root);
+    zc__describe(theirs, sizeof theirs, h->kind, h->count, h->dtype, h->op, h->root);
+    if (h->seq != r->seq)
+        zc__error(comm, ZC_MISMATCH,
+                  "mismatch at sequence %llu: rank %u called %s but rank %u sent %s of its "
+                  "sequence %llu",
+                  (unsigned long long)r->seq, comm->rank, mine, peer, theirs,
+                  (unsigned long long)h->seq);
+    else
+        zc__error(comm, ZC_MISMATCH,
+                  "mismatch at sequence %llu: rank %u called %s but rank %u called %s",
+                  (unsigned long long)r->seq, comm->rank, mine, peer, theirs);
+    zc__fail_comm(comm, ZC_MISMATCH, r->seq);
+}
+
+const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
+                           size_t expect_bytes) {
+    zc__chan *c = zc_chan(comm, r->lane, peer);
+    uint64_t m = r->rx_base[peer] + k;
+    if (c->rx_count != m) return 0;
+    uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
+    const zc__hdr *h = comm->wire->rx_slot(comm->wire_state, r->lane, peer, slot, m + 1u);
+    if (!h) return 0;
+    if (!zc_matches(comm, r, h, peer, k, expect_bytes)) {
+        zc_mismatch(comm, r, h, peer);
+        return 0;
+    }
+    return (const uint8_t *)h + ZC_SLOT_HDR_BYTES;
+}
+
+void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer) {
+    zc__chan *c = zc_chan(comm, r->lane, peer);
+    c->rx_count++;
+    r->rx_left--;
+    comm->wire->credit(comm->wire_state, r->lane, peer, c->rx_count);
+}

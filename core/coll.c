@@ -1,0 +1,311 @@
+/* coll.c: the public collective calls. Each validates its arguments once (a sentence naming
+ * the argument on failure; nothing written; the communicator stays usable), picks the
+ * algorithm from the configured thresholds (never from timing, so every rank picks the same)
+ * and either issues a request or stores the schedule in a persistent plan. */
+#include "engine.h"
+
+typedef struct zc_call {
+    zc__kind kind;
+    const void *send;
+    void *recv;
+    size_t count;
+    zc_dtype dtype;
+    zc_op op;
+    uint32_t root;
+} zc_call;
+
+static bool zc_rooted(zc__kind k) {
+    return k == ZC_K_REDUCE || k == ZC_K_BROADCAST || k == ZC_K_GATHER || k == ZC_K_SCATTER ||
+           k == ZC_K_SEND || k == ZC_K_RECV;
+}
+
+static bool zc_reduces(zc__kind k) {
+    return k == ZC_K_ALLREDUCE || k == ZC_K_REDUCE || k == ZC_K_REDUCE_SCATTER;
+}
+
+/* Elements of the send and recv buffers at this rank (0: not used here). */
+static void zc_extents(const zc_comm *c, const zc_call *a, uint64_t *se, uint64_t *re) {
+    uint64_t n = c->nranks, cnt = a->count;
+    bool root = c->rank == a->root;
+    *se = *re = cnt;
+    switch (a->kind) {
+    case ZC_K_REDUCE: *re = root ? cnt : 0; break;
+    case ZC_K_BROADCAST: *se = root ? cnt : 0; break;
+    case ZC_K_REDUCE_SCATTER: *se = n * cnt; break;
+    case ZC_K_ALLGATHER: *re = n * cnt; break;
+    case ZC_K_GATHER: *re = root ? n * cnt : 0; break;
+    case ZC_K_SCATTER: *se = root ? n * cnt : 0; break;
+    case ZC_K_ALLTOALL: *se = *re = n * cnt; break;
+    case ZC_K_SEND: *re = 0; break;
+    case ZC_K_RECV: *se = 0; break;
+    case ZC_K_BARRIER: *se = *re = 0; break;
+    default: break;
+    }
+}
+
+/* The in-place position of send inside recv (or recv inside send) that API.md allows. */
+static bool zc_in_place_ok(const zc_comm *c, const zc_call *a, uint64_t es) {
+    const uint8_t *s = a->send, *r = a->recv;
+    uint64_t blk = a->count * es;
+    switch (a->kind) {
+    case ZC_K_ALLREDUCE:
+    case ZC_K_REDUCE:
+    case ZC_K_BROADCAST: return s == r;
+    case ZC_K_REDUCE_SCATTER: return r == s + c->rank * blk;
+    case ZC_K_ALLGATHER:
+    case ZC_K_GATHER: return s == r + c->rank * blk;
+    case ZC_K_SCATTER: return r == s + a->root * blk;
+    default: return false;
+    }
+}
+
+static const char *zc_in_place_rule(zc__kind k) {
+    switch (k) {
+    case ZC_K_REDUCE_SCATTER: return "recv == send + rank*recvcount*size";
+    case ZC_K_ALLGATHER:
+    case ZC_K_GATHER: return "send == recv + rank*sendcount*size";
+    case ZC_K_SCATTER: return "recv == send + root*recvcount*size";
+    case ZC_K_ALLTOALL: return "none: alltoall has no in-place form";
+    default: return "send == recv";
+    }
+}
+
+static zc_status zc_check_buffers(zc_comm *c, const zc_call *a, uint64_t es) {
+    const char *name = zc__kind_name(a->kind);
+    uint64_t se, re;
+    zc_extents(c, a, &se, &re);
+    if (se && se > SIZE_MAX / es)
+        return zc__error(c, ZC_INVALID_ARG, "%s: count %zu overflows the send buffer's size in "
+                         "bytes", name, a->count);
+    if (re && re > SIZE_MAX / es)
+        return zc__error(c, ZC_INVALID_ARG, "%s: count %zu overflows the recv buffer's size in "
+                         "bytes", name, a->count);
+    uintptr_t s = (uintptr_t)a->send, r = (uintptr_t)a->recv;
+    uint64_t sb = se * es, rb = re * es;
+    if (sb && !a->send) return zc__error(c, ZC_INVALID_ARG, "%s: send is NULL", name);
+    if (rb && !a->recv) return zc__error(c, ZC_INVALID_ARG, "%s: recv is NULL", name);
+    if ((sb && s + sb < s) || (rb && r + rb < r))
+        return zc__error(c, ZC_INVALID_ARG, "%s: a buffer wraps around the address space",
+                         name);
+    if (sb && rb && s < r + rb && r < s + sb && !zc_in_place_ok(c, a, es))
+        return zc__error(c, ZC_INVALID_ARG, "%s: send and recv overlap but not in the "
+                         "in-place layout (%s)", name, zc_in_place_rule(a->kind));
+    return ZC_OK;
+}
+
+static zc__alg zc_choose(const zc_comm *c, const zc_call *a, uint64_t bytes) {
+    const zc_config *cfg = &c->cfg;
+    if (a->kind == ZC_K_BARRIER) return ZC_ALG_DISSEM;
+    if (a->count == 0) return ZC_ALG_LOCAL;
+    switch (a->kind) {
+    case ZC_K_ALLREDUCE:
+        return bytes <= cfg->allreduce_oneshot_max_bytes || a->count < c->nranks
+                   ? ZC_ALG_ONESHOT : ZC_ALG_RSAG;
+    case ZC_K_REDUCE:
+        return bytes <= cfg->reduce_direct_max_bytes || a->count < c->nranks
+                   ? ZC_ALG_DIRECT : ZC_ALG_RSGATHER;
+    case ZC_K_BROADCAST: return bytes <= cfg->bcast_tree_max_bytes ? ZC_ALG_TREE : ZC_ALG_CHAIN;
+    case ZC_K_SEND:
+    case ZC_K_RECV: return ZC_ALG_P2P;
+    default: return ZC_ALG_DIRECT;
+    }
+}
+
+static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
+    if (!c || c->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
+    if (c->failed) return (zc_status)c->failed;
+    const char *name = zc__kind_name(a->kind);
+    size_t es = a->kind == ZC_K_BARRIER ? 1 : zc_dtype_bytes(a->dtype);
+    if (!es)
+        return zc__error(c, ZC_INVALID_ARG, "%s: dtype %d is not a zc_dtype", name,
+                         (int)a->dtype);
+    if (zc_reduces(a->kind) && (unsigned)a->op >= ZC_OP_COUNT_)
+        return zc__error(c, ZC_INVALID_ARG, "%s: op %d is not a zc_op", name, (int)a->op);
+    if (zc_rooted(a->kind) && a->root >= c->nranks)
+        return zc__error(c, ZC_INVALID_ARG, "%s: %s %u is not below the communicator's %u ranks",
+                         name, a->kind == ZC_K_SEND || a->kind == ZC_K_RECV ? "peer" : "root",
+                         a->root, c->nranks);
+    if ((a->kind == ZC_K_SEND || a->kind == ZC_K_RECV) && a->root == c->rank)
+        return zc__error(c, ZC_INVALID_ARG, "%s: peer %u is this rank itself", name, a->root);
+    zc_status st = zc_check_buffers(c, a, es);
+    if (st != ZC_OK) return st;
+    *s = (zc__sched){0};
+    s->kind = (uint8_t)a->kind;
+    s->dtype = (uint8_t)(a->kind == ZC_K_BARRIER ? 0 : a->dtype);
+    s->op = (uint8_t)(zc_reduces(a->kind) ? a->op : 0);
+    s->root = zc_rooted(a->kind) ? a->root : 0;
+    s->esize = (uint32_t)es;
+    s->chunk = c->cfg.slot_bytes / (uint32_t)es;
+    s->count = a->kind == ZC_K_BARRIER ? 0 : a->count;
+    s->send = a->send;
+    s->recv = a->recv;
+    s->alg = (uint8_t)zc_choose(c, a, (uint64_t)a->count * es);
+    return ZC_OK;
+}
+
+static zc_status zc_call_issue(zc_comm *c, const zc_call *a, zc_req *req) {
+    zc__sched s;
+    zc_status st = zc_build(c, a, &s);
+    if (st != ZC_OK) return st;
+    if (!req) return zc__error(c, ZC_INVALID_ARG, "%s: req is NULL", zc__kind_name(a->kind));
+    return zc__issue(c, &s, -1, req);
+}
+
+/* ---- persistent plans ---- */
+#define ZC_PLAN_HANDLE ((uint64_t)ZC_PLAN_MAGIC << 48)
+
+static zc_status zc_call_plan(zc_comm *c, const zc_call *a, zc_plan *plan) {
+    zc__sched s;
+    zc_status st = zc_build(c, a, &s);
+    if (st != ZC_OK) return st;
+    if (!plan) return zc__error(c, ZC_INVALID_ARG, "%s_init: plan is NULL",
+                                zc__kind_name(a->kind));
+    for (uint32_t i = 0; i < c->cfg.max_plans; i++) {
+        zc__plan *p = &c->plans[i];
+        if (p->used) continue;
+        p->used = 1;
+        p->running = -1;
+        p->s = s;
+        plan->opaque_[0] = ZC_PLAN_HANDLE | i;
+        plan->opaque_[1] = p->gen;
+        plan->opaque_[2] = (uint64_t)(uintptr_t)c;
+        plan->opaque_[3] = 0;
+        return ZC_OK;
+    }
+    return zc__error(c, ZC_LIMIT, "%s_init: all %u plan slots are taken (cfg->max_plans)",
+                     zc__kind_name(a->kind), c->cfg.max_plans);
+}
+
+static zc__plan *zc_plan_lookup(zc_comm *c, const zc_plan *plan, uint32_t *index) {
+    if (!plan || (plan->opaque_[0] & ~(uint64_t)0xffffffffu) != ZC_PLAN_HANDLE ||
+        plan->opaque_[2] != (uint64_t)(uintptr_t)c)
+        return 0;
+    *index = (uint32_t)(plan->opaque_[0] & 0xffffffffu);
+    if (*index >= c->cfg.max_plans) return 0;
+    zc__plan *p = &c->plans[*index];
+    return p->used && p->gen == plan->opaque_[1] ? p : 0;
+}
+
+zc_status zc_start(zc_comm *comm, zc_plan *plan, zc_req *req) {
+    uint32_t i;
+    if (!comm || comm->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
+    zc__plan *p = zc_plan_lookup(comm, plan, &i);
+    if (!p || !req)
+        return zc__error(comm, ZC_INVALID_ARG, "zc_start: %s", !p ? "plan is not a live plan "
+                         "of this communicator" : "req is NULL");
+    if (p->running >= 0)
+        return zc__error(comm, ZC_INVALID_STATE, "zc_start: the plan's previous start has not "
+                         "finished (test or wait for it first)");
+    zc_status st = zc__issue(comm, &p->s, (int32_t)i, req);
+    if (st == ZC_OK) p->running = (int32_t)(req->opaque_[0] & 0xffffffffu);
+    return st;
+}
+
+zc_status zc_plan_release(zc_comm *comm, zc_plan *plan) {
+    uint32_t i;
+    if (!comm || comm->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
+    zc__plan *p = zc_plan_lookup(comm, plan, &i);
+    if (!p)
+        return zc__error(comm, ZC_INVALID_ARG, "zc_plan_release: plan is not a live plan of "
+                         "this communicator");
+    if (p->running >= 0)
+        return zc__error(comm, ZC_INVALID_STATE, "zc_plan_release: the plan is running");
+    p->used = 0;
+    p->gen++;
+    plan->opaque_[0] = 0;
+    return ZC_OK;
+}
+
+/* ---- the public calls: one line each over zc_call ---- */
+#define ZC_CALL(kind, send, recv, count, dtype, op, root)                                     \
+    (&(const zc_call){kind, send, recv, count, dtype, op, root})
+
+zc_status zc_allreduce(zc_comm *comm, const void *send, void *recv, size_t count, zc_dtype dtype,
+                       zc_op op, zc_req *req) {
+    return zc_call_issue(comm, ZC_CALL(ZC_K_ALLREDUCE, send, recv, count, dtype, op, 0), req);
+}
+zc_status zc_reduce(zc_comm *comm, const void *send, void *recv, size_t count, zc_dtype dtype,
+                    zc_op op, uint32_t root, zc_req *req) {
+    return zc_call_issue(comm, ZC_CALL(ZC_K_REDUCE, send, recv, count, dtype, op, root), req);
+}
+zc_status zc_broadcast(zc_comm *comm, const void *send, void *recv, size_t count,
+                       zc_dtype dtype, uint32_t root, zc_req *req) {
+    return zc_call_issue(comm, ZC_CALL(ZC_K_BROADCAST, send, recv, count, dtype, 0, root), req);
+}
+zc_status zc_reduce_scatter(zc_comm *comm, const void *send, void *recv, size_t recvcount,
+                            zc_dtype dtype, zc_op op, zc_req *req) {
+    return zc_call_issue(comm, ZC_CALL(ZC_K_REDUCE_SCATTER, send, recv, recvcount, dtype, op, 0),
+                         req);
+}
+zc_status zc_allgather(zc_comm *comm, const void *send, void *recv, size_t sendcount,
+                       zc_dtype dtype, zc_req *req) {
+    return zc_call_issue(comm, ZC_CALL(ZC_K_ALLGATHER, send, recv, sendcount, dtype, 0, 0), req);
+}
+zc_status zc_gather(zc_comm *comm, const void *send, void *recv, size_t sendcount,
+                    zc_dtype dtype, uint32_t root, zc_req *req) {
+    return zc_call_issue(comm, ZC_CALL(ZC_K_GATHER, send, recv, sendcount, dtype, 0, root), req);
+}
+zc_status zc_scatter(zc_comm *comm, const void *send, void *recv, size_t recvcount,
+                     zc_dtype dtype, uint32_t root, zc_req *req) {
+    return zc_call_issue(comm, ZC_CALL(ZC_K_SCATTER, send, recv, recvcount, dtype, 0, root), req);
+}
+zc_status zc_alltoall(zc_comm *comm, const void *send, void *recv, size_t count,
+                      zc_dtype dtype, zc_req *req) {
+    return zc_call_issue(comm, ZC_CALL(ZC_K_ALLTOALL, send, recv, count, dtype, 0, 0), req);
+}
+zc_status zc_send(zc_comm *comm, const void *buf, size_t count, zc_dtype dtype, uint32_t peer,
+                  zc_req *req) {
+    return zc_call_issue(comm, ZC_CALL(ZC_K_SEND, buf, 0, count, dtype, 0, peer), req);
+}
+zc_status zc_recv(zc_comm *comm, void *buf, size_t count, zc_dtype dtype, uint32_t peer,
+                  zc_req *req) {
+    return zc_call_issue(comm, ZC_CALL(ZC_K_RECV, 0, buf, count, dtype, 0, peer), req);
+}
+zc_status zc_barrier(zc_comm *comm, zc_req *req) {
+    return zc_call_issue(comm, ZC_CALL(ZC_K_BARRIER, 0, 0, 0, ZC_UINT8, 0, 0), req);
+}
+
+zc_status zc_allreduce_init(zc_comm *comm, const void *send, void *recv, size_t count,
+                            zc_dtype dtype, zc_op op, zc_plan *plan) {
+    return zc_call_plan(comm, ZC_CALL(ZC_K_ALLREDUCE, send, recv, count, dtype, op, 0), plan);
+}
+zc_status zc_reduce_init(zc_comm *comm, const void *send, void *recv, size_t count,
+                         zc_dtype dtype, zc_op op, uint32_t root, zc_plan *plan) {
+    return zc_call_plan(comm, ZC_CALL(ZC_K_REDUCE, send, recv, count, dtype, op, root), plan);
+}
+zc_status zc_broadcast_init(zc_comm *comm, const void *send, void *recv, size_t count,
+                            zc_dtype dtype, uint32_t root, zc_plan *plan) {
+    return zc_call_plan(comm, ZC_CALL(ZC_K_BROADCAST, send, recv, count, dtype, 0, root), plan);
+}
+zc_status zc_reduce_scatter_init(zc_comm *comm, const void *send, void *recv, size_t recvcount,
+                                 zc_dtype dtype, zc_op op, zc_plan *plan) {
+    return zc_call_plan(comm, ZC_CALL(ZC_K_REDUCE_SCATTER, send, recv, recvcount, dtype, op, 0),
+                        plan);
+}
+zc_status zc_allgather_init(zc_comm *comm, const void *send, void *recv, size_t sendcount,
+                            zc_dtype dtype, zc_plan *plan) {
+    return zc_call_plan(comm, ZC_CALL(ZC_K_ALLGATHER, send, recv, sendcount, dtype, 0, 0), plan);
+}
+zc_status zc_gather_init(zc_comm *comm, const void *send, void *recv, size_t sendcount,
+                         zc_dtype dtype, uint32_t root, zc_plan *plan) {
+    return zc_call_plan(comm, ZC_CALL(ZC_K_GATHER, send, recv, sendcount, dtype, 0, root), plan);
+}
+zc_status zc_scatter_init(zc_comm *comm, const void *send, void *recv, size_t recvcount,
+                          zc_dtype dtype, uint32_t root, zc_plan *plan) {
+    return zc_call_plan(comm, ZC_CALL(ZC_K_SCATTER, send, recv, recvcount, dtype, 0, root), plan);
+}
+zc_status zc_alltoall_init(zc_comm *comm, const void *send, void *recv, size_t count,
+                           zc_dtype dtype, zc_plan *plan) {
+    return zc_call_plan(comm, ZC_CALL(ZC_K_ALLTOALL, send, recv, count, dtype, 0, 0), plan);
+}
+zc_status zc_send_init(zc_comm *comm, const void *buf, size_t count, zc_dtype dtype,
+                       uint32_t peer, zc_plan *plan) {
+    return zc_call_plan(comm, ZC_CALL(ZC_K_SEND, buf, 0, count, dtype, 0, peer), plan);
+}
+zc_status zc_recv_init(zc_comm *comm, void *buf, size_t count, zc_dtype dtype, uint32_t peer,
+                       zc_plan *plan) {
+    return zc_call_plan(comm, ZC_CALL(ZC_K_RECV, 0, buf, count, dtype, 0, peer), plan);
+}
+zc_status zc_barrier_init(zc_comm *comm, zc_plan *plan) {
+    return zc_call_plan(comm, ZC_CALL(ZC_K_BARRIER, 0, 0, 0, ZC_UINT8, 0, 0), plan);
+}

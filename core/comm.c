@@ -1,0 +1,389 @@
+/* comm.c: the communicator's life: init (bootstrap, wire windows, carve of the arena), the
+ * in-process group, split, abort, fini, accessors, error records and memory registration.
+ * Init-time work only blocks with a deadline; nothing is allocated: the arena is the memory. */
+#include "bootstrap.h"
+#include "engine.h"
+
+static char zc_init_err[ZC_ERROR_TEXT_BYTES];
+
+const char *zc_init_error_text(void) { return zc_init_err; }
+
+void zc__set_init_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    zc__vfmt(zc_init_err, sizeof zc_init_err, fmt, ap);
+    va_end(ap);
+}
+
+zc_status zc__error(zc_comm *comm, zc_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    zc__vfmt(comm->err, sizeof comm->err, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+const char *zc__kind_name(uint32_t kind) {
+    static const char *const names[ZC_K_COUNT_] = {
+        "none", "zc_allreduce", "zc_reduce", "zc_broadcast", "zc_reduce_scatter",
+        "zc_allgather", "zc_gather", "zc_scatter", "zc_alltoall", "zc_send", "zc_recv",
+        "zc_barrier"};
+    return kind < ZC_K_COUNT_ ? names[kind] : "unknown";
+}
+
+static bool zc_comm_ok(const zc_comm *comm) { return comm && comm->magic == ZC_COMM_MAGIC; }
+
+uint32_t zc_comm_rank(const zc_comm *comm) { return zc_comm_ok(comm) ? comm->rank : 0; }
+uint32_t zc_comm_size(const zc_comm *comm) { return zc_comm_ok(comm) ? comm->nranks : 0; }
+const char *zc_comm_error_text(const zc_comm *comm) {
+    return zc_comm_ok(comm) ? comm->err : "not a communicator";
+}
+
+/* Checks the arena and carves the communicator's state from it (no communication). */
+static zc_status zc_carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_comm **out) {
+    char why[ZC_ERROR_TEXT_BYTES];
+    zc__arena_map L;
+    if (!zc__config_check(cfg, why, sizeof why)) {
+        zc__set_init_error("invalid configuration: %s", why);
+        return ZC_INVALID_ARG;
+    }
+    ZC_ASSERT(zc__layout(cfg, &L));
+    if (!arena || ((uintptr_t)arena & 7u)) {
+        zc__set_init_error("arena is %s; pass %zu bytes, 8-byte aligned",
+                           arena ? "not 8-byte aligned" : "NULL", L.total);
+        return ZC_INVALID_ARG;
+    }
+    if (arena_bytes < L.total) {
+        zc__set_init_error("arena_bytes is %zu but zc_comm_arena_bytes() asks for %zu",
+                           arena_bytes, L.total);
+        return ZC_TOO_SMALL;
+    }
+    uint8_t *a = arena;
+    zc__memset(a, 0, L.window); /* the window (in-process) is cleared by the wire */
+    zc_comm *c = (zc_comm *)(void *)(a + L.comm);
+    c->cfg = *cfg;
+    if (!c->cfg.timeout_ns) c->cfg.timeout_ns = ZC_DEFAULT_TIMEOUT_NS;
+    if (!c->cfg.init_timeout_ns) c->cfg.init_timeout_ns = ZC_DEFAULT_INIT_TIMEOUT_NS;
+    c->rank = cfg->rank;
+    c->nranks = cfg->nranks;
+    c->wire = zc__wire_for(cfg);
+    c->wire_state = a + L.wire_state;
+    c->group = (zc_comm **)(void *)(a + L.group);
+    c->chans = (zc__chan *)(void *)(a + L.chans);
+    c->reqs = (zc__req *)(void *)(a + L.reqs);
+    uint64_t *bases = (uint64_t *)(void *)(a + L.bases);
+    for (uint32_t i = 0; i < cfg->max_requests; i++) {
+        c->reqs[i].tx_base = bases + (size_t)i * 2u * cfg->nranks;
+        c->reqs[i].rx_base = c->reqs[i].tx_base + cfg->nranks;
+    }
+    c->active = (uint32_t *)(void *)(a + L.active);
+    c->plans = (zc__plan *)(void *)(a + L.plans);
+    for (uint32_t i = 0; i < cfg->max_plans; i++) c->plans[i].running = -1;
+    c->mems = (zc__mem_entry *)(void *)(a + L.mems);
+    c->window = cfg->transport == ZC_TRANSPORT_INPROC ? a + L.window : 0;
+    /* The carve must end exactly where the size query said. */
+    ZC_ASSERT(L.window + (cfg->transport == ZC_TRANSPORT_INPROC
+                              ? ((c->wire->window_bytes(&L.geom) + 63u) & ~(size_t)63u) : 0) ==
+              L.total);
+    *out = c;
+    return ZC_OK;
+}
+
+static zc_wire_geom zc_geom(const zc_comm *c, uint64_t comm_id, void *const *windows) {
+    zc_wire_geom g = {comm_id, c->rank, c->nranks, c->cfg.slots, c->cfg.slot_bytes,
+                      ZC_SLOT_HDR_BYTES + c->cfg.slot_bytes, 0, windows};
+    return g;
+}
+
+/* What every rank tells the others at init. */
+typedef struct zc_hello {
+    uint64_t pid, nonce, host;
+    uint32_t slots, slot_bytes, transport, pad_;
+} zc_hello;
+
+static uint64_t zc_host_hash(void) {
+    char id[256];
+    uint8_t key[16] = {0};
+    if (zc_plat_host_id(id, sizeof id) != ZC_PLAT_OK) return 0;
+    return zc__siphash(key, id, zc__strlen(id));
+}
+
+static zc_status zc_check_hellos(const zc_comm *c, const zc_hello *all) {
+    for (uint32_t r = 1; r < c->nranks; r++) {
+        if (all[r].slots != all[0].slots || all[r].slot_bytes != all[0].slot_bytes) {
+            zc__set_init_error("rank %u has slots=%u slot_bytes=%u but rank 0 has slots=%u "
+                               "slot_bytes=%u: every rank needs the same ring geometry",
+                               r, all[r].slots, all[r].slot_bytes, all[0].slots,
+                               all[0].slot_bytes);
+            return ZC_MISMATCH;
+        }
+        if (all[r].host != all[0].host) {
+            zc__set_init_error("rank %u runs on another host than rank 0; this build only has "
+                               "the shared-memory wire (one host)", r);
+            return ZC_UNSUPPORTED;
+        }
+    }
+    return ZC_OK;
+}
+
+/* Wire setup between processes, synchronised through the bootstrap. */
+static zc_status zc_open_wire(zc_comm *c, zc__boot *b) {
+    zc_wire_geom g = zc_geom(c, c->comm_id, 0);
+    zc_status st = c->wire->create(c->wire_state, &g, 0, zc_init_err, sizeof zc_init_err);
+    zc_status sync = zc__boot_barrier(b);
+    if (st == ZC_OK) st = sync;
+    if (st == ZC_OK) st = c->wire->attach(c->wire_state, zc_init_err, sizeof zc_init_err);
+    sync = zc__boot_barrier(b); /* everyone attached: names can go */
+    if (st == ZC_OK) st = sync;
+    if (st == ZC_OK) c->wire->seal(c->wire_state);
+    else c->wire->close(c->wire_state);
+    return st;
+}
+
+zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
+                       zc_comm **comm_out) {
+    zc_comm *c = 0;
+    if (!comm_out) {
+        zc__set_init_error("comm_out is NULL");
+        return ZC_INVALID_ARG;
+    }
+    *comm_out = 0;
+    zc_status st = zc_carve(cfg, arena, arena_bytes, &c);
+    if (st != ZC_OK) return st;
+    if (cfg->transport == ZC_TRANSPORT_INPROC) {
+        zc__set_init_error("cfg->transport is ZC_TRANSPORT_INPROC: use zc_comm_init_inproc");
+        return ZC_INVALID_ARG;
+    }
+    static zc__boot boot; /* init-time only; too large for small stacks */
+    uint64_t deadline = zc_plat_now_ns() + c->cfg.init_timeout_ns;
+    st = zc__boot_open(&boot, cfg, deadline, zc_init_err, sizeof zc_init_err);
+    if (st != ZC_OK) return st;
+    zc_hello mine = {zc_plat_process_id(), 0, zc_host_hash(), cfg->slots, cfg->slot_bytes,
+                     (uint32_t)cfg->transport, 0};
+    static zc_hello all[ZC_MAX_RANKS];
+    if (zc_plat_random(&mine.nonce, sizeof mine.nonce) != ZC_PLAT_OK) mine.nonce = mine.pid;
+    st = zc__boot_allgather(&boot, &mine, all, sizeof mine);
+    if (st == ZC_OK) st = zc_check_hellos(c, all);
+    if (st == ZC_OK) {
+        c->comm_id = zc__siphash(cfg->secret, &all[0].nonce, sizeof all[0].nonce);
+        st = zc_open_wire(c, &boot);
+    }
+    zc__boot_close(&boot);
+    if (st != ZC_OK) return st;
+    c->magic = ZC_COMM_MAGIC;
+    *comm_out = c;
+    return ZC_OK;
+}
+
+/* Builds an in-process group of n ranks over arenas[], each with cfg's sizes. */
+static zc_status zc_inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[],
+                                 size_t arena_bytes, zc_comm *comms[], uint64_t comm_id) {
+    static void *windows[ZC_MAX_RANKS];
+    zc_config rc = *cfg;
+    rc.nranks = n;
+    for (uint32_t r = 0; r < n; r++) {
+        rc.rank = r;
+        zc_status st = zc_carve(&rc, arenas[r], arena_bytes, &comms[r]);
+        if (st != ZC_OK) return st;
+        windows[r] = comms[r]->window;
+    }
+    for (uint32_t r = 0; r < n; r++) {
+        zc_comm *c = comms[r];
+        zc_wire_geom g = zc_geom(c, comm_id, windows);
+        c->comm_id = comm_id;
+        zc_status st = c->wire->create(c->wire_state, &g, c->window, zc_init_err,
+                                       sizeof zc_init_err);
+        if (st != ZC_OK) return st;
+        for (uint32_t p = 0; p < n; p++) c->group[p] = comms[p];
+    }
+    for (uint32_t r = 0; r < n; r++) {
+        zc_status st = comms[r]->wire->attach(comms[r]->wire_state, zc_init_err,
+                                              sizeof zc_init_err);
+        if (st != ZC_OK) return st;
+        comms[r]->magic = ZC_COMM_MAGIC;
+    }
+    return ZC_OK;
+}
+
+zc_status zc_comm_init_inproc(const zc_config *cfg, void *const arenas[], size_t arena_bytes,
+                              zc_comm *comms[]) {
+    if (!cfg || !arenas || !comms) {
+        zc__set_init_error("%s is NULL", !cfg ? "cfg" : !arenas ? "arenas" : "comms");
+        return ZC_INVALID_ARG;
+    }
+    if (cfg->transport != ZC_TRANSPORT_INPROC) {
+        zc__set_init_error("cfg->transport must be ZC_TRANSPORT_INPROC for zc_comm_init_inproc "
+                           "(and zc_comm_arena_bytes must see it)");
+        return ZC_INVALID_ARG;
+    }
+    uintptr_t where = (uintptr_t)arenas[0]; /* distinct for every live group */
+    uint64_t id = zc__siphash(cfg->secret, &where, sizeof where);
+    return zc_inproc_group(cfg, cfg->nranks, arenas, arena_bytes, comms, id);
+}
+
+zc_status zc_comm_abort(zc_comm *comm) {
+    if (!zc_comm_ok(comm)) return ZC_INVALID_ARG;
+    if (!comm->failed) zc__error(comm, ZC_ABORTED, "zc_comm_abort was called");
+    zc__fail_comm(comm, ZC_ABORTED, comm->seq);
+    comm->failed = ZC_ABORTED;
+    return ZC_OK;
+}
+
+zc_status zc_comm_fini(zc_comm *comm) {
+    if (!zc_comm_ok(comm)) return ZC_INVALID_ARG;
+    comm->wire->close(comm->wire_state);
+    comm->magic = 0;
+    return ZC_OK;
+}
+
+/* ---- memory registration ---- */
+
+zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind kind,
+                          zc_mem **mem_out) {
+    if (!zc_comm_ok(comm)) return ZC_INVALID_ARG;
+    if (!addr || !bytes || !mem_out)
+        return zc__error(comm, ZC_INVALID_ARG, "zc_mem_register: %s",
+                         !addr ? "addr is NULL" : !bytes ? "bytes is 0" : "mem_out is NULL");
+    if (kind == ZC_MEM_CUDA)
+        return zc__error(comm, ZC_UNSUPPORTED, "zc_mem_register: kind ZC_MEM_CUDA needs a "
+                         "CUDA build of zcoll; this one has no gpu/ support");
+    if (kind != ZC_MEM_HOST)
+        return zc__error(comm, ZC_INVALID_ARG, "zc_mem_register: kind %u is not a zc_mem_kind",
+                         (unsigned)kind);
+    if ((uintptr_t)addr + bytes < (uintptr_t)addr)
+        return zc__error(comm, ZC_INVALID_ARG, "zc_mem_register: addr + bytes wraps around");
+    for (uint32_t i = 0; i < comm->cfg.max_mems; i++) {
+        zc__mem_entry *e = &comm->mems[i];
+        if (e->addr) continue;
+        e->addr = addr;
+        e->bytes = bytes;
+        e->kind = (uint32_t)kind;
+        e->gen++;
+        *mem_out = (zc_mem *)(void *)e;
+        return ZC_OK;
+    }
+    return zc__error(comm, ZC_LIMIT, "zc_mem_register: all %u registration slots are taken "
+                     "(cfg->max_mems)", comm->cfg.max_mems);
+}
+
+zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem) {
+    if (!zc_comm_ok(comm)) return ZC_INVALID_ARG;
+    zc__mem_entry *e = (zc__mem_entry *)(void *)mem;
+    if (!mem || e < comm->mems || e >= comm->mems + comm->cfg.max_mems || !e->addr)
+        return zc__error(comm, ZC_INVALID_ARG, "zc_mem_deregister: mem is not a registration "
+                         "of this communicator");
+    e->addr = 0;
+    e->bytes = 0;
+    return ZC_OK;
+}
+
+/* ---- split ---- */
+
+/* Child rank and size for color/key among all[] = {color, key} per parent rank. */
+static void zc_child_place(const int32_t *all, uint32_t n, uint32_t me, uint32_t *rank,
+                           uint32_t *size) {
+    *rank = *size = 0;
+    for (uint32_t p = 0; p < n; p++) {
+        if (all[2 * p] != all[2 * me]) continue;
+        (*size)++;
+        if (all[2 * p + 1] < all[2 * me + 1] || (all[2 * p + 1] == all[2 * me + 1] && p < me))
+            (*rank)++;
+    }
+}
+
+static uint64_t zc_child_id(const zc_comm *parent, int32_t color) {
+    uint64_t words[3] = {parent->comm_id, parent->splits, (uint64_t)(uint32_t)color};
+    return zc__siphash(parent->cfg.secret, words, sizeof words);
+}
+
+zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t arena_bytes,
+                        zc_comm **child_out) {
+    static int32_t all[2 * ZC_MAX_RANKS];
+    if (!zc_comm_ok(parent) || !child_out) return ZC_INVALID_ARG;
+    if (parent->cfg.transport == ZC_TRANSPORT_INPROC)
+        return zc__error(parent, ZC_INVALID_ARG, "zc_comm_split on an in-process group: use "
+                         "zc_comm_split_inproc");
+    *child_out = 0;
+    int32_t mine[2] = {color < 0 ? -1 : color, key};
+    zc_req req;
+    zc_status st = zc_allgather(parent, mine, all, 2, ZC_INT32, &req);
+    if (st == ZC_OK) st = zc_wait(parent, &req);
+    if (st != ZC_OK) return st;
+    uint64_t id = zc_child_id(parent, mine[0]);
+    parent->splits++;
+    zc_comm *c = 0;
+    zc_status local = ZC_OK;
+    if (color >= 0) {
+        zc_config cc = parent->cfg;
+        zc_child_place(all, parent->nranks, parent->rank, &cc.rank, &cc.nranks);
+        local = zc_carve(&cc, arena, arena_bytes, &c);
+        if (local == ZC_OK) {
+            c->comm_id = id;
+            zc_wire_geom g = zc_geom(c, id, 0);
+            local = c->wire->create(c->wire_state, &g, 0, c->err, sizeof c->err);
+        }
+    }
+    /* Every parent rank joins both syncs, member or not, so nobody waits on a missing one. */
+    int32_t ok, worst = 0;
+    zc_req sync;
+    st = zc_barrier(parent, &sync);
+    if (st == ZC_OK) st = zc_wait(parent, &sync);
+    if (st == ZC_OK && c && local == ZC_OK)
+        local = c->wire->attach(c->wire_state, c->err, sizeof c->err);
+    ok = local == ZC_OK ? 0 : (int32_t)local;
+    if (st == ZC_OK) st = zc_allreduce(parent, &ok, &worst, 1, ZC_INT32, ZC_MIN, &sync);
+    if (st == ZC_OK) st = zc_wait(parent, &sync);
+    if (st == ZC_OK && worst != 0) st = (zc_status)worst;
+    if (c && local == ZC_OK && st == ZC_OK) {
+        c->wire->seal(c->wire_state);
+        c->magic = ZC_COMM_MAGIC;
+        *child_out = c;
+        return ZC_OK;
+    }
+    if (c && local == ZC_OK) c->wire->close(c->wire_state);
+    if (st == ZC_OK) st = local;
+    if (local != ZC_OK) zc__set_init_error("zc_comm_split: %s", c ? c->err : zc_init_err);
+    else zc__set_init_error("zc_comm_split: another rank failed to set up its child (%s)",
+                            zc_status_name(st));
+    return st;
+}
+
+zc_status zc_comm_split_inproc(zc_comm *const parents[], const int colors[], const int keys[],
+                               void *const arenas[], size_t arena_bytes, zc_comm *children[]) {
+    static int32_t all[2 * ZC_MAX_RANKS];
+    static void *group_arenas[ZC_MAX_RANKS];
+    static zc_comm *group[ZC_MAX_RANKS];
+    if (!parents || !zc_comm_ok(parents[0]) || !colors || !keys || !arenas || !children) {
+        zc__set_init_error("zc_comm_split_inproc: a NULL argument or parents[0] is not a "
+                           "communicator");
+        return ZC_INVALID_ARG;
+    }
+    uint32_t n = parents[0]->nranks;
+    for (uint32_t p = 0; p < n; p++) {
+        all[2 * p] = colors[p] < 0 ? -1 : colors[p];
+        all[2 * p + 1] = keys[p];
+        children[p] = 0;
+    }
+    for (uint32_t p = 0; p < n; p++) {
+        uint32_t rank, size, first = p;
+        if (all[2 * p] < 0) continue;
+        for (uint32_t q = 0; q < p; q++)
+            if (all[2 * q] == all[2 * p]) first = q;
+        if (first != p) continue; /* this color's group was built already */
+        for (uint32_t q = p; q < n; q++) {
+            if (all[2 * q] != all[2 * p]) continue;
+            zc_child_place(all, n, q, &rank, &size);
+            group_arenas[rank] = arenas[q];
+        }
+        zc_status st = zc_inproc_group(&parents[0]->cfg, size, group_arenas, arena_bytes, group,
+                                       zc_child_id(parents[0], all[2 * p]));
+        if (st != ZC_OK) return st;
+        for (uint32_t q = p; q < n; q++)
+            if (all[2 * q] == all[2 * p]) {
+                zc_child_place(all, n, q, &rank, &size);
+                children[q] = group[rank];
+            }
+    }
+    for (uint32_t p = 0; p < n; p++) parents[p]->splits++;
+    return ZC_OK;
+}

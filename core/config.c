@@ -1,0 +1,274 @@
+/* config.c: zc_config defaults, the launcher environment (zcrun, torchrun, Open MPI, Slurm)
+ * and the one validity check that zc_comm_arena_bytes and zc_comm_init share. Reads the
+ * environment only through the platform layer. */
+#include "config.h"
+
+#include "platform.h"
+#include "text.h"
+
+void zc_config_default(zc_config *cfg) {
+    zc__memset(cfg, 0, sizeof *cfg);
+    cfg->version = ZC_CONFIG_VERSION;
+    cfg->rank = 0;
+    cfg->nranks = 1;
+    cfg->timeout_ns = ZC_DEFAULT_TIMEOUT_NS;
+    cfg->init_timeout_ns = ZC_DEFAULT_INIT_TIMEOUT_NS;
+    cfg->max_requests = ZC_DEFAULT_MAX_REQUESTS;
+    cfg->max_plans = ZC_DEFAULT_MAX_PLANS;
+    cfg->max_mems = ZC_DEFAULT_MAX_MEMS;
+    cfg->slot_bytes = ZC_DEFAULT_SLOT_BYTES;
+    cfg->slots = ZC_DEFAULT_SLOTS;
+    cfg->spin_polls = ZC_DEFAULT_SPIN_POLLS;
+    cfg->transport = ZC_TRANSPORT_AUTO;
+    cfg->allreduce_oneshot_max_bytes = ZC_DEFAULT_ALLREDUCE_ONESHOT_MAX_BYTES;
+    cfg->reduce_direct_max_bytes = ZC_DEFAULT_REDUCE_DIRECT_MAX_BYTES;
+    cfg->bcast_tree_max_bytes = ZC_DEFAULT_BCAST_TREE_MAX_BYTES;
+}
+
+static bool zc_has_nul(const char *s, size_t cap) {
+    for (size_t i = 0; i < cap; i++)
+        if (!s[i]) return true;
+    return false;
+}
+
+/* Splits "host:port" (the last ':'); false unless both parts are there and the port is
+ * 1..65535. host gets a NUL-terminated copy. */
+bool zc__split_addr(const char *addr, char *host, size_t host_cap, uint16_t *port) {
+    size_t len = zc__strlen(addr), colon = len;
+    for (size_t i = 0; i < len; i++)
+        if (addr[i] == ':') colon = i;
+    uint64_t p = 0;
+    if (colon == 0 || colon >= len || colon + 1 > host_cap) return false;
+    if (!zc__parse_u64(addr + colon + 1, &p) || p == 0 || p > 65535u) return false;
+    zc__memcpy(host, addr, colon);
+    host[colon] = '\0';
+    *port = (uint16_t)p;
+    return true;
+}
+
+static bool zc_is_pow2(uint32_t v) { return v && !(v & (v - 1)); }
+
+bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
+    char host[ZC_ADDR_BYTES];
+    uint16_t port;
+#define ZC_REQUIRE_(cond, ...)                                                                  \
+    do {                                                                                        \
+        if (!(cond)) {                                                                          \
+            if (why) zc__fmt(why, cap, __VA_ARGS__);                                            \
+            return false;                                                                       \
+        }                                                                                       \
+    } while (0)
+    ZC_REQUIRE_(cfg != NULL, "cfg is NULL");
+    ZC_REQUIRE_(cfg->version == ZC_CONFIG_VERSION,
+                "cfg->version is %u, expected %u: start from zc_config_default()", cfg->version,
+                ZC_CONFIG_VERSION);
+    ZC_REQUIRE_(cfg->nranks >= 1 && cfg->nranks <= ZC_MAX_RANKS,
+                "cfg->nranks is %u, must be 1..%u", cfg->nranks, ZC_MAX_RANKS);
+    ZC_REQUIRE_(cfg->rank < cfg->nranks, "cfg->rank %u is not below cfg->nranks %u", cfg->rank,
+                cfg->nranks);
+    ZC_REQUIRE_(cfg->max_requests >= 1 && cfg->max_requests <= ZC_MAX_REQUESTS,
+                "cfg->max_requests is %u, must be 1..%u", cfg->max_requests, ZC_MAX_REQUESTS);
+    ZC_REQUIRE_(cfg->max_plans <= ZC_MAX_REQUESTS, "cfg->max_plans is %u, must be 0..%u",
+                cfg->max_plans, ZC_MAX_REQUESTS);
+    ZC_REQUIRE_(cfg->max_mems <= ZC_MAX_MEMS, "cfg->max_mems is %u, must be 0..%u",
+                cfg->max_mems, ZC_MAX_MEMS);
+    ZC_REQUIRE_(cfg->slot_bytes >= 256u && cfg->slot_bytes <= (16u << 20) &&
+                    cfg->slot_bytes % 64u == 0,
+                "cfg->slot_bytes is %u, must be a multiple of 64 in 256..16777216",
+                cfg->slot_bytes);
+    ZC_REQUIRE_(cfg->slots >= 2u && cfg->slots <= 1024u && zc_is_pow2(cfg->slots),
+                "cfg->slots is %u, must be a power of two in 2..1024", cfg->slots);
+    ZC_REQUIRE_(cfg->spin_polls >= 1u && cfg->spin_polls <= (1u << 24),
+                "cfg->spin_polls is %u, must be 1..16777216", cfg->spin_polls);
+    ZC_REQUIRE_((unsigned)cfg->transport <= (unsigned)ZC_TRANSPORT_INPROC,
+                "cfg->transport is %u, not a zc_transport", (unsigned)cfg->transport);
+    ZC_REQUIRE_(zc_has_nul(cfg->root_addr, sizeof cfg->root_addr),
+                "cfg->root_addr is not NUL-terminated");
+    if (cfg->nranks > 1 && cfg->transport != ZC_TRANSPORT_INPROC) {
+        ZC_REQUIRE_(zc__split_addr(cfg->root_addr, host, sizeof host, &port),
+                    "cfg->root_addr \"%s\" is not host:port (needed for %u ranks)",
+                    cfg->root_addr, cfg->nranks);
+        ZC_REQUIRE_(cfg->secret_set, "cfg->secret is not set (needed for %u ranks)",
+                    cfg->nranks);
+    }
+#undef ZC_REQUIRE_
+    return true;
+}
+
+/* ---- the launcher environment ---- */
+
+typedef struct zc_env_err {
+    char *text;
+    size_t cap;
+} zc_env_err;
+
+/* Reads a whole decimal variable; returns false (with a sentence) when set but malformed. */
+static bool zc_env_u64(const char *name, uint64_t max, bool *present, uint64_t *value,
+                       zc_env_err *err) {
+    const char *s = zc_plat_getenv(name);
+    *present = s != NULL;
+    if (!s) return true;
+    if (!zc__parse_u64(s, value) || *value > max) {
+        zc__fmt(err->text, err->cap, "%s=\"%s\" is not a whole number in 0..%llu", name, s,
+                (unsigned long long)max);
+        return false;
+    }
+    return true;
+}
+
+typedef struct zc_launcher {
+    const char *rank, *size, *local; /* variable names */
+} zc_launcher;
+
+static const zc_launcher zc_launchers[] = {
+    {"ZC_RANK", "ZC_NRANKS", "ZC_LOCAL_RANK"},
+    {"RANK", "WORLD_SIZE", "LOCAL_RANK"},
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+    {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+};
+
+static bool zc_env_ranks(zc_config *c, zc_env_err *err) {
+    for (size_t i = 0; i < sizeof zc_launchers / sizeof zc_launchers[0]; i++) {
+        const zc_launcher *l = &zc_launchers[i];
+        bool has_rank, has_size, has_local;
+        uint64_t rank = 0, size = 0, local = 0;
+        if (!zc_env_u64(l->rank, UINT32_MAX, &has_rank, &rank, err)) return false;
+        if (!has_rank) continue;
+        if (!zc_env_u64(l->size, ZC_MAX_RANKS, &has_size, &size, err)) return false;
+        if (!zc_env_u64(l->local, UINT32_MAX, &has_local, &local, err)) return false;
+        if (!has_size || size == 0) {
+            zc__fmt(err->text, err->cap, "%s is %s: it must be 1..%u when %s is set", l->size,
+                    has_size ? "0" : "unset", ZC_MAX_RANKS, l->rank);
+            return false;
+        }
+        if (rank >= size) {
+            zc__fmt(err->text, err->cap, "%s=%llu is not below %s=%llu", l->rank,
+                    (unsigned long long)rank, l->size, (unsigned long long)size);
+            return false;
+        }
+        c->rank = (uint32_t)rank;
+        c->nranks = (uint32_t)size;
+        c->local_rank = (uint32_t)local;
+        return true;
+    }
+    return true; /* no launcher: the single-rank default stays */
+}
+
+static bool zc_env_addr(zc_config *c, zc_env_err *err) {
+    char host[ZC_ADDR_BYTES];
+    uint16_t port;
+    const char *root = zc_plat_getenv("ZC_ROOT_ADDR");
+    const char *maddr = zc_plat_getenv("MASTER_ADDR"), *mport = zc_plat_getenv("MASTER_PORT");
+    if (root) {
+        if (zc__strlen(root) >= sizeof c->root_addr ||
+            !zc__split_addr(root, host, sizeof host, &port)) {
+            zc__fmt(err->text, err->cap, "ZC_ROOT_ADDR=\"%s\" is not host:port (port 1..65535)",
+                    root);
+            return false;
+        }
+        zc__strlcpy(c->root_addr, root, sizeof c->root_addr);
+        return true;
+    }
+    if (maddr || mport) {
+        uint64_t p = 0;
+        if (!maddr || !*maddr || !mport) {
+            zc__fmt(err->text, err->cap, "%s is unset while %s is set",
+                    maddr && *maddr ? "MASTER_PORT" : "MASTER_ADDR",
+                    maddr && *maddr ? "MASTER_ADDR" : "MASTER_PORT");
+            return false;
+        }
+        if (!zc__parse_u64(mport, &p) || p == 0 || p > 65535u) {
+            zc__fmt(err->text, err->cap, "MASTER_PORT=\"%s\" is not a port (1..65535)", mport);
+            return false;
+        }
+        if (zc__strlen(maddr) + 7 > sizeof c->root_addr) {
+            zc__fmt(err->text, err->cap, "MASTER_ADDR is longer than %u characters",
+                    ZC_ADDR_BYTES - 8u);
+            return false;
+        }
+        zc__fmt(c->root_addr, sizeof c->root_addr, "%s:%u", maddr, (unsigned)p);
+        return true;
+    }
+    if (c->nranks > 1) {
+        zc__fmt(err->text, err->cap,
+                "no rendezvous address for %u ranks: set ZC_ROOT_ADDR (host:port) or "
+                "MASTER_ADDR and MASTER_PORT",
+                c->nranks);
+        return false;
+    }
+    return true;
+}
+
+/* FNV-1a over the launcher's job identity: keeps unrelated jobs apart when no ZC_SECRET is
+ * given; it is not a defence against an attacker (set ZC_SECRET for that). */
+static void zc_derive_secret(zc_config *c) {
+    static const char *const ids[] = {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID",
+                                      "OMPI_MCA_ess_base_jobid", "MASTER_ADDR", "MASTER_PORT"};
+    uint64_t h[2] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
+    for (size_t k = 0; k < 2; k++) {
+        const char *s = c->root_addr;
+        for (; *s; s++) h[k] = (h[k] ^ (uint8_t)*s) * 0x100000001b3ull;
+        for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+            const char *v = zc_plat_getenv(ids[i]);
+            for (; v && *v; v++) h[k] = (h[k] ^ (uint8_t)*v) * 0x100000001b3ull;
+        }
+    }
+    zc__memcpy(c->secret, h, sizeof c->secret);
+    c->secret_set = true;
+}
+
+static bool zc_env_secret(zc_config *c, zc_env_err *err) {
+    const char *s = zc_plat_getenv("ZC_SECRET");
+    if (s) {
+        if (!zc__parse_hex(s, c->secret, sizeof c->secret)) {
+            zc__fmt(err->text, err->cap, "ZC_SECRET is not 32 hex digits (it has %zu characters)",
+                    zc__strlen(s));
+            return false;
+        }
+        c->secret_set = true;
+        return true;
+    }
+    if (zc_plat_getenv("ZC_RANK") && c->nranks > 1) {
+        zc__fmt(err->text, err->cap, "ZC_SECRET is unset while ZC_RANK is set (zcrun sets both)");
+        return false;
+    }
+    if (c->nranks > 1) zc_derive_secret(c);
+    return true;
+}
+
+static bool zc_env_tunables(zc_config *c, zc_env_err *err) {
+    bool has;
+    uint64_t v = 0;
+    if (!zc_env_u64("ZC_TIMEOUT_MS", UINT64_MAX / 1000000u, &has, &v, err)) return false;
+    if (has) c->timeout_ns = v * 1000000u;
+    if (!zc_env_u64("ZC_SLOT_BYTES", UINT32_MAX, &has, &v, err)) return false;
+    if (has) c->slot_bytes = (uint32_t)v;
+    if (!zc_env_u64("ZC_SLOTS", UINT32_MAX, &has, &v, err)) return false;
+    if (has) c->slots = (uint32_t)v;
+    if (!zc_env_u64("ZC_MAX_REQUESTS", UINT32_MAX, &has, &v, err)) return false;
+    if (has) c->max_requests = (uint32_t)v;
+    const char *t = zc_plat_getenv("ZC_TRANSPORT");
+    if (t) {
+        if (zc__streq(t, "auto")) c->transport = ZC_TRANSPORT_AUTO;
+        else if (zc__streq(t, "shm")) c->transport = ZC_TRANSPORT_SHM;
+        else {
+            zc__fmt(err->text, err->cap, "ZC_TRANSPORT=\"%s\" is not one of auto, shm", t);
+            return false;
+        }
+    }
+    return true;
+}
+
+zc_status zc_config_from_env(zc_config *cfg) {
+    if (!cfg) return ZC_INVALID_ARG;
+    zc_config c = *cfg;
+    zc_env_err err = {cfg->error_text, sizeof cfg->error_text};
+    cfg->error_text[0] = '\0';
+    if (!zc_env_ranks(&c, &err) || !zc_env_addr(&c, &err) || !zc_env_secret(&c, &err) ||
+        !zc_env_tunables(&c, &err))
+        return ZC_INVALID_ARG;
+    if (!zc__config_check(&c, cfg->error_text, sizeof cfg->error_text)) return ZC_INVALID_ARG;
+    c.error_text[0] = '\0';
+    *cfg = c;
+    return ZC_OK;
+}

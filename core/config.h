@@ -1,0 +1,15 @@
+/* config.h: checks on a zc_config shared by the size query, init and split. */
+#ifndef ZC_CORE_CONFIG_H
+#define ZC_CORE_CONFIG_H
+
+#include "zcoll.h"
+
+#define ZC_MAX_MEMS 4096u /* ceiling of cfg->max_mems */
+
+/* True if cfg is usable; otherwise false with a sentence naming the field in why (may be
+ * NULL). */
+bool zc__config_check(const zc_config *cfg, char *why, size_t cap);
+/* Splits "host:port"; false unless both parts are there and the port is 1..65535. */
+bool zc__split_addr(const char *addr, char *host, size_t host_cap, uint16_t *port);
+
+#endif

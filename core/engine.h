@@ -1,0 +1,210 @@
+/* engine.h: the core's internal model, shared by the files of core/ and by nobody else.
+ *
+ * A communicator lives entirely in the caller's arena (layout.c decides the carve). Its
+ * requests come from a fixed pool; each runs a collective's schedule as an explicit state
+ * machine (coll_*.c) that moves messages through the wire's slot rings with the channel
+ * helpers of channel.c. Ordering rule that keeps concurrent requests deadlock-free: a request
+ * reserves, when it is issued, the numbers of the messages it will send to and receive from
+ * every peer on its lane (tx_base/rx_base); every rank issues collectives in the same order, so
+ * both ends of a channel number each message identically, and message m may only be written
+ * once message m-1 was, and only consumed once m-1 was. Each message's header carries the full
+ * fingerprint of the call that sent it, checked before its payload is used. */
+#ifndef ZC_CORE_ENGINE_H
+#define ZC_CORE_ENGINE_H
+
+#include "config.h"
+#include "platform.h"
+#include "text.h"
+#include "wire.h"
+#include "zcoll.h"
+
+#define ZC_PROGRESS_BUDGET 64u      /* messages moved at most per zc_progress call */
+#define ZC_LIVENESS_NS 50000000ull  /* a stalled request checks peers' liveness this often */
+#define ZC_COMM_MAGIC 0x7a63636f6d6d3031ull /* "zccomm01" */
+#define ZC_REQ_MAGIC 0x7a63u
+#define ZC_PLAN_MAGIC 0x7a70u
+
+/* A collective's kind, as it travels in headers and error sentences. */
+typedef enum zc__kind {
+    ZC_K_NONE = 0, ZC_K_ALLREDUCE, ZC_K_REDUCE, ZC_K_BROADCAST, ZC_K_REDUCE_SCATTER,
+    ZC_K_ALLGATHER, ZC_K_GATHER, ZC_K_SCATTER, ZC_K_ALLTOALL, ZC_K_SEND, ZC_K_RECV,
+    ZC_K_BARRIER, ZC_K_COUNT_
+} zc__kind;
+
+typedef enum zc__alg {
+    ZC_ALG_LOCAL = 0,  /* nothing to move (count 0 or one rank) */
+    ZC_ALG_ONESHOT,    /* every rank sends its input to every peer and reduces all n */
+    ZC_ALG_RSAG,       /* direct reduce-scatter, then all-gather of the reduced blocks */
+    ZC_ALG_DIRECT,     /* reduce: all to the root; gather/scatter/allgather/alltoall: direct */
+    ZC_ALG_RSGATHER,   /* reduce: direct reduce-scatter, then gather of blocks to the root */
+    ZC_ALG_TREE,       /* broadcast down a binomial tree */
+    ZC_ALG_CHAIN,      /* broadcast down a pipelined chain */
+    ZC_ALG_DISSEM,     /* barrier: dissemination rounds */
+    ZC_ALG_P2P         /* send / recv */
+} zc__alg;
+
+/* Everything a start needs: validated arguments and the chosen algorithm. */
+typedef struct zc__sched {
+    uint8_t kind;        /* zc__kind */
+    uint8_t alg;         /* zc__alg */
+    uint8_t dtype;       /* zc_dtype */
+    uint8_t op;          /* zc_op (0 where there is none) */
+    uint32_t root;       /* root, or the peer of send/recv; 0 where there is none */
+    uint32_t esize;      /* bytes per element */
+    uint32_t chunk;      /* elements per message: slot_bytes / esize */
+    uint64_t count;      /* elements, as the caller gave them (per rank / per block) */
+    const uint8_t *send;
+    uint8_t *recv;
+} zc__sched;
+
+typedef enum zc__req_state { ZC_REQ_FREE = 0, ZC_REQ_ACTIVE, ZC_REQ_DONE } zc__req_state;
+
+typedef struct zc__req {
+    uint32_t state;      /* zc__req_state */
+    uint32_t gen;        /* bumped at every reuse: stale zc_req handles are refused */
+    int32_t status;      /* ZC_IN_PROGRESS while active, then the result */
+    uint32_t lane;       /* 0 collectives, 1 send/recv */
+    int32_t plan;        /* plan slot that started it, -1 for none */
+    uint32_t pad_;
+    uint64_t seq;        /* collective sequence number (p2p: the pair's op number) */
+    uint64_t start_ns, deadline_ns, moved_ns; /* issue time, deadline, last progress */
+    zc__sched s;
+    uint64_t tx_left, rx_left; /* messages still to send / receive, all peers together */
+    uint64_t a, b;       /* schedule counters (which: see the coll_*.c file) */
+    uint64_t *tx_base;   /* [nranks] first message number on each peer's lane, sending */
+    uint64_t *rx_base;   /* [nranks] the same, receiving */
+} zc__req;
+
+typedef struct zc__plan {
+    uint32_t used;       /* 0 free, 1 held */
+    uint32_t gen;
+    int32_t running;     /* request slot of its current start, -1 for none */
+    uint32_t pad_;
+    zc__sched s;
+} zc__plan;
+
+typedef struct zc__mem_entry {
+    void *addr;
+    size_t bytes;
+    uint32_t kind;       /* zc_mem_kind; 0xffffffff = free entry */
+    uint32_t gen;
+} zc__mem_entry;
+
+/* One direction of one lane with one peer is a channel; counters are message numbers. */
+typedef struct zc__chan {
+    uint64_t tx_count;     /* messages posted to the peer */
+    uint64_t tx_reserved;  /* messages promised to the peer by issued requests */
+    uint64_t rx_count;     /* messages consumed from the peer */
+    uint64_t rx_reserved;  /* messages expected from the peer by issued requests */
+    uint64_t tx_credit;    /* last credit value read (messages the peer consumed) */
+    uint64_t p2p_sent;     /* lane 1: send operations issued to the peer */
+    uint64_t p2p_recvd;    /* lane 1: receive operations issued from the peer */
+    uint64_t pad_;
+} zc__chan;
+
+/* The 64-byte header of every slot: the fingerprint of the call that sent the message. */
+typedef struct zc__hdr {
+    uint64_t comm_id;
+    uint64_t seq;
+    uint64_t count;
+    uint8_t kind, dtype, op, alg;
+    uint32_t root;
+    uint32_t step;       /* message index within the call on this channel */
+    uint32_t bytes;      /* payload bytes */
+    uint32_t src;        /* sender rank */
+    uint32_t pad_[3];
+    uint64_t tag;        /* written by the wire when it publishes */
+} zc__hdr;
+_Static_assert(sizeof(zc__hdr) == ZC_SLOT_HDR_BYTES, "slot header is 64 bytes");
+
+struct zc_comm {
+    uint64_t magic;
+    uint64_t comm_id;
+    zc_config cfg;         /* a copy; rank/nranks are this communicator's */
+    uint32_t rank, nranks;
+    int32_t failed;        /* 0, or the status every later call returns */
+    uint32_t nreqs_active;
+    uint64_t seq;          /* next collective sequence number */
+    uint64_t splits;       /* zc_comm_split calls made (names children) */
+    uint64_t empty_polls;  /* zc_progress calls in a row that moved nothing */
+    uint64_t liveness_ns;  /* last time peers' liveness was checked */
+    const zc_wire_ops *wire;
+    void *wire_state;
+    void *window;          /* in-process: this rank's inbound window, in the arena */
+    zc_comm **group;       /* [nranks] in-process: every rank's communicator; else unused */
+    zc__chan *chans;       /* [ZC_WIRE_LANES * nranks] */
+    zc__req *reqs;         /* [max_requests] */
+    uint32_t *active;      /* [max_requests] active request slots in issue order */
+    zc__plan *plans;       /* [max_plans] */
+    zc__mem_entry *mems;   /* [max_mems] */
+    char err[ZC_ERROR_TEXT_BYTES];
+};
+
+/* ---- layout.c ---- */
+typedef struct zc__arena_map {
+    size_t comm, wire_state, group, chans, reqs, bases, active, plans, mems, window; /* offsets */
+    size_t total;
+    zc_wire_geom geom;
+} zc__arena_map;
+/* The one function that decides the arena's carve; false if cfg is invalid. */
+bool zc__layout(const zc_config *cfg, zc__arena_map *out);
+const zc_wire_ops *zc__wire_for(const zc_config *cfg);
+
+/* ---- comm.c ---- */
+/* Records status and a sentence on comm (the one place errors are recorded); returns status. */
+zc_status zc__error(zc_comm *comm, zc_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Marks the communicator failed with status (detected at collective sequence seq), failing
+ * every active request and reporting it to the peers. */
+void zc__fail_comm(zc_comm *comm, zc_status status, uint64_t seq);
+/* "zc_allreduce(count 10, int32, sum)": the call a header or request describes. */
+void zc__describe(char *buf, size_t cap, uint32_t kind, uint64_t count, uint32_t dtype,
+                  uint32_t op, uint32_t root);
+void zc__set_init_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *zc__init_error_buf(void);
+const char *zc__kind_name(uint32_t kind);
+
+/* ---- progress.c ---- */
+/* Takes a request slot for s, reserves its channel numbers and starts it (ZC_AGAIN if full). */
+zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req);
+
+/* ---- channel.c: moving one message ---- */
+/* Payload pointer of message k (0-based within r) to peer, or NULL when it cannot be written
+ * yet (an earlier message on the channel is unsent, or no credit). */
+uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k);
+/* Fills the header of message k and publishes it with bytes of payload. */
+zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes);
+/* Messages of r already sent to peer / consumed from peer. */
+uint64_t zc__tx_done(const zc_comm *comm, const zc__req *r, uint32_t peer);
+uint64_t zc__rx_done(const zc_comm *comm, const zc__req *r, uint32_t peer);
+/* Payload of message k from peer when it arrived and its fingerprint matches r; NULL when not
+ * there yet; on a mismatch r fails (r->status set) and NULL is returned. expect_bytes is the
+ * payload size the schedule expects. */
+const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
+                           size_t expect_bytes);
+/* Consumes the message peeked last from peer and returns its credit. */
+void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer);
+
+/* ---- coll.c: argument checks and schedules ---- */
+/* Messages r sends to / receives from peer in total (reserved at issue). */
+uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
+uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
+/* Moves r forward within *budget messages; sets r->status to ZC_OK when finished. */
+void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget);
+
+/* Elements [lo, hi) of block b when count elements are split into n balanced blocks. */
+static inline uint64_t zc__block_lo(uint64_t count, uint32_t n, uint32_t b) {
+    uint64_t base = count / n, rem = count % n;
+    return b * base + (b < rem ? b : rem);
+}
+/* Messages needed for len elements at chunk elements per message. */
+static inline uint64_t zc__msgs(uint64_t len, uint32_t chunk) {
+    return (len + chunk - 1) / chunk;
+}
+
+#define ZC_ASSERT(cond)                                                                         \
+    do {                                                                                        \
+        if (!(cond)) zc_plat_panic(__FILE__, __LINE__, #cond);                                  \
+    } while (0)
+
+#endif

@@ -1,0 +1,49 @@
+/* layout.c: the one function that decides how a communicator is carved from its arena. The
+ * size query (zc_comm_arena_bytes) and init both call zc__layout, and init asserts that its
+ * carve ends exactly at layout.total. Every region is 64-byte aligned. */
+#include "engine.h"
+
+static size_t zc_align64(size_t v) { return (v + 63u) & ~(size_t)63u; }
+
+const zc_wire_ops *zc__wire_for(const zc_config *cfg) {
+    (void)cfg; /* one wire in this build: shared memory, between processes or in-process */
+    return &zc_wire_shm;
+}
+
+/* Adds bytes at the current end and returns the region's offset. */
+static size_t zc_take(size_t *end, size_t bytes) {
+    size_t at = *end;
+    *end = zc_align64(at + bytes);
+    return at;
+}
+
+bool zc__layout(const zc_config *cfg, zc__arena_map *L) {
+    if (!zc__config_check(cfg, NULL, 0)) return false;
+    const zc_wire_ops *w = zc__wire_for(cfg);
+    size_t n = cfg->nranks, end = 0;
+    L->geom = (zc_wire_geom){0};
+    L->geom.rank = cfg->rank;
+    L->geom.nranks = cfg->nranks;
+    L->geom.slots = cfg->slots;
+    L->geom.slot_bytes = cfg->slot_bytes;
+    L->geom.stride = ZC_SLOT_HDR_BYTES + cfg->slot_bytes;
+    L->comm = zc_take(&end, sizeof(zc_comm));
+    L->wire_state = zc_take(&end, w->state_bytes(&L->geom));
+    L->group = zc_take(&end, n * sizeof(zc_comm *));
+    L->chans = zc_take(&end, ZC_WIRE_LANES * n * sizeof(zc__chan));
+    L->reqs = zc_take(&end, cfg->max_requests * sizeof(zc__req));
+    L->bases = zc_take(&end, (size_t)cfg->max_requests * 2u * n * sizeof(uint64_t));
+    L->active = zc_take(&end, cfg->max_requests * sizeof(uint32_t));
+    L->plans = zc_take(&end, cfg->max_plans * sizeof(zc__plan));
+    L->mems = zc_take(&end, cfg->max_mems * sizeof(zc__mem_entry));
+    /* In-process ranks keep their inbound window in the arena; processes map theirs. */
+    L->window = zc_take(&end, cfg->transport == ZC_TRANSPORT_INPROC
+                                  ? w->window_bytes(&L->geom) : 0);
+    L->total = end;
+    return true;
+}
+
+size_t zc_comm_arena_bytes(const zc_config *cfg) {
+    zc__arena_map L;
+    return zc__layout(cfg, &L) ? L.total : 0;
+}

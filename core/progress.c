@@ -1,0 +1,205 @@
+/* progress.c: the request pool and the polling engine: issue (reserve channel numbers, stamp
+ * deadline), zc_progress (bounded steps of active requests in issue order, deadlines, peer
+ * liveness, failure reports from peers, yielding when idle), zc_test (reads only) and zc_wait.
+ * Nothing here blocks except zc_wait, which ends at the request's deadline. */
+#include "engine.h"
+#include "platform.h"
+#include "text.h"
+
+#define ZC_HANDLE_MAGIC ((uint64_t)ZC_REQ_MAGIC << 48)
+
+static zc__req *zc_free_slot(zc_comm *comm, uint32_t *index) {
+    for (uint32_t i = 0; i < comm->cfg.max_requests; i++)
+        if (comm->reqs[i].state == ZC_REQ_FREE) {
+            *index = i;
+            return &comm->reqs[i];
+        }
+    return 0;
+}
+
+/* Reserves the message numbers r will use on every peer's channel of its lane. */
+static void zc_reserve(zc_comm *comm, zc__req *r) {
+    r->tx_left = r->rx_left = 0;
+    for (uint32_t p = 0; p < comm->nranks; p++) {
+        zc__chan *c = &comm->chans[(size_t)r->lane * comm->nranks + p];
+        uint64_t tx = p == comm->rank ? 0 : zc__tx_total(comm, &r->s, p);
+        uint64_t rx = p == comm->rank ? 0 : zc__rx_total(comm, &r->s, p);
+        r->tx_base[p] = c->tx_reserved;
+        r->rx_base[p] = c->rx_reserved;
+        c->tx_reserved += tx;
+        c->rx_reserved += rx;
+        r->tx_left += tx;
+        r->rx_left += rx;
+    }
+}
+
+zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req) {
+    uint32_t index = 0;
+    if (comm->failed) return (zc_status)comm->failed;
+    zc__req *r = zc_free_slot(comm, &index);
+    if (!r)
+        return zc__error(comm, ZC_AGAIN, "%s: all %u request slots are in flight; progress and "
+                         "finish one first", zc__kind_name(s->kind), comm->cfg.max_requests);
+    r->state = ZC_REQ_ACTIVE;
+    r->status = ZC_IN_PROGRESS;
+    r->s = *s;
+    r->plan = plan;
+    r->a = r->b = 0;
+    r->lane = (s->kind == ZC_K_SEND || s->kind == ZC_K_RECV) ? 1u : 0u;
+    if (r->lane == 0) {
+        r->seq = comm->seq++;
+    } else {
+        zc__chan *c = &comm->chans[(size_t)comm->nranks + s->root];
+        r->seq = s->kind == ZC_K_SEND ? c->p2p_sent++ : c->p2p_recvd++;
+    }
+    zc_reserve(comm, r);
+    r->start_ns = r->moved_ns = zc_plat_now_ns();
+    r->deadline_ns = r->start_ns + comm->cfg.timeout_ns;
+    comm->active[comm->nreqs_active++] = index;
+    req->opaque_[0] = ZC_HANDLE_MAGIC | index;
+    req->opaque_[1] = r->gen;
+    req->opaque_[2] = (uint64_t)(uintptr_t)comm;
+    req->opaque_[3] = r->seq;
+    return ZC_OK;
+}
+
+static void zc_retire(zc_comm *comm, uint32_t pos) {
+    for (uint32_t i = pos; i + 1 < comm->nreqs_active; i++) comm->active[i] = comm->active[i + 1];
+    comm->nreqs_active--;
+}
+
+void zc__fail_comm(zc_comm *comm, zc_status status, uint64_t seq) {
+    if (!comm->failed) {
+        comm->failed = status;
+        /* Tell the peers (first report wins in each window); they fail at their next poll. */
+        uint64_t word = (uint64_t)(uint32_t)(-(int32_t)status) << 56 |
+                        (uint64_t)(comm->rank & 0xffffffu) << 32 | (seq & 0xffffffffu);
+        comm->wire->alarm(comm->wire_state, word);
+    }
+    for (uint32_t i = 0; i < comm->nreqs_active; i++) {
+        zc__req *r = &comm->reqs[comm->active[i]];
+        r->status = status;
+        r->state = ZC_REQ_DONE;
+    }
+    comm->nreqs_active = 0;
+}
+
+/* A failure a peer reported into our window. */
+static void zc_check_alarm(zc_comm *comm) {
+    uint64_t word = comm->wire->alarmed(comm->wire_state);
+    if (!word) return;
+    zc_status st = (zc_status)(-(int32_t)(word >> 56));
+    uint32_t who = (uint32_t)(word >> 32) & 0xffffffu;
+    uint64_t seq = word & 0xffffffffu;
+    if (who == comm->rank) return; /* our own report, mirrored in our window */
+    char mine[96] = "no call in flight";
+    for (uint32_t i = 0; i < comm->nreqs_active; i++) {
+        const zc__req *r = &comm->reqs[comm->active[i]];
+        if (r->lane == 0 && (r->seq & 0xffffffffu) == seq)
+            zc__describe(mine, sizeof mine, r->s.kind, r->s.count, r->s.dtype, r->s.op,
+                         r->s.root);
+    }
+    zc__error(comm, st, "rank %u detected %s at sequence %llu, where rank %u called %s; this "
+              "communicator has failed", who, zc_status_name(st), (unsigned long long)seq,
+              comm->rank, mine);
+    zc__fail_comm(comm, st, seq);
+}
+
+static void zc_check_deadlines(zc_comm *comm, uint64_t now) {
+    for (uint32_t i = 0; i < comm->nreqs_active; i++) {
+        zc__req *r = &comm->reqs[comm->active[i]];
+        if (now > r->deadline_ns) {
+            zc__error(comm, ZC_TIMED_OUT,
+                      "%s sequence %llu timed out after %llu ms (%llu messages unsent, %llu "
+                      "not received): a peer did not join or stalled",
+                      zc__kind_name(r->s.kind), (unsigned long long)r->seq,
+                      (unsigned long long)((now - r->start_ns) / 1000000u),
+                      (unsigned long long)r->tx_left, (unsigned long long)r->rx_left);
+            zc__fail_comm(comm, ZC_TIMED_OUT, r->seq);
+            return;
+        }
+        if (now - r->moved_ns > ZC_LIVENESS_NS && now - comm->liveness_ns > ZC_LIVENESS_NS) {
+            comm->liveness_ns = now;
+            for (uint32_t p = 0; p < comm->nranks; p++) {
+                char why[128];
+                if (p == comm->rank ||
+                    comm->wire->peer_alive(comm->wire_state, p, why, sizeof why) == ZC_OK)
+                    continue;
+                zc__error(comm, ZC_PEER_LOST, "%s sequence %llu: rank %u is gone (%s)",
+                          zc__kind_name(r->s.kind), (unsigned long long)r->seq, p, why);
+                zc__fail_comm(comm, ZC_PEER_LOST, r->seq);
+                return;
+            }
+        }
+    }
+}
+
+zc_status zc_progress(zc_comm *comm) {
+    if (!comm || comm->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
+    if (comm->failed) return (zc_status)comm->failed;
+    zc_check_alarm(comm);
+    if (comm->failed) return (zc_status)comm->failed;
+    uint32_t budget = ZC_PROGRESS_BUDGET, finished = 0;
+    uint64_t now = zc_plat_now_ns();
+    for (uint32_t i = 0; i < comm->nreqs_active && budget && !comm->failed;) {
+        zc__req *r = &comm->reqs[comm->active[i]];
+        uint32_t before = budget;
+        zc__step(comm, r, &budget);
+        if (budget != before) r->moved_ns = now;
+        if (comm->failed) break; /* the step failed the communicator (a mismatch) */
+        if (r->status != ZC_IN_PROGRESS) {
+            r->state = ZC_REQ_DONE;
+            zc_retire(comm, i);
+            finished++;
+        } else {
+            i++;
+        }
+    }
+    if (!comm->failed) zc_check_deadlines(comm, now);
+    if (budget == ZC_PROGRESS_BUDGET && !finished) {
+        if (++comm->empty_polls >= comm->cfg.spin_polls) {
+            comm->empty_polls = 0;
+            zc_plat_yield();
+        }
+    } else {
+        comm->empty_polls = 0;
+    }
+    return comm->failed ? (zc_status)comm->failed : ZC_OK;
+}
+
+static zc__req *zc_lookup(zc_comm *comm, const zc_req *req) {
+    uint64_t index = req->opaque_[0] & 0xffffffffu;
+    if ((req->opaque_[0] & ~(uint64_t)0xffffffffu) != ZC_HANDLE_MAGIC ||
+        req->opaque_[2] != (uint64_t)(uintptr_t)comm || index >= comm->cfg.max_requests)
+        return 0;
+    zc__req *r = &comm->reqs[index];
+    return r->state != ZC_REQ_FREE && r->gen == req->opaque_[1] ? r : 0;
+}
+
+zc_status zc_test(zc_comm *comm, zc_req *req) {
+    if (!comm || comm->magic != ZC_COMM_MAGIC || !req) return ZC_INVALID_ARG;
+    zc__req *r = zc_lookup(comm, req);
+    if (!r)
+        return zc__error(comm, ZC_INVALID_ARG, "req is not a request in flight on this "
+                         "communicator (never started, already finished, or another's)");
+    if (r->state == ZC_REQ_ACTIVE) return ZC_IN_PROGRESS;
+    zc_status st = (zc_status)r->status;
+    if (r->plan >= 0) comm->plans[r->plan].running = -1;
+    r->state = ZC_REQ_FREE;
+    r->gen++;
+    req->opaque_[0] = 0;
+    return st;
+}
+
+zc_status zc_wait(zc_comm *comm, zc_req *req) {
+    for (;;) {
+        zc_status st = zc_test(comm, req);
+        if (st != ZC_IN_PROGRESS) return st;
+        if (comm->cfg.transport == ZC_TRANSPORT_INPROC) {
+            for (uint32_t p = 0; p < comm->nranks; p++)
+                if (comm->group[p]) (void)zc_progress(comm->group[p]);
+        } else {
+            (void)zc_progress(comm);
+        }
+    }
+}

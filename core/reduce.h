@@ -1,0 +1,31 @@
+/* reduce.h: host reduction kernels and the narrow floating-point conversions (fp16, bf16,
+ * fp8 e4m3 / e5m2), written here without libm. The one reduction entry point folds all n
+ * inputs of each element in rank order 0..n-1 in a single pass, so every algorithm that calls
+ * it gives bitwise the same result for the same inputs. */
+#ifndef ZC_CORE_REDUCE_H
+#define ZC_CORE_REDUCE_H
+
+#include "zcoll.h"
+
+/* out[i] = in[0][i] (op) in[1][i] (op) ... (op) in[n-1][i], folded left in that order.
+ * Accumulation: fp16/bf16/fp8 in fp32, rounded once (nearest-even) at the store; fp32 in fp32;
+ * fp64 in fp64; integer SUM/PROD wrap as two's complement; AVG = the sum divided by n
+ * (floating: in the accumulation type, then rounded; integers: the exact sum, truncated toward
+ * zero); MIN/MAX of NaN follow IEEE fmin/fmax (a NaN loses to a number).
+ * n >= 1. out may be exactly equal to any in[k] (in place); no other overlap. */
+void zc__reduce(void *out, const void *const *in, uint32_t n, size_t count, zc_dtype dtype,
+                zc_op op);
+
+/* Conversions (round to nearest even; NaN stays NaN; e4m3 is the OCP "fn" variant: no
+ * infinities, finite maximum 448, overflow gives NaN; e5m2 has infinities and overflow gives
+ * infinity; fp16 overflow gives infinity). */
+float zc__fp16_to_f32(uint16_t h);
+uint16_t zc__f32_to_fp16(float f);
+float zc__bf16_to_f32(uint16_t b);
+uint16_t zc__f32_to_bf16(float f);
+float zc__e4m3_to_f32(uint8_t v);
+uint8_t zc__f32_to_e4m3(float f);
+float zc__e5m2_to_f32(uint8_t v);
+uint8_t zc__f32_to_e5m2(float f);
+
+#endif

@@ -1,0 +1,358 @@
+/* sched.c: every collective's schedule as a state machine over per-peer message streams.
+ * zc__tx_total/zc__rx_total say how many messages a call exchanges with each peer (reserved at
+ * issue); zc__step moves a request forward within a message budget. Payloads are chunks of at
+ * most s->chunk elements; the k-th message on a channel carries the stream's chunk k. Every
+ * reduction is one zc__reduce over all n inputs of a chunk in rank order, so results do not
+ * depend on the algorithm. State counters: r->a = chunks of local work done (reduced or
+ * copied); r->b = barrier round phase. */
+#include "engine.h"
+#include "reduce.h"
+
+typedef struct zc_ctx {
+    zc_comm *comm;
+    zc__req *r;
+    uint32_t *budget;
+    uint32_t me, n, E, es;
+} zc_ctx;
+
+static uint64_t zc_min(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+/* Elements in chunk k of a stream of len elements. */
+static uint64_t zc_chunk_len(const zc_ctx *x, uint64_t len, uint64_t k) {
+    return zc_min(x->E, len - k * x->E);
+}
+
+static uint64_t zc_blen(const zc__sched *s, uint32_t n, uint32_t b) {
+    return zc__block_lo(s->count, n, b + 1) - zc__block_lo(s->count, n, b);
+}
+
+/* Relative rank in a broadcast from root, and the tree's parent and children. */
+static uint32_t zc_rel(uint32_t me, uint32_t root, uint32_t n) { return (me + n - root) % n; }
+
+static uint32_t zc_lowbit(uint32_t v) { return v & (~v + 1u); }
+
+static bool zc_is_child(const zc__sched *s, uint32_t n, uint32_t v, uint32_t c) {
+    if (c == 0 || c <= v) return false;
+    if (s->alg == ZC_ALG_CHAIN) return c == v + 1;
+    uint32_t d = c - v, low = v ? zc_lowbit(v) : 0;
+    return zc_lowbit(d) == d && (v == 0 || d < low) && c < n;
+}
+
+static uint32_t zc_parent(const zc__sched *s, uint32_t v) {
+    return s->alg == ZC_ALG_CHAIN ? v - 1 : v - zc_lowbit(v);
+}
+
+static uint32_t zc_barrier_rounds(uint32_t n) {
+    uint32_t rounds = 0;
+    while ((1u << rounds) < n) rounds++;
+    return rounds;
+}
+
+uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
+    uint32_t me = comm->rank, n = comm->nranks, root = s->root;
+    uint64_t C = zc__msgs(s->count, s->chunk);
+    switch (s->alg) {
+    case ZC_ALG_LOCAL: return 0;
+    case ZC_ALG_ONESHOT: return C;
+    case ZC_ALG_RSAG:
+        return zc__msgs(zc_blen(s, n, p), s->chunk) + zc__msgs(zc_blen(s, n, me), s->chunk);
+    case ZC_ALG_RSGATHER:
+        return zc__msgs(zc_blen(s, n, p), s->chunk) +
+               (p == root && me != root ? zc__msgs(zc_blen(s, n, me), s->chunk) : 0);
+    case ZC_ALG_TREE:
+    case ZC_ALG_CHAIN:
+        return zc_is_child(s, n, zc_rel(me, root, n), zc_rel(p, root, n)) ? C : 0;
+    case ZC_ALG_DISSEM: {
+        uint64_t m = 0;
+        for (uint32_t i = 0; i < zc_barrier_rounds(n); i++) m += (me + (1u << i)) % n == p;
+        return m;
+    }
+    case ZC_ALG_P2P: return s->kind == ZC_K_SEND && p == root ? C : 0;
+    default: break; /* ZC_ALG_DIRECT */
+    }
+    switch (s->kind) {
+    case ZC_K_REDUCE:
+    case ZC_K_GATHER: return me != root && p == root ? C : 0;
+    case ZC_K_SCATTER: return me == root ? C : 0;
+    default: return C; /* reduce_scatter, allgather, alltoall */
+    }
+}
+
+uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
+    uint32_t me = comm->rank, n = comm->nranks, root = s->root;
+    uint64_t C = zc__msgs(s->count, s->chunk);
+    switch (s->alg) {
+    case ZC_ALG_LOCAL: return 0;
+    case ZC_ALG_ONESHOT: return C;
+    case ZC_ALG_RSAG:
+        return zc__msgs(zc_blen(s, n, me), s->chunk) + zc__msgs(zc_blen(s, n, p), s->chunk);
+    case ZC_ALG_RSGATHER:
+        return zc__msgs(zc_blen(s, n, me), s->chunk) +
+               (me == root ? zc__msgs(zc_blen(s, n, p), s->chunk) : 0);
+    case ZC_ALG_TREE:
+    case ZC_ALG_CHAIN:
+        return zc_is_child(s, n, zc_rel(p, root, n), zc_rel(me, root, n)) ? C : 0;
+    case ZC_ALG_DISSEM: {
+        uint64_t m = 0;
+        for (uint32_t i = 0; i < zc_barrier_rounds(n); i++)
+            m += (me + n - (1u << i) % n) % n == p;
+        return m;
+    }
+    case ZC_ALG_P2P: return s->kind == ZC_K_RECV && p == root ? C : 0;
+    default: break;
+    }
+    switch (s->kind) {
+    case ZC_K_REDUCE:
+    case ZC_K_GATHER: return me == root ? C : 0;
+    case ZC_K_SCATTER: return p == root ? C : 0;
+    default: return C;
+    }
+}
+
+/* Sends chunks of the stream [src, src+len) as channel messages first..first+msgs-1, but only
+ * chunks below `ready`. */
+static void zc_send_stream(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t len,
+                           uint64_t first, uint64_t ready) {
+    uint64_t k = zc__tx_done(x->comm, x->r, p), total = zc__msgs(len, x->E);
+    for (; *x->budget && k >= first && k - first < zc_min(total, ready); k++) {
+        uint64_t j = k - first, elems = zc_chunk_len(x, len, j);
+        uint8_t *dst = zc__tx_begin(x->comm, x->r, p, k);
+        if (!dst) return;
+        zc__memcpy(dst, src + j * x->E * x->es, elems * x->es);
+        if (zc__tx_end(x->comm, x->r, p, k, elems * x->es) != ZC_OK) return;
+        (*x->budget)--;
+    }
+}
+
+/* Receives the stream of len elements into dst from channel messages first.. onwards. */
+static void zc_recv_stream(zc_ctx *x, uint32_t p, uint8_t *dst, uint64_t len, uint64_t first) {
+    uint64_t k = zc__rx_done(x->comm, x->r, p), total = zc__msgs(len, x->E);
+    for (; *x->budget && k >= first && k - first < total; k++) {
+        uint64_t j = k - first, elems = zc_chunk_len(x, len, j);
+        const uint8_t *src = zc__rx_peek(x->comm, x->r, p, k, elems * x->es);
+        if (!src) return;
+        zc__memcpy(dst + j * x->E * x->es, src, elems * x->es);
+        zc__rx_consume(x->comm, x->r, p);
+        (*x->budget)--;
+    }
+}
+
+/* Copies this rank's own block chunk by chunk (r->a counts chunks), unless dst == src. */
+static bool zc_copy_own(zc_ctx *x, uint8_t *dst, const uint8_t *src, uint64_t len) {
+    uint64_t total = zc__msgs(len, x->E);
+    if (dst == src || !dst) return true;
+    for (; *x->budget && x->r->a < total; x->r->a++, (*x->budget)--) {
+        uint64_t off = x->r->a * x->E * x->es;
+        zc__memmove(dst + off, src + off, zc_chunk_len(x, len, x->r->a) * x->es);
+    }
+    return x->r->a == total;
+}
+
+/* Reduces chunk r->a of the block [lo, lo+len) when every peer's chunk arrived as its message
+ * first + r->a. mine is this rank's input for the block; out(x, c) says where the result goes
+ * (NULL: not writable yet). Returns the payload bytes reduced, or 0 if it could not. */
+typedef uint8_t *(*zc_out_fn)(zc_ctx *x, uint64_t c, void *arg);
+
+static bool zc_reduce_chunk(zc_ctx *x, const uint8_t *mine, uint64_t len, uint64_t first,
+                            zc_out_fn out_fn, void *arg, uint64_t *bytes_out) {
+    const void *ins[ZC_MAX_RANKS];
+    uint64_t c = x->r->a, elems = zc_chunk_len(x, len, c), bytes = elems * x->es;
+    for (uint32_t p = 0; p < x->n; p++) {
+        if (p == x->me) {
+            ins[p] = mine + c * x->E * x->es;
+        } else {
+            ins[p] = zc__rx_peek(x->comm, x->r, p, first + c, bytes);
+            if (!ins[p]) return false;
+        }
+    }
+    uint8_t *out = out_fn(x, c, arg);
+    if (!out) return false;
+    zc__reduce(out, ins, x->n, elems, (zc_dtype)x->r->s.dtype, (zc_op)x->r->s.op);
+    for (uint32_t p = 0; p < x->n; p++)
+        if (p != x->me) zc__rx_consume(x->comm, x->r, p);
+    *bytes_out = bytes;
+    x->r->a++;
+    (*x->budget)--;
+    return true;
+}
+
+static uint8_t *zc_out_local(zc_ctx *x, uint64_t c, void *arg) {
+    return (uint8_t *)arg + c * x->E * x->es;
+}
+
+/* Reduces as many chunks of this rank's block as have arrived, into dst. */
+static void zc_reduce_block(zc_ctx *x, const uint8_t *mine, uint8_t *dst, uint64_t len,
+                            uint64_t first) {
+    uint64_t total = zc__msgs(len, x->E), bytes;
+    while (*x->budget && x->r->a < total &&
+           zc_reduce_chunk(x, mine, len, first, zc_out_local, dst, &bytes)) {
+    }
+}
+
+static bool zc_all_moved(const zc__req *r) { return r->tx_left == 0 && r->rx_left == 0; }
+
+/* One-shot all_reduce; reduce direct to the root (non-roots only send). */
+static void zc_step_oneshot(zc_ctx *x) {
+    const zc__sched *s = &x->r->s;
+    bool reduces = s->kind == ZC_K_ALLREDUCE || x->me == s->root;
+    for (uint32_t p = 0; p < x->n; p++)
+        if (p != x->me && (s->kind == ZC_K_ALLREDUCE || p == s->root))
+            zc_send_stream(x, p, s->send, s->count, 0, UINT64_MAX);
+    if (reduces) {
+        /* In place, chunk c of recv is also our input: reduce it only once sent to all. */
+        uint64_t sent = UINT64_MAX;
+        for (uint32_t p = 0; p < x->n && s->kind == ZC_K_ALLREDUCE; p++)
+            if (p != x->me) sent = zc_min(sent, zc__tx_done(x->comm, x->r, p));
+        uint64_t total = zc__msgs(s->count, x->E), bytes;
+        while (*x->budget && x->r->a < total && x->r->a < sent &&
+               zc_reduce_chunk(x, s->send, s->count, 0, zc_out_local, s->recv, &bytes)) {
+        }
+    }
+    if (zc_all_moved(x->r) && (!reduces || x->r->a == zc__msgs(s->count, x->E)))
+        x->r->status = ZC_OK;
+}
+
+static uint8_t *zc_out_to_root(zc_ctx *x, uint64_t c, void *arg) {
+    uint64_t first = *(const uint64_t *)arg;
+    return zc__tx_begin(x->comm, x->r, x->r->s.root, first + c);
+}
+
+/* Direct reduce-scatter of every block to its owner, then all-gather (all_reduce) or gather
+ * to the root (reduce) of the reduced blocks; also plain reduce_scatter (equal blocks). */
+static void zc_step_rs(zc_ctx *x) {
+    const zc__sched *s = &x->r->s;
+    bool rs_only = s->kind == ZC_K_REDUCE_SCATTER, to_root = s->alg == ZC_ALG_RSGATHER;
+    uint64_t blk_me = rs_only ? s->count : zc_blen(s, x->n, x->me);
+    uint64_t lo_me = rs_only ? x->me * s->count : zc__block_lo(s->count, x->n, x->me);
+    uint64_t C_me = zc__msgs(blk_me, x->E);
+    for (uint32_t p = 0; p < x->n; p++) {
+        if (p == x->me) continue;
+        uint64_t lo = rs_only ? p * s->count : zc__block_lo(s->count, x->n, p);
+        uint64_t len = rs_only ? s->count : zc_blen(s, x->n, p);
+        zc_send_stream(x, p, s->send + lo * x->es, len, 0, UINT64_MAX);
+        if (s->alg == ZC_ALG_RSAG) /* all-gather phase of our reduced block */
+            zc_send_stream(x, p, s->recv + lo_me * x->es, blk_me, zc__msgs(len, x->E),
+                           x->r->a);
+        if (s->alg == ZC_ALG_RSAG || (to_root && x->me == s->root))
+            zc_recv_stream(x, p, s->recv + lo * x->es, len, C_me);
+    }
+    if (to_root && x->me != s->root) {
+        uint64_t first = zc__msgs(zc_blen(s, x->n, s->root), x->E), bytes;
+        while (*x->budget && x->r->a < C_me &&
+               zc_reduce_chunk(x, s->send + lo_me * x->es, blk_me, 0, zc_out_to_root, &first,
+                               &bytes))
+            zc__tx_end(x->comm, x->r, s->root, first + x->r->a - 1, bytes);
+    } else {
+        zc_reduce_block(x, s->send + lo_me * x->es, s->recv + (rs_only ? 0 : lo_me * x->es),
+                        blk_me, 0);
+    }
+    if (zc_all_moved(x->r) && x->r->a == C_me) x->r->status = ZC_OK;
+}
+
+static void zc_step_bcast(zc_ctx *x) {
+    const zc__sched *s = &x->r->s;
+    uint32_t v = zc_rel(x->me, s->root, x->n);
+    uint64_t C = zc__msgs(s->count, x->E), ready;
+    const uint8_t *src;
+    if (v == 0) {
+        src = s->send;
+        ready = C;
+        zc_copy_own(x, s->recv, s->send, s->count);
+    } else {
+        uint32_t parent = (zc_parent(s, v) + s->root) % x->n;
+        zc_recv_stream(x, parent, s->recv, s->count, 0);
+        src = s->recv;
+        ready = zc__rx_done(x->comm, x->r, parent);
+    }
+    for (uint32_t c = 1; c < x->n; c++)
+        if (zc_is_child(s, x->n, v, c))
+            zc_send_stream(x, (c + s->root) % x->n, src, s->count, 0, ready);
+    bool own = v != 0 || !s->recv || s->recv == s->send || x->r->a == C;
+    if (zc_all_moved(x->r) && own) x->r->status = ZC_OK;
+}
+
+/* gather, scatter, allgather, alltoall: direct streams; own block copied locally. */
+static void zc_step_direct(zc_ctx *x) {
+    const zc__sched *s = &x->r->s;
+    uint64_t blk = s->count * x->es;
+    bool own = true;
+    switch (s->kind) {
+    case ZC_K_GATHER:
+        if (x->me != s->root) {
+            zc_send_stream(x, s->root, s->send, s->count, 0, UINT64_MAX);
+            break;
+        }
+        for (uint32_t p = 0; p < x->n; p++)
+            if (p != x->me) zc_recv_stream(x, p, s->recv + p * blk, s->count, 0);
+        own = zc_copy_own(x, s->recv + x->me * blk, s->send, s->count);
+        break;
+    case ZC_K_SCATTER:
+        if (x->me != s->root) {
+            zc_recv_stream(x, s->root, s->recv, s->count, 0);
+            break;
+        }
+        for (uint32_t p = 0; p < x->n; p++)
+            if (p != x->me) zc_send_stream(x, p, s->send + p * blk, s->count, 0, UINT64_MAX);
+        own = zc_copy_own(x, s->recv, s->send + x->me * blk, s->count);
+        break;
+    default: { /* allgather, alltoall */
+        bool a2a = s->kind == ZC_K_ALLTOALL;
+        for (uint32_t p = 0; p < x->n; p++) {
+            if (p == x->me) continue;
+            zc_send_stream(x, p, s->send + (a2a ? p * blk : 0), s->count, 0, UINT64_MAX);
+            zc_recv_stream(x, p, s->recv + p * blk, s->count, 0);
+        }
+        own = zc_copy_own(x, s->recv + x->me * blk, s->send + (a2a ? x->me * blk : 0),
+                          s->count);
+        break;
+    }
+    }
+    if (zc_all_moved(x->r) && own) x->r->status = ZC_OK;
+}
+
+static void zc_step_p2p(zc_ctx *x) {
+    const zc__sched *s = &x->r->s;
+    if (s->kind == ZC_K_SEND) zc_send_stream(x, s->root, s->send, s->count, 0, UINT64_MAX);
+    else zc_recv_stream(x, s->root, s->recv, s->count, 0);
+    if (zc_all_moved(x->r)) x->r->status = ZC_OK;
+}
+
+/* Dissemination: in round i send to rank+2^i, then wait for rank-2^i. r->a = round,
+ * r->b = 1 once this round's message is sent. */
+static void zc_step_barrier(zc_ctx *x) {
+    uint32_t rounds = zc_barrier_rounds(x->n);
+    while (*x->budget && x->r->a < rounds) {
+        uint32_t d = 1u << x->r->a, to = (x->me + d) % x->n, from = (x->me + x->n - d) % x->n;
+        if (!x->r->b) {
+            if (!zc__tx_begin(x->comm, x->r, to, 0)) return;
+            if (zc__tx_end(x->comm, x->r, to, 0, 0) != ZC_OK) return;
+            x->r->b = 1;
+        }
+        if (!zc__rx_peek(x->comm, x->r, from, 0, 0)) return;
+        zc__rx_consume(x->comm, x->r, from);
+        (*x->budget)--;
+        x->r->a++;
+        x->r->b = 0;
+    }
+    if (x->r->a == rounds) x->r->status = ZC_OK;
+}
+
+void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    zc_ctx x = {comm, r, budget, comm->rank, comm->nranks, r->s.chunk, r->s.esize};
+    switch (r->s.alg) {
+    case ZC_ALG_LOCAL: r->status = ZC_OK; break;
+    case ZC_ALG_ONESHOT: zc_step_oneshot(&x); break;
+    case ZC_ALG_RSAG:
+    case ZC_ALG_RSGATHER: zc_step_rs(&x); break;
+    case ZC_ALG_TREE:
+    case ZC_ALG_CHAIN: zc_step_bcast(&x); break;
+    case ZC_ALG_DIRECT:
+        if (r->s.kind == ZC_K_REDUCE) zc_step_oneshot(&x);
+        else if (r->s.kind == ZC_K_REDUCE_SCATTER) zc_step_rs(&x);
+        else zc_step_direct(&x);
+        break;
+    case ZC_ALG_DISSEM: zc_step_barrier(&x); break;
+    case ZC_ALG_P2P: zc_step_p2p(&x); break;
+    default: ZC_ASSERT(!"unknown algorithm");
+    }
+}

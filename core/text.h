@@ -1,0 +1,31 @@
+/* text.h: the core's own string helpers (the core links no libc beyond mem*): lengths,
+ * bounded copies, number parsing and a small formatter for error sentences. */
+#ifndef ZC_CORE_TEXT_H
+#define ZC_CORE_TEXT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The only libc the core uses, as compiler builtins (they may become calls to these four). */
+#define zc__memcpy __builtin_memcpy
+#define zc__memmove __builtin_memmove
+#define zc__memset __builtin_memset
+#define zc__memcmp __builtin_memcmp
+
+size_t zc__strlen(const char *s);
+bool zc__streq(const char *a, const char *b);
+/* Copies at most cap-1 bytes and NUL-terminates (cap > 0). Returns the length written. */
+size_t zc__strlcpy(char *dst, const char *src, size_t cap);
+/* Parses a whole decimal string (no sign, no spaces) into *out; false on anything else or
+ * overflow. */
+bool zc__parse_u64(const char *s, uint64_t *out);
+/* Parses exactly 2*bytes hex digits into out; false otherwise. */
+bool zc__parse_hex(const char *s, uint8_t *out, size_t bytes);
+/* A small vsnprintf: %s %c %d %u %x (unsigned), %lld %llu %llx (64-bit), %zu, %%. Always
+ * NUL-terminates (cap > 0); truncates silently. Returns the length written. */
+size_t zc__vfmt(char *buf, size_t cap, const char *fmt, va_list ap);
+size_t zc__fmt(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,68 @@
+/* wire.h: the provider interface between the core and a transport (a "wire"). The core owns
+ * the protocol (slot rings, credits, fingerprinted headers, ordering, failure handling); a wire
+ * only moves bytes into the peer's inbound slots and publishes them, carries credit counters
+ * back, and reports peers' liveness. Transports include this header, zcoll.h and platform.h,
+ * never core internals. Every wire function is non-blocking except create/attach (init time).
+ *
+ * Geometry. Each rank owns one inbound window: for each lane and each peer, a ring of `slots`
+ * slots of `stride` bytes (a 64-byte header, then up to slot_bytes of payload), plus one credit
+ * word per (lane, peer) that the peer writes (how many of my messages it has consumed) and one
+ * alarm word any peer may write (a job failure report). Message number m on a (lane, peer)
+ * ring goes to slot m % slots and is published with tag m + 1; the credit protocol in the core
+ * guarantees a slot is never rewritten before it was consumed. */
+#ifndef ZC_WIRE_H
+#define ZC_WIRE_H
+
+#include "zcoll.h"
+
+#define ZC_WIRE_VERSION 1u
+#define ZC_WIRE_LANES 2u      /* lane 0: collectives; lane 1: send/recv */
+#define ZC_SLOT_HDR_BYTES 64u /* the header part of every slot; its last 8 bytes hold the tag */
+
+typedef struct zc_wire_geom {
+    uint64_t comm_id;      /* same on every rank of the communicator */
+    uint32_t rank, nranks;
+    uint32_t slots;        /* slots per (lane, peer) ring, power of two */
+    uint32_t slot_bytes;   /* payload bytes per slot */
+    uint32_t stride;       /* ZC_SLOT_HDR_BYTES + slot_bytes */
+    uint32_t reserved_;
+    void *const *inproc_windows; /* in-process mode: every rank's window; NULL otherwise */
+} zc_wire_geom;
+
+typedef struct zc_wire_ops {
+    uint32_t struct_bytes; /* sizeof(zc_wire_ops) */
+    uint32_t version;      /* ZC_WIRE_VERSION */
+    const char *name;
+    /* Arena bytes of the wire's own state and bytes of one rank's inbound window. */
+    size_t (*state_bytes)(const zc_wire_geom *g);
+    size_t (*window_bytes)(const zc_wire_geom *g);
+    /* Init, step 1: set up state and this rank's inbound window (in-process: window is given,
+     * in the arena; otherwise the wire maps one). Step 2, after every rank did step 1: reach the
+     * peers' windows. Step 3, after every rank did step 2: drop names others no longer need.
+     * Failures return a status with a sentence in err. */
+    zc_status (*create)(void *state, const zc_wire_geom *g, void *window, char *err, size_t cap);
+    zc_status (*attach)(void *state, char *err, size_t cap);
+    void (*seal)(void *state);
+    void (*close)(void *state);
+    /* Where message (lane, peer, slot) is written: header then payload. */
+    void *(*tx_slot)(void *state, uint32_t lane, uint32_t peer, uint32_t slot);
+    /* Publishes the message written there (bytes = header + payload used) under tag. */
+    zc_status (*post)(void *state, uint32_t lane, uint32_t peer, uint32_t slot, size_t bytes,
+                      uint64_t tag);
+    /* The inbound slot from peer if the message tagged tag has arrived there, else NULL. */
+    const void *(*rx_slot)(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
+                           uint64_t tag);
+    /* Tells peer that `consumed` of its messages on lane are consumed (monotonic). */
+    void (*credit)(void *state, uint32_t lane, uint32_t peer, uint64_t consumed);
+    /* How many of my messages on lane peer has consumed. */
+    uint64_t (*credits)(void *state, uint32_t lane, uint32_t peer);
+    /* Writes a failure report into every peer's alarm word (best effort); reads mine (0: none). */
+    void (*alarm)(void *state, uint64_t word);
+    uint64_t (*alarmed)(void *state);
+    /* ZC_OK while peer's process lives, ZC_PEER_LOST once it is gone (err says how). */
+    zc_status (*peer_alive)(void *state, uint32_t peer, char *err, size_t cap);
+} zc_wire_ops;
+
+extern const zc_wire_ops zc_wire_shm;
+
+#endif

@@ -1,0 +1,310 @@
+/* zcoll.h: the one public header of zcoll, a fixed-memory, polling, deterministic library of
+ * collective communication (the torch.distributed set) for accelerator clusters.
+ *
+ * Contract of every function here, unless its comment says otherwise:
+ * - never blocks (only zc_wait and the collective zc_comm_init/zc_comm_split wait, each with a
+ *   deadline); never allocates: all state lives in the arena the caller hands to init;
+ * - returns a zc_status; on failure a sentence naming the argument, peer, collective and sequence
+ *   number is left in zc_comm_error_text() (or cfg->error_text for configuration calls).
+ *
+ * Includes only <stddef.h>, <stdint.h>, <stdbool.h>; compiles as C11 and as C++. */
+#ifndef ZCOLL_H
+#define ZCOLL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZC_VERSION_MAJOR 0
+#define ZC_VERSION_MINOR 1
+
+/* ---- status ------------------------------------------------------------------------------
+ * One map: code, value, sentence. Grouped by blast radius: > 0 not finished; -1..-19 the call
+ * failed (the communicator is fine); -20..-39 this process's device or OS failed; -40.. the job
+ * (a peer) failed. */
+#define ZC_STATUS_MAP(X)                                                                         \
+    X(ZC_OK, 0, "Success.")                                                                      \
+    X(ZC_IN_PROGRESS, 1, "The operation has not finished yet; progress and ask again.")         \
+    X(ZC_AGAIN, -1, "No free request slot or credit right now; progress, then retry.")          \
+    X(ZC_INVALID_ARG, -2, "An argument is invalid; the error text names it.")                   \
+    X(ZC_INVALID_STATE, -3, "The object is not in a state that allows this call.")              \
+    X(ZC_TOO_SMALL, -4, "The arena is smaller than zc_comm_arena_bytes() asks for.")            \
+    X(ZC_LIMIT, -5, "A configured or compile-time maximum would be exceeded.")                  \
+    X(ZC_UNSUPPORTED, -6, "This build or transport does not support the request.")             \
+    X(ZC_TIMED_OUT, -7, "The operation's deadline passed before it completed.")                 \
+    X(ZC_MISMATCH, -8, "Ranks called different collectives, counts, types, ops or roots.")     \
+    X(ZC_AUTH, -9, "A bootstrap peer did not prove the job secret.")                            \
+    X(ZC_SYSTEM, -10, "An operating-system call failed; the error text has the error number.")  \
+    X(ZC_TRANSPORT, -20, "The local network device or its verbs failed.")                       \
+    X(ZC_GPU, -21, "A CUDA call failed.")                                                        \
+    X(ZC_PEER_LOST, -40, "A peer process died or its link went down.")                          \
+    X(ZC_ABORTED, -41, "The communicator was aborted.")                                         \
+    X(ZC_INTERNAL, -99, "An internal invariant of zcoll was broken; please report it.")
+
+typedef enum zc_status {
+#define ZC_STATUS_ENUM_(code, value, text) code = value,
+    ZC_STATUS_MAP(ZC_STATUS_ENUM_)
+#undef ZC_STATUS_ENUM_
+} zc_status;
+
+/* "ZC_TIMED_OUT"; "ZC_UNKNOWN_STATUS" for a value outside the map. Never NULL. */
+const char *zc_status_name(zc_status s);
+/* One sentence; never NULL. */
+const char *zc_status_text(zc_status s);
+
+/* ---- types and operations ---------------------------------------------------------------- */
+typedef enum zc_dtype {
+    ZC_INT8, ZC_UINT8, ZC_INT32, ZC_UINT32, ZC_INT64, ZC_UINT64,
+    ZC_FLOAT16, ZC_BFLOAT16, ZC_FLOAT32, ZC_FLOAT64, ZC_FP8_E4M3, ZC_FP8_E5M2,
+    ZC_DTYPE_COUNT_ /* not a type: the number of types */
+} zc_dtype;
+
+/* AVG is the sum divided by the number of ranks (integer types: truncating division of the
+ * exact sum). 16- and 8-bit floating types are accumulated in fp32 and rounded once
+ * (round-to-nearest-even). MIN/MAX of NaN follow IEEE fmin/fmax. Integer SUM/PROD wrap as two's
+ * complement. Every element is reduced in rank order 0..n-1, whatever the algorithm. */
+typedef enum zc_op { ZC_SUM, ZC_PROD, ZC_MIN, ZC_MAX, ZC_AVG, ZC_OP_COUNT_ } zc_op;
+
+/* Bytes of one element; 0 for a value that is not a zc_dtype. */
+size_t zc_dtype_bytes(zc_dtype t);
+/* "float32", "bfloat16", ...; "unknown" outside the enum. Never NULL. */
+const char *zc_dtype_name(zc_dtype t);
+/* "sum", "prod", "min", "max", "avg"; "unknown" outside the enum. Never NULL. */
+const char *zc_op_name(zc_op op);
+
+typedef enum zc_mem_kind { ZC_MEM_HOST, ZC_MEM_CUDA } zc_mem_kind;
+
+/* ---- configuration ------------------------------------------------------------------------
+ * Compile-time ceilings (override with -D; checked by static asserts in core/). */
+#ifndef ZC_MAX_RANKS
+#define ZC_MAX_RANKS 1024u          /* ranks in one communicator */
+#endif
+#ifndef ZC_MAX_REQUESTS
+#define ZC_MAX_REQUESTS 1024u       /* request pool ceiling */
+#endif
+#define ZC_ADDR_BYTES 64u           /* "host:port" of the rendezvous, NUL included */
+#define ZC_SECRET_BYTES 16u         /* the job secret: 128 bits (32 hex digits in ZC_SECRET) */
+#define ZC_ERROR_TEXT_BYTES 256u    /* sentence buffers, NUL included */
+
+/* Defaults that zc_config_default() writes. The algorithm thresholds are fixed numbers, never
+ * measured at run time, so every rank chooses the same algorithm for the same call. */
+#define ZC_DEFAULT_TIMEOUT_NS 30000000000ull      /* 30 s: deadline of every operation */
+#define ZC_DEFAULT_INIT_TIMEOUT_NS 60000000000ull /* 60 s: deadline of init and split */
+#define ZC_DEFAULT_MAX_REQUESTS 32u     /* requests in flight per communicator */
+#define ZC_DEFAULT_MAX_PLANS 32u        /* persistent plans per communicator */
+#define ZC_DEFAULT_MAX_MEMS 16u         /* zc_mem_register table entries */
+#define ZC_DEFAULT_SLOT_BYTES 65536u    /* payload bytes of one slot (multiple of 64) */
+#define ZC_DEFAULT_SLOTS 8u             /* slots per directed peer ring (power of two, >= 2) */
+#define ZC_DEFAULT_SPIN_POLLS 256u      /* empty progress polls before zc_wait yields the CPU */
+/* all_reduce: at most this many bytes go one-shot (every rank sends its whole input to every
+ * peer and reduces all n inputs); above, direct reduce-scatter + all-gather. */
+#define ZC_DEFAULT_ALLREDUCE_ONESHOT_MAX_BYTES 16384u
+/* reduce: at most this many bytes go direct to the root; above, reduce-scatter + gather. */
+#define ZC_DEFAULT_REDUCE_DIRECT_MAX_BYTES 16384u
+/* broadcast: at most this many bytes go down a binomial tree; above, a pipelined chain. */
+#define ZC_DEFAULT_BCAST_TREE_MAX_BYTES 65536u
+
+typedef enum zc_transport {
+    ZC_TRANSPORT_AUTO = 0,  /* shared memory within a host (the only wire this build has now) */
+    ZC_TRANSPORT_SHM = 1,   /* shared-memory segments between processes of one host */
+    ZC_TRANSPORT_INPROC = 2 /* all ranks in one process (zc_comm_init_inproc) */
+} zc_transport;
+
+#define ZC_CONFIG_VERSION 1u
+
+/* The public configuration. Start from zc_config_default(), then set fields or call
+ * zc_config_from_env(). Every size field is a ceiling of the fixed memory the communicator
+ * takes; zc_comm_arena_bytes() grows (never shrinks) when any of them grows. */
+typedef struct zc_config {
+    uint32_t version;            /* ZC_CONFIG_VERSION, set by zc_config_default */
+    uint32_t rank;               /* this process's rank, 0..nranks-1 */
+    uint32_t nranks;             /* ranks in the job, 1..ZC_MAX_RANKS */
+    uint32_t local_rank;         /* rank among the processes of this host (informational) */
+    char root_addr[ZC_ADDR_BYTES]; /* rendezvous "host:port" where rank 0 listens; "" = none */
+    uint8_t secret[ZC_SECRET_BYTES]; /* job secret every bootstrap connection proves */
+    bool secret_set;             /* false: no secret given (allowed only for nranks == 1) */
+    uint64_t timeout_ns;         /* deadline of every operation, ns; 0 = default (30 s) */
+    uint64_t init_timeout_ns;    /* deadline of init and split, ns; 0 = default (60 s) */
+    uint32_t max_requests;       /* request pool, 1..ZC_MAX_REQUESTS */
+    uint32_t max_plans;          /* persistent plan table, 0..ZC_MAX_REQUESTS */
+    uint32_t max_mems;           /* registration table, 0..4096 */
+    uint32_t slot_bytes;         /* payload bytes per slot, 256..16 MiB, multiple of 64 */
+    uint32_t slots;              /* slots per directed ring, 2..1024, power of two */
+    uint32_t spin_polls;         /* empty polls before zc_wait yields, 1..1<<24 */
+    zc_transport transport;      /* which wire; ZC_TRANSPORT_AUTO picks */
+    uint64_t allreduce_oneshot_max_bytes; /* see ZC_DEFAULT_ALLREDUCE_ONESHOT_MAX_BYTES */
+    uint64_t reduce_direct_max_bytes;     /* see ZC_DEFAULT_REDUCE_DIRECT_MAX_BYTES */
+    uint64_t bcast_tree_max_bytes;        /* see ZC_DEFAULT_BCAST_TREE_MAX_BYTES */
+    char error_text[ZC_ERROR_TEXT_BYTES]; /* written by zc_config_from_env on failure */
+} zc_config;
+
+/* Writes the defaults: one rank (rank 0 of 1), no rendezvous, no secret. */
+void zc_config_default(zc_config *cfg);
+
+/* Fills rank, nranks, local_rank, root_addr and secret from the launcher's environment, first
+ * match wins: zcrun's ZC_RANK/ZC_NRANKS/ZC_LOCAL_RANK/ZC_ROOT_ADDR/ZC_SECRET; torchrun's
+ * RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT; Open MPI's OMPI_COMM_WORLD_RANK/SIZE/
+ * LOCAL_RANK; Slurm's SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID. ZC_ROOT_ADDR and ZC_SECRET, when
+ * set, apply under every launcher; MASTER_ADDR/MASTER_PORT give the rendezvous when
+ * ZC_ROOT_ADDR is absent. Tunables: ZC_TIMEOUT_MS, ZC_SLOT_BYTES, ZC_SLOTS, ZC_MAX_REQUESTS,
+ * ZC_TRANSPORT (auto|shm). No launcher variables at all leaves the single-rank default.
+ * Malformed values (non-numeric, rank >= size, size 0, more than one rank without a
+ * rendezvous address, a secret that is not 32 hex digits) return ZC_INVALID_ARG with a
+ * sentence naming the variable in cfg->error_text; cfg is then unchanged but for error_text. */
+zc_status zc_config_from_env(zc_config *cfg);
+
+/* Exact bytes of arena zc_comm_init needs for cfg (every byte of the communicator's state; the
+ * shared-memory windows are mapped separately, except in-process where they are in the arena);
+ * 0 if cfg is invalid (zc_comm_init says why). Never decreases when a size field grows. */
+size_t zc_comm_arena_bytes(const zc_config *cfg);
+
+/* ---- the communicator ---------------------------------------------------------------------- */
+typedef struct zc_comm zc_comm;
+
+/* Collective over all cfg->nranks ranks: rendezvous at cfg->root_addr (every connection proves
+ * the secret), map the shared-memory windows, carve all state from arena (8-byte aligned, at
+ * least zc_comm_arena_bytes(cfg) bytes; the caller keeps owning it and must not touch it until
+ * zc_comm_fini). Blocks until every rank joined or cfg->init_timeout_ns passed. On failure
+ * *comm_out is NULL, nothing stays mapped or open, and zc_init_error_text() says why. After
+ * init nothing is allocated, mapped or registered by zcoll. */
+zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
+                       zc_comm **comm_out);
+/* The sentence of the last failed zc_comm_init / zc_comm_split / _inproc call of this
+ * process (one static buffer: concurrent failing inits may overwrite each other's). */
+const char *zc_init_error_text(void);
+
+/* In-process mode: nranks communicators of one job inside this process (for tests and
+ * single-process pipelines). cfg->transport must be ZC_TRANSPORT_INPROC and cfg->nranks the
+ * number of ranks; arenas[r] (each zc_comm_arena_bytes(cfg) bytes) becomes rank r's comms[r].
+ * Ranks are progressed in turn by whichever thread calls zc_progress/zc_wait: zc_wait on one
+ * rank progresses every rank of the group. Not collective: returns at once. */
+zc_status zc_comm_init_inproc(const zc_config *cfg, void *const arenas[], size_t arena_bytes,
+                              zc_comm *comms[]);
+
+/* Collective over parent's ranks: ranks with the same color form a child communicator ranked
+ * by (key, parent rank), with its own arena (zc_comm_arena_bytes of the parent's config always
+ * suffices) and its own windows; usable concurrently with the parent. A negative color gives
+ * *child_out == NULL for that rank. Blocks until done or the parent's init timeout. */
+zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t arena_bytes,
+                        zc_comm **child_out);
+/* The same for every rank of an in-process group at once: parents[r], colors[r], keys[r],
+ * arenas[r] for r < zc_comm_size(parents[0]); children[r] as above. */
+zc_status zc_comm_split_inproc(zc_comm *const parents[], const int colors[], const int keys[],
+                               void *const arenas[], size_t arena_bytes, zc_comm *children[]);
+
+/* Local, never blocks: fails every request in flight with ZC_ABORTED and tells the peers the
+ * job failed. Later calls return ZC_ABORTED until zc_comm_fini. */
+zc_status zc_comm_abort(zc_comm *comm);
+/* Local: unmaps the windows and forgets the communicator; requests still in flight are
+ * abandoned. The caller owns the arena again. */
+zc_status zc_comm_fini(zc_comm *comm);
+uint32_t zc_comm_rank(const zc_comm *comm);
+uint32_t zc_comm_size(const zc_comm *comm);
+/* The sentence of the last failure on this communicator ("" if none). Never NULL. */
+const char *zc_comm_error_text(const zc_comm *comm);
+
+/* ---- memory registration ----------------------------------------------------------------- */
+typedef struct zc_mem zc_mem;
+/* Registers [addr, addr+bytes) from the fixed table in the arena (ZC_LIMIT when full). Host
+ * buffers need not be registered: unregistered host memory is staged through the slots, and the
+ * shared-memory wire stages registered host memory too (it cannot write another process's
+ * private pages); ZC_MEM_CUDA needs a CUDA build (ZC_UNSUPPORTED otherwise). */
+zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind kind,
+                          zc_mem **mem_out);
+zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem);
+
+/* ---- requests and progress ---------------------------------------------------------------- */
+#define ZC_REQ_WORDS 4
+typedef struct zc_req { uint64_t opaque_[ZC_REQ_WORDS]; } zc_req;   /* caller-owned */
+
+/* Moves every request of comm forward by a bounded amount of work; never blocks. After
+ * cfg->spin_polls calls in a row that found nothing to do it yields the CPU once (so many ranks
+ * on few cores do not starve each other). Returns ZC_OK or the communicator's failure. */
+zc_status zc_progress(zc_comm *comm);
+/* Reads req: ZC_OK (done), ZC_IN_PROGRESS, or the failure. Once it returns anything but
+ * ZC_IN_PROGRESS the request is finished: its slot is free and req may be reused. */
+zc_status zc_test(zc_comm *comm, zc_req *req);
+/* Progresses (every rank of an in-process group) until req finishes or its deadline passes. */
+zc_status zc_wait(zc_comm *comm, zc_req *req);
+
+/* ---- collectives (non-blocking; counts are in elements) ------------------------------------
+ * Each validates its arguments (ZC_INVALID_ARG with a sentence, nothing written, the
+ * communicator stays usable), takes a request slot (ZC_AGAIN when all cfg->max_requests are in
+ * flight) and returns ZC_OK; the buffers belong to zcoll until the request finishes.
+ * In place: send == recv for allreduce, reduce, broadcast; reduce_scatter when
+ * recv == send + rank*recvcount*size; allgather and gather when send == recv + rank*sendcount*
+ * size; scatter at the root when recv == send + root*recvcount*size. Other overlaps are
+ * ZC_INVALID_ARG. count == 0 completes without moving data. Collectives must be called in the
+ * same order on every rank: a rank that does otherwise gets ZC_MISMATCH, and so do its peers. */
+zc_status zc_allreduce(zc_comm *comm, const void *send, void *recv, size_t count, zc_dtype dtype,
+                       zc_op op, zc_req *req);
+/* recv is written at the root only (may be NULL elsewhere). */
+zc_status zc_reduce(zc_comm *comm, const void *send, void *recv, size_t count, zc_dtype dtype,
+                    zc_op op, uint32_t root, zc_req *req);
+/* send is read at the root only (may be NULL elsewhere); every rank's recv gets it (at the root
+ * too, when recv != send). */
+zc_status zc_broadcast(zc_comm *comm, const void *send, void *recv, size_t count,
+                       zc_dtype dtype, uint32_t root, zc_req *req);
+/* send holds nranks*recvcount elements; recv gets block `rank` of the reduction. */
+zc_status zc_reduce_scatter(zc_comm *comm, const void *send, void *recv, size_t recvcount,
+                            zc_dtype dtype, zc_op op, zc_req *req);
+/* recv holds nranks*sendcount elements, block r from rank r. */
+zc_status zc_allgather(zc_comm *comm, const void *send, void *recv, size_t sendcount,
+                       zc_dtype dtype, zc_req *req);
+/* recv (nranks*sendcount) is used at the root only. */
+zc_status zc_gather(zc_comm *comm, const void *send, void *recv, size_t sendcount,
+                    zc_dtype dtype, uint32_t root, zc_req *req);
+/* send (nranks*recvcount) is used at the root only. */
+zc_status zc_scatter(zc_comm *comm, const void *send, void *recv, size_t recvcount,
+                     zc_dtype dtype, uint32_t root, zc_req *req);
+/* count elements per peer: block p of send goes to rank p, block p of recv comes from it. */
+zc_status zc_alltoall(zc_comm *comm, const void *send, void *recv, size_t count,
+                      zc_dtype dtype, zc_req *req);
+/* Point to point: sends and receives between one pair complete in call order; the receive's
+ * count and dtype must equal the send's (else ZC_MISMATCH). peer must not be this rank. */
+zc_status zc_send(zc_comm *comm, const void *buf, size_t count, zc_dtype dtype, uint32_t peer,
+                  zc_req *req);
+zc_status zc_recv(zc_comm *comm, void *buf, size_t count, zc_dtype dtype, uint32_t peer,
+                  zc_req *req);
+zc_status zc_barrier(zc_comm *comm, zc_req *req);
+
+/* ---- persistent collectives ----------------------------------------------------------------
+ * Each _init validates once and stores the schedule in a plan slot of the arena (ZC_LIMIT when
+ * all cfg->max_plans are taken); zc_start runs it again (no validation beyond the plan's state,
+ * no schedule building) and is waited on like any request; a plan may be started again once
+ * its previous start finished. zc_plan_release frees the slot (ZC_INVALID_STATE while
+ * running). */
+#define ZC_PLAN_WORDS 4
+typedef struct zc_plan { uint64_t opaque_[ZC_PLAN_WORDS]; } zc_plan;   /* caller-owned */
+zc_status zc_allreduce_init(zc_comm *comm, const void *send, void *recv, size_t count,
+                            zc_dtype dtype, zc_op op, zc_plan *plan);
+zc_status zc_reduce_init(zc_comm *comm, const void *send, void *recv, size_t count,
+                         zc_dtype dtype, zc_op op, uint32_t root, zc_plan *plan);
+zc_status zc_broadcast_init(zc_comm *comm, const void *send, void *recv, size_t count,
+                            zc_dtype dtype, uint32_t root, zc_plan *plan);
+zc_status zc_reduce_scatter_init(zc_comm *comm, const void *send, void *recv, size_t recvcount,
+                                 zc_dtype dtype, zc_op op, zc_plan *plan);
+zc_status zc_allgather_init(zc_comm *comm, const void *send, void *recv, size_t sendcount,
+                            zc_dtype dtype, zc_plan *plan);
+zc_status zc_gather_init(zc_comm *comm, const void *send, void *recv, size_t sendcount,
+                         zc_dtype dtype, uint32_t root, zc_plan *plan);
+zc_status zc_scatter_init(zc_comm *comm, const void *send, void *recv, size_t recvcount,
+                          zc_dtype dtype, uint32_t root, zc_plan *plan);
+zc_status zc_alltoall_init(zc_comm *comm, const void *send, void *recv, size_t count,
+                           zc_dtype dtype, zc_plan *plan);
+zc_status zc_send_init(zc_comm *comm, const void *buf, size_t count, zc_dtype dtype,
+                       uint32_t peer, zc_plan *plan);
+zc_status zc_recv_init(zc_comm *comm, void *buf, size_t count, zc_dtype dtype, uint32_t peer,
+                       zc_plan *plan);
+zc_status zc_barrier_init(zc_comm *comm, zc_plan *plan);
+zc_status zc_start(zc_comm *comm, zc_plan *plan, zc_req *req);
+zc_status zc_plan_release(zc_comm *comm, zc_plan *plan);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZCOLL_H */

@@ -1,0 +1,573 @@
+/* test_bootstrap.c: the init-time rendezvous (core/bootstrap.c): SipHash against the paper's
+ * vectors, argument checks, the single-rank shortcut, allgather and barrier across real
+ * processes under zcrun, imposters (wrong secret, silent, garbage) that must not disturb the
+ * job, a fake rank 0 that checks the documented wire format byte by byte and one without the
+ * secret, deadlines, and every ZC_MISMATCH / ZC_PEER_LOST a rank can cause. Loopback only. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "zt.h"
+
+#include "../core/bootstrap.h"
+#include "../core/config.h"
+#include "platform.h"
+#include "zcoll.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define ZT_MS 1000000ull
+
+/* ---- helpers ---- */
+
+static uint64_t zt_ms_since(uint64_t t0_ns) { return (zc_plat_now_ns() - t0_ns) / ZT_MS; }
+
+static void zt_put32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t zt_get32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void zt_put64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t zt_get64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* The rank program's config: zcrun's environment, as an application would read it. */
+static void zt_boot_cfg(zc_config *cfg) {
+    zc_config_default(cfg);
+    zc_status st = zc_config_from_env(cfg);
+    if (st != ZC_OK) printf("config_from_env: %s\n", cfg->error_text);
+    ZT_CHECK_ST(st, ZC_OK);
+}
+
+/* Counts the occurrences of needle in hay. */
+static unsigned zt_count(const char *hay, const char *needle) {
+    unsigned n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+/* Runs a rank program under zcrun; prints its output when the result is not the expected. */
+static void zt_boot_job(uint32_t nranks, const char *fn, uint32_t timeout_s, const char *env0,
+                        char *out, size_t cap) {
+    const char *env[] = {env0, NULL};
+    int rc = zt_run_ranks(nranks, fn, timeout_s, env0 ? env : NULL, out, cap);
+    if (rc != 0) printf("---- %s x%u output:\n%s\n----\n", fn, nranks, out);
+    ZT_CHECK_EQ(rc, 0);
+}
+
+/* A local TCP port that nobody listens on (it was free a moment ago). */
+static uint16_t zt_closed_port(void) {
+    int s = -1;
+    uint16_t port = 0;
+    ZT_CHECK_ST(zc_plat_tcp_listen("127.0.0.1", 0, &s, &port), ZC_PLAT_OK);
+    zc_plat_tcp_close(s);
+    ZT_CHECK(port != 0);
+    return port;
+}
+
+/* A two-rank config for rank 1 at 127.0.0.1:port with the secret 00 01 .. 0f. */
+static void zt_client_cfg(zc_config *cfg, uint16_t port) {
+    zc_config_default(cfg);
+    cfg->nranks = 2;
+    cfg->rank = 1;
+    snprintf(cfg->root_addr, sizeof cfg->root_addr, "127.0.0.1:%u", (unsigned)port);
+    for (uint8_t i = 0; i < 16; i++) cfg->secret[i] = i;
+    cfg->secret_set = true;
+}
+
+/* ---- SipHash ---- */
+
+void siphash_matches_reference_vectors(void) {
+    /* SipHash-2-4, key 00 01 .. 0f, message 00 01 .. (len-1): the 64-bit outputs of the
+     * paper's test vectors (len 0 is 0x726fdb47dd0e0e31, len 15 is 0xa129ca6149be45e5, the
+     * paper's Appendix A example); computed again by an independent implementation. */
+    static const struct {
+        size_t len;
+        uint64_t want;
+    } v[] = {
+        {0, 0x726fdb47dd0e0e31ull},  {1, 0x74f839c593dc67fdull},  {2, 0x0d6c8009d9a94f5aull},
+        {3, 0x85676696d7fb7e2dull},  {4, 0xcf2794e0277187b7ull},  {5, 0x18765564cd99a68dull},
+        {6, 0xcbc9466e58fee3ceull},  {7, 0xab0200f58b01d137ull},  {8, 0x93f5f5799a932462ull},
+        {9, 0x9e0082df0ba9e4b0ull},  {10, 0x7a5dbbc594ddb9f3ull}, {11, 0xf4b32f46226bada7ull},
+        {12, 0x751e8fbc860ee5fbull}, {13, 0x14ea5627c0843d90ull}, {14, 0xf723ca908e7af2eeull},
+        {15, 0xa129ca6149be45e5ull}, {16, 0x3f2acc7f57c29bdbull}, {17, 0x699ae9f52cbe4794ull},
+        {31, 0x32d892fad841c342ull}, {63, 0x958a324ceb064572ull},
+    };
+    uint8_t key[16], msg[64];
+    for (int i = 0; i < 16; i++) key[i] = (uint8_t)i;
+    for (int i = 0; i < 64; i++) msg[i] = (uint8_t)i;
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        uint64_t got = zc__siphash(key, msg, v[i].len);
+        if (got != v[i].want)
+            printf("    len %zu: got 0x%016llx want 0x%016llx\n", v[i].len,
+                   (unsigned long long)got, (unsigned long long)v[i].want);
+        ZT_CHECK(got == v[i].want);
+    }
+    /* One key bit or one message bit changes the tag. */
+    uint64_t base = zc__siphash(key, msg, 15);
+    key[7] ^= 0x10;
+    ZT_CHECK(zc__siphash(key, msg, 15) != base);
+    key[7] ^= 0x10;
+    msg[3] ^= 1;
+    ZT_CHECK(zc__siphash(key, msg, 15) != base);
+}
+
+/* ---- in-process checks ---- */
+
+void boot_single_rank_opens_no_socket_and_copies(void) {
+    zc_config cfg;
+    zc__boot b;
+    char err[256];
+    zc_config_default(&cfg);
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, zc_plat_now_ns() + 1000 * ZT_MS, err, sizeof err),
+                ZC_OK);
+    ZT_CHECK_EQ(b.listen_sock, -1);
+    ZT_CHECK_EQ(b.root_sock, -1);
+    uint8_t mine[5] = {1, 2, 3, 4, 5}, all[5] = {0};
+    ZT_CHECK_ST(zc__boot_allgather(&b, mine, all, sizeof mine), ZC_OK);
+    ZT_CHECK(memcmp(all, mine, sizeof mine) == 0);
+    ZT_CHECK_ST(zc__boot_allgather(&b, all, all, sizeof all), ZC_OK); /* in place */
+    ZT_CHECK(memcmp(all, mine, sizeof mine) == 0);
+    ZT_CHECK_ST(zc__boot_barrier(&b), ZC_OK);
+    zc__boot_close(&b);
+    zc__boot_close(&b); /* twice is fine */
+    ZT_CHECK_EQ(b.listen_sock, -1);
+}
+
+void boot_rejects_invalid_arguments_with_a_sentence(void) {
+    zc_config cfg;
+    zc__boot b;
+    char err[256];
+    uint64_t later = zc_plat_now_ns() + 1000 * ZT_MS;
+    ZT_CHECK_ST(zc__boot_open(NULL, &cfg, later, err, sizeof err), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(err, "NULL") != NULL);
+    ZT_CHECK_ST(zc__boot_open(&b, NULL, later, err, sizeof err), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(err, "cfg") != NULL);
+
+    zc_config_default(&cfg);
+    cfg.rank = 1; /* of 1 */
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, later, err, sizeof err), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(err, "rank") != NULL);
+    zc_config_default(&cfg);
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, 0, err, sizeof err), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(err, "deadline") != NULL);
+
+    zt_client_cfg(&cfg, 4242);
+    cfg.secret_set = false;
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, later, err, sizeof err), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(err, "secret") != NULL);
+    /* A bootstrap whose open failed is closed: its calls say so instead of hanging. */
+    uint8_t one = 1, all[2];
+    ZT_CHECK_ST(zc__boot_allgather(&b, &one, all, 1), ZC_INVALID_STATE);
+    ZT_CHECK(strstr(err, "closed") != NULL);
+    ZT_CHECK_ST(zc__boot_barrier(&b), ZC_INVALID_STATE);
+
+    zt_client_cfg(&cfg, 4242);
+    snprintf(cfg.root_addr, sizeof cfg.root_addr, "127.0.0.1");
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, later, err, sizeof err), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(err, "root_addr") != NULL);
+
+    /* allgather's own arguments, on an open single-rank bootstrap. */
+    zc_config_default(&cfg);
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, later, err, sizeof err), ZC_OK);
+    static uint8_t big[ZC_BOOT_MAX_BLOB + 1], big_all[ZC_BOOT_MAX_BLOB + 1];
+    ZT_CHECK_ST(zc__boot_allgather(&b, big, big_all, 0), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(err, "bytes_each") != NULL);
+    ZT_CHECK_ST(zc__boot_allgather(&b, big, big_all, ZC_BOOT_MAX_BLOB + 1), ZC_INVALID_ARG);
+    ZT_CHECK_ST(zc__boot_allgather(&b, big, big_all, ZC_BOOT_MAX_BLOB), ZC_OK);
+    ZT_CHECK_ST(zc__boot_allgather(&b, NULL, big_all, 1), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(err, "mine") != NULL);
+    ZT_CHECK_ST(zc__boot_allgather(&b, big, NULL, 1), ZC_INVALID_ARG);
+    ZT_CHECK_ST(zc__boot_allgather(NULL, big, big_all, 1), ZC_INVALID_ARG);
+    ZT_CHECK_ST(zc__boot_barrier(NULL), ZC_INVALID_ARG);
+    zc__boot_close(&b);
+    zc__boot_close(NULL);
+
+    /* A tiny error buffer is never overrun. */
+    char tiny[4] = {'x', 'x', 'x', 'x'};
+    ZT_CHECK_ST(zc__boot_open(&b, NULL, later, tiny, 3), ZC_INVALID_ARG);
+    ZT_CHECK(tiny[2] == '\0' && tiny[3] == 'x');
+}
+
+void boot_connect_times_out_without_root(void) {
+    zc_config cfg;
+    zc__boot b;
+    char err[256];
+    zt_client_cfg(&cfg, zt_closed_port());
+    uint64_t t0 = zc_plat_now_ns();
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, t0 + 400 * ZT_MS, err, sizeof err), ZC_TIMED_OUT);
+    uint64_t ms = zt_ms_since(t0);
+    printf("    %s (%llu ms)\n", err, (unsigned long long)ms);
+    ZT_CHECK(ms >= 400 && ms <= 1500);
+    ZT_CHECK(strstr(err, "timed out") != NULL);
+    ZT_CHECK(strstr(err, cfg.root_addr) != NULL);
+    ZT_CHECK(strstr(err, "refused") != NULL);
+    ZT_CHECK_EQ(b.root_sock, -1);
+}
+
+/* ---- a fake rank 0, written from the protocol comment, against the real client ---- */
+
+typedef struct zt_fake_root {
+    int listen_sock, sock;
+    uint16_t port;
+    uint8_t nonce_s[16], nonce_c[16];
+    uint32_t rank, nranks;
+    bool proof_ok; /* tag_c verified with the real secret */
+} zt_fake_root;
+
+/* Starts a client process: rank 1 of 2 opening against the fake root, which exits 0 when
+ * zc__boot_open returned want and its sentence contains needle. */
+static pid_t zt_start_client(uint16_t port, zc_status want, const char *needle) {
+    pid_t pid = fork();
+    ZT_CHECK(pid >= 0);
+    if (pid > 0) return pid;
+    zc_config cfg;
+    zc__boot b;
+    char err[256] = "";
+    zt_client_cfg(&cfg, port);
+    zc_status st = zc__boot_open(&b, &cfg, zc_plat_now_ns() + 5000 * ZT_MS, err, sizeof err);
+    printf("    client: %s: %s\n", zc_status_name(st), err);
+    fflush(stdout);
+    zc__boot_close(&b);
+    _exit(st == want && strstr(err, needle) ? 0 : 1);
+}
+
+/* Accepts the client, greets it and reads its proof, checking every field. */
+static void zt_fake_handshake(zt_fake_root *f, const uint8_t secret[16]) {
+    uint64_t deadline = zc_plat_now_ns() + 5000 * ZT_MS;
+    uint8_t hello[24], proof[40], msg[46];
+    ZT_CHECK_ST(zc_plat_tcp_accept(f->listen_sock, deadline, &f->sock), ZC_PLAT_OK);
+    memcpy(hello, "ZCB1", 4);
+    zt_put32(hello + 4, 1);
+    for (int i = 0; i < 16; i++) f->nonce_s[i] = (uint8_t)(0xa0 + i);
+    memcpy(hello + 8, f->nonce_s, 16);
+    ZT_CHECK_ST(zc_plat_tcp_send_all(f->sock, hello, sizeof hello, deadline), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_tcp_recv_all(f->sock, proof, sizeof proof, deadline), ZC_PLAT_OK);
+    ZT_CHECK(memcmp(proof, "ZCB1", 4) == 0);
+    ZT_CHECK_EQ(zt_get32(proof + 4), 1);
+    f->rank = zt_get32(proof + 8);
+    f->nranks = zt_get32(proof + 12);
+    memcpy(f->nonce_c, proof + 16, 16);
+    memcpy(msg, "client", 6);
+    memcpy(msg + 6, f->nonce_s, 16);
+    memcpy(msg + 22, f->nonce_c, 16);
+    zt_put32(msg + 38, f->rank);
+    zt_put32(msg + 42, f->nranks);
+    f->proof_ok = zc__siphash(secret, msg, sizeof msg) == zt_get64(proof + 32);
+}
+
+/* Sends the verdict {code, value, SipHash(key, "server" nonce_c nonce_s rank code value)}. */
+static void zt_fake_verdict(zt_fake_root *f, const uint8_t key[16], uint32_t code,
+                            uint32_t value) {
+    uint8_t v[16], msg[50];
+    memcpy(msg, "server", 6);
+    memcpy(msg + 6, f->nonce_c, 16);
+    memcpy(msg + 22, f->nonce_s, 16);
+    zt_put32(msg + 38, f->rank);
+    zt_put32(msg + 42, code);
+    zt_put32(msg + 46, value);
+    zt_put32(v, code);
+    zt_put32(v + 4, value);
+    zt_put64(v + 8, zc__siphash(key, msg, sizeof msg));
+    ZT_CHECK_ST(zc_plat_tcp_send_all(f->sock, v, sizeof v, zc_plat_now_ns() + 1000 * ZT_MS),
+                ZC_PLAT_OK);
+}
+
+static int zt_wait_exit(pid_t pid) {
+    int status = 0;
+    ZT_CHECK(waitpid(pid, &status, 0) == pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void zt_fake_listen(zt_fake_root *f) {
+    memset(f, 0, sizeof *f);
+    f->sock = -1;
+    ZT_CHECK_ST(zc_plat_tcp_listen("127.0.0.1", 0, &f->listen_sock, &f->port), ZC_PLAT_OK);
+}
+
+void boot_handshake_follows_documented_wire_format(void) {
+    zt_fake_root f;
+    uint8_t secret[16], note[24] = {0};
+    for (uint8_t i = 0; i < 16; i++) secret[i] = i;
+    zt_fake_listen(&f);
+    pid_t pid = zt_start_client(f.port, ZC_OK, "");
+    zt_fake_handshake(&f, secret);
+    ZT_CHECK_EQ(f.rank, 1);
+    ZT_CHECK_EQ(f.nranks, 2);
+    ZT_CHECK(f.proof_ok);
+    zt_fake_verdict(&f, secret, 0, 2);
+    memcpy(note, "ZCRY", 4); /* ready: code 0, no payload */
+    ZT_CHECK_ST(zc_plat_tcp_send_all(f.sock, note, sizeof note, zc_plat_now_ns() + 1000 * ZT_MS),
+                ZC_PLAT_OK);
+    ZT_CHECK_EQ(zt_wait_exit(pid), 0);
+    zc_plat_tcp_close(f.sock);
+    zc_plat_tcp_close(f.listen_sock);
+}
+
+void boot_client_rejects_root_without_secret(void) {
+    zt_fake_root f;
+    uint8_t guess[16]; /* the job's secret is 00 01 .. 0f (zt_client_cfg) */
+    for (uint8_t i = 0; i < 16; i++) guess[i] = (uint8_t)(i ^ 0x5a);
+    zt_fake_listen(&f);
+    pid_t pid = zt_start_client(f.port, ZC_AUTH, "did not prove the job secret");
+    zt_fake_handshake(&f, guess); /* a root without the secret cannot check the proof... */
+    ZT_CHECK(!f.proof_ok);
+    zt_fake_verdict(&f, guess, 0, 2); /* ...and its "welcome" carries a wrong tag */
+    ZT_CHECK_EQ(zt_wait_exit(pid), 0);
+    zc_plat_tcp_close(f.sock);
+    zc_plat_tcp_close(f.listen_sock);
+}
+
+/* ---- rank programs ---- */
+
+/* Each rank contributes {rank, pid, 100 pattern bytes}, then a full-size blob; all checked. */
+int boot_rank_allgather(void) {
+    static uint8_t all[64 * ZC_BOOT_MAX_BLOB], big[ZC_BOOT_MAX_BLOB];
+    zc_config cfg;
+    zc__boot b;
+    char err[256];
+    uint8_t mine[108];
+    zt_boot_cfg(&cfg);
+    ZT_CHECK(cfg.nranks <= 64);
+    zc_status st = zc__boot_open(&b, &cfg, zc_plat_now_ns() + 20000 * ZT_MS, err, sizeof err);
+    if (st != ZC_OK) printf("open: %s\n", err);
+    ZT_CHECK_ST(st, ZC_OK);
+    zt_put32(mine, cfg.rank);
+    zt_put32(mine + 4, (uint32_t)getpid());
+    for (uint32_t i = 0; i < 100; i++) mine[8 + i] = (uint8_t)(cfg.rank * 31u + i * 7u + 1u);
+    st = zc__boot_allgather(&b, mine, all, sizeof mine);
+    if (st != ZC_OK) printf("allgather: %s\n", err);
+    ZT_CHECK_ST(st, ZC_OK);
+    for (uint32_t r = 0; r < cfg.nranks; r++) {
+        const uint8_t *blob = all + r * sizeof mine;
+        ZT_CHECK_EQ(zt_get32(blob), r);
+        ZT_CHECK(zt_get32(blob + 4) != 0);
+        for (uint32_t q = 0; q < r; q++) /* every rank is its own process */
+            ZT_CHECK(zt_get32(blob + 4) != zt_get32(all + q * sizeof mine + 4));
+        for (uint32_t i = 0; i < 100; i++) ZT_CHECK_EQ(blob[8 + i], (uint8_t)(r * 31u + i * 7u + 1u));
+    }
+    ZT_CHECK_ST(zc__boot_barrier(&b), ZC_OK);
+    for (uint32_t i = 0; i < sizeof big; i++) big[i] = (uint8_t)(i * 13u + cfg.rank);
+    ZT_CHECK_ST(zc__boot_allgather(&b, big, all, sizeof big), ZC_OK);
+    for (uint32_t r = 0; r < cfg.nranks; r++)
+        for (uint32_t i = 0; i < sizeof big; i += 61)
+            ZT_CHECK_EQ(all[r * sizeof big + i], (uint8_t)(i * 13u + r));
+    ZT_CHECK_ST(zc__boot_barrier(&b), ZC_OK);
+    zc__boot_close(&b);
+    printf("boot ok rank %u of %u\n", cfg.rank, cfg.nranks);
+    return 0;
+}
+
+void boot_allgather_collects_every_rank_blob(void) {
+    static char out[1 << 16];
+    static const uint32_t ns[] = {1, 2, 4, 8};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        zt_boot_job(ns[i], "boot_rank_allgather", 30, NULL, out, sizeof out);
+        ZT_CHECK_EQ(zt_count(out, "boot ok rank"), ns[i]);
+    }
+}
+
+/* Ranks 2 is an imposter (ZT_BOOT_IMPOSTER: wrong = a secret one bit off claiming rank 1,
+ * silent = connects and says nothing, garbage = answers the greeting with junk); ranks 0 and
+ * 1 are a two-rank job that must not notice. */
+static int zt_imposter(const zc_config *job, const char *mode) {
+    zc_config cfg = *job;
+    char err[256] = "";
+    if (strcmp(mode, "wrong") == 0) {
+        zc__boot b;
+        cfg.nranks = 2;
+        cfg.rank = 1;
+        cfg.secret[5] ^= 0x08;
+        zc_status st = zc__boot_open(&b, &cfg, zc_plat_now_ns() + 10000 * ZT_MS, err, sizeof err);
+        printf("imposter refused: %s: %s\n", zc_status_name(st), err);
+        ZT_CHECK_ST(st, ZC_AUTH);
+        ZT_CHECK(strstr(err, "secret") != NULL);
+        return 0;
+    }
+    char host[64];
+    uint16_t port = 0;
+    int s = -1;
+    uint8_t hello[24], junk[40];
+    ZT_CHECK(zc__split_addr(cfg.root_addr, host, sizeof host, &port));
+    uint64_t deadline = zc_plat_now_ns() + 10000 * ZT_MS;
+    zc_plat_rc rc = ZC_PLAT_REFUSED;
+    while (rc == ZC_PLAT_REFUSED && zc_plat_now_ns() < deadline) {
+        rc = zc_plat_tcp_connect(host, port, deadline, &s);
+        if (rc == ZC_PLAT_REFUSED) zc_plat_sleep_ns(2 * ZT_MS);
+    }
+    ZT_CHECK_ST(rc, ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_tcp_recv_all(s, hello, sizeof hello, deadline), ZC_PLAT_OK);
+    ZT_CHECK(memcmp(hello, "ZCB1", 4) == 0);
+    uint64_t t0 = zc_plat_now_ns();
+    if (strcmp(mode, "garbage") == 0) {
+        memset(junk, 0xab, sizeof junk);
+        ZT_CHECK_ST(zc_plat_tcp_send_all(s, junk, sizeof junk, deadline), ZC_PLAT_OK);
+    }
+    /* Now wait to be dropped: rank 0 closes without a word. */
+    size_t got = 0;
+    uint8_t byte;
+    do {
+        rc = zc_plat_tcp_recv_some(s, &byte, 1, &got);
+        if (rc == ZC_PLAT_AGAIN) zc_plat_sleep_ns(1 * ZT_MS);
+    } while (rc == ZC_PLAT_AGAIN && zc_plat_now_ns() < deadline);
+    uint64_t ms = zt_ms_since(t0);
+    printf("%s imposter dropped after %llu ms (%s)\n", mode, (unsigned long long)ms,
+           zc_plat_rc_name(rc));
+    ZT_CHECK(rc == ZC_PLAT_CLOSED || rc == ZC_PLAT_ERROR);
+    if (strcmp(mode, "silent") == 0) ZT_CHECK(ms >= 1000 && ms <= 4000);
+    else ZT_CHECK(ms <= 1000);
+    zc_plat_tcp_close(s);
+    return 0;
+}
+
+int boot_rank_with_imposter(void) {
+    zc_config cfg;
+    zc__boot b;
+    char err[256];
+    const char *mode = getenv("ZT_BOOT_IMPOSTER");
+    zt_boot_cfg(&cfg);
+    ZT_CHECK(mode != NULL && cfg.nranks == 3);
+    if (cfg.rank == 2) return zt_imposter(&cfg, mode);
+    cfg.nranks = 2;
+    if (cfg.rank == 1) zc_plat_sleep_ns(300 * ZT_MS); /* let the imposter go first */
+    uint64_t t0 = zc_plat_now_ns();
+    zc_status st = zc__boot_open(&b, &cfg, t0 + 20000 * ZT_MS, err, sizeof err);
+    if (st != ZC_OK) printf("open: %s\n", err);
+    ZT_CHECK_ST(st, ZC_OK);
+    uint32_t mine = 0xb00700u + cfg.rank, all[2] = {0, 0};
+    ZT_CHECK_ST(zc__boot_allgather(&b, &mine, all, sizeof mine), ZC_OK);
+    ZT_CHECK_EQ(all[0], 0xb00700u);
+    ZT_CHECK_EQ(all[1], 0xb00701u);
+    ZT_CHECK_ST(zc__boot_barrier(&b), ZC_OK);
+    zc__boot_close(&b);
+    uint64_t ms = zt_ms_since(t0);
+    printf("boot ok rank %u in %llu ms\n", cfg.rank, (unsigned long long)ms);
+    ZT_CHECK(ms < 5000);
+    return 0;
+}
+
+void boot_rejects_wrong_secret_without_disturbing_job(void) {
+    static char out[1 << 16];
+    zt_boot_job(3, "boot_rank_with_imposter", 30, "ZT_BOOT_IMPOSTER=wrong", out, sizeof out);
+    ZT_CHECK_EQ(zt_count(out, "boot ok rank"), 2);
+    ZT_CHECK_EQ(zt_count(out, "imposter refused: ZC_AUTH"), 1);
+    ZT_CHECK_EQ(zt_count(out, "did not prove the job secret"), 1); /* rank 0's one WARN line */
+}
+
+void boot_silent_imposter_delays_but_does_not_block_job(void) {
+    static char out[1 << 16];
+    zt_boot_job(3, "boot_rank_with_imposter", 30, "ZT_BOOT_IMPOSTER=silent", out, sizeof out);
+    ZT_CHECK_EQ(zt_count(out, "boot ok rank"), 2);
+    ZT_CHECK_EQ(zt_count(out, "silent imposter dropped"), 1);
+    ZT_CHECK_EQ(zt_count(out, "dropped a connection"), 1);
+}
+
+void boot_garbage_sender_is_dropped(void) {
+    static char out[1 << 16];
+    zt_boot_job(3, "boot_rank_with_imposter", 30, "ZT_BOOT_IMPOSTER=garbage", out, sizeof out);
+    ZT_CHECK_EQ(zt_count(out, "boot ok rank"), 2);
+    ZT_CHECK_EQ(zt_count(out, "garbage imposter dropped"), 1);
+    ZT_CHECK_EQ(zt_count(out, "not a zcoll bootstrap proof"), 1);
+}
+
+int boot_rank_never_comes(void) {
+    zc_config cfg;
+    zc__boot b;
+    char err[256];
+    zt_boot_cfg(&cfg);
+    if (cfg.rank != 0) {
+        zc_plat_sleep_ns(3000 * ZT_MS);
+        return 0;
+    }
+    uint64_t t0 = zc_plat_now_ns();
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, t0 + 500 * ZT_MS, err, sizeof err), ZC_TIMED_OUT);
+    uint64_t ms = zt_ms_since(t0);
+    printf("open timed out: %s (%llu ms)\n", err, (unsigned long long)ms);
+    ZT_CHECK(ms >= 500 && ms <= 2000);
+    ZT_CHECK(strstr(err, "timed out") != NULL && strstr(err, "1 of 2 ranks") != NULL);
+    ZT_CHECK_EQ(b.listen_sock, -1);
+    return 0;
+}
+
+void boot_times_out_when_a_rank_never_comes(void) {
+    static char out[1 << 16];
+    zt_boot_job(2, "boot_rank_never_comes", 20, NULL, out, sizeof out);
+    ZT_CHECK_EQ(zt_count(out, "open timed out"), 1);
+}
+
+/* ZT_BOOT_MISMATCH picks what rank `culprit` does differently: size = allgather of 16 bytes
+ * where the others pass 8; call = barrier where the others allgather; nranks = opens for
+ * nranks + 1; lost = leaves right after open. Every rank must see the failure, none hang. */
+int boot_rank_mismatch(void) {
+    zc_config cfg;
+    zc__boot b;
+    char err[256];
+    const char *mode = getenv("ZT_BOOT_MISMATCH");
+    uint8_t mine[16] = {0}, all[16 * 3];
+    zt_boot_cfg(&cfg);
+    ZT_CHECK(mode != NULL);
+    uint32_t culprit = cfg.nranks - 1;
+    bool odd = cfg.rank == culprit;
+    if (strcmp(mode, "nranks") == 0 && odd) cfg.nranks++;
+    uint64_t t0 = zc_plat_now_ns();
+    zc_status st = zc__boot_open(&b, &cfg, t0 + 10000 * ZT_MS, err, sizeof err);
+    if (strcmp(mode, "nranks") == 0) {
+        ZT_CHECK_ST(st, ZC_MISMATCH);
+        ZT_CHECK(strstr(err, "started for 3 ranks but rank 0 for 2") != NULL);
+        printf("mismatch seen at rank %u: %s\n", cfg.rank, err);
+    } else {
+        ZT_CHECK_ST(st, ZC_OK);
+        if (strcmp(mode, "lost") == 0 && odd) {
+            zc__boot_close(&b);
+            printf("mismatch seen at rank %u: (left)\n", cfg.rank);
+            return 0;
+        }
+        if (strcmp(mode, "call") == 0 && odd) st = zc__boot_barrier(&b);
+        else st = zc__boot_allgather(&b, mine, all, strcmp(mode, "size") == 0 && odd ? 16 : 8);
+        zc_status want = strcmp(mode, "lost") == 0 ? ZC_PEER_LOST : ZC_MISMATCH;
+        if (st != want) printf("rank %u: %s: %s\n", cfg.rank, zc_status_name(st), err);
+        ZT_CHECK_ST(st, want);
+        const char *needle = strcmp(mode, "size") == 0   ? "rank 2 passed 16 bytes, rank 0 passed 8"
+                             : strcmp(mode, "call") == 0 ? "rank 2 called barrier while rank 0 "
+                                                           "called allgather"
+                                                         : "rank 2 closed the connection";
+        ZT_CHECK(strstr(err, needle) != NULL);
+        printf("mismatch seen at rank %u: %s\n", cfg.rank, err);
+        /* A failed bootstrap is closed: later calls fail at once. */
+        ZT_CHECK_ST(zc__boot_barrier(&b), ZC_INVALID_STATE);
+    }
+    zc__boot_close(&b);
+    ZT_CHECK(zt_ms_since(t0) < 5000);
+    return 0;
+}
+
+static void zt_mismatch_job(uint32_t nranks, const char *env) {
+    static char out[1 << 16];
+    zt_boot_job(nranks, "boot_rank_mismatch", 20, env, out, sizeof out);
+    ZT_CHECK_EQ(zt_count(out, "mismatch seen at rank"), nranks);
+}
+
+void boot_mismatched_blob_size_is_mismatch(void) {
+    zt_mismatch_job(3, "ZT_BOOT_MISMATCH=size");
+}
+
+void boot_mismatched_call_is_mismatch(void) { zt_mismatch_job(3, "ZT_BOOT_MISMATCH=call"); }
+
+void boot_mismatched_rank_count_is_mismatch(void) {
+    zt_mismatch_job(2, "ZT_BOOT_MISMATCH=nranks");
+}
+
+void boot_rank_leaving_during_allgather_is_peer_lost(void) {
+    zt_mismatch_job(3, "ZT_BOOT_MISMATCH=lost");
+}

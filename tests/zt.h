@@ -1,0 +1,74 @@
+/* zt.h: the test runner's interface. Tests are plain functions listed once in tests/list.h;
+ * tests/main.c runs each in its own forked process with a time limit and counts the results.
+ * No malloc anywhere in the runner. A failing check prints file:line and the expression and
+ * ends the test; ZT_SKIP marks a test whose hardware is absent. */
+#ifndef ZT_H
+#define ZT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Ends the current test as failed (exit code 1) after printing where and what. */
+_Noreturn void zt_fail(const char *file, int line, const char *expr, const char *detail);
+/* Ends the current test as skipped (exit code 77), printing why. */
+_Noreturn void zt_skip(const char *why);
+
+#define ZT_CHECK(expr)                                                                        \
+    do {                                                                                      \
+        if (!(expr)) zt_fail(__FILE__, __LINE__, #expr, NULL);                                \
+    } while (0)
+
+/* Equality of two integers, printing both values on failure. */
+#define ZT_CHECK_EQ(a, b)                                                                     \
+    do {                                                                                      \
+        long long zt_a_ = (long long)(a), zt_b_ = (long long)(b);                             \
+        if (zt_a_ != zt_b_) {                                                                 \
+            char zt_d_[96];                                                                   \
+            snprintf(zt_d_, sizeof zt_d_, "%lld != %lld", zt_a_, zt_b_);                      \
+            zt_fail(__FILE__, __LINE__, #a " == " #b, zt_d_);                                 \
+        }                                                                                     \
+    } while (0)
+
+/* A zc_status compared with the expected one, printing both names on failure. */
+#define ZT_CHECK_ST(call, expected)                                                           \
+    do {                                                                                      \
+        int zt_s_ = (int)(call), zt_e_ = (int)(expected);                                     \
+        if (zt_s_ != zt_e_) zt_fail_status(__FILE__, __LINE__, #call, zt_s_, zt_e_);          \
+    } while (0)
+_Noreturn void zt_fail_status(const char *file, int line, const char *expr, int got, int want);
+
+#define ZT_SKIP(why) zt_skip(why)
+
+/* Path of the build directory (the folder of the zctest binary), for zcrun and friends. */
+const char *zt_build_dir(void);
+
+/* Runs argv[0] (a path) with argv, the extra "NAME=VALUE" environment entries env (NULL
+ * terminated, may be NULL), stdout+stderr captured into out (NUL-terminated, truncated at
+ * cap-1). Kills it at timeout_ms. Returns the exit status (128+signal if killed by a signal,
+ * -1 if it could not start) and the elapsed milliseconds in *elapsed_ms (may be NULL). */
+int zt_run(const char *const argv[], const char *const env[], char *out, size_t cap,
+           uint32_t timeout_ms, uint32_t *elapsed_ms);
+
+/* Runs `zcrun -n nranks --timeout S zctest --rank NAME` and returns zcrun's exit status;
+ * output as in zt_run (out may be NULL to let it through to the console). */
+int zt_run_ranks(uint32_t nranks, const char *rank_fn_name, uint32_t timeout_s,
+                 const char *const env[], char *out, size_t cap);
+
+/* A deterministic pseudo-random stream (splitmix64) for seeded sweeps. */
+typedef struct zt_rng { uint64_t state; } zt_rng;
+uint64_t zt_rng_next(zt_rng *r);
+/* Uniform in [0, bound) (bound > 0). */
+uint64_t zt_rng_below(zt_rng *r, uint64_t bound);
+/* The seed of this run: ZT_SEED from the environment, else a fixed default. Printed by the
+ * runner so a failing sweep can be replayed. */
+uint64_t zt_seed(void);
+
+/* Declarations of every test and rank program in tests/list.h. */
+#define ZT_TEST(name, timeout_s) void name(void);
+#define ZT_RANK(name) int name(void);
+#include "list.h"
+#undef ZT_TEST
+#undef ZT_RANK
+
+#endif /* ZT_H */

@@ -1,0 +1,237 @@
+/* shm.c: the intra-host wire. Every rank owns one inbound window: a shared-memory segment
+ * mapped by all ranks of the communicator (processes), or a region of its arena (in-process
+ * mode, where peers are in the same address space). A put is a store of header and payload
+ * into the peer's window followed by a release-store of the tag; arrival is an acquire-load of
+ * the tag. Credits and the alarm word are single 8-byte stores into the peer's window.
+ * Must not: allocate, or touch the OS except through platform.h at create/attach/seal/close.
+ *
+ * Window layout (64-byte lines): [0] header {magic, comm_id, rank, nranks, pid, stride},
+ * [1] alarm word, then credits[lane][peer] one line each, then rings[lane][src peer][slot] of
+ * `stride` bytes each. A process's own ring entries are unused (kept for simple indexing). */
+#include "platform.h"
+#include "wire.h"
+
+#define ZC_SHM_MAGIC 0x7a6373686d303031ull /* "zcshm001" */
+#define ZC_SHM_NAME_BYTES 48u
+
+typedef struct zc_shm_head {
+    uint64_t magic, comm_id;
+    uint32_t rank, nranks;
+    uint64_t pid;
+    uint32_t slots, stride;
+    uint64_t pad_[3];
+} zc_shm_head;
+_Static_assert(sizeof(zc_shm_head) == 64, "window header is one line");
+
+typedef struct zc_shm {
+    zc_wire_geom g;
+    uint8_t *mine;            /* this rank's window */
+    size_t bytes;             /* bytes of every window */
+    int mapped;               /* 1: windows are shared-memory mappings (process mode) */
+    int unlinked;
+    char name[ZC_SHM_NAME_BYTES];
+    uint8_t **peers;          /* [nranks] every rank's window as seen here (peers[rank]==mine) */
+    uint64_t *pids;           /* [nranks] */
+} zc_shm;
+
+static size_t zc_shm_credits_off(void) { return 128u; }
+static size_t zc_shm_rings_off(const zc_wire_geom *g) {
+    return zc_shm_credits_off() + (size_t)ZC_WIRE_LANES * g->nranks * 64u;
+}
+
+static size_t zc_shm_window_bytes(const zc_wire_geom *g) {
+    size_t ring = (size_t)g->slots * g->stride;
+    return zc_shm_rings_off(g) + (size_t)ZC_WIRE_LANES * g->nranks * ring;
+}
+
+static size_t zc_shm_state_bytes(const zc_wire_geom *g) {
+    return sizeof(zc_shm) + (size_t)g->nranks * (sizeof(uint8_t *) + sizeof(uint64_t));
+}
+
+/* The slot of ring (lane, src) in window w. */
+static uint8_t *zc_shm_slot(const zc_shm *s, uint8_t *w, uint32_t lane, uint32_t src,
+                            uint32_t slot) {
+    size_t ring = (size_t)lane * s->g.nranks + src;
+    return w + zc_shm_rings_off(&s->g) + (ring * s->g.slots + slot) * s->g.stride;
+}
+
+static uint64_t *zc_shm_credit_word(const zc_shm *s, uint8_t *w, uint32_t lane, uint32_t peer) {
+    return (uint64_t *)(void *)(w + zc_shm_credits_off() +
+                                ((size_t)lane * s->g.nranks + peer) * 64u);
+}
+
+static uint64_t *zc_shm_alarm_word(uint8_t *w) { return (uint64_t *)(void *)(w + 64); }
+
+static void zc_shm_name(char *buf, uint64_t comm_id, uint32_t rank) {
+    static const char hex[] = "0123456789abcdef";
+    const char *prefix = "/zc-";
+    size_t n = 0;
+    while (*prefix) buf[n++] = *prefix++;
+    for (int i = 15; i >= 0; i--) buf[n++] = hex[(comm_id >> (4 * i)) & 15u];
+    buf[n++] = '-';
+    char digits[12];
+    size_t d = 0;
+    do {
+        digits[d++] = (char)('0' + rank % 10u);
+        rank /= 10u;
+    } while (rank);
+    while (d) buf[n++] = digits[--d];
+    buf[n] = '\0';
+}
+
+static void zc_shm_err(char *err, size_t cap, const char *what, const char *name, zc_plat_rc rc) {
+    char os[96];
+    zc_plat_os_error_text(zc_plat_os_error(), os, sizeof os);
+    /* No formatter in transports: assemble "shm: <what> <name>: <rc> (<os>)". */
+    const char *parts[] = {"shm: ", what, " ", name, ": ", zc_plat_rc_name(rc), " (", os, ")"};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        for (const char *p = parts[i]; *p && n + 1 < cap; p++) err[n++] = *p;
+    if (cap) err[n] = '\0';
+}
+
+static zc_status zc_shm_status(zc_plat_rc rc) {
+    return rc == ZC_PLAT_INVALID ? ZC_INVALID_ARG : ZC_SYSTEM;
+}
+
+static zc_status zc_shm_create(void *state, const zc_wire_geom *g, void *window, char *err,
+                               size_t cap) {
+    zc_shm *s = state;
+    uint8_t *tail = (uint8_t *)(s + 1);
+    __builtin_memset(s, 0, sizeof *s);
+    s->g = *g;
+    s->bytes = zc_shm_window_bytes(g);
+    s->peers = (uint8_t **)(void *)tail;
+    s->pids = (uint64_t *)(void *)(tail + g->nranks * sizeof(uint8_t *));
+    if (g->inproc_windows) {
+        s->mine = window;
+        __builtin_memset(s->mine, 0, s->bytes);
+    } else {
+        zc_shm_name(s->name, g->comm_id, g->rank);
+        void *addr = 0;
+        zc_plat_rc rc = zc_plat_shm_create(s->name, s->bytes, &addr);
+        if (rc != ZC_PLAT_OK) {
+            zc_shm_err(err, cap, "cannot create segment", s->name, rc);
+            return zc_shm_status(rc);
+        }
+        s->mine = addr;
+        s->mapped = 1;
+    }
+    zc_shm_head *h = (zc_shm_head *)(void *)s->mine;
+    *h = (zc_shm_head){ZC_SHM_MAGIC, g->comm_id, g->rank, g->nranks, zc_plat_process_id(),
+                       g->slots, g->stride, {0, 0, 0}};
+    return ZC_OK;
+}
+
+static zc_status zc_shm_attach(void *state, char *err, size_t cap) {
+    zc_shm *s = state;
+    for (uint32_t p = 0; p < s->g.nranks; p++) {
+        if (p == s->g.rank) {
+            s->peers[p] = s->mine;
+        } else if (s->g.inproc_windows) {
+            s->peers[p] = s->g.inproc_windows[p];
+        } else {
+            char name[ZC_SHM_NAME_BYTES];
+            void *addr = 0;
+            zc_shm_name(name, s->g.comm_id, p);
+            zc_plat_rc rc = zc_plat_shm_open(name, s->bytes, &addr);
+            if (rc != ZC_PLAT_OK) {
+                zc_shm_err(err, cap, "cannot open peer segment", name, rc);
+                return zc_shm_status(rc);
+            }
+            s->peers[p] = addr;
+        }
+        const zc_shm_head *h = (const zc_shm_head *)(const void *)s->peers[p];
+        if (h->magic != ZC_SHM_MAGIC || h->comm_id != s->g.comm_id || h->rank != p ||
+            h->nranks != s->g.nranks || h->slots != s->g.slots || h->stride != s->g.stride) {
+            zc_shm_err(err, cap, "peer window has another geometry or job", "", ZC_PLAT_INVALID);
+            return ZC_MISMATCH;
+        }
+        s->pids[p] = h->pid;
+    }
+    return ZC_OK;
+}
+
+static void zc_shm_seal(void *state) {
+    zc_shm *s = state;
+    if (s->mapped && !s->unlinked) zc_plat_shm_unlink(s->name);
+    s->unlinked = 1;
+}
+
+static void zc_shm_close(void *state) {
+    zc_shm *s = state;
+    if (!s->mapped) return;
+    for (uint32_t p = 0; p < s->g.nranks; p++)
+        if (p != s->g.rank && s->peers[p]) zc_plat_shm_unmap(s->peers[p], s->bytes);
+    zc_shm_seal(s);
+    if (s->mine) zc_plat_shm_unmap(s->mine, s->bytes);
+    s->mine = 0;
+    s->mapped = 0;
+}
+
+static void *zc_shm_tx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot) {
+    zc_shm *s = state;
+    return zc_shm_slot(s, s->peers[peer], lane, s->g.rank, slot);
+}
+
+static zc_status zc_shm_post(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
+                             size_t bytes, uint64_t tag) {
+    (void)bytes;
+    uint8_t *p = zc_shm_tx_slot(state, lane, peer, slot);
+    __atomic_store_n((uint64_t *)(void *)(p + ZC_SLOT_HDR_BYTES - 8u), tag, __ATOMIC_RELEASE);
+    return ZC_OK;
+}
+
+static const void *zc_shm_rx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
+                                  uint64_t tag) {
+    zc_shm *s = state;
+    uint8_t *p = zc_shm_slot(s, s->mine, lane, peer, slot);
+    uint64_t have = __atomic_load_n((uint64_t *)(void *)(p + ZC_SLOT_HDR_BYTES - 8u),
+                                    __ATOMIC_ACQUIRE);
+    return have == tag ? p : 0;
+}
+
+static void zc_shm_credit(void *state, uint32_t lane, uint32_t peer, uint64_t consumed) {
+    zc_shm *s = state;
+    __atomic_store_n(zc_shm_credit_word(s, s->peers[peer], lane, s->g.rank), consumed,
+                     __ATOMIC_RELEASE);
+}
+
+static uint64_t zc_shm_credits(void *state, uint32_t lane, uint32_t peer) {
+    zc_shm *s = state;
+    return __atomic_load_n(zc_shm_credit_word(s, s->mine, lane, peer), __ATOMIC_ACQUIRE);
+}
+
+static void zc_shm_alarm(void *state, uint64_t word) {
+    zc_shm *s = state;
+    for (uint32_t p = 0; p < s->g.nranks; p++) {
+        uint64_t none = 0;
+        if (!s->peers[p]) continue;
+        __atomic_compare_exchange_n(zc_shm_alarm_word(s->peers[p]), &none, word, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+}
+
+static uint64_t zc_shm_alarmed(void *state) {
+    zc_shm *s = state;
+    return __atomic_load_n(zc_shm_alarm_word(s->mine), __ATOMIC_ACQUIRE);
+}
+
+static zc_status zc_shm_peer_alive(void *state, uint32_t peer, char *err, size_t cap) {
+    zc_shm *s = state;
+    if (!s->mapped || zc_plat_process_alive(s->pids[peer]) == ZC_PLAT_OK) return ZC_OK;
+    const char *msg = "shm: the peer's process has exited";
+    size_t n = 0;
+    for (; msg[n] && n + 1 < cap; n++) err[n] = msg[n];
+    if (cap) err[n] = '\0';
+    return ZC_PEER_LOST;
+}
+
+const zc_wire_ops zc_wire_shm = {
+    sizeof(zc_wire_ops), ZC_WIRE_VERSION, "shm",
+    zc_shm_state_bytes, zc_shm_window_bytes,
+    zc_shm_create, zc_shm_attach, zc_shm_seal, zc_shm_close,
+    zc_shm_tx_slot, zc_shm_post, zc_shm_rx_slot,
+    zc_shm_credit, zc_shm_credits,
+    zc_shm_alarm, zc_shm_alarmed, zc_shm_peer_alive,
+};

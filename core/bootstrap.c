@@ -6,6 +6,9 @@
  * Protocol, version 1. Integers are little-endian and fixed width; every message has a fixed
  * size, or a length checked against a ceiling before any byte of its payload is read.
  *
+ * Rank 0 listens on root_addr's host when it is a numeric IPv4 address, on 127.0.0.1 for
+ * "localhost", and on 0.0.0.0 for any other name (it may resolve differently elsewhere).
+ *
  *   rank 0 (root)                                 rank r > 0 (client)
  *   listens on root_addr's port                   connects; while refused, retries every
  *   accepts one connection at a time              5..20 ms until the deadline
@@ -36,7 +39,7 @@
  * replayed, and the "client"/"server" labels keep one side's tag from being reflected as the
  * other's. Tags are compared in constant time. A connection that fails the proof gets AUTH
  * and is closed, one WARN line is logged and the root goes on accepting: the job never notices.
- * Each handshake step at the root has its own short deadline, min(job deadline, now + 2 s), and
+ * Each handshake at the root has its own short deadline, min(job deadline, now + 2 s), and
  * garbage is dropped at the first wrong field. Accepting is one connection at a time, so a
  * silent or slow imposter delays the rendezvous by at most 2 s per connection it opens but
  * cannot block it (a flood of connections could still run the job into its deadline, as with

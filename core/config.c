@@ -171,25 +171,30 @@ static bool zc_env_addr(zc_config *c, zc_env_err *err) {
     }
     if (maddr || mport) {
         uint64_t p = 0;
-        if (!maddr || !*maddr || !mport) {
-            zc__fmt(err->text, err->cap, "%s is unset while %s is set",
-                    maddr && *maddr ? "MASTER_PORT" : "MASTER_ADDR",
-                    maddr && *maddr ? "MASTER_ADDR" : "MASTER_PORT");
+        if (!maddr || !*maddr) {
+            zc__fmt(err->text, err->cap, "MASTER_ADDR is %s while MASTER_PORT is %s",
+                    maddr ? "empty" : "unset", mport ? "set" : "unset");
             return false;
         }
-        if (!zc__parse_u64(mport, &p) || p == 0 || p > 65535u) {
-            zc__fmt(err->text, err->cap, "MASTER_PORT=\"%s\" is not a port (1..65535)", mport);
+        if (!mport) {
+            zc__fmt(err->text, err->cap, "MASTER_PORT is unset while MASTER_ADDR is set");
+            return false;
+        }
+        /* torchrun's own store listens on MASTER_PORT: zcoll's rendezvous takes the next one. */
+        if (!zc__parse_u64(mport, &p) || p == 0 || p > 65534u) {
+            zc__fmt(err->text, err->cap, "MASTER_PORT=\"%s\" is not a port (1..65534; zcoll "
+                    "listens on MASTER_PORT+1)", mport);
             return false;
         }
         if (zc__strlen(maddr) + 7 > sizeof c->root_addr) {
             zc__fmt(err->text, err->cap, "MASTER_ADDR is longer than %u characters",
-                    ZC_ADDR_BYTES - 8u);
+                    ZC_ADDR_BYTES - 7u);
             return false;
         }
-        zc__fmt(c->root_addr, sizeof c->root_addr, "%s:%u", maddr, (unsigned)p);
+        zc__fmt(c->root_addr, sizeof c->root_addr, "%s:%u", maddr, (unsigned)p + 1u);
         return true;
     }
-    if (c->nranks > 1) {
+    if (c->nranks > 1 && !zc__split_addr(c->root_addr, host, sizeof host, &port)) {
         zc__fmt(err->text, err->cap,
                 "no rendezvous address for %u ranks: set ZC_ROOT_ADDR (host:port) or "
                 "MASTER_ADDR and MASTER_PORT",
@@ -228,6 +233,7 @@ static bool zc_env_secret(zc_config *c, zc_env_err *err) {
         c->secret_set = true;
         return true;
     }
+    if (c->secret_set) return true; /* the caller set one: keep it */
     if (zc_plat_getenv("ZC_RANK") && c->nranks > 1) {
         zc__fmt(err->text, err->cap, "ZC_SECRET is unset while ZC_RANK is set (zcrun sets both)");
         return false;

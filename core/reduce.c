@@ -1,6 +1,6 @@
 /* reduce.c: the host reduction kernels (every dtype x op) and the narrow floating-point
- * conversions (fp16, bf16, OCP fp8 e4m3 "fn" and e5m2), in integer arithmetic where the
- * rounding matters, so the results do not depend on the FPU's rounding or flush-to-zero modes.
+ * conversions (fp16, bf16, OCP fp8 e4m3 "fn" and e5m2). Rounding is done in integers or in
+ * exact floating operations, so no result depends on the FPU's rounding or denormal modes.
  *
  * Must not: include anything but zcoll.h / reduce.h (the file builds freestanding), call any
  * function outside this file (the compiler may emit memcpy/memset), allocate, recurse, or divide
@@ -16,12 +16,14 @@
  *   contract into an FMA (and -std=c11 sets -ffp-contract=off anyway); every floating
  *   operation is one IEEE operation rounded to its type.
  *
- * Buffers hold whole elements aligned to the element's size. */
+ * Speed: one loop per (type, op), its inner loops free of branches (selects are written as
+ * masks), over blocks of a constant size, which GCC -O2 vectorizes. Buffers hold whole
+ * elements aligned to the element's size. */
 #include "reduce.h"
 
 /* Elements reduced per block: the accumulators of one block live on the stack (at most
- * 2 x 8 x 256 = 4 KiB), all n inputs of a block are read before its output is written, which is
- * what makes out == in[k] safe. */
+ * 16 x 256 = 4 KiB), and all n inputs of a block are read before its output is written, which
+ * is what makes out == in[k] safe. */
 #define ZC_BLOCK 256u
 
 #define ZC_INLINE static inline __attribute__((always_inline))
@@ -50,57 +52,55 @@ ZC_INLINE double zc_bits_f64(uint64_t u) {
     return d;
 }
 
+/* All ones if c, else zero: selects as (x & m) | (y & ~m) keep loops free of branches. */
+ZC_INLINE uint32_t zc_mask(bool c) { return 0u - (uint32_t)c; }
+
 /* ---- conversions -------------------------------------------------------------------------
  * A narrow format is (ebits exponent bits, mbits mantissa bits, bias, ieee): ieee formats
  * spend the all-ones exponent on infinities and NaNs; the OCP "fn" formats (e4m3) have no
- * infinities and only S.1111.111 is NaN. The callers pass constants, so each use compiles to
+ * infinities and only S.1111.111 is NaN. Callers pass constants, so each format compiles to
  * its own straight-line code. */
-
-/* Selects below are written as masks (all ones or zero) rather than ?: on computed values, so
- * GCC keeps the loops free of branches and vectorizes them: the classes of a format (normal,
- * subnormal, special) are mixed at random in real data, where branches mispredict. */
-ZC_INLINE uint32_t zc_mask(bool c) { return 0u - (uint32_t)c; }
 
 /* Exact: every narrow value is an fp32 value. A subnormal m * 2^(1-bias-mbits) is (float)m,
  * exact for m < 2^24, with bias+mbits-1 taken off its exponent field (the result stays normal
- * for every format here), so neither the rounding nor the denormal mode is involved. bf16
- * (bias 127, whose subnormals are fp32 subnormals) is a plain shift instead. NaN comes back
- * quiet, keeping sign and payload. */
+ * for every format here). bf16 (bias 127: its subnormals are fp32's) is a plain shift
+ * instead. NaN comes back quiet, keeping sign and payload. */
 ZC_INLINE float zc_decode(uint32_t v, uint32_t ebits, uint32_t mbits, uint32_t bias, bool ieee) {
-    uint32_t emask = (1u << ebits) - 1u, mmask = (1u << mbits) - 1u;
+    uint32_t emask = (1u << ebits) - 1u, mmask = (1u << mbits) - 1u, sh = 23u - mbits;
     uint32_t sign = ((v >> (ebits + mbits)) & 1u) << 31;
-    uint32_t e = (v >> mbits) & emask, m = v & mmask, mshift = 23u - mbits;
-    uint32_t normal = ((e + 127u - bias) << 23) | (m << mshift);
+    uint32_t e = (v >> mbits) & emask, m = v & mmask;
+    uint32_t normal = ((e + 127u - bias) << 23) | (m << sh);
     uint32_t m_nz = zc_mask(m != 0);
     uint32_t sub = (zc_f32_bits((float)(int32_t)m) - ((bias + mbits - 1u) << 23)) & m_nz;
-    uint32_t special = ieee ? 0x7f800000u | (m << mshift) | (m_nz & 0x00400000u) : 0x7fc00000u;
+    uint32_t special = ieee ? 0x7f800000u | (m << sh) | (m_nz & 0x00400000u) : 0x7fc00000u;
     uint32_t is_special = zc_mask((e == emask) & (ieee | (m == mmask)));
     uint32_t is_sub = zc_mask(e == 0);
     uint32_t mag = (special & is_special) | (~is_special & ((sub & is_sub) | (normal & ~is_sub)));
     return zc_bits_f32(sign | mag);
 }
 
-/* Round to nearest, ties to even, independent of the FPU's rounding and denormal modes.
+/* Round to nearest, ties to even.
  * Normal target: rebias the fp32 bits and drop 23-mbits mantissa bits, adding half-1 plus the
  * kept last bit first (ties to even in integers); a carry out of the mantissa lands in the
  * exponent field, which is exactly the next binade or the overflow code.
  * Subnormal target (|f| < 2^(1-bias)): y = |f| in units of the subnormal step (an exact
  * scaling by a power of two), split exactly into integer part (truncating conversion) and
- * fraction, rounded in integers. An fp32 subnormal f ends up as 0 either way, so DAZ cannot
- * change the result.
- * Overflow: infinity for ieee, NaN for fn (whose largest finite code is S.1111.110). NaN
- * keeps its sign and the payload's top bits, forced quiet. */
-ZC_INLINE uint32_t zc_encode(float f, uint32_t ebits, uint32_t mbits, uint32_t bias, bool ieee) {
+ * fraction, then rounded in integers. An fp32 subnormal f gives 0 either way, so DAZ/FTZ
+ * cannot change the result.
+ * Overflow: infinity for ieee, NaN for fn (whose largest finite code is S.1111.110). NaN keeps
+ * its sign and the payload's top bits, forced quiet; with canon, every NaN gives the positive
+ * quiet NaN with zero payload instead. */
+ZC_INLINE uint32_t zc_encode(float f, uint32_t ebits, uint32_t mbits, uint32_t bias, bool ieee,
+                             bool canon) {
     uint32_t emask = (1u << ebits) - 1u, mmask = (1u << mbits) - 1u, sh = 23u - mbits;
     uint32_t u = zc_f32_bits(f), a = u & 0x7fffffffu;
-    uint32_t sign = (u >> 31) << (ebits + mbits);
-    uint32_t nan = ieee ? (emask << mbits) | (1u << (mbits - 1u)) | ((a >> sh) & mmask)
-                        : (emask << mbits) | mmask;
+    uint32_t quiet_nan = ieee ? (emask << mbits) | (1u << (mbits - 1u)) : (emask << mbits) | mmask;
+    uint32_t nan = quiet_nan | (ieee && !canon ? (a >> sh) & mmask : 0u);
     uint32_t max_finite = ieee ? ((emask - 1u) << mbits) | mmask : (emask << mbits) | (mmask - 1u);
     uint32_t overflow = ieee ? emask << mbits : nan;
     uint32_t r = a - ((127u - bias) << 23);
     uint32_t code = (r + (1u << (sh - 1u)) - 1u + ((r >> sh) & 1u)) >> sh;
-    if (bias < 127u) { /* constant: formats whose subnormals are above fp32's smallest normal */
+    if (bias < 127u) { /* constant: the format has subnormals above fp32's smallest normal */
         uint32_t is_sub = zc_mask(a < (128u - bias) << 23);
         float y = zc_bits_f32(a & is_sub) * zc_bits_f32((127u + bias + mbits - 1u) << 23);
         int32_t t = (int32_t)y; /* 0 <= y < 2^mbits */
@@ -112,30 +112,28 @@ ZC_INLINE uint32_t zc_encode(float f, uint32_t ebits, uint32_t mbits, uint32_t b
     uint32_t is_over = zc_mask(code > max_finite), is_nan = zc_mask(a > 0x7f800000u);
     code = (overflow & is_over) | (code & ~is_over);
     code = (nan & is_nan) | (code & ~is_nan);
-    return sign | code;
+    uint32_t sign = (u >> 31) << (ebits + mbits);
+    return (canon ? sign & ~is_nan : sign) | code;
 }
 
 ZC_INLINE float zc_fp16_dec(uint16_t h) { return zc_decode(h, 5, 10, 15, true); }
-ZC_INLINE uint16_t zc_fp16_enc(float f) { return (uint16_t)zc_encode(f, 5, 10, 15, true); }
 ZC_INLINE float zc_bf16_dec(uint16_t b) { return zc_bits_f32((uint32_t)b << 16); }
-ZC_INLINE uint16_t zc_bf16_enc(float f) { return (uint16_t)zc_encode(f, 8, 7, 127, true); }
 ZC_INLINE float zc_e4m3_dec(uint8_t v) { return zc_decode(v, 4, 3, 7, false); }
-ZC_INLINE uint8_t zc_e4m3_enc(float f) { return (uint8_t)zc_encode(f, 4, 3, 7, false); }
 ZC_INLINE float zc_e5m2_dec(uint8_t v) { return zc_decode(v, 5, 2, 15, true); }
-ZC_INLINE uint8_t zc_e5m2_enc(float f) { return (uint8_t)zc_encode(f, 5, 2, 15, true); }
 
 float zc__fp16_to_f32(uint16_t h) { return zc_fp16_dec(h); }
-uint16_t zc__f32_to_fp16(float f) { return zc_fp16_enc(f); }
+uint16_t zc__f32_to_fp16(float f) { return (uint16_t)zc_encode(f, 5, 10, 15, true, false); }
 float zc__bf16_to_f32(uint16_t b) { return zc_bf16_dec(b); }
-uint16_t zc__f32_to_bf16(float f) { return zc_bf16_enc(f); }
+uint16_t zc__f32_to_bf16(float f) { return (uint16_t)zc_encode(f, 8, 7, 127, true, false); }
 float zc__e4m3_to_f32(uint8_t v) { return zc_e4m3_dec(v); }
-uint8_t zc__f32_to_e4m3(float f) { return zc_e4m3_enc(f); }
+uint8_t zc__f32_to_e4m3(float f) { return (uint8_t)zc_encode(f, 4, 3, 7, false, false); }
 float zc__e5m2_to_f32(uint8_t v) { return zc_e5m2_dec(v); }
-uint8_t zc__f32_to_e5m2(float f) { return zc_e5m2_enc(f); }
+uint8_t zc__f32_to_e5m2(float f) { return (uint8_t)zc_encode(f, 5, 2, 15, true, false); }
 
 /* ---- element operations ------------------------------------------------------------------ */
 
-/* minimumNumber / maximumNumber: NaN loses to a number (both NaN: NaN); -0 < +0. */
+/* minimumNumber / maximumNumber: NaN loses to a number (both NaN: NaN); -0 < +0 (for equal
+ * operands the OR of the bits keeps a minus sign, the AND drops it). */
 ZC_INLINE float zc_minf(float a, float b) {
     float r = (b < a || a != a) ? b : a;
     return a == b ? zc_bits_f32(zc_f32_bits(a) | zc_f32_bits(b)) : r;
@@ -157,17 +155,7 @@ ZC_INLINE float zc_canonf(float x) {
     uint32_t is_nan = zc_mask(x != x);
     return zc_bits_f32((0x7fc00000u & is_nan) | (zc_f32_bits(x) & ~is_nan));
 }
-ZC_INLINE double zc_canond(double x) {
-    uint64_t is_nan = 0u - (uint64_t)(x != x);
-    return zc_bits_f64((0x7ff8000000000000ull & is_nan) | (zc_f64_bits(x) & ~is_nan));
-}
-
-/* Integer SUM/PROD wrap: the arithmetic is done in the unsigned type of the same width (at
- * least 32 bits, so uint8 products do not promote to signed int), then cast back. */
-#define ZC_WADD(T, a, b) ((T)((uint64_t)(a) + (uint64_t)(b)))
-#define ZC_WMUL(T, a, b) ((T)((uint64_t)(a) * (uint64_t)(b)))
-#define ZC_IMIN(a, b) ((b) < (a) ? (b) : (a))
-#define ZC_IMAX(a, b) ((b) > (a) ? (b) : (a))
+ZC_INLINE double zc_canond(double x) { return x != x ? zc_bits_f64(0x7ff8000000000000ull) : x; }
 
 /* ---- kernels -----------------------------------------------------------------------------
  * ZC_KERNEL(name, T, A, LOAD, OP, STORE): T is the stored element type, A the accumulator
@@ -195,50 +183,60 @@ ZC_INLINE double zc_canond(double x) {
     }
 
 #define ZC_ID(x) (x)
+#define ZC_ADD(a, b) ((a) + (b))
+#define ZC_MUL(a, b) ((a) * (b))
+#define ZC_IMIN(a, b) ((b) < (a) ? (b) : (a))
+#define ZC_IMAX(a, b) ((b) > (a) ? (b) : (a))
 
-/* Integers of 8 and 32 bits: SUM/PROD wrap in the type, AVG sums exactly in 64 bits (n <
- * 2^32 keeps it exact) and truncates toward zero, as C's division does. */
-#define ZC_INT_KERNELS(tag, T, WIDE)                                                             \
-    ZC_KERNEL(zc_red_##tag##_sum, T, T, ZC_ID, ZC_##tag##_ADD, ZC_ID)                           \
-    ZC_KERNEL(zc_red_##tag##_prod, T, T, ZC_ID, ZC_##tag##_MUL, ZC_ID)                          \
+/* ---- integers ----------------------------------------------------------------------------
+ * SUM/PROD wrap: the arithmetic is done in an unsigned type at least as wide (and at least
+ * 32 bits, so uint8 products do not promote to signed int), then cast back. */
+#define ZC_INT_KERNELS(tag, T, U)                                                                \
+    ZC_INLINE T tag##_wadd(T a, T b) { return (T)((U)a + (U)b); }                                \
+    ZC_INLINE T tag##_wmul(T a, T b) { return (T)((U)a * (U)b); }                                \
+    ZC_KERNEL(zc_red_##tag##_sum, T, T, ZC_ID, tag##_wadd, ZC_ID)                               \
+    ZC_KERNEL(zc_red_##tag##_prod, T, T, ZC_ID, tag##_wmul, ZC_ID)                              \
     ZC_KERNEL(zc_red_##tag##_min, T, T, ZC_ID, ZC_IMIN, ZC_ID)                                  \
-    ZC_KERNEL(zc_red_##tag##_max, T, T, ZC_ID, ZC_IMAX, ZC_ID)                                  \
-    ZC_KERNEL(zc_red_##tag##_avg, T, WIDE, (WIDE), ZC_WIDE_ADD, ZC_##tag##_AVG)
+    ZC_KERNEL(zc_red_##tag##_max, T, T, ZC_ID, ZC_IMAX, ZC_ID)
 
-#define ZC_WIDE_ADD(a, b) ((a) + (b))
-#define ZC_i8_ADD(a, b) ZC_WADD(int8_t, a, b)
-#define ZC_i8_MUL(a, b) ZC_WMUL(int8_t, a, b)
-#define ZC_i8_AVG(s) ((int8_t)((s) / (int64_t)n))
-#define ZC_u8_ADD(a, b) ZC_WADD(uint8_t, a, b)
-#define ZC_u8_MUL(a, b) ZC_WMUL(uint8_t, a, b)
-#define ZC_u8_AVG(s) ((uint8_t)((s) / n))
-#define ZC_i32_ADD(a, b) ZC_WADD(int32_t, a, b)
-#define ZC_i32_MUL(a, b) ZC_WMUL(int32_t, a, b)
-#define ZC_i32_AVG(s) ((int32_t)((s) / (int64_t)n))
-#define ZC_u32_ADD(a, b) ZC_WADD(uint32_t, a, b)
-#define ZC_u32_MUL(a, b) ZC_WMUL(uint32_t, a, b)
-#define ZC_u32_AVG(s) ((uint32_t)((s) / n))
-#define ZC_i64_ADD(a, b) ZC_WADD(int64_t, a, b)
-#define ZC_i64_MUL(a, b) ZC_WMUL(int64_t, a, b)
-#define ZC_u64_ADD(a, b) ZC_WADD(uint64_t, a, b)
-#define ZC_u64_MUL(a, b) ZC_WMUL(uint64_t, a, b)
+ZC_INT_KERNELS(i8, int8_t, uint32_t)
+ZC_INT_KERNELS(u8, uint8_t, uint32_t)
+ZC_INT_KERNELS(i32, int32_t, uint32_t)
+ZC_INT_KERNELS(u32, uint32_t, uint32_t)
+ZC_INT_KERNELS(i64, int64_t, uint64_t)
+ZC_INT_KERNELS(u64, uint64_t, uint64_t)
 
-ZC_INT_KERNELS(i8, int8_t, int64_t)
-ZC_INT_KERNELS(u8, uint8_t, uint64_t)
-ZC_INT_KERNELS(i32, int32_t, int64_t)
-ZC_INT_KERNELS(u32, uint32_t, uint64_t)
-ZC_KERNEL(zc_red_i64_sum, int64_t, int64_t, ZC_ID, ZC_i64_ADD, ZC_ID)
-ZC_KERNEL(zc_red_i64_prod, int64_t, int64_t, ZC_ID, ZC_i64_MUL, ZC_ID)
-ZC_KERNEL(zc_red_i64_min, int64_t, int64_t, ZC_ID, ZC_IMIN, ZC_ID)
-ZC_KERNEL(zc_red_i64_max, int64_t, int64_t, ZC_ID, ZC_IMAX, ZC_ID)
-ZC_KERNEL(zc_red_u64_sum, uint64_t, uint64_t, ZC_ID, ZC_u64_ADD, ZC_ID)
-ZC_KERNEL(zc_red_u64_prod, uint64_t, uint64_t, ZC_ID, ZC_u64_MUL, ZC_ID)
-ZC_KERNEL(zc_red_u64_min, uint64_t, uint64_t, ZC_ID, ZC_IMIN, ZC_ID)
-ZC_KERNEL(zc_red_u64_max, uint64_t, uint64_t, ZC_ID, ZC_IMAX, ZC_ID)
+/* AVG of 8- and 32-bit integers: the exact sum in a wide accumulator, then truncated toward
+ * zero. While |sum| < 2^52 the quotient is taken in double, which is exact after truncation:
+ * an integer quotient is representable and comes back as itself, and a fractional one lies
+ * at least 1/n from every integer while the division's error (under any rounding mode) is
+ * below ulp(sum/n) <= 2^-52 * |sum|/n < 1/n. That holds for n < 2^23 (8-bit, summed in
+ * int32, vectorized) and n <= 2^20 (32-bit); more ranks take the integer division. */
+#define ZC_AVG_DBL(T, Q, s) ((T)(Q)((double)(s) / (double)n)) /* Q holds the quotient */
+#define ZC_i8_AVG_DBL(s) ZC_AVG_DBL(int8_t, int32_t, s)
+#define ZC_u8_AVG_DBL(s) ZC_AVG_DBL(uint8_t, int32_t, s)
+#define ZC_i32_AVG_DBL(s) ZC_AVG_DBL(int32_t, int64_t, s)
+#define ZC_u32_AVG_DBL(s) ZC_AVG_DBL(uint32_t, int64_t, s)
+#define ZC_i8_AVG_DIV(s) ((int8_t)((s) / (int64_t)n))
+#define ZC_u8_AVG_DIV(s) ((uint8_t)((s) / n))
+#define ZC_i32_AVG_DIV(s) ((int32_t)((s) / (int64_t)n))
+#define ZC_u32_AVG_DIV(s) ((uint32_t)((s) / n))
+#define ZC_INT_AVG(tag, T, NARROW, WIDE, DBL_MAX_N)                                              \
+    ZC_KERNEL(zc_red_##tag##_avg_dbl, T, NARROW, (NARROW), ZC_ADD, ZC_##tag##_AVG_DBL)           \
+    ZC_KERNEL(zc_red_##tag##_avg_div, T, WIDE, (WIDE), ZC_ADD, ZC_##tag##_AVG_DIV)               \
+    static void zc_red_##tag##_avg(void *out, const void *const *in, uint32_t n, size_t count) { \
+        if (n <= (DBL_MAX_N)) zc_red_##tag##_avg_dbl(out, in, n, count);                         \
+        else zc_red_##tag##_avg_div(out, in, n, count);                                          \
+    }
 
-/* 64-bit AVG: the exact sum as a two-word 128-bit integer (two's complement for int64), then
- * divided by n with a long division in 32-bit digits (each step divides a 64-bit value by n
- * natively). The quotient fits 64 bits because it lies between the inputs' min and max. */
+ZC_INT_AVG(i8, int8_t, int32_t, int64_t, (1u << 23) - 1u)
+ZC_INT_AVG(u8, uint8_t, int32_t, uint64_t, (1u << 23) - 1u)
+ZC_INT_AVG(i32, int32_t, int64_t, int64_t, 1u << 20)
+ZC_INT_AVG(u32, uint32_t, int64_t, uint64_t, 1u << 20)
+
+/* AVG of 64-bit integers: the exact sum as a two-word 128-bit integer (two's complement for
+ * int64), divided by n in a long division by 32-bit digits (each step divides a 64-bit value
+ * natively). The quotient fits 64 bits: it lies between the inputs' min and max. */
 typedef struct zc_u128 {
     uint64_t lo, hi;
 } zc_u128;
@@ -252,49 +250,49 @@ ZC_INLINE zc_u128 zc_u128_add(zc_u128 s, zc_u128 x) {
 
 /* floor(v / d) for v < d * 2^64. */
 ZC_INLINE uint64_t zc_u128_div_u32(zc_u128 v, uint32_t d) {
-    uint64_t r = v.hi % d;
-    uint64_t x = (r << 32) | (v.lo >> 32);
+    uint64_t x = ((v.hi % d) << 32) | (v.lo >> 32);
     uint64_t q1 = x / d;
     x = ((x % d) << 32) | (v.lo & 0xffffffffu);
     return (q1 << 32) | (x / d);
 }
 
-ZC_INLINE int64_t zc_s128_div_trunc(zc_u128 v, uint32_t d) {
-    if (!(v.hi >> 63)) return (int64_t)zc_u128_div_u32(v, d);
-    zc_u128 mag = {~v.lo + 1u, ~v.hi + (uint64_t)(v.lo == 0)};
-    return (int64_t)(0u - zc_u128_div_u32(mag, d)); /* quotient <= 2^63: wraps to INT64_MIN */
+/* v / d truncated toward zero, v a two's complement 128-bit value whose quotient fits int64. */
+ZC_INLINE int64_t zc_s128_div_u32(zc_u128 v, uint32_t d) {
+    uint64_t neg = 0u - (v.hi >> 63); /* all ones if v < 0 */
+    zc_u128 mag = {(v.lo ^ neg) - neg, (v.hi ^ neg) + (uint64_t)(neg && v.lo == 0)};
+    uint64_t q = zc_u128_div_u32(mag, d);
+    return (int64_t)((q ^ neg) - neg); /* q <= 2^63; -2^63 wraps to INT64_MIN */
 }
 
 #define ZC_I64_LOAD(x) ((zc_u128){(uint64_t)(x), (x) < 0 ? ~0ull : 0u}) /* sign-extended */
-#define ZC_I64_AVG(s) zc_s128_div_trunc(s, n)
+#define ZC_I64_AVG(s) zc_s128_div_u32(s, n)
 #define ZC_U64_LOAD(x) ((zc_u128){(x), 0u})
 #define ZC_U64_AVG(s) zc_u128_div_u32(s, n)
 ZC_KERNEL(zc_red_i64_avg, int64_t, zc_u128, ZC_I64_LOAD, zc_u128_add, ZC_I64_AVG)
 ZC_KERNEL(zc_red_u64_avg, uint64_t, zc_u128, ZC_U64_LOAD, zc_u128_add, ZC_U64_AVG)
 
-/* Floating types: accumulate in A (fp32 for fp32 and every narrow type, fp64 for fp64), AVG
- * divides the sum by n in A; one rounding to the stored type at the end, NaN made canonical. */
-#define ZC_FADD(a, b) ((a) + (b))
-#define ZC_FMUL(a, b) ((a) * (b))
-#define ZC_FLOAT_KERNELS(tag, T, A, DEC, MIN, MAX)                                   \
-    ZC_KERNEL(zc_red_##tag##_sum, T, A, DEC, ZC_FADD, ZC_##tag##_STORE)                         \
-    ZC_KERNEL(zc_red_##tag##_prod, T, A, DEC, ZC_FMUL, ZC_##tag##_STORE)                        \
+/* ---- floating types ----------------------------------------------------------------------
+ * Accumulated in A (fp32 for fp32 and every narrow type, fp64 for fp64); AVG divides the sum
+ * by n in A; one rounding to the stored type at the end, a NaN made canonical. */
+#define ZC_FLOAT_KERNELS(tag, T, A, DEC, MIN, MAX)                                                \
+    ZC_KERNEL(zc_red_##tag##_sum, T, A, DEC, ZC_ADD, ZC_##tag##_STORE)                          \
+    ZC_KERNEL(zc_red_##tag##_prod, T, A, DEC, ZC_MUL, ZC_##tag##_STORE)                         \
     ZC_KERNEL(zc_red_##tag##_min, T, A, DEC, MIN, ZC_##tag##_STORE)                             \
     ZC_KERNEL(zc_red_##tag##_max, T, A, DEC, MAX, ZC_##tag##_STORE)                             \
-    ZC_KERNEL(zc_red_##tag##_avg, T, A, DEC, ZC_FADD, ZC_##tag##_AVG)
+    ZC_KERNEL(zc_red_##tag##_avg, T, A, DEC, ZC_ADD, ZC_##tag##_AVG)
 
 #define ZC_f32_STORE(s) zc_canonf(s)
 #define ZC_f32_AVG(s) zc_canonf((s) / (float)n)
 #define ZC_f64_STORE(s) zc_canond(s)
 #define ZC_f64_AVG(s) zc_canond((s) / (double)n)
-#define ZC_f16_STORE(s) zc_fp16_enc(zc_canonf(s))
-#define ZC_f16_AVG(s) zc_fp16_enc(zc_canonf((s) / (float)n))
-#define ZC_bf16_STORE(s) zc_bf16_enc(zc_canonf(s))
-#define ZC_bf16_AVG(s) zc_bf16_enc(zc_canonf((s) / (float)n))
-#define ZC_e4m3_STORE(s) zc_e4m3_enc(zc_canonf(s))
-#define ZC_e4m3_AVG(s) zc_e4m3_enc(zc_canonf((s) / (float)n))
-#define ZC_e5m2_STORE(s) zc_e5m2_enc(zc_canonf(s))
-#define ZC_e5m2_AVG(s) zc_e5m2_enc(zc_canonf((s) / (float)n))
+#define ZC_f16_STORE(s) ((uint16_t)zc_encode(s, 5, 10, 15, true, true))
+#define ZC_f16_AVG(s) ZC_f16_STORE((s) / (float)n)
+#define ZC_bf16_STORE(s) ((uint16_t)zc_encode(s, 8, 7, 127, true, true))
+#define ZC_bf16_AVG(s) ZC_bf16_STORE((s) / (float)n)
+#define ZC_e4m3_STORE(s) ((uint8_t)zc_encode(s, 4, 3, 7, false, true))
+#define ZC_e4m3_AVG(s) ZC_e4m3_STORE((s) / (float)n)
+#define ZC_e5m2_STORE(s) ((uint8_t)zc_encode(s, 5, 2, 15, true, true))
+#define ZC_e5m2_AVG(s) ZC_e5m2_STORE((s) / (float)n)
 
 ZC_FLOAT_KERNELS(f32, float, float, ZC_ID, zc_minf, zc_maxf)
 ZC_FLOAT_KERNELS(f64, double, double, ZC_ID, zc_mind, zc_maxd)
@@ -319,9 +317,8 @@ static const zc_reduce_fn zc_reduce_fns[ZC_DTYPE_COUNT_][ZC_OP_COUNT_] = {
 
 void zc__reduce(void *out, const void *const *in, uint32_t n, size_t count, zc_dtype dtype,
                 zc_op op) {
-    /* Callers validate dtype and op (they are protocol values checked at the API); n == 0
-     * has no defined result. All three are a caller's bug here: do nothing rather than read
-     * out of bounds. */
+    /* dtype and op are checked at the API (and between ranks); n == 0 has no result. Any of
+     * them here is a caller's bug: do nothing rather than read out of bounds. */
     if ((unsigned)dtype >= ZC_DTYPE_COUNT_ || (unsigned)op >= ZC_OP_COUNT_ || n == 0) return;
     zc_reduce_fns[dtype][op](out, in, n, count);
 }

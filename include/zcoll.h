@@ -149,7 +149,8 @@ void zc_config_default(zc_config *cfg);
  * match wins: zcrun's ZC_RANK/ZC_NRANKS/ZC_LOCAL_RANK/ZC_ROOT_ADDR/ZC_SECRET; torchrun's
  * RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT; Open MPI's OMPI_COMM_WORLD_RANK/SIZE/
  * LOCAL_RANK; Slurm's SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID. ZC_ROOT_ADDR and ZC_SECRET, when
- * set, apply under every launcher; MASTER_ADDR/MASTER_PORT give the rendezvous when
+ * set, apply under every launcher; MASTER_ADDR:(MASTER_PORT+1) is the rendezvous when (torchrun
+ * keeps MASTER_PORT for its own store)
  * ZC_ROOT_ADDR is absent. Tunables: ZC_TIMEOUT_MS, ZC_SLOT_BYTES, ZC_SLOTS, ZC_MAX_REQUESTS,
  * ZC_TRANSPORT (auto|shm). No launcher variables at all leaves the single-rank default.
  * Malformed values (non-numeric, rank >= size, size 0, more than one rank without a

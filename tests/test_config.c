@@ -270,7 +270,7 @@ void config_from_env_reads_torchrun_variables(void) {
     ZT_CHECK_EQ(a.rank, 2);
     ZT_CHECK_EQ(a.nranks, 4);
     ZT_CHECK_EQ(a.local_rank, 2);
-    ZT_CHECK(strcmp(a.root_addr, "10.0.0.1:29500") == 0);
+    ZT_CHECK(strcmp(a.root_addr, "10.0.0.1:29501") == 0); /* torchrun keeps MASTER_PORT for its store */
     /* No ZC_SECRET: a secret derived from the job's identity, the same for every call and
      * every rank of the job, different for another job. */
     ZT_CHECK(a.secret_set);
@@ -307,7 +307,7 @@ void config_from_env_reads_torchrun_variables(void) {
     ZT_CHECK_EQ(cfg.rank, 1);
     ZT_CHECK_EQ(cfg.nranks, 2);
     ZT_CHECK_EQ(cfg.local_rank, 0); /* LOCAL_RANK unset */
-    ZT_CHECK(strcmp(cfg.root_addr, "h:80") == 0);
+    ZT_CHECK(strcmp(cfg.root_addr, "h:81") == 0);
 }
 
 void config_from_env_reads_open_mpi_variables(void) {
@@ -334,7 +334,7 @@ void config_from_env_reads_open_mpi_variables(void) {
     ZT_FROM_ENV_OK(&cfg);
     ZT_CHECK_EQ(cfg.rank, 0);
     ZT_CHECK_EQ(cfg.nranks, 2);
-    ZT_CHECK(strcmp(cfg.root_addr, "node1:6000") == 0);
+    ZT_CHECK(strcmp(cfg.root_addr, "node1:6001") == 0);
     ZT_CHECK(cfg.secret_set);
 
     /* More than one rank needs a rendezvous: Open MPI gives none of its own. */
@@ -365,7 +365,7 @@ void config_from_env_reads_slurm_variables(void) {
     ZT_CHECK_EQ(cfg.rank, 5);
     ZT_CHECK_EQ(cfg.nranks, 8);
     ZT_CHECK_EQ(cfg.local_rank, 1);
-    ZT_CHECK(strcmp(cfg.root_addr, "head:6000") == 0);
+    ZT_CHECK(strcmp(cfg.root_addr, "head:6001") == 0);
     ZT_CHECK(cfg.secret_set);
     uint8_t job42[ZC_SECRET_BYTES];
     memcpy(job42, cfg.secret, sizeof job42);

@@ -172,6 +172,15 @@ int zcrun_rank_0_fails_1_survives(void) {
     return 0;
 }
 
+/* Writes a line every millisecond for up to 30 s. */
+int zcrun_rank_writes_until_stopped(void) {
+    for (int i = 0; i < 30000; i++) {
+        printf("line %d\n", i);
+        zr_sleep_ms(1);
+    }
+    return 0;
+}
+
 /* SIGTERM is blocked before "ready" is printed, so the test's signal cannot be missed; the
  * wait is bounded so a broken zcrun leaves no rank behind for long. */
 int zcrun_rank_waits_for_term(void) {
@@ -325,16 +334,25 @@ void zcrun_kills_what_a_rank_left_in_its_group(void) {
                           "zcrun_rank_leaves_child_behind", NULL};
     ZT_CHECK_EQ(zr_zcrun(args, NULL), 0);
     ZT_CHECK_EQ(zr_count(zr_out, "] child "), 2);
-    for (const char *p = zr_out; (p = strstr(p, "] child ")) != NULL; p += 8) {
-        pid_t child = (pid_t)strtol(p + 8, NULL, 10), got = 0;
-        int status = 0;
-        for (int waited = 0; waited < 2000 && got == 0; waited++) {
-            got = waitpid(child, &status, WNOHANG);
-            if (got == 0) zr_sleep_ms(1);
-        }
-        if (got == 0) kill(child, SIGKILL);
-        ZT_CHECK_EQ(got, child);
-        ZT_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    pid_t children[2] = {0, 0}, got[2] = {0, 0};
+    int status[2] = {0, 0};
+    const char *p = zr_out;
+    for (int c = 0; c < 2; c++, p += 8) {
+        p = strstr(p, "] child ");
+        children[c] = (pid_t)strtol(p + 8, NULL, 10);
+        ZT_CHECK(children[c] > 1);
+    }
+    for (int waited = 0; waited < 2000 && (got[0] == 0 || got[1] == 0); waited++) {
+        for (int c = 0; c < 2; c++)
+            if (got[c] == 0) got[c] = waitpid(children[c], &status[c], WNOHANG);
+        zr_sleep_ms(1);
+    }
+    for (int c = 0; c < 2; c++) {
+        if (got[c] == 0) kill(children[c], SIGKILL); /* leave nothing behind on failure */
+    }
+    for (int c = 0; c < 2; c++) {
+        ZT_CHECK_EQ(got[c], children[c]);
+        ZT_CHECK(WIFSIGNALED(status[c]) && WTERMSIG(status[c]) == SIGKILL);
     }
 }
 
@@ -402,6 +420,27 @@ void zcrun_forwards_sigterm_to_ranks(void) {
         ZT_CHECK_EQ(zr_count(zr_out, want), 1);
     }
     close(fd);
+}
+
+void zcrun_closed_stdout_ends_ranks_with_sigpipe(void) {
+    const char *argv[] = {zr_path("zcrun"), "-n", "2", "--timeout", "20", zr_path("zctest"),
+                          "--rank", "zcrun_rank_writes_until_stopped", NULL};
+    int fd = -1, status = 0;
+    size_t used = 0;
+    zr_out[0] = '\0';
+    pid_t pid = zr_start_zcrun(argv, &fd);
+    bool started = zr_read_until(fd, &used, "] line ", 2, 5000);
+    close(fd); /* like `zcrun ... | head -2` */
+    pid_t got = 0;
+    for (int waited = 0; waited < 3000 && got == 0; waited++) {
+        got = waitpid(pid, &status, WNOHANG);
+        if (got == 0) zr_sleep_ms(1);
+    }
+    if (got == 0) kill(pid, SIGTERM); /* zcrun passes it on to the ranks */
+    ZT_CHECK(started);
+    ZT_CHECK_EQ(got, pid);
+    ZT_CHECK(WIFEXITED(status));
+    ZT_CHECK_EQ(WEXITSTATUS(status), 128 + SIGPIPE);
 }
 
 void zcrun_rejects_bad_usage(void) {

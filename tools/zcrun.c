@@ -117,7 +117,8 @@ static void zr_help(void) {
           stdout);
     fputs("\nOutput: every line a rank writes to stdout (stderr) is written to zcrun's stdout\n"
           "(stderr) prefixed \"[i] \", whole lines only; a last line without newline gets one;\n"
-          "lines longer than 64 KiB are split into pieces, each prefixed.\n"
+          "lines longer than 64 KiB are split into pieces, each prefixed. If nobody reads\n"
+          "zcrun's stdout any more, ranks writing to it get SIGPIPE, as in a shell pipeline.\n"
           "\nStopping: when a rank exits non-zero or dies of a signal, zcrun prints\n"
           "\"zcrun: rank i exited with status S\" (or \"killed by signal SIG\") and stops the\n"
           "other ranks: SIGTERM to each rank's process group, SIGKILL 0.5 s later. With\n"

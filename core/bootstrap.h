@@ -24,9 +24,11 @@ typedef struct zc__boot {
 } zc__boot;
 
 /* Connects all ranks (collective; rank 0 accepts until every rank proved the secret, dropping
- * and logging imposters). Returns ZC_OK, ZC_AUTH (this process failed to prove the secret or
- * the root failed to prove it to us), ZC_TIMED_OUT, ZC_SYSTEM or ZC_INVALID_ARG (root_addr
- * unusable), each with a sentence in err. On failure every socket is closed. */
+ * and logging imposters, then tells every rank the outcome). Returns ZC_OK, ZC_AUTH (this
+ * process failed to prove the secret or the root failed to prove it to us), ZC_TIMED_OUT,
+ * ZC_MISMATCH (rank count or protocol version differ), ZC_PEER_LOST (rank 0 went away),
+ * ZC_SYSTEM, ZC_UNSUPPORTED (from the platform) or ZC_INVALID_ARG (root_addr unusable, zero
+ * deadline), each with a sentence in err. On failure every socket is closed. */
 zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t deadline_ns, char *err,
                         size_t err_cap);
 /* all[r * bytes_each .. ] = rank r's mine, on every rank (collective). bytes_each is the same

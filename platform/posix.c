@@ -322,7 +322,8 @@ static zc_plat_rc zc_px_connect_finish(int fd, uint64_t deadline_ns) {
     if (rc != ZC_PLAT_OK) return rc;
     int err = 0;
     socklen_t len = sizeof err;
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return zc_px_fail(ZC_PLAT_ERROR, errno);
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        return zc_px_fail(ZC_PLAT_ERROR, errno);
     return err == 0 ? ZC_PLAT_OK : zc_px_connect_error(err);
 }
 
@@ -494,7 +495,9 @@ zc_plat_rc zc_plat_host_id(char *buf, size_t cap) {
     if (gethostname(host, sizeof host) != 0) return zc_px_fail(ZC_PLAT_ERROR, errno);
     host[sizeof host - 1] = '\0';
     zc_plat_rc rc = zc_px_read_small("/proc/sys/kernel/random/boot_id", boot, sizeof boot);
-    if (rc != ZC_PLAT_OK) return rc == ZC_PLAT_NOT_FOUND ? zc_px_fail(ZC_PLAT_ERROR, zc_px_errno) : rc;
+    /* Without a boot id two boots (or two machines of one name) would look alike. */
+    if (rc == ZC_PLAT_NOT_FOUND) return zc_px_fail(ZC_PLAT_ERROR, zc_px_errno);
+    if (rc != ZC_PLAT_OK) return rc;
     int n = snprintf(buf, cap, "%s:%s", host, boot);
     if (n < 0 || (size_t)n >= cap) {
         buf[0] = '\0';

@@ -23,22 +23,22 @@ static bool zc_reduces(zc__kind k) {
     return k == ZC_K_ALLREDUCE || k == ZC_K_REDUCE || k == ZC_K_REDUCE_SCATTER;
 }
 
-/* Elements of the send and recv buffers at this rank (0: not used here). */
-static void zc_extents(const zc_comm *c, const zc_call *a, uint64_t *se, uint64_t *re) {
-    uint64_t n = c->nranks, cnt = a->count;
+/* Blocks of count elements in the send and recv buffers at this rank (0: not used here). */
+static void zc_extents(const zc_comm *c, const zc_call *a, uint64_t *sblocks, uint64_t *rblocks) {
+    uint64_t n = c->nranks;
     bool root = c->rank == a->root;
-    *se = *re = cnt;
+    *sblocks = *rblocks = 1;
     switch (a->kind) {
-    case ZC_K_REDUCE: *re = root ? cnt : 0; break;
-    case ZC_K_BROADCAST: *se = root ? cnt : 0; break;
-    case ZC_K_REDUCE_SCATTER: *se = n * cnt; break;
-    case ZC_K_ALLGATHER: *re = n * cnt; break;
-    case ZC_K_GATHER: *re = root ? n * cnt : 0; break;
-    case ZC_K_SCATTER: *se = root ? n * cnt : 0; break;
-    case ZC_K_ALLTOALL: *se = *re = n * cnt; break;
-    case ZC_K_SEND: *re = 0; break;
-    case ZC_K_RECV: *se = 0; break;
-    case ZC_K_BARRIER: *se = *re = 0; break;
+    case ZC_K_REDUCE: *rblocks = root; break;
+    case ZC_K_BROADCAST: *sblocks = root; break;
+    case ZC_K_REDUCE_SCATTER: *sblocks = n; break;
+    case ZC_K_ALLGATHER: *rblocks = n; break;
+    case ZC_K_GATHER: *rblocks = root ? n : 0; break;
+    case ZC_K_SCATTER: *sblocks = root ? n : 0; break;
+    case ZC_K_ALLTOALL: *sblocks = *rblocks = n; break;
+    case ZC_K_SEND: *rblocks = 0; break;
+    case ZC_K_RECV: *sblocks = 0; break;
+    case ZC_K_BARRIER: *sblocks = *rblocks = 0; break;
     default: break;
     }
 }
@@ -72,21 +72,22 @@ static const char *zc_in_place_rule(zc__kind k) {
 
 static zc_status zc_check_buffers(zc_comm *c, const zc_call *a, uint64_t es) {
     const char *name = zc__kind_name(a->kind);
-    uint64_t se, re;
-    zc_extents(c, a, &se, &re);
-    if (se && se > SIZE_MAX / es)
+    uint64_t sblk, rblk;
+    zc_extents(c, a, &sblk, &rblk);
+    /* Checked before multiplying: count * blocks * es must fit in size_t. */
+    if (sblk && a->count > SIZE_MAX / sblk / es)
         return zc__error(c, ZC_INVALID_ARG, "%s: count %zu overflows the send buffer's size in "
                          "bytes", name, a->count);
-    if (re && re > SIZE_MAX / es)
+    if (rblk && a->count > SIZE_MAX / rblk / es)
         return zc__error(c, ZC_INVALID_ARG, "%s: count %zu overflows the recv buffer's size in "
                          "bytes", name, a->count);
     uintptr_t s = (uintptr_t)a->send, r = (uintptr_t)a->recv;
-    uint64_t sb = se * es, rb = re * es;
+    uint64_t sb = sblk * a->count * es, rb = rblk * a->count * es;
     if (sb && !a->send) return zc__error(c, ZC_INVALID_ARG, "%s: send is NULL", name);
     if (rb && !a->recv) return zc__error(c, ZC_INVALID_ARG, "%s: recv is NULL", name);
     if ((sb && s + sb < s) || (rb && r + rb < r))
-        return zc__error(c, ZC_INVALID_ARG, "%s: a buffer wraps around the address space",
-                         name);
+        return zc__error(c, ZC_INVALID_ARG, "%s: count %zu makes a buffer wrap around the "
+                         "address space", name, a->count);
     if (sb && rb && s < r + rb && r < s + sb && !zc_in_place_ok(c, a, es))
         return zc__error(c, ZC_INVALID_ARG, "%s: send and recv overlap but not in the "
                          "in-place layout (%s)", name, zc_in_place_rule(a->kind));

@@ -22,8 +22,7 @@
 #include "reduce.h"
 
 /* Elements reduced per block: the accumulators of one block live on the stack (at most
- * 16 x 256 = 4 KiB), and all n inputs of a block are read before its output is written, which
- * is what makes out == in[k] safe. */
+ * 16 x 256 = 4 KiB) and stay in L1 while the ranks are folded in. */
 #define ZC_BLOCK 256u
 
 #define ZC_INLINE static inline __attribute__((always_inline))
@@ -109,8 +108,11 @@ ZC_INLINE uint32_t zc_encode(float f, uint32_t ebits, uint32_t mbits, uint32_t b
                      (zc_mask(frac == 0.5f) & (uint32_t)t & 1u);
         code = (q & is_sub) | (code & ~is_sub);
     }
-    uint32_t is_over = zc_mask(code > max_finite), is_nan = zc_mask(a > 0x7f800000u);
-    code = (overflow & is_over) | (code & ~is_over);
+    if (ebits < 8u) { /* constant: with fp32's exponent range the carry already gives inf */
+        uint32_t is_over = zc_mask(code > max_finite);
+        code = (overflow & is_over) | (code & ~is_over);
+    }
+    uint32_t is_nan = zc_mask(a > 0x7f800000u);
     code = (nan & is_nan) | (code & ~is_nan);
     uint32_t sign = (u >> 31) << (ebits + mbits);
     return (canon ? sign & ~is_nan : sign) | code;
@@ -160,20 +162,47 @@ ZC_INLINE double zc_canond(double x) { return x != x ? zc_bits_f64(0x7ff80000000
 /* ---- kernels -----------------------------------------------------------------------------
  * ZC_KERNEL(name, T, A, LOAD, OP, STORE): T is the stored element type, A the accumulator
  * type; LOAD(x) turns an element into an accumulator, OP(acc, x) folds the next rank in,
- * STORE(acc) rounds the finished accumulator back (it may use n). The block function is always
- * inlined, once with the constant ZC_BLOCK (which the compiler vectorizes without a remainder
- * loop) and once for the tail; both compute the same per-element operations. */
+ * STORE(acc) rounds the finished accumulator back (it may use n).
+ *
+ * A block folds rank 0 and 1 into the accumulators, ranks 2..n-2 onto them, and the last rank
+ * on the way out; n = 1 and 2 go straight from the inputs to out. Every loop reads element j
+ * of its inputs before it writes element j of out and touches no other element, so out ==
+ * in[k] is safe; ZC_IVDEP tells the compiler so (it cannot know the overlap is exact), which
+ * lets it vectorize the loops that write out without a run-time overlap check.
+ *
+ * The block function is always inlined, once with the constant ZC_BLOCK (which GCC -O2
+ * vectorizes without a remainder loop) and once for the tail; both compute the same
+ * per-element operations. */
+#if defined(__clang__)
+#define ZC_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define ZC_IVDEP _Pragma("GCC ivdep")
+#else
+#define ZC_IVDEP
+#endif
+
 #define ZC_KERNEL(name, T, A, LOAD, OP, STORE)                                                   \
     ZC_INLINE void name##_block(T *out, const void *const *in, uint32_t n, size_t base,         \
                                 size_t len) {                                                   \
+        const T *s0 = (const T *)in[0] + base, *s1 = (const T *)in[n > 1 ? 1 : 0] + base;       \
+        T *dst = out + base;                                                                    \
+        if (n == 1) {                                                                           \
+            ZC_IVDEP for (size_t j = 0; j < len; j++) dst[j] = STORE(LOAD(s0[j]));              \
+            return;                                                                             \
+        }                                                                                       \
+        if (n == 2) {                                                                           \
+            ZC_IVDEP for (size_t j = 0; j < len; j++)                                           \
+                dst[j] = STORE(OP(LOAD(s0[j]), LOAD(s1[j])));                                   \
+            return;                                                                             \
+        }                                                                                       \
         A acc[ZC_BLOCK];                                                                        \
-        const T *src = (const T *)in[0] + base;                                                 \
-        for (size_t j = 0; j < len; j++) acc[j] = LOAD(src[j]);                                 \
-        for (uint32_t k = 1; k < n; k++) {                                                      \
-            src = (const T *)in[k] + base;                                                      \
+        for (size_t j = 0; j < len; j++) acc[j] = OP(LOAD(s0[j]), LOAD(s1[j]));                 \
+        for (uint32_t k = 2; k + 1 < n; k++) {                                                  \
+            const T *src = (const T *)in[k] + base;                                             \
             for (size_t j = 0; j < len; j++) acc[j] = OP(acc[j], LOAD(src[j]));                 \
         }                                                                                       \
-        for (size_t j = 0; j < len; j++) out[base + j] = STORE(acc[j]);                         \
+        const T *last = (const T *)in[n - 1] + base;                                            \
+        ZC_IVDEP for (size_t j = 0; j < len; j++) dst[j] = STORE(OP(acc[j], LOAD(last[j])));    \
     }                                                                                           \
     static void name(void *out, const void *const *in, uint32_t n, size_t count) {              \
         size_t full = count - count % ZC_BLOCK;                                                 \
@@ -192,10 +221,10 @@ ZC_INLINE double zc_canond(double x) { return x != x ? zc_bits_f64(0x7ff80000000
  * SUM/PROD wrap: the arithmetic is done in an unsigned type at least as wide (and at least
  * 32 bits, so uint8 products do not promote to signed int), then cast back. */
 #define ZC_INT_KERNELS(tag, T, U)                                                                \
-    ZC_INLINE T tag##_wadd(T a, T b) { return (T)((U)a + (U)b); }                                \
-    ZC_INLINE T tag##_wmul(T a, T b) { return (T)((U)a * (U)b); }                                \
-    ZC_KERNEL(zc_red_##tag##_sum, T, T, ZC_ID, tag##_wadd, ZC_ID)                               \
-    ZC_KERNEL(zc_red_##tag##_prod, T, T, ZC_ID, tag##_wmul, ZC_ID)                              \
+    ZC_INLINE T zc_##tag##_wadd(T a, T b) { return (T)((U)a + (U)b); }                           \
+    ZC_INLINE T zc_##tag##_wmul(T a, T b) { return (T)((U)a * (U)b); }                           \
+    ZC_KERNEL(zc_red_##tag##_sum, T, T, ZC_ID, zc_##tag##_wadd, ZC_ID)                          \
+    ZC_KERNEL(zc_red_##tag##_prod, T, T, ZC_ID, zc_##tag##_wmul, ZC_ID)                         \
     ZC_KERNEL(zc_red_##tag##_min, T, T, ZC_ID, ZC_IMIN, ZC_ID)                                  \
     ZC_KERNEL(zc_red_##tag##_max, T, T, ZC_ID, ZC_IMAX, ZC_ID)
 
@@ -304,9 +333,9 @@ ZC_FLOAT_KERNELS(e5m2, uint8_t, float, zc_e5m2_dec, zc_minf, zc_maxf)
 /* ---- dispatch ---------------------------------------------------------------------------- */
 typedef void (*zc_reduce_fn)(void *out, const void *const *in, uint32_t n, size_t count);
 
-#define ZC_ROW(tag)                                                                               \
-    {[ZC_SUM] = zc_red_##tag##_sum, [ZC_PROD] = zc_red_##tag##_prod, [ZC_MIN] = zc_red_##tag##_min, \
-     [ZC_MAX] = zc_red_##tag##_max, [ZC_AVG] = zc_red_##tag##_avg}
+#define ZC_ROW(tag)                                                                              \
+    {[ZC_SUM] = zc_red_##tag##_sum, [ZC_PROD] = zc_red_##tag##_prod,                            \
+     [ZC_MIN] = zc_red_##tag##_min, [ZC_MAX] = zc_red_##tag##_max, [ZC_AVG] = zc_red_##tag##_avg}
 
 static const zc_reduce_fn zc_reduce_fns[ZC_DTYPE_COUNT_][ZC_OP_COUNT_] = {
     [ZC_INT8] = ZC_ROW(i8),      [ZC_UINT8] = ZC_ROW(u8),       [ZC_INT32] = ZC_ROW(i32),

@@ -12,12 +12,21 @@
  * Run: build/zcrun -n 2 build/examples/seed000_reduce_scatter
  * zcrun puts "[rank] " before every line. Tensors print as torch prints them; the thread's
  * tensors live on cuda:{rank}, so torch would add device='cuda:0'; these are host buffers.
- * Each section prints in rank order (ranks take turns between barriers), so the output is the
- * same on every run. */
+ * Each section prints in rank order (ranks take turns, each waiting until zcrun has read its
+ * lines), so the output is the same on every run. */
+
+/* POSIX for the output turn-taking below (fstat, ioctl FIONREAD, nanosleep); the zcoll calls
+ * need only C11. */
+#define _POSIX_C_SOURCE 200809L
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "zcoll.h"
 
@@ -111,13 +120,28 @@ static void ex_printf(ex_text *t, const char *fmt, ...) {
     if (n > 0) t->len += (size_t)n < room ? (size_t)n : room - 1;
 }
 
-/* Ranks take turns: rank r writes (and flushes) its text, then all meet at a barrier, so zcrun
- * sees rank r's lines before rank r+1 writes any. */
+/* zcrun reads every rank's pipe separately, so lines written first can still come out later
+ * than another rank's. When stdout is a pipe, wait (at most about a second) until its reader
+ * has taken everything we wrote; then our lines are out before anyone else's next ones. */
+static void ex_wait_stdout_read(void) {
+    struct stat st;
+    if (fstat(STDOUT_FILENO, &st) != 0 || !S_ISFIFO(st.st_mode)) return;
+    const struct timespec pause = {.tv_sec = 0, .tv_nsec = 50000};
+    for (int i = 0; i < 20000; i++) {
+        int unread = 0;
+        if (ioctl(STDOUT_FILENO, FIONREAD, &unread) != 0 || unread == 0) return;
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* Ranks take turns: rank r writes its text and waits until it was read, then all meet at a
+ * barrier, so rank r's lines come out before rank r+1 writes any. */
 static void ex_print_in_rank_order(ex_world *w, const ex_text *t) {
     for (uint32_t r = 0; r < w->size; r++) {
         if (r == w->rank && t->len > 0) {
             fputs(t->buf, stdout);
             fflush(stdout);
+            ex_wait_stdout_read();
         }
         ex_barrier(w);
     }

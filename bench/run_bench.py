@@ -1,0 +1,795 @@
+#!/usr/bin/env python3
+"""run_bench.py: `ninja bench`: zcoll against Open MPI, MPICH and Gloo on this host.
+
+Owns the comparison: builds the MPI peers (bench/mpi_bench.c with mpicc.openmpi and
+mpicc.mpich, into build/bench/), then for every operation and size sweep runs zcoll
+(build/zcrun -n N build/zcbench ... --json) and each peer back to back, three repetitions,
+rotating the order each repetition, and writes:
+
+  build/bench/report.md      host, peers, one table per operation (medians of the
+                             repetitions, ratios zcoll / best peer), the issue's targets
+  build/bench/results.jsonl  every JSON line every benchmark printed, unchanged
+  build/bench/runs.jsonl     one object per launch: command, exit status, seconds, stderr tail
+
+A peer that is not installed, does not build, fails, times out or lacks an operation is
+reported as missing with the reason, never skipped silently. Progress goes to stderr.
+Standard library only; runs with any Python 3.8+ (ninja uses the one configure.py ran with).
+Gloo runs under /usr/bin/python3, where Debian's python3-torch lives.
+
+    python3 bench/run_bench.py [--quick] [--reps N] [--colls a,b] [--peers a,b] [--timeout S]
+    ZCBENCH_ARGS=--quick ninja bench      (ninja passes no arguments; this adds them)
+
+The peers are installed by bench/install_peers.sh, never by this script or the tests.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join('build', 'bench')
+ZCRUN = os.path.join('build', 'zcrun')
+ZCBENCH = os.path.join('build', 'zcbench')
+MPI_SRC = os.path.join('bench', 'mpi_bench.c')
+GLOO_PY = os.path.join('bench', 'gloo_bench.py')
+SYSTEM_PYTHON = '/usr/bin/python3'   # Debian's python3-torch is installed for this one
+GLOO_UNSUPPORTED = 3                 # gloo_bench.py's exit status for "no such operation"
+
+IMPLS = ('zcoll', 'openmpi', 'mpich', 'gloo')
+PEERS = IMPLS[1:]
+COLLS = ('allreduce', 'reduce', 'broadcast', 'reduce_scatter', 'allgather', 'gather',
+         'scatter', 'alltoall', 'sendrecv', 'barrier')
+# The issue's "at least as fast everywhere, 1.5x from 64 KiB" set.
+MOVE_TARGET_COLLS = ('reduce_scatter', 'allgather', 'broadcast', 'alltoall', 'reduce',
+                     'gather', 'scatter')
+CONTRACT_KEYS = ('impl', 'coll', 'bytes', 'count', 'dtype', 'op', 'root', 'ranks', 'mode',
+                 'iters', 'time_us', 'algbw', 'busbw', 'p50_us', 'p99_us', 'p999_us', 'wrong',
+                 'allocs')
+KIB, MIB = 1 << 10, 1 << 20
+
+# Size sweeps (-b, -e, -f), each one launch. Two sweeps so that the sizes the targets name
+# (8 B, 64 KiB, 1 MiB, 64 MiB) are all measured: 8 64 512 4K | 64K 256K 1M 4M 16M 64M.
+SWEEPS_FULL = ((8, 4 * KIB, 8), (64 * KIB, 64 * MIB, 4))
+SWEEPS_QUICK = ((8, 8, 2), (MIB, 64 * MIB, 64))      # 8 | 1M 64M
+
+
+class Section:
+    """One block of the report: a rank count, a timing mode, its operations and sweeps."""
+
+    def __init__(self, title, ranks, mode, colls, sweeps, timeout_s, note=''):
+        self.title, self.ranks, self.mode = title, ranks, mode
+        self.colls, self.sweeps, self.timeout_s, self.note = colls, sweeps, timeout_s, note
+
+    @property
+    def key(self):
+        return (self.ranks, self.mode)
+
+
+def plan_sections(args):
+    sweeps = SWEEPS_QUICK if args.quick else SWEEPS_FULL
+    colls = [c for c in COLLS if c in args.colls]
+    four = [c for c in ('allreduce', 'broadcast', 'allgather') if c in args.colls]
+    t = args.timeout
+    return [
+        Section('2 ranks, back-to-back calls', 2, 'loop', colls, sweeps, t),
+        Section('2 ranks, barrier before each call (one-shot latency)', 2, 'barrier',
+                [c for c in ('allreduce',) if c in args.colls], (sweeps[0],), t,
+                'Each timed call follows an untimed barrier, so no call overlaps the '
+                "previous one's tail."),
+        Section('4 ranks on 2 cores (oversubscribed)', 4, 'loop', four, sweeps,
+                args.timeout_oversubscribed,
+                'Twice as many ranks as cores: a rank that spins while waiting steals its '
+                'peer\'s core. Each launch is capped at %d s; a peer that does not finish in '
+                'time is reported as timed out, with the sizes it did finish.'
+                % args.timeout_oversubscribed),
+    ]
+
+
+# ---- small helpers -----------------------------------------------------------------------
+
+def log(msg):
+    sys.stderr.write(msg + '\n')
+    sys.stderr.flush()
+
+
+def size_text(n):
+    for unit, div in (('GiB', 1 << 30), ('MiB', MIB), ('KiB', KIB)):
+        if n >= div and n % div == 0:
+            return '%d %s' % (n // div, unit)
+    return '%d B' % n
+
+
+def short_size(n):
+    for unit, div in (('G', 1 << 30), ('M', MIB), ('K', KIB)):
+        if n >= div and n % div == 0:
+            return '%d%s' % (n // div, unit)
+    return str(n)
+
+
+def num(v, digits=3):
+    """A number in `digits` significant figures, no exponent for everyday magnitudes."""
+    if v is None:
+        return '-'
+    if v == 0:
+        return '0'
+    a = abs(v)
+    if a >= 10 ** digits:
+        return '%d' % round(v)
+    if a < 1e-3:
+        return '%.1e' % v
+    return '%.*g' % (digits, v)
+
+
+def run_quiet(cmd, timeout=30):
+    """stdout of a short probe command, or None if it cannot run."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return p.stdout if p.returncode == 0 else None
+
+
+def tail(text, lines=6):
+    rows = [r for r in (text or '').strip().splitlines() if r.strip()]
+    return ' | '.join(rows[-lines:])
+
+
+# ---- the peers ---------------------------------------------------------------------------
+
+class Peer:
+    """One implementation: whether it can run here, why not, and how to launch it."""
+
+    def __init__(self, impl):
+        self.impl = impl
+        self.ok = False
+        self.reason = ''          # why it cannot run at all
+        self.version = ''         # the library's own words, from its first run's header
+        self.package = ''         # the Debian package version, when dpkg knows it
+        self.unsupported = {}     # coll -> reason (an operation the peer lacks)
+
+    def command(self, section, coll, sweep):
+        b, e, f = sweep
+        n = str(section.ranks)
+        args = ['-c', coll, '-b', str(b), '-e', str(e), '-f', str(f), '-d', 'float32',
+                '-o', 'sum', '--mode', section.mode, '--json']
+        if self.impl == 'zcoll':
+            return [ZCRUN, '-n', n, ZCBENCH] + args
+        if self.impl == 'openmpi':
+            # ob1 over shared memory (vader) is what Open MPI picks here by itself; naming
+            # it skips the probing of UCX/OFI, which costs up to 3 s per launch.
+            cmd = ['mpirun.openmpi', '--allow-run-as-root', '--mca', 'pml', 'ob1',
+                   '--mca', 'btl', 'self,vader']
+            if section.ranks > (os.cpu_count() or 1):
+                cmd += ['--oversubscribe', '--bind-to', 'core:overload-allowed']
+            else:
+                cmd += ['--bind-to', 'core']
+            return cmd + ['-np', n, os.path.join(OUT, 'mpi_bench.openmpi')] + args
+        if self.impl == 'mpich':
+            return ['mpirun.mpich', '-np', n, os.path.join(OUT, 'mpi_bench.mpich')] + args
+        return [SYSTEM_PYTHON, GLOO_PY, '-np', n] + args
+
+
+def dpkg_version(package):
+    out = run_quiet(['dpkg-query', '-W', '-f', '${Version}', package])
+    return '%s %s' % (package, out.strip()) if out else ''
+
+
+def build_mpi_peer(peer):
+    cc, runner = 'mpicc.' + peer.impl, 'mpirun.' + peer.impl
+    pkg = 'openmpi-bin' if peer.impl == 'openmpi' else 'mpich'
+    peer.package = dpkg_version(pkg)
+    for tool in (cc, runner):
+        if not shutil.which(tool):
+            peer.reason = ('%s not found (not installed: run bench/install_peers.sh)' % tool)
+            return
+    exe = os.path.join(OUT, 'mpi_bench.' + peer.impl)
+    if os.path.exists(exe) and os.path.getmtime(exe) >= os.path.getmtime(MPI_SRC):
+        peer.ok = True
+        return
+    cmd = [cc, '-std=c11', '-O2', '-g', '-Wall', '-Wextra', '-o', exe, MPI_SRC]
+    log('building %s: %s' % (exe, ' '.join(cmd)))
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, timeout=300)
+    except (OSError, subprocess.SubprocessError) as e:
+        peer.reason = '%s failed to run: %s' % (cc, e)
+        return
+    if p.returncode != 0:
+        peer.reason = '%s failed (status %d): %s' % (cc, p.returncode, tail(p.stdout, 4))
+        return
+    peer.ok = True
+
+
+def probe_gloo(peer):
+    peer.package = dpkg_version('python3-torch')
+    if not os.path.exists(SYSTEM_PYTHON):
+        peer.reason = '%s not found' % SYSTEM_PYTHON
+        return
+    probe = ('import torch, torch.distributed as d; '
+             'print(torch.__version__, d.is_available() and d.is_gloo_available())')
+    try:
+        p = subprocess.run([SYSTEM_PYTHON, '-c', probe], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as e:
+        peer.reason = 'probing torch failed: %s' % e
+        return
+    if p.returncode != 0:
+        peer.reason = ('torch is not importable by %s (install python3-torch: '
+                       'bench/install_peers.sh): %s' % (SYSTEM_PYTHON, tail(p.stderr, 1)))
+        return
+    words = p.stdout.split()
+    if len(words) < 2 or words[1] != 'True':
+        peer.reason = 'torch %s has no gloo backend' % (words[0] if words else '?')
+        return
+    peer.ok = True
+
+
+def prepare_peers(args):
+    peers = {}
+    for impl in IMPLS:
+        peer = Peer(impl)
+        peers[impl] = peer
+        if impl == 'zcoll':
+            peer.ok = True
+        elif impl not in args.peers:
+            peer.reason = 'left out by --peers'
+        elif impl == 'gloo':
+            probe_gloo(peer)
+        else:
+            build_mpi_peer(peer)
+        if not peer.ok:
+            log('%s: missing: %s' % (impl, peer.reason))
+    return peers
+
+
+# ---- running one launch ------------------------------------------------------------------
+
+ROW_PREFIX = re.compile(r'^\[\d+\] ')    # zcrun prefixes each rank's lines with "[i] "
+VERSION_LINE = re.compile(r'^# (?:mpi_bench|gloo_bench) \((.*?)\)')
+
+
+class Launch:
+    """One process tree: a sweep of one operation by one implementation."""
+
+    def __init__(self, section, coll, sweep, rep, peer, index, total):
+        self.section, self.coll, self.sweep, self.rep = section, coll, sweep, rep
+        self.peer, self.index, self.total = peer, index, total
+        self.rows, self.status, self.reason, self.seconds, self.rc = [], 'ok', '', 0.0, 0
+        self.cmd = peer.command(section, coll, sweep)
+
+    def label(self):
+        b, e, _ = self.sweep
+        sizes = '' if self.coll == 'barrier' else ' ' + (
+            short_size(b) if b == e else '%s..%s' % (short_size(b), short_size(e)))
+        return '[%d/%d] %s%s %s %d ranks %s rep %d' % (
+            self.index, self.total, self.coll, sizes, self.peer.impl, self.section.ranks,
+            self.section.mode, self.rep + 1)
+
+    def run(self, results_file, current):
+        t0 = time.monotonic()
+        timeout = self.section.timeout_s
+        proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, universal_newlines=True,
+                                start_new_session=True, cwd=ROOT)
+        current[0] = proc
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_tree(proc)
+            out, err = proc.communicate()
+            self.status = 'timeout'
+            self.reason = 'timed out after %d s' % timeout
+        finally:
+            current[0] = None
+        self.seconds = time.monotonic() - t0
+        self.rc = proc.returncode
+        self.stderr = err or ''
+        self.parse(out or '', results_file)
+        self.classify()
+
+    def parse(self, out, results_file):
+        for line in out.splitlines():
+            line = ROW_PREFIX.sub('', line, count=1).strip()
+            if not line.startswith('{'):
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            results_file.write(line + '\n')
+            missing = [k for k in CONTRACT_KEYS if k not in row]
+            if missing:
+                log('  warning: %s printed a row without %s' % (self.peer.impl,
+                                                                ', '.join(missing)))
+                continue
+            self.rows.append(row)
+        results_file.flush()
+        for line in self.stderr.splitlines():
+            m = VERSION_LINE.match(ROW_PREFIX.sub('', line, count=1))
+            if m and not self.peer.version:
+                self.peer.version = m.group(1)
+
+    def classify(self):
+        if self.status == 'timeout':
+            return
+        if self.peer.impl == 'gloo' and self.rc == GLOO_UNSUPPORTED:
+            self.status = 'unsupported'
+            m = re.search(r'gloo_bench: unsupported: (?:%s: )?(.*)' % self.coll, self.stderr)
+            self.reason = m.group(1).strip() if m else tail(self.stderr, 1)
+            self.peer.unsupported[self.coll] = self.reason
+        elif self.rc != 0:
+            self.status = 'failed'
+            self.reason = 'exit status %d: %s' % (self.rc, tail(self.stderr, 3))
+        elif not self.rows:
+            self.status = 'failed'
+            self.reason = 'no result lines: %s' % tail(self.stderr, 3)
+
+    def record(self):
+        return {'section': self.section.title, 'ranks': self.section.ranks,
+                'mode': self.section.mode, 'coll': self.coll, 'impl': self.peer.impl,
+                'rep': self.rep + 1, 'sweep': list(self.sweep), 'cmd': self.cmd,
+                'status': self.status, 'reason': self.reason, 'rc': self.rc,
+                'seconds': round(self.seconds, 3), 'rows': len(self.rows),
+                'stderr_tail': tail(self.stderr, 8)}
+
+
+def kill_tree(proc):
+    """SIGTERM to the launch's process group, SIGKILL a moment later."""
+    for sig, pause in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + pause
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+
+
+def plan_launches(sections, peers, reps):
+    """Every launch in order: section, operation, sweep, repetition, implementation (rotated
+    one place per repetition so no implementation always runs first)."""
+    runnable = [i for i in IMPLS if peers[i].ok]
+    plan = []
+    for s in sections:
+        for coll in s.colls:
+            sweeps = s.sweeps[:1] if coll == 'barrier' else s.sweeps
+            for sweep in sweeps:
+                for rep in range(reps):
+                    k = rep % len(runnable)
+                    for impl in runnable[k:] + runnable[:k]:
+                        plan.append((s, coll, sweep, rep, impl))
+    return plan
+
+
+def run_all(sections, peers, args, results_file, runs_file):
+    plan = plan_launches(sections, peers, args.reps)
+    log('plan: %d launches (%s)' % (len(plan), ', '.join(i for i in IMPLS if peers[i].ok)))
+    launches, current = [], [None]
+    try:
+        for index, (s, coll, sweep, rep, impl) in enumerate(plan, 1):
+            peer = peers[impl]
+            launch = Launch(s, coll, sweep, rep, peer, index, len(plan))
+            if coll in peer.unsupported:  # known from an earlier launch: do not ask again
+                launch.status, launch.reason = 'unsupported', peer.unsupported[coll]
+                log('%s ... unsupported: %s' % (launch.label(), launch.reason))
+                launches.append(launch)
+                continue
+            sys.stderr.write(launch.label() + ' ... ')
+            sys.stderr.flush()
+            launch.run(results_file, current)
+            if launch.status == 'ok':
+                log('%.1f s' % launch.seconds)
+            else:
+                log('%s (%.1f s): %s' % (launch.status.upper(), launch.seconds, launch.reason))
+            runs_file.write(json.dumps(launch.record()) + '\n')
+            runs_file.flush()
+            launches.append(launch)
+    except KeyboardInterrupt:
+        if current[0] is not None:
+            kill_tree(current[0])
+        log('\ninterrupted: writing the report of what was measured')
+        return launches, True
+    return launches, False
+
+
+# ---- aggregation -------------------------------------------------------------------------
+
+class Table:
+    """Medians per (section, coll, bytes, impl) over repetitions, and why cells are empty."""
+
+    def __init__(self, launches, reps):
+        self.reps = reps    # repetitions asked for; a cell with fewer says so
+        self.rows = {}      # (ranks, mode, coll, bytes, impl) -> [row, ...]
+        self.problems = {}  # (ranks, mode, coll, impl) -> {reason: [rep, ...]}
+        for la in launches:
+            s = la.section
+            for r in la.rows:
+                key = (s.ranks, s.mode, la.coll, r['bytes'], la.peer.impl)
+                self.rows.setdefault(key, []).append(r)
+            if la.status != 'ok':
+                k = (s.ranks, s.mode, la.coll, la.peer.impl)
+                what = '%s: %s' % (la.status, la.reason) if la.status != 'unsupported' \
+                    else 'unsupported: %s' % la.reason
+                if la.status == 'timeout' and la.rows:
+                    what += ' (finished %s)' % ', '.join(size_text(r['bytes'])
+                                                        for r in la.rows)
+                self.problems.setdefault(k, {}).setdefault(what, []).append(la.rep + 1)
+
+    def sizes(self, ranks, mode, coll):
+        return sorted({k[3] for k in self.rows if k[:3] == (ranks, mode, coll)})
+
+    def median(self, ranks, mode, coll, nbytes, impl):
+        """{metric: median over repetitions, 'reps': k}, or None."""
+        rows = self.rows.get((ranks, mode, coll, nbytes, impl))
+        if not rows:
+            return None
+        m = {k: statistics.median(r[k] for r in rows)
+             for k in ('time_us', 'busbw', 'algbw', 'p50_us', 'p99_us', 'p999_us')}
+        m['reps'] = len(rows)
+        allocs = [r['allocs'] for r in rows]
+        m['allocs'] = -1 if any(a < 0 for a in allocs) else max(allocs)
+        return m
+
+    def best_peer(self, ranks, mode, coll, nbytes, metric='time_us', peers=PEERS):
+        """(impl, medians) of the peer with the lowest median `metric`, or (None, None)."""
+        best = (None, None)
+        for impl in peers:
+            m = self.median(ranks, mode, coll, nbytes, impl)
+            if m and (best[1] is None or m[metric] < best[1][metric]):
+                best = (impl, m)
+        return best
+
+
+# ---- the report --------------------------------------------------------------------------
+
+def host_description(peers, started, seconds, args, load_start, load_end):
+    cpu = '?'
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    cpu = line.split(':', 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    osname = '?'
+    try:
+        with open('/etc/os-release') as f:
+            for line in f:
+                if line.startswith('PRETTY_NAME='):
+                    osname = line.split('=', 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    commit = (run_quiet(['git', '-C', ROOT, 'rev-parse', '--short', 'HEAD']) or '?').strip()
+    dirty = run_quiet(['git', '-C', ROOT, 'status', '--porcelain', '--untracked-files=no'])
+    if dirty:
+        commit += ' (with uncommitted changes)'
+    cc = (run_quiet(['cc', '--version']) or '?').splitlines()[0]
+    lines = [
+        '- date: %s (UTC), %s in %.0f s%s' % (
+            started.strftime('%Y-%m-%d %H:%M'), 'quick run' if args.quick else 'full run',
+            seconds, ', %d repetitions' % args.reps),
+        '- CPU: %s, %d logical CPUs (usable here: %d)' % (
+            cpu, os.cpu_count() or 0, len(os.sched_getaffinity(0))),
+        '- kernel: %s %s; %s; %s' % (platform.system(), platform.release(), osname, cc),
+        '- load average (1 min) at start %s, at end %s%s' % (
+            load_start, load_end,
+            ': other work was running, expect noise' if float(load_start or 0) > 0.5 else ''),
+        '- zcoll: commit %s, build/zcbench through build/zcrun' % commit,
+    ]
+    for impl in PEERS:
+        p = peers[impl]
+        words = [w for w in (p.version, p.package) if w]
+        state = '; '.join(words) if words else '?'
+        if not p.ok:
+            state = 'MISSING: %s' % p.reason + ('; ' + '; '.join(words) if words else '')
+        lines.append('- %s: %s' % (impl, state))
+    return lines
+
+
+def cell(m):
+    if not m:
+        return None
+    return '%s / %s / %s' % (num(m['p50_us']), num(m['time_us']), num(m['busbw']))
+
+
+def problem_text(table, ranks, mode, coll, impl):
+    probs = table.problems.get((ranks, mode, coll, impl))
+    if not probs:
+        return None
+    return '; '.join('%s (rep %s)' % (why, ','.join(map(str, reps)))
+                     for why, reps in probs.items())
+
+
+def coll_table(table, peers, section, coll):
+    ranks, mode = section.ranks, section.mode
+    out = []
+    shown = [i for i in IMPLS if peers[i].ok or i == 'zcoll']
+    head = ['size'] + shown + ['best peer', 'time ratio', 'busbw ratio']
+    out.append('| ' + ' | '.join(head) + ' |')
+    out.append('|' + '|'.join(['---:'] + [':--'] * len(shown) + [':--', '---:', '---:']) + '|')
+    sizes = table.sizes(ranks, mode, coll)
+    notes = []
+    for impl in IMPLS:
+        why = problem_text(table, ranks, mode, coll, impl) if peers[impl].ok else \
+            'missing: %s' % peers[impl].reason
+        if why:
+            notes.append('- %s: %s' % (impl, why))
+    for nbytes in sizes:
+        row = ['0 (barrier)' if coll == 'barrier' else size_text(nbytes)]
+        for impl in shown:
+            m = table.median(ranks, mode, coll, nbytes, impl)
+            if m:
+                c = cell(m)
+                if m['reps'] < table.reps:
+                    c += ' (%d rep)' % m['reps']
+                row.append(c)
+            elif coll in peers[impl].unsupported:
+                row.append('unsupported')
+            elif problem_text(table, ranks, mode, coll, impl):
+                row.append('missing (see below)')
+            else:
+                row.append('missing')
+        zc = table.median(ranks, mode, coll, nbytes, 'zcoll')
+        best_impl, best = table.best_peer(ranks, mode, coll, nbytes)
+        row.append(best_impl or 'none')
+        if zc and best:
+            row.append('%.2f' % (zc['time_us'] / best['time_us']))
+            row.append('%.2f' % (zc['busbw'] / best['busbw']) if best['busbw'] > 0 else '-')
+        else:
+            row += ['-', '-']
+        out.append('| ' + ' | '.join(row) + ' |')
+    if not sizes:
+        out.append('| (nothing measured) |' + ' |' * (len(head) - 1))
+    if notes:
+        out.append('')
+        out += notes
+    return out
+
+
+def verdict(ok):
+    return 'met' if ok else 'NOT MET'
+
+
+def target_lines(table):
+    """The issue's targets, each met / not met with its numbers."""
+    out = []
+    loop2 = (2, 'loop')
+
+    def ar(nbytes):
+        return table.median(2, 'loop', 'allreduce', nbytes, 'zcoll')
+
+    # allreduce 8 B latency
+    zc = ar(8)
+    for metric, name in (('p50_us', 'p50'), ('p999_us', 'p99.9')):
+        bi, b = table.best_peer(2, 'loop', 'allreduce', 8, metric)
+        if zc and b:
+            r = zc[metric] / b[metric]
+            out.append('| allreduce 8 B %s <= 0.5x best peer | zcoll %s us, best peer %s %s '
+                       'us: %.2fx | %s |' % (name, num(zc[metric]), bi, num(b[metric]), r,
+                                             verdict(r <= 0.5)))
+        else:
+            out.append('| allreduce 8 B %s <= 0.5x best peer | %s | not measured |'
+                       % (name, 'no zcoll result' if not zc else 'no peer result'))
+    # allreduce bandwidth
+    for nbytes, want in ((MIB, 2.0), (64 * MIB, 2.5)):
+        zc = ar(nbytes)
+        bi, b = table.best_peer(2, 'loop', 'allreduce', nbytes, 'time_us')
+        if zc and b:
+            r = zc['busbw'] / b['busbw']
+            out.append('| allreduce %s busbw >= %.1fx best peer | zcoll %s GB/s, best peer %s '
+                       '%s GB/s: %.2fx | %s |' % (size_text(nbytes), want, num(zc['busbw']),
+                                                 bi, num(b['busbw']), r, verdict(r >= want)))
+        else:
+            out.append('| allreduce %s busbw >= %.1fx best peer | %s | not measured |'
+                       % (size_text(nbytes), want,
+                          'no zcoll result' if not zc else 'no peer result'))
+    # the other collectives
+    for coll in MOVE_TARGET_COLLS:
+        ratios = []
+        for nbytes in table.sizes(2, 'loop', coll):
+            zc = table.median(2, 'loop', coll, nbytes, 'zcoll')
+            bi, b = table.best_peer(2, 'loop', coll, nbytes)
+            if zc and b and zc['time_us'] > 0:
+                ratios.append((nbytes, b['time_us'] / zc['time_us'], bi))
+        if not ratios:
+            out.append('| %s: >= 1x everywhere, >= 1.5x from 64 KiB | no zcoll and peer '
+                       'result at the same size | not measured |' % coll)
+            continue
+        small = [x for x in ratios if x[0] < 64 * KIB]
+        large = [x for x in ratios if x[0] >= 64 * KIB]
+        bad = [x for x in small if x[1] < 1.0] + [x for x in large if x[1] < 1.5]
+        parts = []
+        if small:
+            w = min(small, key=lambda x: x[1])
+            parts.append('worst below 64 KiB %.2fx (%s vs %s)' % (w[1], size_text(w[0]), w[2]))
+        if large:
+            w = min(large, key=lambda x: x[1])
+            parts.append('worst from 64 KiB %.2fx (%s vs %s)' % (w[1], size_text(w[0]), w[2]))
+        if bad:
+            parts.append('short at ' + ', '.join('%s %.2fx' % (short_size(x[0]), x[1])
+                                                 for x in bad))
+        out.append('| %s: >= 1x everywhere, >= 1.5x from 64 KiB | %s | %s |'
+                   % (coll, '; '.join(parts), verdict(not bad)))
+    # 4 ranks on 2 cores against Open MPI
+    colls4 = sorted({k[2] for k in table.rows if k[:2] == (4, 'loop')},
+                    key=COLLS.index)
+    for coll in colls4:
+        ratios = []
+        for nbytes in table.sizes(4, 'loop', coll):
+            zc = table.median(4, 'loop', coll, nbytes, 'zcoll')
+            om = table.median(4, 'loop', coll, nbytes, 'openmpi')
+            if zc and om and om['time_us'] > 0:
+                ratios.append((nbytes, zc['time_us'] / om['time_us']))
+        if not ratios:
+            out.append('| 4 ranks on 2 cores, %s: time <= 1x Open MPI | no zcoll and Open MPI '
+                       'result at the same size | not measured |' % coll)
+            continue
+        w = max(ratios, key=lambda x: x[1])
+        bad = [x for x in ratios if x[1] > 1.0]
+        out.append('| 4 ranks on 2 cores, %s: time <= 1x Open MPI | worst %.2fx at %s%s | %s |'
+                   % (coll, w[1], size_text(w[0]),
+                      ('; over at ' + ', '.join('%s %.2fx' % (short_size(x[0]), x[1])
+                                                for x in bad)) if bad else '',
+                      verdict(not bad)))
+    # allocations in the timed loops
+    allocs = [r['allocs'] for k, rows in table.rows.items()
+              if k[0] == 2 and k[4] == 'zcoll' for r in rows]
+    if not allocs:
+        out.append('| zero allocations in the timed loop (2 ranks) | no zcoll result | '
+                   'not measured |')
+    elif any(a < 0 for a in allocs):
+        out.append('| zero allocations in the timed loop (2 ranks) | not counted (ASan build?) '
+                   '| not measured |')
+    else:
+        out.append('| zero allocations in the timed loop (2 ranks) | %d rows, largest count '
+                   '%d | %s |' % (len(allocs), max(allocs), verdict(max(allocs) == 0)))
+    out.append('| zero system calls in the timed loop (2 ranks) | not measured by ninja bench '
+               '(strace -f -c around a run: see the issue note) | not measured |')
+    return out
+
+
+def write_report(path, sections, table, peers, launches, args, started, seconds,
+                 interrupted, load_start, load_end):
+    L = ['# zcoll against Open MPI, MPICH and Gloo', '']
+    if interrupted:
+        L += ['**Interrupted: this report covers only what was measured before the stop.**', '']
+    L += ['Written by `ninja bench` (bench/run_bench.py). Each cell is the median over the '
+          'repetitions of `p50 / mean / busbw`: p50 and mean in µs of the per-iteration '
+          'slowest rank, busbw in GB/s (1e9 B/s) with nccl-tests\' bus factors. `time ratio` '
+          '= zcoll mean / best peer mean (below 1: zcoll faster); `busbw ratio` = zcoll busbw '
+          '/ best peer busbw (above 1: zcoll faster). The best peer is the one with the '
+          'lowest median mean time at that size. float32, sum, root 0; sizes are nccl-tests\' '
+          '(total buffer per rank).', '', '## Host', '']
+    L += host_description(peers, started, seconds, args, load_start, load_end)
+    L += ['', '## How it was run', '',
+          'Per operation and size sweep, each implementation runs one process launch that '
+          'sweeps the sizes (`-b -e -f`), back to back with the others; %d repetitions, the '
+          'order rotated by one place each repetition. Iterations per size are adaptive '
+          '(about 0.3 s of timed work, 10 to 100000, after a warm-up), so every '
+          'implementation gets the same time budget. Commands (sweep 8 B..4 KiB shown):'
+          % args.reps, '']
+    s0 = sections[0]
+    for impl in IMPLS:
+        if peers[impl].ok:
+            L.append('    ' + ' '.join(shlex.quote(w) for w in
+                                       peers[impl].command(s0, 'allreduce', s0.sweeps[0])))
+    L += ['', 'Open MPI is pinned to ob1 over shared memory (`--mca pml ob1 --mca btl '
+          'self,vader`), the path it selects by itself on this host, named to skip its '
+          'UCX/OFI probing at start-up; with more ranks than cores it runs with '
+          '`--oversubscribe --bind-to core:overload-allowed`. MPICH (ch4:ucx) and Gloo run '
+          'with their defaults; Gloo uses the loopback interface (GLOO_SOCKET_IFNAME=lo) and '
+          'one torch thread per rank.', '']
+    missing = [(i, peers[i].reason) for i in PEERS if not peers[i].ok]
+    unsup = [(i, c, why) for i in PEERS for c, why in peers[i].unsupported.items()]
+    if missing or unsup:
+        L += ['## Missing peers and operations', '']
+        L += ['- %s: %s' % (i, why) for i, why in missing]
+        L += ['- %s %s: %s' % (i, c, why) for i, c, why in unsup]
+        L.append('')
+    L += ['## Targets (issue 4)', '', '| target | measured | verdict |', '|:--|:--|:--|']
+    L += target_lines(table)
+    L.append('')
+    for s in sections:
+        if not s.colls:
+            continue
+        L += ['## %s' % s.title, '']
+        if s.note:
+            L += [s.note, '']
+        for coll in s.colls:
+            L += ['### %s' % coll, '']
+            L += coll_table(table, peers, s, coll)
+            L.append('')
+    failed = [la for la in launches if la.status in ('failed', 'timeout')]
+    if failed:
+        L += ['## Launches that failed or timed out', '']
+        for la in failed:
+            L.append('- %s: %s: `%s`' % (la.label().split('] ', 1)[1], la.status + ': ' +
+                                         la.reason, ' '.join(la.cmd)))
+        L.append('')
+    L += ['Raw rows: `build/bench/results.jsonl`; every launch: `build/bench/runs.jsonl`.', '']
+    with open(path, 'w') as f:
+        f.write('\n'.join(L))
+
+
+# ---- main --------------------------------------------------------------------------------
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('--quick', action='store_true',
+                   help='one repetition, sizes 8 B, 1 MiB and 64 MiB only (a few minutes)')
+    p.add_argument('--reps', type=int, default=None, help='repetitions (default 3; 1 quick)')
+    p.add_argument('--colls', default=','.join(COLLS), help='operations, comma-separated')
+    p.add_argument('--peers', default=','.join(PEERS), help='peers, comma-separated')
+    p.add_argument('--timeout', type=int, default=240,
+                   help='seconds one launch may run at 2 ranks (default 240)')
+    p.add_argument('--timeout-oversubscribed', type=int, default=60,
+                   help='seconds one launch may run at 4 ranks on 2 cores (default 60)')
+    a = p.parse_args(argv)
+    a.colls = [c.strip() for c in a.colls.split(',') if c.strip()]
+    a.peers = [c.strip() for c in a.peers.split(',') if c.strip()]
+    for c in a.colls:
+        if c not in COLLS:
+            p.error('--colls: %s is not one of %s' % (c, ' '.join(COLLS)))
+    for c in a.peers:
+        if c not in PEERS:
+            p.error('--peers: %s is not one of %s' % (c, ' '.join(PEERS)))
+    if a.reps is None:
+        a.reps = 1 if a.quick else 3
+    if a.reps < 1:
+        p.error('--reps: at least 1')
+    return a
+
+
+def loadavg():
+    try:
+        with open('/proc/loadavg') as f:
+            return f.read().split()[0]
+    except OSError:
+        return '?'
+
+
+def main(argv):
+    os.chdir(ROOT)
+    args = parse_args(shlex.split(os.environ.get('ZCBENCH_ARGS', '')) + argv)
+    for path in (ZCBENCH, ZCRUN):
+        if not os.access(path, os.X_OK):
+            log('%s not found: run ninja first' % path)
+            return 1
+    os.makedirs(OUT, exist_ok=True)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    load_start = loadavg()
+    t0 = time.monotonic()
+    peers = prepare_peers(args)
+    sections = plan_sections(args)
+    with open(os.path.join(OUT, 'results.jsonl'), 'w') as results_file, \
+            open(os.path.join(OUT, 'runs.jsonl'), 'w') as runs_file:
+        launches, interrupted = run_all(sections, peers, args, results_file, runs_file)
+    table = Table(launches, args.reps)
+    seconds = time.monotonic() - t0
+    report = os.path.join(OUT, 'report.md')
+    write_report(report, sections, table, peers, launches, args, started, seconds,
+                 interrupted, load_start, loadavg())
+    log('wrote %s (%.0f s)' % (report, seconds))
+    if interrupted:
+        return 130
+    zc_bad = [la for la in launches if la.peer.impl == 'zcoll' and la.status != 'ok']
+    if zc_bad:
+        log('zcoll failed in %d launch(es): see the report' % len(zc_bad))
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,1653 @@
+/* test_mp.c: whole communicators across real processes under zcrun. Every collective against a
+ * local reference (a seeded sweep over kind x dtype x op x count x root x in-place with up to
+ * eight calls in flight), a 64 MiB allreduce, persistent plans, split children next to their
+ * parent, mismatches, a rank that never joins, a killed rank, no allocation after init, eight
+ * ranks on two cores, and misuse that must leave the communicator usable.
+ *
+ * Each test starts rank programs (`zctest --rank mp_rank_*`) through zcrun. Inputs are a pure
+ * function of (seed, call, rank, element), so every rank computes every other rank's input and
+ * the reference locally. A rank program that sees something wrong prints one "mp FAILED" line
+ * (the call, status names, the communicator's sentence, the seed) and exits 1; the rank
+ * programs print "mp-info:" lines that the tests check and echo. */
+#include "zt.h"
+
+#include "../core/reduce.h"
+#include "zcoll.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MP_MS 1000000ull
+
+/* ---- allocation counting ----------------------------------------------------------------
+ * The release build replaces malloc & co. for the whole zctest binary with forwarders that
+ * count calls while mp_counting is set (only inside mp_rank_alloc_free's measured loop). ASan
+ * owns malloc in the debug build, so there the forwarders are left out and the test skips. */
+#if defined(__SANITIZE_ADDRESS__)
+#define MP_COUNTING_ALLOCS 0
+#else
+#define MP_COUNTING_ALLOCS 1
+enum { MP_MALLOC, MP_CALLOC, MP_REALLOC, MP_FREE, MP_MMAP, MP_MUNMAP, MP_ALLOC_FNS };
+static const char *const mp_alloc_names[MP_ALLOC_FNS] = {"malloc", "calloc", "realloc",
+                                                         "free",   "mmap",   "munmap"};
+static volatile int mp_counting;
+static volatile unsigned long mp_alloc_calls[MP_ALLOC_FNS];
+
+extern void *__libc_malloc(size_t bytes);
+extern void *__libc_calloc(size_t count, size_t bytes);
+extern void *__libc_realloc(void *p, size_t bytes);
+extern void __libc_free(void *p);
+
+void *malloc(size_t bytes) {
+    if (mp_counting) mp_alloc_calls[MP_MALLOC]++;
+    return __libc_malloc(bytes);
+}
+void *calloc(size_t count, size_t bytes) {
+    if (mp_counting) mp_alloc_calls[MP_CALLOC]++;
+    return __libc_calloc(count, bytes);
+}
+void *realloc(void *p, size_t bytes) {
+    if (mp_counting) mp_alloc_calls[MP_REALLOC]++;
+    return __libc_realloc(p, bytes);
+}
+void free(void *p) {
+    if (mp_counting) mp_alloc_calls[MP_FREE]++;
+    __libc_free(p);
+}
+void *mmap(void *addr, size_t bytes, int prot, int flags, int fd, off_t offset) {
+    if (mp_counting) mp_alloc_calls[MP_MMAP]++;
+    return (void *)syscall(SYS_mmap, addr, bytes, prot, flags, fd, offset);
+}
+int munmap(void *addr, size_t bytes) {
+    if (mp_counting) mp_alloc_calls[MP_MUNMAP]++;
+    return (int)syscall(SYS_munmap, addr, bytes);
+}
+#endif
+
+/* ---- rank program plumbing ---------------------------------------------------------------- */
+
+typedef struct mp_ctx {
+    const char *prog;   /* rank program name, for messages */
+    zc_config cfg;
+    void *arena;
+    zc_comm *comm;
+    uint32_t rank, n;
+} mp_ctx;
+
+static uint64_t mp_seed;
+
+static uint64_t mp_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static double mp_ms(uint64_t ns) { return (double)ns / 1e6; }
+
+static void mp_sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+static _Noreturn void mp_die(const mp_ctx *m, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static _Noreturn void mp_die(const mp_ctx *m, const char *file, int line, const char *fmt, ...) {
+#if MP_COUNTING_ALLOCS
+    mp_counting = 0;
+#endif
+    char msg[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    printf("mp FAILED: %s rank %u of %u at %s:%d: %s | comm error text: \"%s\" | ZT_SEED=%llu\n",
+           m->prog, m->rank, m->n, file, line, msg,
+           m->comm ? zc_comm_error_text(m->comm) : "(no communicator)",
+           (unsigned long long)mp_seed);
+    fflush(stdout);
+    exit(1);
+}
+
+#define MP_CHECK(m, cond, ...)                                                                \
+    do {                                                                                      \
+        if (!(cond)) mp_die((m), __FILE__, __LINE__, __VA_ARGS__);                            \
+    } while (0)
+
+#define MP_ST(m, call, want)                                                                  \
+    do {                                                                                      \
+        zc_status mp_s_ = (call), mp_w_ = (want);                                             \
+        if (mp_s_ != mp_w_)                                                                   \
+            mp_die((m), __FILE__, __LINE__, "%s returned %s, expected %s", #call,             \
+                   zc_status_name(mp_s_), zc_status_name(mp_w_));                             \
+    } while (0)
+
+/* The error text of comm must contain word (a check that the sentence names the argument). */
+#define MP_TEXT_HAS(m, comm, word)                                                            \
+    MP_CHECK((m), strstr(zc_comm_error_text(comm), (word)) != NULL,                           \
+             "error text \"%s\" does not mention \"%s\"", zc_comm_error_text(comm), (word))
+
+/* zcrun's environment, as an application reads it; the caller may adjust cfg before mp_init. */
+static void mp_config(mp_ctx *m, const char *prog) {
+    memset(m, 0, sizeof *m);
+    m->prog = prog;
+    mp_seed = zt_seed();
+    zc_config_default(&m->cfg);
+    zc_status st = zc_config_from_env(&m->cfg);
+    m->rank = m->cfg.rank;
+    m->n = m->cfg.nranks;
+    MP_CHECK(m, st == ZC_OK, "zc_config_from_env: %s: %s", zc_status_name(st),
+             m->cfg.error_text);
+}
+
+static void mp_init(mp_ctx *m) {
+    size_t bytes = zc_comm_arena_bytes(&m->cfg);
+    MP_CHECK(m, bytes > 0, "zc_comm_arena_bytes returned 0 for the config");
+    m->arena = malloc(bytes);
+    MP_CHECK(m, m->arena != NULL, "no memory for an arena of %zu bytes", bytes);
+    zc_status st = zc_comm_init(&m->cfg, m->arena, bytes, &m->comm);
+    MP_CHECK(m, st == ZC_OK && m->comm != NULL, "zc_comm_init: %s: %s", zc_status_name(st),
+             zc_init_error_text());
+    MP_CHECK(m, zc_comm_rank(m->comm) == m->rank && zc_comm_size(m->comm) == m->n,
+             "zc_comm_rank/size say %u of %u", zc_comm_rank(m->comm), zc_comm_size(m->comm));
+}
+
+static void mp_fini(mp_ctx *m) {
+    MP_ST(m, zc_comm_fini(m->comm), ZC_OK);
+    m->comm = NULL;
+    free(m->arena);
+    m->arena = NULL;
+}
+
+static void mp_barrier(mp_ctx *m) {
+    zc_req r;
+    MP_ST(m, zc_barrier(m->comm, &r), ZC_OK);
+    MP_ST(m, zc_wait(m->comm, &r), ZC_OK);
+}
+
+static uint32_t mp_env_u32(const char *name, uint32_t dflt) {
+    const char *s = getenv(name);
+    return s && *s ? (uint32_t)strtoul(s, NULL, 10) : dflt;
+}
+
+/* ---- inputs: a pure function of (call uid, input identity, element index) ---------------- */
+
+static uint64_t mp_mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t mp_hash(uint64_t uid, uint32_t who, uint64_t idx) {
+    return mp_mix(mp_mix(uid + 0x632be59bd9b4e019ull * (who + 1u)) + idx * 0x9e3779b97f4a7c15ull);
+}
+
+static float mp_qnan_f(void) {
+    uint32_t b = 0x7fc00000u;
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+static double mp_qnan_d(void) {
+    uint64_t b = 0x7ff8000000000000ull;
+    double d;
+    memcpy(&d, &b, sizeof d);
+    return d;
+}
+
+/* Mostly small dyadic values (exact sums, non-trivial products), some arbitrary finite bit
+ * patterns, 1/64 NaN and 1/64 infinities. */
+static float mp_pick_float(uint64_t h) {
+    uint32_t cls = (uint32_t)(h & 63u);
+    if (cls == 0) return mp_qnan_f();
+    if (cls == 1) return (h & 64u) ? INFINITY : -INFINITY;
+    if (cls < 6) {
+        uint32_t b = (uint32_t)(h >> 32);
+        if (((b >> 23) & 0xffu) == 0xffu) b ^= 1u << 30;
+        float f;
+        memcpy(&f, &b, sizeof f);
+        return f;
+    }
+    int v = (int)((h >> 8) % 33u) - 16, e = (int)((h >> 20) % 9u) - 4;
+    return ldexpf((float)v, e);
+}
+
+static float mp_dec(zc_dtype t, const uint8_t *p) {
+    uint16_t h;
+    float f;
+    switch (t) {
+    case ZC_FLOAT16: memcpy(&h, p, 2); return zc__fp16_to_f32(h);
+    case ZC_BFLOAT16: memcpy(&h, p, 2); return zc__bf16_to_f32(h);
+    case ZC_FLOAT32: memcpy(&f, p, 4); return f;
+    case ZC_FP8_E4M3: return zc__e4m3_to_f32(p[0]);
+    case ZC_FP8_E5M2: return zc__e5m2_to_f32(p[0]);
+    default: return 0.0f;
+    }
+}
+
+/* Rounds f once into t (NaN as the canonical quiet NaN, as the library stores every NaN). */
+static void mp_enc(zc_dtype t, float f, uint8_t *p) {
+    uint16_t h;
+    if (f != f) f = mp_qnan_f();
+    switch (t) {
+    case ZC_FLOAT16: h = zc__f32_to_fp16(f); memcpy(p, &h, 2); break;
+    case ZC_BFLOAT16: h = zc__f32_to_bf16(f); memcpy(p, &h, 2); break;
+    case ZC_FLOAT32: memcpy(p, &f, 4); break;
+    case ZC_FP8_E4M3: p[0] = zc__f32_to_e4m3(f); break;
+    case ZC_FP8_E5M2: p[0] = zc__f32_to_e5m2(f); break;
+    default: break;
+    }
+}
+
+/* One input element. Floating inputs never hold -0 or a NaN other than the canonical one, so
+ * copying and reducing paths agree bit for bit and MIN/MAX never meet +-0 ties. */
+static void mp_elem(zc_dtype t, uint64_t h, uint8_t *dst) {
+    uint32_t u32 = (uint32_t)(h >> 16);
+    switch (t) {
+    case ZC_INT8:
+    case ZC_UINT8: dst[0] = (uint8_t)(h >> 24); return;
+    case ZC_INT32:
+    case ZC_UINT32: memcpy(dst, &u32, 4); return;
+    case ZC_INT64:
+    case ZC_UINT64: memcpy(dst, &h, 8); return;
+    case ZC_FLOAT64: {
+        double d;
+        if ((h & 63u) > 1u && (h & 63u) < 6u) {
+            uint64_t b = mp_mix(h);
+            if (((b >> 52) & 0x7ffu) == 0x7ffu) b ^= 1ull << 62;
+            memcpy(&d, &b, 8);
+        } else {
+            d = (double)mp_pick_float(h);
+        }
+        if (d != d) d = mp_qnan_d();
+        if (d == 0.0) d = 0.0;
+        memcpy(dst, &d, 8);
+        return;
+    }
+    default: {
+        float f = mp_pick_float(h);
+        mp_enc(t, f, dst);
+        float back = mp_dec(t, dst);
+        if (back != back) mp_enc(t, mp_qnan_f(), dst);
+        else if (back == 0.0f) mp_enc(t, 0.0f, dst);
+        return;
+    }
+    }
+}
+
+static bool mp_signed(zc_dtype t) { return t == ZC_INT8 || t == ZC_INT32 || t == ZC_INT64; }
+
+static int64_t mp_load_s(zc_dtype t, const uint8_t *p) {
+    int32_t v32;
+    int64_t v64;
+    switch (t) {
+    case ZC_INT8: return (int8_t)p[0];
+    case ZC_INT32: memcpy(&v32, p, 4); return v32;
+    default: memcpy(&v64, p, 8); return v64;
+    }
+}
+
+static uint64_t mp_load_u(zc_dtype t, const uint8_t *p) {
+    uint32_t v32;
+    uint64_t v64;
+    switch (t) {
+    case ZC_UINT8: return p[0];
+    case ZC_UINT32: memcpy(&v32, p, 4); return v32;
+    default: memcpy(&v64, p, 8); return v64;
+    }
+}
+
+/* ---- one collective call with its buffers, and its reference ------------------------------ */
+
+typedef enum mp_kind {
+    MP_ALLREDUCE, MP_REDUCE, MP_BCAST, MP_RSCAT, MP_AGATHER, MP_GATHER, MP_SCATTER,
+    MP_ALLTOALL, MP_RING, MP_BARRIER, MP_KIND_COUNT
+} mp_kind;
+
+static const char *const mp_kind_names[MP_KIND_COUNT] = {
+    "allreduce", "reduce",  "broadcast", "reduce_scatter", "allgather",
+    "gather",    "scatter", "alltoall",  "send/recv ring", "barrier"};
+
+typedef struct mp_op {
+    mp_kind kind;
+    zc_dtype dt;
+    zc_op op;
+    size_t count;        /* the count argument (per block where the call has blocks) */
+    uint32_t root;
+    bool in_place;       /* API.md's in-place layout (where this rank has one) */
+    bool spare;          /* pass a sentinel buffer instead of NULL for arguments unused here */
+    uint32_t n, me;      /* communicator size, this rank */
+    const uint32_t *who; /* input identity of each communicator rank; NULL: the rank itself */
+    uint64_t uid;        /* names the inputs of this call */
+    size_t es;
+    uint8_t *sbuf, *rbuf; /* owned buffers (NULL when this rank passes none) */
+    size_t sbytes, rbytes;
+    uint8_t *xs, *xr;    /* expected images of sbuf and rbuf after the call */
+    const void *send;
+    void *recv;
+    int nreq;            /* 0 (no call), 1, or 2 for the ring's send and recv */
+    zc_req req[2];
+    zc_plan plan[2];
+} mp_op;
+
+static uint32_t mp_who(const mp_op *o, uint32_t r) { return o->who ? o->who[r] : r; }
+
+static void mp_op_name(const mp_op *o, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s(count %zu, %s, %s, root %u%s%s; uid %llu; rank %u of %u)",
+             mp_kind_names[o->kind], o->count, zc_dtype_name(o->dt), zc_op_name(o->op),
+             o->root, o->in_place ? ", in place" : "", o->spare ? ", spare buffers" : "",
+             (unsigned long long)o->uid, o->me, o->n);
+}
+
+/* Rank r's input elements [idx, idx+c) of this call into dst. */
+static void mp_gen(const mp_op *o, uint32_t r, uint64_t idx, size_t c, uint8_t *dst) {
+    uint32_t w = mp_who(o, r);
+    for (size_t i = 0; i < c; i++) mp_elem(o->dt, mp_hash(o->uid, w, idx + i), dst + i * o->es);
+}
+
+static void mp_sentinel(uint8_t *p, size_t bytes) {
+    for (size_t i = 0; i < bytes; i++) p[i] = (uint8_t)(0x5au + i * 131u);
+}
+
+/* The reference reduction of element idx: ranks 0..n-1 folded in that order; narrow floats
+ * decoded to float, folded in float and encoded once; fp64 in double; integers wrap through
+ * unsigned arithmetic; AVG is the sum over n (integers: the exact sum truncated toward zero);
+ * MIN/MAX are fmin/fmax. */
+static void mp_ref_elem(const mp_op *o, uint64_t idx, uint8_t *dst) {
+    uint8_t e[8];
+    zc_dtype t = o->dt;
+    zc_op op = o->op;
+    uint32_t n = o->n;
+    if (t >= ZC_FLOAT16) {
+        float facc = 0.0f;
+        double dacc = 0.0;
+        for (uint32_t k = 0; k < n; k++) {
+            mp_elem(t, mp_hash(o->uid, mp_who(o, k), idx), e);
+            if (t == ZC_FLOAT64) {
+                double x;
+                memcpy(&x, e, 8);
+                if (k == 0) dacc = x;
+                else if (op == ZC_SUM || op == ZC_AVG) dacc = dacc + x;
+                else if (op == ZC_PROD) dacc = dacc * x;
+                else if (op == ZC_MIN) dacc = fmin(dacc, x);
+                else dacc = fmax(dacc, x);
+            } else {
+                float x = mp_dec(t, e);
+                if (k == 0) facc = x;
+                else if (op == ZC_SUM || op == ZC_AVG) facc = facc + x;
+                else if (op == ZC_PROD) facc = facc * x;
+                else if (op == ZC_MIN) facc = fminf(facc, x);
+                else facc = fmaxf(facc, x);
+            }
+        }
+        if (t == ZC_FLOAT64) {
+            if (op == ZC_AVG) dacc = dacc / (double)n;
+            if (dacc != dacc) dacc = mp_qnan_d();
+            memcpy(dst, &dacc, 8);
+        } else {
+            if (op == ZC_AVG) facc = facc / (float)n;
+            mp_enc(t, facc, dst);
+        }
+        return;
+    }
+    uint64_t wrap = 0, out = 0;
+    int64_t smin = 0, smax = 0;
+    uint64_t umin = 0, umax = 0;
+    __int128 ssum = 0;
+    unsigned __int128 usum = 0;
+    bool sgn = mp_signed(t);
+    for (uint32_t k = 0; k < n; k++) {
+        mp_elem(t, mp_hash(o->uid, mp_who(o, k), idx), e);
+        int64_t s = sgn ? mp_load_s(t, e) : 0;
+        uint64_t u = sgn ? (uint64_t)s : mp_load_u(t, e);
+        if (k == 0) {
+            wrap = u;
+            smin = smax = s;
+            umin = umax = u;
+        } else {
+            wrap = op == ZC_PROD ? wrap * u : wrap + u;
+            smin = s < smin ? s : smin;
+            smax = s > smax ? s : smax;
+            umin = u < umin ? u : umin;
+            umax = u > umax ? u : umax;
+        }
+        ssum += s;
+        usum += u;
+    }
+    switch (op) {
+    case ZC_SUM:
+    case ZC_PROD: out = wrap; break;
+    case ZC_MIN: out = sgn ? (uint64_t)smin : umin; break;
+    case ZC_MAX: out = sgn ? (uint64_t)smax : umax; break;
+    default: out = sgn ? (uint64_t)(int64_t)(ssum / (__int128)n)
+                       : (uint64_t)(usum / (unsigned __int128)n); break;
+    }
+    memcpy(dst, &out, o->es); /* little-endian: the low bytes are the element */
+}
+
+static void mp_ref(const mp_op *o, uint64_t idx, size_t c, uint8_t *dst) {
+    for (size_t i = 0; i < c; i++) mp_ref_elem(o, idx + i, dst + i * o->es);
+}
+
+/* Decides the buffers this rank passes (sizes, NULLs, in-place positions) and allocates them. */
+static void mp_op_alloc(mp_op *o) {
+    size_t c = o->count, n = o->n, es = zc_dtype_bytes(o->dt);
+    bool root = o->me == o->root, ip = o->in_place, sp = o->spare;
+    bool has_s = false, has_r = false;
+    o->es = es;
+    o->sbytes = o->rbytes = 0;
+    switch (o->kind) {
+    case MP_ALLREDUCE:
+    case MP_REDUCE:
+    case MP_BCAST:
+        has_r = ip || o->kind != MP_REDUCE || root || sp;
+        has_s = !ip && (o->kind != MP_BCAST || root || sp);
+        o->rbytes = o->sbytes = c * es;
+        break;
+    case MP_RSCAT:
+        has_s = true, has_r = !ip;
+        o->sbytes = n * c * es, o->rbytes = c * es;
+        break;
+    case MP_AGATHER:
+    case MP_GATHER:
+        has_r = ip || o->kind == MP_AGATHER || root || sp;
+        has_s = !ip;
+        o->sbytes = c * es, o->rbytes = n * c * es;
+        break;
+    case MP_SCATTER:
+        if (!root) o->in_place = ip = false;
+        has_s = root || sp, has_r = !(root && ip);
+        o->sbytes = n * c * es, o->rbytes = c * es;
+        break;
+    case MP_ALLTOALL:
+        o->in_place = false;
+        has_s = has_r = true;
+        o->sbytes = o->rbytes = n * c * es;
+        break;
+    case MP_RING:
+        o->in_place = false;
+        has_s = has_r = true;
+        o->sbytes = o->rbytes = c * es;
+        break;
+    default: o->in_place = false; break;
+    }
+    if (!has_s) o->sbytes = 0;
+    if (!has_r) o->rbytes = 0;
+    o->sbuf = has_s ? malloc(o->sbytes ? o->sbytes : 1) : NULL;
+    o->rbuf = has_r ? malloc(o->rbytes ? o->rbytes : 1) : NULL;
+    o->xs = o->xr = NULL;
+    o->send = o->sbuf;
+    o->recv = o->rbuf;
+    if (!o->in_place) return;
+    switch (o->kind) {
+    case MP_RSCAT: o->recv = o->sbuf + o->me * c * es; break;
+    case MP_AGATHER:
+    case MP_GATHER: o->send = o->rbuf + o->me * c * es; break;
+    case MP_SCATTER: o->recv = o->sbuf + o->root * c * es; break;
+    default: o->send = o->rbuf; break; /* allreduce, reduce, broadcast: send == recv */
+    }
+}
+
+static void mp_op_free(mp_op *o) {
+    free(o->sbuf);
+    free(o->rbuf);
+    free(o->xs);
+    free(o->xr);
+    o->sbuf = o->rbuf = o->xs = o->xr = NULL;
+}
+
+/* Writes the buffers' contents before the call into sb/rb (the real buffers, or images). */
+static void mp_op_fill(const mp_op *o, uint8_t *sb, uint8_t *rb) {
+    size_t c = o->count, es = o->es, n = o->n;
+    uint32_t me = o->me;
+    bool root = me == o->root;
+    if (sb) mp_sentinel(sb, o->sbytes);
+    if (rb) mp_sentinel(rb, o->rbytes);
+    switch (o->kind) {
+    case MP_ALLREDUCE:
+    case MP_REDUCE:
+        if (o->in_place) mp_gen(o, me, 0, c, rb);
+        else mp_gen(o, me, 0, c, sb);
+        break;
+    case MP_BCAST:
+        if (root) mp_gen(o, me, 0, c, o->in_place ? rb : sb);
+        break;
+    case MP_RSCAT:
+    case MP_ALLTOALL: mp_gen(o, me, 0, n * c, sb); break;
+    case MP_AGATHER:
+    case MP_GATHER:
+        if (o->in_place) mp_gen(o, me, 0, c, rb + me * c * es);
+        else mp_gen(o, me, 0, c, sb);
+        break;
+    case MP_SCATTER:
+        if (root) mp_gen(o, me, 0, n * c, sb);
+        break;
+    case MP_RING: mp_gen(o, me, 0, c, sb); break;
+    default: break;
+    }
+}
+
+/* Expected images of sbuf/rbuf after the call: the fill, then the call's outputs. */
+static void mp_op_expect(mp_op *o) {
+    size_t c = o->count, es = o->es, n = o->n;
+    uint32_t me = o->me;
+    bool root = me == o->root;
+    o->xs = o->sbuf ? malloc(o->sbytes ? o->sbytes : 1) : NULL;
+    o->xr = o->rbuf ? malloc(o->rbytes ? o->rbytes : 1) : NULL;
+    uint8_t *xs = o->xs, *xr = o->xr;
+    mp_op_fill(o, xs, xr);
+    switch (o->kind) {
+    case MP_ALLREDUCE: mp_ref(o, 0, c, xr); break;
+    case MP_REDUCE:
+        if (root) mp_ref(o, 0, c, xr);
+        break;
+    case MP_BCAST: mp_gen(o, o->root, 0, c, xr); break;
+    case MP_RSCAT: mp_ref(o, me * c, c, o->in_place ? xs + me * c * es : xr); break;
+    case MP_AGATHER:
+    case MP_GATHER:
+        if (o->kind == MP_AGATHER || root)
+            for (uint32_t p = 0; p < n; p++) mp_gen(o, p, 0, c, xr + p * c * es);
+        break;
+    case MP_SCATTER:
+        if (!(root && o->in_place)) mp_gen(o, o->root, me * c, c, xr);
+        break;
+    case MP_ALLTOALL:
+        for (uint32_t p = 0; p < n; p++) mp_gen(o, p, me * c, c, xr + p * c * es);
+        break;
+    case MP_RING: mp_gen(o, (me + o->n - 1) % o->n, 0, c, xr); break;
+    default: break;
+    }
+}
+
+static bool mp_cmp(const mp_op *o, const char *what, const uint8_t *got, const uint8_t *exp,
+                   size_t from, size_t to, char *why, size_t cap) {
+    if (to <= from || memcmp(got + from, exp + from, to - from) == 0) return true;
+    size_t i = from;
+    while (got[i] == exp[i]) i++;
+    size_t el = i / o->es, bad = 0;
+    for (size_t k = from; k < to; k += o->es)
+        bad += memcmp(got + k, exp + k, o->es) != 0;
+    char g[24] = "", x[24] = "";
+    for (size_t b = 0; b < o->es; b++) {
+        snprintf(g + 2 * b, 3, "%02x", got[el * o->es + o->es - 1 - b]);
+        snprintf(x + 2 * b, 3, "%02x", exp[el * o->es + o->es - 1 - b]);
+    }
+    char name[256];
+    mp_op_name(o, name, sizeof name);
+    snprintf(why, cap, "%s: %s element %zu (block %zu of %zu elements) is 0x%s, expected 0x%s "
+             "(%zu of %zu elements differ)", name, what, el, o->count ? el / o->count : 0,
+             o->count, g, x, bad, (to - from) / o->es);
+    return false;
+}
+
+/* Compares the buffers with the expected images; false with a sentence on a difference. */
+static bool mp_op_compare(const mp_op *o, char *why, size_t cap) {
+    size_t from = 0, to = o->sbytes;
+    if (o->kind == MP_RSCAT && o->in_place) { /* only the result block is specified */
+        from = o->me * o->count * o->es;
+        to = from + o->count * o->es;
+    }
+    if (o->sbuf && !mp_cmp(o, "send buffer", o->sbuf, o->xs, from, to, why, cap)) return false;
+    if (o->rbuf && !mp_cmp(o, "recv buffer", o->rbuf, o->xr, 0, o->rbytes, why, cap))
+        return false;
+    return true;
+}
+
+static void mp_op_check(const mp_ctx *m, mp_op *o, const char *where) {
+    char why[1024];
+    mp_op_expect(o);
+    bool ok = mp_op_compare(o, why, sizeof why);
+    MP_CHECK(m, ok, "%s: %s", where, why);
+    free(o->xs);
+    free(o->xr);
+    o->xs = o->xr = NULL;
+}
+
+/* Issues the call (two requests for the ring: send right, then receive from the left). */
+static zc_status mp_op_issue(zc_comm *comm, mp_op *o) {
+    const void *s = o->send;
+    void *r = o->recv;
+    size_t c = o->count;
+    zc_dtype t = o->dt;
+    o->nreq = 1;
+    switch (o->kind) {
+    case MP_ALLREDUCE: return zc_allreduce(comm, s, r, c, t, o->op, &o->req[0]);
+    case MP_REDUCE: return zc_reduce(comm, s, r, c, t, o->op, o->root, &o->req[0]);
+    case MP_BCAST: return zc_broadcast(comm, s, r, c, t, o->root, &o->req[0]);
+    case MP_RSCAT: return zc_reduce_scatter(comm, s, r, c, t, o->op, &o->req[0]);
+    case MP_AGATHER: return zc_allgather(comm, s, r, c, t, &o->req[0]);
+    case MP_GATHER: return zc_gather(comm, s, r, c, t, o->root, &o->req[0]);
+    case MP_SCATTER: return zc_scatter(comm, s, r, c, t, o->root, &o->req[0]);
+    case MP_ALLTOALL: return zc_alltoall(comm, s, r, c, t, &o->req[0]);
+    case MP_RING: {
+        zc_status st = zc_send(comm, s, c, t, (o->me + 1) % o->n, &o->req[0]);
+        if (st != ZC_OK) return st;
+        o->nreq = 2;
+        return zc_recv(comm, r, c, t, (o->me + o->n - 1) % o->n, &o->req[1]);
+    }
+    default: return zc_barrier(comm, &o->req[0]);
+    }
+}
+
+/* The same call as a persistent plan (two plans for the ring). */
+static zc_status mp_op_plan(zc_comm *comm, mp_op *o) {
+    const void *s = o->send;
+    void *r = o->recv;
+    size_t c = o->count;
+    zc_dtype t = o->dt;
+    o->nreq = 1;
+    switch (o->kind) {
+    case MP_ALLREDUCE: return zc_allreduce_init(comm, s, r, c, t, o->op, &o->plan[0]);
+    case MP_REDUCE: return zc_reduce_init(comm, s, r, c, t, o->op, o->root, &o->plan[0]);
+    case MP_BCAST: return zc_broadcast_init(comm, s, r, c, t, o->root, &o->plan[0]);
+    case MP_RSCAT: return zc_reduce_scatter_init(comm, s, r, c, t, o->op, &o->plan[0]);
+    case MP_AGATHER: return zc_allgather_init(comm, s, r, c, t, &o->plan[0]);
+    case MP_GATHER: return zc_gather_init(comm, s, r, c, t, o->root, &o->plan[0]);
+    case MP_SCATTER: return zc_scatter_init(comm, s, r, c, t, o->root, &o->plan[0]);
+    case MP_ALLTOALL: return zc_alltoall_init(comm, s, r, c, t, &o->plan[0]);
+    case MP_RING: {
+        zc_status st = zc_send_init(comm, s, c, t, (o->me + 1) % o->n, &o->plan[0]);
+        if (st != ZC_OK) return st;
+        o->nreq = 2;
+        return zc_recv_init(comm, r, c, t, (o->me + o->n - 1) % o->n, &o->plan[1]);
+    }
+    default: return zc_barrier_init(comm, &o->plan[0]);
+    }
+}
+
+/* A request of one op: (op, which of its requests). */
+typedef struct mp_pending {
+    mp_op *o;
+    int k;
+} mp_pending;
+
+static void mp_shuffle(mp_pending *p, size_t n, zt_rng *g) {
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)zt_rng_below(g, i);
+        mp_pending t = p[i - 1];
+        p[i - 1] = p[j];
+        p[j] = t;
+    }
+}
+
+/* Waits for every request of ops[0..k) in an order shuffled by g (local to this rank). */
+static void mp_wait_ops(const mp_ctx *m, zc_comm *comm, mp_op *ops, size_t k, zt_rng *g,
+                        const char *where) {
+    mp_pending p[32];
+    size_t np = 0;
+    for (size_t j = 0; j < k; j++)
+        for (int q = 0; q < ops[j].nreq; q++) p[np++] = (mp_pending){&ops[j], q};
+    mp_shuffle(p, np, g);
+    for (size_t i = 0; i < np; i++) {
+        zc_status st = zc_wait(comm, &p[i].o->req[p[i].k]);
+        if (st != ZC_OK) {
+            char name[256];
+            mp_op_name(p[i].o, name, sizeof name);
+            mp_die(m, __FILE__, __LINE__, "%s: zc_wait on %s (request %d) returned %s", where,
+                   name, p[i].k, zc_status_name(st));
+        }
+    }
+}
+
+/* ---- 1. the sweep -------------------------------------------------------------------------- */
+
+/* Ring geometry and algorithm thresholds per rank count, so that the runs together cover
+ * defaults, tiny slots with two credits (every message chunked and flow-controlled), and
+ * thresholds at 0 (every call of more than a few elements takes the large-message path). */
+static void mp_sweep_config(zc_config *cfg, uint32_t n) {
+    switch (n) {
+    case 2: cfg->slot_bytes = 1024, cfg->slots = 4; break;
+    case 3:
+        cfg->slot_bytes = 256, cfg->slots = 2;
+        cfg->allreduce_oneshot_max_bytes = cfg->reduce_direct_max_bytes = 0;
+        cfg->bcast_tree_max_bytes = 0;
+        break;
+    case 5:
+        cfg->slot_bytes = 1024, cfg->slots = 8;
+        cfg->allreduce_oneshot_max_bytes = cfg->reduce_direct_max_bytes = 2048;
+        cfg->bcast_tree_max_bytes = 2048;
+        break;
+    case 8: cfg->slot_bytes = 4096, cfg->slots = 2; break;
+    default: break; /* 1 and 4: the defaults (64 KiB slots, 8 of them) */
+    }
+    uint32_t sb = mp_env_u32("MP_SLOT_BYTES", 0);
+    if (sb) cfg->slot_bytes = sb;
+}
+
+static size_t mp_draw_count(zt_rng *g, uint32_t n, size_t es, uint32_t slot_bytes) {
+    uint64_t r = zt_rng_below(g, 100);
+    size_t per_slot = slot_bytes / es, big = 65536 / es;
+    if (r < 6) return 0;
+    if (r < 14) return 1;
+    if (r < 48) return 2 + (size_t)zt_rng_below(g, 60);
+    if (r < 72) /* not divisible by n */
+        return n * (1 + (size_t)zt_rng_below(g, 200)) + 1 + (size_t)zt_rng_below(g, n > 1 ? n - 1 : 1);
+    if (r < 88) /* around a multiple of the slot payload */
+        return per_slot * (1 + (size_t)zt_rng_below(g, 3)) + (size_t)zt_rng_below(g, 3) - 1;
+    return big + 1 + (size_t)zt_rng_below(g, big); /* more than 64 KiB per block */
+}
+
+static void mp_draw_op(zt_rng *g, const mp_ctx *m, mp_op *o) {
+    memset(o, 0, sizeof *o);
+    o->kind = (mp_kind)zt_rng_below(g, MP_KIND_COUNT);
+    if (o->kind == MP_RING && m->n == 1) o->kind = MP_BARRIER; /* no peer to send to */
+    o->dt = (zc_dtype)zt_rng_below(g, ZC_DTYPE_COUNT_);
+    o->op = (zc_op)zt_rng_below(g, ZC_OP_COUNT_);
+    o->count = mp_draw_count(g, m->n, zc_dtype_bytes(o->dt), m->cfg.slot_bytes);
+    o->root = (uint32_t)zt_rng_below(g, m->n);
+    o->in_place = zt_rng_below(g, 3) == 0;
+    o->spare = zt_rng_below(g, 2) == 0;
+    o->n = m->n;
+    o->me = m->rank;
+}
+
+int mp_rank_sweep(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_sweep");
+    mp_sweep_config(&m.cfg, m.n);
+    mp_init(&m);
+    static const uint32_t default_batches[9] = {0, 800, 600, 150, 160, 250, 0, 0, 120};
+    uint32_t batches = mp_env_u32("MP_BATCHES", m.n <= 8 ? default_batches[m.n] : 40);
+    if (!batches) batches = 60;
+    zt_rng g = {mp_seed ^ (0x5eedull << 32) ^ m.n};                /* same on every rank */
+    zt_rng local = {mp_seed ^ 0x10ca1ull ^ ((uint64_t)m.rank << 40)}; /* this rank's waits */
+    mp_op ops[8];
+    uint64_t calls = 0, bytes = 0, t0 = mp_now_ns();
+    uint64_t per_kind[MP_KIND_COUNT] = {0};
+    for (uint32_t b = 0; b < batches; b++) {
+        size_t k = 1 + (size_t)zt_rng_below(&g, 8);
+        for (size_t j = 0; j < k; j++) {
+            mp_draw_op(&g, &m, &ops[j]);
+            ops[j].uid = mp_mix(mp_seed ^ ((uint64_t)b << 20) ^ (j << 4) ^ m.n);
+            mp_op_alloc(&ops[j]);
+            mp_op_fill(&ops[j], ops[j].sbuf, ops[j].rbuf);
+        }
+        for (size_t j = 0; j < k; j++) {
+            zc_status st = mp_op_issue(m.comm, &ops[j]);
+            if (st != ZC_OK) {
+                char name[256];
+                mp_op_name(&ops[j], name, sizeof name);
+                mp_die(&m, __FILE__, __LINE__, "batch %u: issuing %s returned %s", b, name,
+                       zc_status_name(st));
+            }
+        }
+        char where[64];
+        snprintf(where, sizeof where, "batch %u of %zu calls", b, k);
+        mp_wait_ops(&m, m.comm, ops, k, &local, where);
+        for (size_t j = 0; j < k; j++) {
+            mp_op_check(&m, &ops[j], where);
+            calls++;
+            per_kind[ops[j].kind]++;
+            bytes += ops[j].sbytes > ops[j].rbytes ? ops[j].sbytes : ops[j].rbytes;
+            mp_op_free(&ops[j]);
+        }
+    }
+    mp_barrier(&m);
+    if (m.rank == 0) {
+        printf("mp-info: sweep n=%u slot_bytes=%u slots=%u: %llu calls (", m.n, m.cfg.slot_bytes,
+               m.cfg.slots, (unsigned long long)calls);
+        for (int k = 0; k < MP_KIND_COUNT; k++)
+            printf("%s%s %llu", k ? ", " : "", mp_kind_names[k], (unsigned long long)per_kind[k]);
+        printf("), %.1f MB per rank, %.1f s\n", (double)bytes / 1e6,
+               mp_ms(mp_now_ns() - t0) / 1000.0);
+    }
+    mp_fini(&m);
+    return 0;
+}
+
+/* ---- 1b. one large allreduce --------------------------------------------------------------- */
+
+int mp_rank_allreduce_big(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_allreduce_big");
+    mp_init(&m);
+    uint32_t mib = mp_env_u32("MP_MIB", 64);
+    mp_op o = {.kind = MP_ALLREDUCE, .dt = ZC_FLOAT32, .op = ZC_SUM, .n = m.n, .me = m.rank};
+    o.count = (size_t)mib << 18; /* float32 elements in mib MiB */
+    o.uid = mp_mix(mp_seed ^ 0xb16ull);
+    mp_op_alloc(&o);
+    mp_op_fill(&o, o.sbuf, o.rbuf);
+    mp_barrier(&m);
+    uint64_t t0 = mp_now_ns();
+    MP_ST(&m, mp_op_issue(m.comm, &o), ZC_OK);
+    MP_ST(&m, zc_wait(m.comm, &o.req[0]), ZC_OK);
+    uint64_t dt = mp_now_ns() - t0;
+    mp_op_check(&m, &o, "large allreduce");
+    if (m.rank == 0)
+        printf("mp-info: allreduce float32 sum %u MiB on %u ranks: %.1f ms (%.2f GB/s algbw)\n",
+               mib, m.n, mp_ms(dt), (double)(o.count * 4) / (double)dt);
+    mp_op_free(&o);
+    mp_fini(&m);
+    return 0;
+}
+
+/* ---- 2. persistent plans ------------------------------------------------------------------- */
+
+int mp_rank_plans(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_plans");
+    m.cfg.slot_bytes = 2048;
+    mp_init(&m);
+    /* One plan of every kind; sizes cross the algorithm thresholds and the slot size. */
+    const struct {
+        mp_kind kind;
+        zc_dtype dt;
+        zc_op op;
+        size_t count;
+        uint32_t root;
+        bool in_place;
+    } spec[] = {
+        {MP_ALLREDUCE, ZC_FLOAT32, ZC_SUM, 1000, 0, false},
+        {MP_ALLREDUCE, ZC_BFLOAT16, ZC_AVG, 20001, 0, true},
+        {MP_REDUCE, ZC_INT32, ZC_PROD, 5003, 1, false},
+        {MP_BCAST, ZC_FLOAT16, ZC_SUM, 40000, 2, false},
+        {MP_RSCAT, ZC_FP8_E4M3, ZC_MAX, 333, 0, true},
+        {MP_AGATHER, ZC_INT64, ZC_SUM, 257, 0, false},
+        {MP_GATHER, ZC_UINT8, ZC_SUM, 100, 0, true},
+        {MP_SCATTER, ZC_FLOAT64, ZC_SUM, 1000, 2, false},
+        {MP_ALLTOALL, ZC_FP8_E5M2, ZC_SUM, 77, 0, false},
+        {MP_RING, ZC_UINT32, ZC_SUM, 999, 0, false},
+        {MP_BARRIER, ZC_UINT8, ZC_SUM, 0, 0, false},
+    };
+    enum { K = sizeof spec / sizeof spec[0] };
+    mp_op ops[K];
+    size_t k = 0;
+    for (size_t i = 0; i < K; i++) {
+        if (spec[i].kind == MP_RING && m.n == 1) continue;
+        mp_op *o = &ops[k++];
+        memset(o, 0, sizeof *o);
+        o->kind = spec[i].kind, o->dt = spec[i].dt, o->op = spec[i].op;
+        o->count = spec[i].count, o->root = spec[i].root % m.n, o->in_place = spec[i].in_place;
+        o->n = m.n, o->me = m.rank;
+        mp_op_alloc(o);
+        MP_ST(&m, mp_op_plan(m.comm, o), ZC_OK);
+    }
+    zt_rng local = {mp_seed ^ 0x91a5ull ^ ((uint64_t)m.rank << 40)};
+    for (uint32_t it = 0; it < 50; it++) {
+        for (size_t j = 0; j < k; j++) {
+            ops[j].uid = mp_mix(mp_seed ^ 0x71a9ull ^ ((uint64_t)it << 8) ^ j);
+            mp_op_fill(&ops[j], ops[j].sbuf, ops[j].rbuf);
+        }
+        for (size_t j = 0; j < k; j++)
+            for (int q = 0; q < ops[j].nreq; q++)
+                MP_ST(&m, zc_start(m.comm, &ops[j].plan[q], &ops[j].req[q]), ZC_OK);
+        char where[64];
+        snprintf(where, sizeof where, "start %u of the plans", it);
+        mp_wait_ops(&m, m.comm, ops, k, &local, where);
+        for (size_t j = 0; j < k; j++) mp_op_check(&m, &ops[j], where);
+    }
+    /* A running plan can be neither released nor started again; once waited on, both work. */
+    mp_op *a = &ops[0];
+    a->uid = mp_mix(mp_seed ^ 0x1a57ull);
+    mp_op_fill(a, a->sbuf, a->rbuf);
+    MP_ST(&m, zc_start(m.comm, &a->plan[0], &a->req[0]), ZC_OK);
+    zc_req again;
+    MP_ST(&m, zc_plan_release(m.comm, &a->plan[0]), ZC_INVALID_STATE);
+    MP_TEXT_HAS(&m, m.comm, "running");
+    MP_ST(&m, zc_start(m.comm, &a->plan[0], &again), ZC_INVALID_STATE);
+    MP_ST(&m, zc_wait(m.comm, &a->req[0]), ZC_OK);
+    mp_op_check(&m, a, "the start after the refused release");
+    for (size_t j = 0; j < k; j++)
+        for (int q = 0; q < ops[j].nreq; q++)
+            MP_ST(&m, zc_plan_release(m.comm, &ops[j].plan[q]), ZC_OK);
+    MP_ST(&m, zc_plan_release(m.comm, &a->plan[0]), ZC_INVALID_ARG);
+    MP_ST(&m, zc_start(m.comm, &a->plan[0], &again), ZC_INVALID_ARG);
+    MP_TEXT_HAS(&m, m.comm, "plan");
+    /* The slots came back: a new plan works. */
+    a->uid = mp_mix(mp_seed ^ 0x2a57ull);
+    mp_op_fill(a, a->sbuf, a->rbuf);
+    MP_ST(&m, mp_op_plan(m.comm, a), ZC_OK);
+    MP_ST(&m, zc_start(m.comm, &a->plan[0], &a->req[0]), ZC_OK);
+    MP_ST(&m, zc_wait(m.comm, &a->req[0]), ZC_OK);
+    mp_op_check(&m, a, "a plan made after releasing all");
+    MP_ST(&m, zc_plan_release(m.comm, &a->plan[0]), ZC_OK);
+    for (size_t j = 0; j < k; j++) mp_op_free(&ops[j]);
+    if (m.rank == 0) printf("mp-info: %zu plans started 50 times each, all checked\n", k);
+    mp_fini(&m);
+    return 0;
+}
+
+/* ---- 3. split ------------------------------------------------------------------------------ */
+
+typedef struct mp_any {
+    zc_comm *comm;
+    mp_op *o;
+    int k;
+    bool done;
+} mp_any;
+
+/* Waits for requests on several communicators, progressing all of them (a wait on one
+ * communicator does not move another), in an order shuffled by g. */
+static void mp_wait_any(const mp_ctx *m, mp_any *w, size_t nw, zc_comm *const *comms,
+                        size_t ncomms, zt_rng *g) {
+    uint64_t deadline = mp_now_ns() + 20000 * MP_MS;
+    size_t left = nw;
+    while (left) {
+        size_t i = (size_t)zt_rng_below(g, nw);
+        for (size_t s = 0; s < nw; s++, i = (i + 1) % nw) {
+            if (w[i].done) continue;
+            zc_status st = zc_test(w[i].comm, &w[i].o->req[w[i].k]);
+            if (st == ZC_IN_PROGRESS) continue;
+            char name[256];
+            mp_op_name(w[i].o, name, sizeof name);
+            MP_CHECK(m, st == ZC_OK, "zc_test on %s returned %s (%s)", name, zc_status_name(st),
+                     zc_comm_error_text(w[i].comm));
+            w[i].done = true;
+            left--;
+            break;
+        }
+        for (size_t c = 0; c < ncomms; c++) {
+            zc_status st = zc_progress(comms[c]);
+            MP_CHECK(m, st == ZC_OK, "zc_progress on communicator %zu returned %s (%s)", c,
+                     zc_status_name(st), zc_comm_error_text(comms[c]));
+        }
+        MP_CHECK(m, mp_now_ns() < deadline, "requests still in flight after 20 s");
+    }
+}
+
+static void mp_split_round(mp_ctx *m, zc_comm *parent, const uint32_t *parent_who,
+                           zc_comm *child, const uint32_t *child_who, uint32_t round, zt_rng *g) {
+    /* parent, child, parent, child: both communicators have two requests in flight. */
+    mp_op ops[4];
+    mp_any w[4];
+    size_t nw = 0;
+    static const zc_dtype dts[4] = {ZC_FLOAT32, ZC_INT64, ZC_BFLOAT16, ZC_UINT8};
+    static const size_t counts[4] = {10, 7001, 33, 70000};
+    for (uint32_t i = 0; i < 4; i++) {
+        bool on_child = i % 2 == 1;
+        if (on_child && !child) continue;
+        zc_comm *c = on_child ? child : parent;
+        mp_op *o = &ops[nw];
+        memset(o, 0, sizeof *o);
+        o->kind = MP_ALLREDUCE;
+        o->dt = dts[(i + round) % 4];
+        o->op = (zc_op)((i + round) % ZC_OP_COUNT_);
+        o->count = counts[(i + 2 * round) % 4];
+        o->in_place = (round + i) % 3 == 0;
+        o->n = zc_comm_size(c), o->me = zc_comm_rank(c);
+        o->who = on_child ? child_who : parent_who;
+        o->uid = mp_mix(mp_seed ^ 0x5b1171ull ^ ((uint64_t)round << 8) ^ i);
+        mp_op_alloc(o);
+        mp_op_fill(o, o->sbuf, o->rbuf);
+        MP_ST(m, mp_op_issue(c, o), ZC_OK);
+        w[nw++] = (mp_any){c, o, 0, false};
+    }
+    zc_comm *comms[2] = {parent, child};
+    mp_wait_any(m, w, nw, comms, child ? 2 : 1, g);
+    for (size_t i = 0; i < nw; i++) {
+        mp_op_check(m, &ops[i], w[i].comm == child ? "child allreduce" : "parent allreduce");
+        mp_op_free(&ops[i]);
+    }
+}
+
+int mp_rank_split(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_split");
+    mp_init(&m);
+    MP_CHECK(&m, m.n == 4, "this program wants 4 ranks, got %u", m.n);
+    size_t bytes = zc_comm_arena_bytes(&m.cfg);
+    void *arena1 = malloc(bytes), *arena2 = malloc(bytes);
+    MP_CHECK(&m, arena1 && arena2, "no memory for the children's arenas");
+    zt_rng g = {mp_seed ^ 0x5b17ull ^ ((uint64_t)m.rank << 40)};
+
+    /* Split 1: color rank%2, key -rank: {0,2} ordered 2,0 and {1,3} ordered 3,1. */
+    zc_comm *child = NULL;
+    MP_ST(&m, zc_comm_split(m.comm, (int)(m.rank % 2), -(int)m.rank, arena1, bytes, &child),
+          ZC_OK);
+    MP_CHECK(&m, child != NULL, "split with color %u gave a NULL child", m.rank % 2);
+    uint32_t want_rank = m.rank < 2 ? 1u : 0u;
+    MP_CHECK(&m, zc_comm_size(child) == 2 && zc_comm_rank(child) == want_rank,
+             "child is rank %u of %u, expected rank %u of 2 (key -rank orders the higher parent "
+             "rank first)", zc_comm_rank(child), zc_comm_size(child), want_rank);
+    uint32_t who1[2] = {m.rank % 2 + 2, m.rank % 2};
+    for (uint32_t round = 0; round < 12; round++)
+        mp_split_round(&m, m.comm, NULL, child, who1, round, &g);
+
+    /* Split 2 while child 1 lives: rank 3 opts out with color -1 and gets NULL. */
+    zc_comm *child2 = (zc_comm *)arena2; /* must be overwritten with NULL at rank 3 */
+    MP_ST(&m, zc_comm_split(m.comm, m.rank == 3 ? -1 : 7, 0, arena2, bytes, &child2), ZC_OK);
+    if (m.rank == 3) {
+        MP_CHECK(&m, child2 == NULL, "color -1 gave a non-NULL child");
+    } else {
+        MP_CHECK(&m, child2 && zc_comm_size(child2) == 3 && zc_comm_rank(child2) == m.rank,
+                 "second child is rank %u of %u, expected %u of 3 (equal keys keep parent order)",
+                 child2 ? zc_comm_rank(child2) : 0, child2 ? zc_comm_size(child2) : 0, m.rank);
+    }
+    static const uint32_t who2[3] = {0, 1, 2};
+    for (uint32_t round = 0; round < 8; round++) {
+        mp_split_round(&m, m.comm, NULL, child2, who2, round, &g);
+        mp_split_round(&m, child, who1, NULL, NULL, round + 100, &g); /* child 1 still works */
+    }
+    if (child2) MP_ST(&m, zc_comm_fini(child2), ZC_OK);
+    MP_ST(&m, zc_comm_fini(child), ZC_OK);
+    mp_barrier(&m); /* the parent outlives its children */
+    if (m.rank == 0) printf("mp-info: split children and parent agree, requests interleaved\n");
+    mp_fini(&m);
+    free(arena1);
+    free(arena2);
+    return 0;
+}
+
+/* ---- 4. mismatches ------------------------------------------------------------------------- */
+
+int mp_rank_mismatch(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_mismatch");
+    m.cfg.timeout_ns = 5000 * MP_MS; /* not detecting shows as ZC_TIMED_OUT, not a hang */
+    mp_init(&m);
+    const char *cs = getenv("MP_CASE") ? getenv("MP_CASE") : "count";
+    /* No warm-up call before the mismatching one: a rank that has not yet polled its last
+     * good call to completion gets that one failed too when a faster peer's report of the
+     * mismatch arrives first (every request in flight fails with the communicator). */
+    int32_t one = (int32_t)m.rank + 1, sum = 0;
+    zc_req r;
+    float s[20] = {1}, d[20];
+    /* "sequence" and this rank's own call; the test checks that some rank names both calls
+     * (a rank that learns of the mismatch from a peer's report knows only its own). */
+    const char *words[2] = {"sequence", NULL};
+    bool odd = m.rank == 1;
+    uint64_t t0 = mp_now_ns();
+    zc_status st;
+    if (strcmp(cs, "count") == 0) {
+        st = zc_allreduce(m.comm, s, d, odd ? 20 : 10, ZC_FLOAT32, ZC_SUM, &r);
+        words[1] = odd ? "count 20" : "count 10";
+    } else if (strcmp(cs, "op") == 0) {
+        st = zc_allreduce(m.comm, s, d, 10, ZC_FLOAT32, odd ? ZC_MAX : ZC_SUM, &r);
+        words[1] = odd ? "max" : "sum";
+    } else if (strcmp(cs, "dtype") == 0) {
+        st = zc_allreduce(m.comm, s, d, 10, odd ? ZC_INT32 : ZC_FLOAT32, ZC_SUM, &r);
+        words[1] = odd ? "int32" : "float32";
+    } else {
+        st = zc_broadcast(m.comm, s, d, 10, ZC_FLOAT32, m.rank == 1 ? 1 : 0, &r);
+    }
+    MP_ST(&m, st, ZC_OK);
+    st = zc_wait(m.comm, &r);
+    if (strcmp(cs, "root") == 0 && st == ZC_OK) {
+        /* Each "root" only sends: the broadcast itself can finish; the next call must see the
+         * stray message and fail on every rank. */
+        MP_ST(&m, zc_barrier(m.comm, &r), ZC_OK);
+        st = zc_wait(m.comm, &r);
+    }
+    uint64_t dt = mp_now_ns() - t0;
+    printf("mp-info: rank %u case %s: %s after %.1f ms: %s\n", m.rank, cs, zc_status_name(st),
+           mp_ms(dt), zc_comm_error_text(m.comm));
+    MP_CHECK(&m, st == ZC_MISMATCH, "case %s: got %s, expected ZC_MISMATCH", cs,
+             zc_status_name(st));
+    for (int i = 0; i < 2; i++)
+        if (words[i]) MP_TEXT_HAS(&m, m.comm, words[i]);
+    MP_CHECK(&m, dt < 2000 * MP_MS, "detection took %.0f ms", mp_ms(dt));
+    /* The communicator stays failed. */
+    st = zc_allreduce(m.comm, &one, &sum, 1, ZC_INT32, ZC_SUM, &r);
+    if (st == ZC_OK) st = zc_wait(m.comm, &r);
+    MP_CHECK(&m, st == ZC_MISMATCH, "the call after the mismatch returned %s", zc_status_name(st));
+    MP_ST(&m, zc_progress(m.comm), ZC_MISMATCH);
+    mp_fini(&m);
+    return 0;
+}
+
+/* ---- 5. a rank that never joins ----------------------------------------------------------- */
+
+int mp_rank_never_joins(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_never_joins");
+    m.cfg.timeout_ns = 300 * MP_MS;
+    mp_init(&m);
+    mp_barrier(&m);
+    float s[64] = {0}, d[64];
+    zc_req r;
+    if (m.rank == 2) { /* skips the allreduce */
+        mp_sleep_ms(2000);
+        mp_fini(&m);
+        return 0;
+    }
+    uint64_t t0 = mp_now_ns();
+    MP_ST(&m, zc_allreduce(m.comm, s, d, 64, ZC_FLOAT32, ZC_SUM, &r), ZC_OK);
+    zc_status st = zc_wait(m.comm, &r);
+    uint64_t dt = mp_now_ns() - t0;
+    printf("mp-info: rank %u: %s after %.1f ms: %s\n", m.rank, zc_status_name(st), mp_ms(dt),
+           zc_comm_error_text(m.comm));
+    MP_CHECK(&m, st == ZC_TIMED_OUT, "got %s, expected ZC_TIMED_OUT", zc_status_name(st));
+    /* 0.3 s after this rank's own issue; a peer's report may come a little earlier than that
+     * when the peer issued first, hence the 250 ms floor. */
+    MP_CHECK(&m, dt >= 250 * MP_MS && dt <= 2000 * MP_MS, "timed out after %.1f ms, expected "
+             "0.3 .. 2 s", mp_ms(dt));
+    MP_CHECK(&m, strstr(zc_comm_error_text(m.comm), "timed out") ||
+                 strstr(zc_comm_error_text(m.comm), "TIMED_OUT"),
+             "the error text does not say it timed out");
+    st = zc_barrier(m.comm, &r);
+    if (st == ZC_OK) st = zc_wait(m.comm, &r);
+    MP_CHECK(&m, st == ZC_TIMED_OUT, "the call after the timeout returned %s",
+             zc_status_name(st));
+    mp_fini(&m);
+    return 0;
+}
+
+/* ---- 6. a killed peer --------------------------------------------------------------------- */
+
+static void mp_kill_path(char *path, size_t cap) {
+    const char *secret = getenv("ZC_SECRET");
+    snprintf(path, cap, "/tmp/zcoll_mp_kill_%s", secret ? secret : "nosecret");
+}
+
+int mp_rank_killed(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_killed");
+    m.cfg.timeout_ns = 5000 * MP_MS;
+    mp_init(&m);
+    mp_op o = {.kind = MP_ALLREDUCE, .dt = ZC_FLOAT32, .op = ZC_SUM, .count = 1u << 20,
+               .n = m.n, .me = m.rank}; /* 4 MiB */
+    o.uid = 77;
+    mp_op_alloc(&o);
+    mp_op_fill(&o, o.sbuf, o.rbuf);
+    char path[128];
+    mp_kill_path(path, sizeof path);
+    for (uint32_t it = 0; it < 1000; it++) {
+        MP_ST(&m, mp_op_issue(m.comm, &o), ZC_OK);
+        if (m.rank == 2 && it == 5) {
+            for (int i = 0; i < 20; i++) (void)zc_progress(m.comm); /* now mid-collective */
+            int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+            uint64_t t = mp_now_ns();
+            MP_CHECK(&m, fd >= 0 && write(fd, &t, sizeof t) == (ssize_t)sizeof t,
+                     "cannot write %s", path);
+            close(fd);
+            raise(SIGKILL);
+        }
+        zc_status st = zc_wait(m.comm, &o.req[0]);
+        if (st == ZC_OK) continue;
+        uint64_t now = mp_now_ns(), killed = 0;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        MP_CHECK(&m, fd >= 0 && read(fd, &killed, sizeof killed) == (ssize_t)sizeof killed,
+                 "allreduce %u failed with %s before rank 2 was killed (no %s)", it,
+                 zc_status_name(st), path);
+        close(fd);
+        double late = mp_ms(now - killed);
+        printf("mp-info: rank %u: allreduce %u returned %s %.1f ms after the kill: %s\n", m.rank,
+               it, zc_status_name(st), late, zc_comm_error_text(m.comm));
+        MP_CHECK(&m, st == ZC_PEER_LOST || st == ZC_TIMED_OUT, "got %s, expected ZC_PEER_LOST",
+                 zc_status_name(st));
+        MP_CHECK(&m, late < 1000.0, "reported %.1f ms after the kill, expected < 1 s", late);
+        uint64_t t0 = mp_now_ns();
+        MP_ST(&m, zc_comm_abort(m.comm), ZC_OK);
+        uint64_t abort_ns = mp_now_ns() - t0;
+        MP_CHECK(&m, abort_ns < 10 * MP_MS, "zc_comm_abort took %.3f ms", mp_ms(abort_ns));
+        zc_req r;
+        MP_ST(&m, zc_barrier(m.comm, &r), ZC_ABORTED);
+        MP_ST(&m, zc_allreduce(m.comm, o.sbuf, o.rbuf, 4, ZC_FLOAT32, ZC_SUM, &r), ZC_ABORTED);
+        MP_ST(&m, zc_progress(m.comm), ZC_ABORTED);
+        printf("mp-info: rank %u peer lost ok (%s, abort %.3f ms)\n", m.rank, zc_status_name(st),
+               mp_ms(abort_ns));
+        fflush(stdout);
+        mp_sleep_ms(100); /* let the other survivor read the file first */
+        if (m.rank == 0) unlink(path);
+        mp_op_free(&o);
+        mp_fini(&m);
+        return 0;
+    }
+    mp_die(&m, __FILE__, __LINE__, "1000 allreduces and no failure");
+}
+
+/* ---- 7. no allocation after init ----------------------------------------------------------- */
+
+#if MP_COUNTING_ALLOCS
+static void mp_alloc_self_check(const mp_ctx *m) {
+    void *(*volatile do_malloc)(size_t) = malloc;
+    void (*volatile do_free)(void *) = free;
+    void *(*volatile do_mmap)(void *, size_t, int, int, int, off_t) = mmap;
+    int (*volatile do_munmap)(void *, size_t) = munmap;
+    mp_counting = 1;
+    void *p = do_malloc(24);
+    do_free(p);
+    void *q = do_mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    do_munmap(q, 4096);
+    mp_counting = 0;
+    MP_CHECK(m, mp_alloc_calls[MP_MALLOC] == 1 && mp_alloc_calls[MP_FREE] == 1 &&
+                    mp_alloc_calls[MP_MMAP] == 1 && mp_alloc_calls[MP_MUNMAP] == 1 &&
+                    q != MAP_FAILED,
+             "the counting forwarders are not in use (%lu %lu %lu %lu)",
+             mp_alloc_calls[MP_MALLOC], mp_alloc_calls[MP_FREE], mp_alloc_calls[MP_MMAP],
+             mp_alloc_calls[MP_MUNMAP]);
+    for (int i = 0; i < MP_ALLOC_FNS; i++) mp_alloc_calls[i] = 0;
+}
+#endif
+
+int mp_rank_alloc_free(void) {
+#if !MP_COUNTING_ALLOCS
+    printf("mp-info: allocation counting needs the release build\n");
+    return 0;
+#else
+    mp_ctx m;
+    mp_config(&m, "mp_rank_alloc_free");
+    m.cfg.slot_bytes = 4096, m.cfg.slots = 4;
+    mp_init(&m);
+    mp_alloc_self_check(&m);
+    /* Fixed calls: every kind, small and chunked, plus a persistent plan; buffers made, filled
+     * and their expected images computed before counting starts. */
+    const struct {
+        mp_kind kind;
+        zc_dtype dt;
+        zc_op op;
+        size_t count;
+    } spec[] = {
+        {MP_ALLREDUCE, ZC_INT32, ZC_SUM, 64},     {MP_ALLREDUCE, ZC_FLOAT32, ZC_SUM, 20000},
+        {MP_REDUCE, ZC_FLOAT16, ZC_MAX, 9000},    {MP_BCAST, ZC_UINT8, ZC_SUM, 100000},
+        {MP_RSCAT, ZC_INT64, ZC_MIN, 3000},       {MP_AGATHER, ZC_BFLOAT16, ZC_SUM, 500},
+        {MP_GATHER, ZC_FLOAT64, ZC_SUM, 700},     {MP_SCATTER, ZC_UINT32, ZC_SUM, 5000},
+        {MP_ALLTOALL, ZC_FP8_E4M3, ZC_SUM, 3000}, {MP_RING, ZC_INT8, ZC_SUM, 10000},
+        {MP_BARRIER, ZC_UINT8, ZC_SUM, 0},        {MP_ALLREDUCE, ZC_FLOAT64, ZC_AVG, 8},
+    };
+    enum { K = sizeof spec / sizeof spec[0] };
+    mp_op ops[K + 1];
+    for (size_t i = 0; i < K; i++) {
+        mp_op *o = &ops[i];
+        memset(o, 0, sizeof *o);
+        o->kind = spec[i].kind, o->dt = spec[i].dt, o->op = spec[i].op, o->count = spec[i].count;
+        o->root = (uint32_t)i % m.n, o->n = m.n, o->me = m.rank;
+        o->uid = mp_mix(mp_seed ^ 0xa11ull ^ i);
+        mp_op_alloc(o);
+        mp_op_fill(o, o->sbuf, o->rbuf);
+        mp_op_expect(o);
+    }
+    mp_op *pl = &ops[K]; /* the persistent one */
+    memset(pl, 0, sizeof *pl);
+    pl->kind = MP_ALLREDUCE, pl->dt = ZC_BFLOAT16, pl->op = ZC_SUM, pl->count = 5000;
+    pl->n = m.n, pl->me = m.rank, pl->uid = 0x91a4;
+    mp_op_alloc(pl);
+    mp_op_fill(pl, pl->sbuf, pl->rbuf);
+    mp_op_expect(pl);
+    MP_ST(&m, mp_op_plan(m.comm, pl), ZC_OK);
+    zt_rng g = {mp_seed ^ 0xa110cull}; /* same on every rank: the calls must agree */
+    char why[1024];
+    uint32_t calls = 0;
+    fflush(stdout);
+    mp_barrier(&m);
+    uint64_t t0 = mp_now_ns();
+    mp_counting = 1;
+    while (calls < 10000) {
+        /* one or two calls in flight, waited with zc_wait or by polling zc_test */
+        size_t a = (size_t)zt_rng_below(&g, K + 1), b = (size_t)zt_rng_below(&g, K + 1);
+        size_t pick[2] = {a, b}, np = a == b ? 1 : 2;
+        for (size_t i = 0; i < np; i++) {
+            mp_op *o = &ops[pick[i]];
+            if (o->rbuf) memset(o->rbuf, 0, o->rbytes);
+            if (o == pl) {
+                o->nreq = 1;
+                MP_ST(&m, zc_start(m.comm, &o->plan[0], &o->req[0]), ZC_OK);
+            } else {
+                MP_ST(&m, mp_op_issue(m.comm, o), ZC_OK);
+            }
+        }
+        for (size_t i = 0; i < np; i++) {
+            mp_op *o = &ops[pick[i]];
+            for (int q = 0; q < o->nreq; q++) {
+                zc_status st;
+                if (calls % 2) {
+                    while ((st = zc_test(m.comm, &o->req[q])) == ZC_IN_PROGRESS)
+                        MP_ST(&m, zc_progress(m.comm), ZC_OK);
+                } else {
+                    st = zc_wait(m.comm, &o->req[q]);
+                }
+                MP_ST(&m, st, ZC_OK);
+            }
+            /* Every recv buffer passed here is wholly written by the call (no spare ones). */
+            MP_CHECK(&m, mp_op_compare(o, why, sizeof why), "call %u: %s", calls, why);
+            calls++;
+        }
+    }
+    mp_counting = 0;
+    uint64_t dt = mp_now_ns() - t0;
+    unsigned long total = 0;
+    for (int i = 0; i < MP_ALLOC_FNS; i++) total += mp_alloc_calls[i];
+    printf("mp-info: rank %u: %u calls in %.1f ms after init: %lu allocation calls (", m.rank,
+           calls, mp_ms(dt), total);
+    for (int i = 0; i < MP_ALLOC_FNS; i++)
+        printf("%s%s %lu", i ? ", " : "", mp_alloc_names[i], mp_alloc_calls[i]);
+    printf(")\n");
+    MP_CHECK(&m, total == 0, "the library allocated or mapped %lu times after init", total);
+    MP_ST(&m, zc_plan_release(m.comm, &pl->plan[0]), ZC_OK);
+    for (size_t i = 0; i <= K; i++) mp_op_free(&ops[i]);
+    mp_fini(&m);
+    return 0;
+#endif
+}
+
+/* ---- 8. oversubscribed ---------------------------------------------------------------------- */
+
+int mp_rank_oversubscribed(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_oversubscribed");
+    mp_init(&m);
+    uint32_t iters = mp_env_u32("MP_ITERS", 2000);
+    mp_barrier(&m);
+    uint64_t t0 = mp_now_ns();
+    for (uint32_t it = 0; it < iters; it++) {
+        int64_t mine = (int64_t)(m.rank + 1) * (int64_t)(it + 1), sum = -1;
+        zc_req r;
+        MP_ST(&m, zc_allreduce(m.comm, &mine, &sum, 1, ZC_INT64, ZC_SUM, &r), ZC_OK);
+        MP_ST(&m, zc_wait(m.comm, &r), ZC_OK);
+        int64_t want = (int64_t)(m.n * (m.n + 1) / 2) * (int64_t)(it + 1);
+        MP_CHECK(&m, sum == want, "allreduce %u gave %lld, expected %lld", it, (long long)sum,
+                 (long long)want);
+    }
+    uint64_t dt = mp_now_ns() - t0;
+    double per_op_ms = mp_ms(dt) / iters;
+    if (m.rank == 0)
+        printf("mp-info: %u ranks: %u allreduces of 8 bytes in %.1f ms: %.3f ms per op\n", m.n,
+               iters, mp_ms(dt), per_op_ms);
+    MP_CHECK(&m, per_op_ms < 5.0, "%.3f ms per allreduce, expected < 5 ms", per_op_ms);
+    mp_fini(&m);
+    return 0;
+}
+
+/* ---- 9. misuse ------------------------------------------------------------------------------ */
+
+/* Fills recv with the sentinel before a refused call and checks it after. */
+typedef struct mp_guard {
+    uint8_t *buf;
+    size_t bytes;
+} mp_guard;
+
+static void mp_guard_check(const mp_ctx *m, const mp_guard *gd, const char *what) {
+    for (size_t i = 0; i < gd->bytes; i++)
+        MP_CHECK(m, gd->buf[i] == (uint8_t)(0x5au + i * 131u),
+                 "%s: byte %zu of a buffer was written by a refused call", what, i);
+}
+
+#define MP_REFUSED(m, call, want, word, gd)                                                   \
+    do {                                                                                      \
+        mp_sentinel((gd)->buf, (gd)->bytes);                                                  \
+        MP_ST((m), call, want);                                                               \
+        MP_TEXT_HAS((m), (m)->comm, word);                                                    \
+        mp_guard_check((m), (gd), #call);                                                     \
+    } while (0)
+
+static void mp_misuse_checks(mp_ctx *m) {
+    zc_comm *c = m->comm;
+    uint32_t n = m->n, me = m->rank;
+    enum { CNT = 16 };
+    size_t es = 4, blk = CNT * es;
+    uint8_t *buf = malloc(2 * n * blk + 64), *other = malloc(n * blk + 64);
+    MP_CHECK(m, buf && other, "no memory");
+    mp_guard all = {buf, 2 * n * blk}, oth = {other, n * blk};
+    zc_req r;
+    zc_plan p;
+    uint32_t next = (me + 1) % n; /* a block that is not this rank's */
+
+    MP_REFUSED(m, zc_allreduce(c, NULL, buf, CNT, ZC_FLOAT32, ZC_SUM, &r), ZC_INVALID_ARG,
+               "send", &all);
+    MP_REFUSED(m, zc_allreduce(c, other, NULL, CNT, ZC_FLOAT32, ZC_SUM, &r), ZC_INVALID_ARG,
+               "recv", &oth);
+    MP_REFUSED(m, zc_reduce(c, other, buf, CNT, ZC_FLOAT32, ZC_SUM, n, &r), ZC_INVALID_ARG,
+               "root", &all);
+    MP_REFUSED(m, zc_broadcast(c, other, buf, CNT, ZC_FLOAT32, n + 7, &r), ZC_INVALID_ARG,
+               "root", &all);
+    MP_REFUSED(m, zc_scatter(c, other, buf, CNT, ZC_FLOAT32, n, &r), ZC_INVALID_ARG, "root",
+               &all);
+    MP_REFUSED(m, zc_allreduce(c, other, buf, CNT, (zc_dtype)99, ZC_SUM, &r), ZC_INVALID_ARG,
+               "dtype", &all);
+    MP_REFUSED(m, zc_allgather(c, other, buf, CNT, (zc_dtype)-1, &r), ZC_INVALID_ARG, "dtype",
+               &all);
+    MP_REFUSED(m, zc_allreduce(c, other, buf, CNT, ZC_FLOAT32, (zc_op)99, &r), ZC_INVALID_ARG,
+               "op", &all);
+    MP_REFUSED(m, zc_reduce_scatter(c, other, buf, CNT, ZC_INT32, (zc_op)5, &r), ZC_INVALID_ARG,
+               "op", &all);
+    MP_REFUSED(m, zc_allreduce(c, other, buf, SIZE_MAX / 2, ZC_FLOAT32, ZC_SUM, &r),
+               ZC_INVALID_ARG, "count", &all);
+    /* In-place layouts at the wrong block (n == 1 has only the right one: skip those). */
+    if (n > 1) {
+        MP_REFUSED(m, zc_reduce_scatter(c, buf, buf + next * blk, CNT, ZC_FLOAT32, ZC_SUM, &r),
+                   ZC_INVALID_ARG, "in-place", &all);
+        MP_REFUSED(m, zc_allgather(c, buf + next * blk, buf, CNT, ZC_FLOAT32, &r),
+                   ZC_INVALID_ARG, "in-place", &all);
+        /* root = this rank on every rank: each one is a root, so each checks (and refuses) the
+         * layout locally; nothing is issued anywhere. */
+        MP_REFUSED(m, zc_gather(c, buf + next * blk, buf, CNT, ZC_FLOAT32, me, &r),
+                   ZC_INVALID_ARG, "in-place", &all);
+        MP_REFUSED(m, zc_scatter(c, buf, buf + next * blk, CNT, ZC_FLOAT32, me, &r),
+                   ZC_INVALID_ARG, "in-place", &all);
+    }
+    MP_REFUSED(m, zc_reduce_scatter(c, buf, buf + 4, CNT, ZC_FLOAT32, ZC_SUM, &r),
+               ZC_INVALID_ARG, "in-place", &all);
+    MP_REFUSED(m, zc_alltoall(c, buf, buf, CNT, ZC_FLOAT32, &r), ZC_INVALID_ARG, "in-place",
+               &all);
+    MP_REFUSED(m, zc_allreduce(c, buf, buf + 4, CNT, ZC_FLOAT32, ZC_SUM, &r), ZC_INVALID_ARG,
+               "in-place", &all);
+    if (n > 1) {
+        MP_REFUSED(m, zc_send(c, other, CNT, ZC_FLOAT32, me, &r), ZC_INVALID_ARG, "peer", &all);
+        MP_REFUSED(m, zc_recv(c, buf, CNT, ZC_FLOAT32, me, &r), ZC_INVALID_ARG, "peer", &all);
+    }
+    MP_REFUSED(m, zc_send(c, other, CNT, ZC_FLOAT32, n, &r), ZC_INVALID_ARG, "peer", &all);
+    MP_REFUSED(m, zc_allreduce(c, other, buf, CNT, ZC_FLOAT32, ZC_SUM, NULL), ZC_INVALID_ARG,
+               "req", &all);
+    MP_REFUSED(m, zc_allreduce_init(c, other, buf, CNT, ZC_FLOAT32, (zc_op)42, &p),
+               ZC_INVALID_ARG, "op", &all);
+    MP_CHECK(m, zc_allreduce(NULL, other, buf, CNT, ZC_FLOAT32, ZC_SUM, &r) == ZC_INVALID_ARG,
+             "a NULL communicator was not refused");
+    MP_CHECK(m, zc_comm_error_text(NULL) != NULL, "zc_comm_error_text(NULL) is NULL");
+
+    /* Requests: a finished one is stale; a zeroed one was never started. */
+    float a[CNT], s[CNT];
+    for (int i = 0; i < CNT; i++) a[i] = (float)(me + 1) * (float)i;
+    MP_ST(m, zc_allreduce(c, a, s, CNT, ZC_FLOAT32, ZC_SUM, &r), ZC_OK);
+    MP_ST(m, zc_wait(c, &r), ZC_OK);
+    MP_ST(m, zc_test(c, &r), ZC_INVALID_ARG);
+    MP_TEXT_HAS(m, c, "req");
+    MP_ST(m, zc_wait(c, &r), ZC_INVALID_ARG);
+    zc_req zero;
+    memset(&zero, 0, sizeof zero);
+    MP_ST(m, zc_wait(c, &zero), ZC_INVALID_ARG);
+    MP_TEXT_HAS(m, c, "req");
+    MP_ST(m, zc_test(c, &zero), ZC_INVALID_ARG);
+
+    /* A released plan cannot be started. */
+    MP_ST(m, zc_allreduce_init(c, a, s, CNT, ZC_FLOAT32, ZC_SUM, &p), ZC_OK);
+    MP_ST(m, zc_plan_release(c, &p), ZC_OK);
+    MP_ST(m, zc_start(c, &p, &r), ZC_INVALID_ARG);
+    MP_TEXT_HAS(m, c, "plan");
+    zc_plan zp;
+    memset(&zp, 0, sizeof zp);
+    MP_ST(m, zc_start(c, &zp, &r), ZC_INVALID_ARG);
+    MP_ST(m, zc_plan_release(c, &zp), ZC_INVALID_ARG);
+
+    /* cfg.max_requests (4) in flight: the fifth is ZC_AGAIN, the four still complete. */
+    zc_req four[4];
+    float in4[4][CNT], out4[4][CNT];
+    for (int k = 0; k < 4; k++) {
+        for (int i = 0; i < CNT; i++) in4[k][i] = (float)((me + 1) * (uint32_t)(k + i));
+        MP_ST(m, zc_allreduce(c, in4[k], out4[k], CNT, ZC_FLOAT32, ZC_SUM, &four[k]), ZC_OK);
+    }
+    MP_REFUSED(m, zc_allreduce(c, other, buf, CNT, ZC_FLOAT32, ZC_SUM, &r), ZC_AGAIN, "request",
+               &all);
+    MP_REFUSED(m, zc_barrier(c, &r), ZC_AGAIN, "request", &all);
+    for (int k = 3; k >= 0; k--) MP_ST(m, zc_wait(c, &four[k]), ZC_OK);
+    float tri = (float)(n * (n + 1) / 2);
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < CNT; i++)
+            MP_CHECK(m, out4[k][i] == tri * (float)(k + i), "in-flight allreduce %d element %d: "
+                     "%g, expected %g", k, i, (double)out4[k][i], (double)(tri * (float)(k + i)));
+
+    /* And afterwards the communicator works. */
+    for (int round = 0; round < 3; round++) {
+        memset(s, 0, sizeof s);
+        MP_ST(m, zc_allreduce(c, a, s, CNT, ZC_FLOAT32, ZC_SUM, &r), ZC_OK);
+        MP_ST(m, zc_wait(c, &r), ZC_OK);
+        for (int i = 0; i < CNT; i++)
+            MP_CHECK(m, s[i] == tri * (float)i, "allreduce after misuse: element %d is %g, "
+                     "expected %g", i, (double)s[i], (double)(tri * (float)i));
+    }
+    /* Last, as a wrong acceptance issues a call that cannot work: counts whose block count
+     * times nranks overflows size_t (a 1-byte type, so count * size alone does not). */
+    size_t wrap = SIZE_MAX / n + 2; /* n * wrap wraps to a small number */
+    MP_REFUSED(m, zc_alltoall(c, other, buf, wrap, ZC_UINT8, &r), ZC_INVALID_ARG, "count",
+               &all);
+    MP_REFUSED(m, zc_allgather(c, other, buf, wrap, ZC_INT8, &r), ZC_INVALID_ARG, "count",
+               &all);
+    MP_REFUSED(m, zc_reduce_scatter(c, other, buf, wrap, ZC_UINT8, ZC_SUM, &r), ZC_INVALID_ARG,
+               "count", &all);
+    /* n * count past the address space: refused, and the sentence names count. */
+    MP_REFUSED(m, zc_alltoall(c, other, buf, SIZE_MAX / 2, ZC_UINT8, &r), ZC_INVALID_ARG,
+               "count", &all);
+    free(buf);
+    free(other);
+}
+
+int mp_rank_misuse(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_misuse");
+    m.cfg.max_requests = 4;
+    /* An arena one byte short: ZC_TOO_SMALL, both sizes named, nothing returned. */
+    size_t need = zc_comm_arena_bytes(&m.cfg);
+    MP_CHECK(&m, need > 0, "zc_comm_arena_bytes returned 0");
+    void *arena = malloc(need);
+    int dummy;
+    zc_comm *c = (zc_comm *)(void *)&dummy;
+    MP_ST(&m, zc_comm_init(&m.cfg, arena, need - 1, &c), ZC_TOO_SMALL);
+    MP_CHECK(&m, c == NULL, "a failed zc_comm_init left *comm_out set");
+    char need_s[32], short_s[32];
+    snprintf(need_s, sizeof need_s, "%zu", need);
+    snprintf(short_s, sizeof short_s, "%zu", need - 1);
+    MP_CHECK(&m, strstr(zc_init_error_text(), need_s) && strstr(zc_init_error_text(), short_s),
+             "zc_init_error_text \"%s\" does not name both %s and %s", zc_init_error_text(),
+             short_s, need_s);
+    free(arena);
+    mp_init(&m);
+    mp_misuse_checks(&m);
+    if (m.rank == 0) printf("mp-info: every misuse refused with its argument named\n");
+    mp_fini(&m);
+    return 0;
+}
+
+/* ---- the tests: start the rank programs --------------------------------------------------- */
+
+static char mp_out[1 << 20];
+
+/* Echoes the rank programs' own report lines (and zcrun's) from out. */
+static void mp_echo(const char *out, bool everything) {
+    if (everything) {
+        size_t len = strlen(out);
+        printf("    --- output (%zu bytes%s) ---\n%s\n", len,
+               len > 12000 ? ", last 12000" : "", len > 12000 ? out + len - 12000 : out);
+        return;
+    }
+    for (const char *p = out; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (memmem(p, len, "mp-info", 7) || memmem(p, len, "mp FAILED", 9))
+            printf("    %.*s\n", (int)len, p);
+        p += len + (e ? 1 : 0);
+    }
+}
+
+/* Runs n ranks of prog and requires zcrun's exit status want. */
+static void mp_job(uint32_t n, const char *prog, uint32_t timeout_s, const char *const env[],
+                   int want) {
+    int rc = zt_run_ranks(n, prog, timeout_s, env, mp_out, sizeof mp_out);
+    mp_echo(mp_out, rc != want);
+    ZT_CHECK_EQ(rc, want);
+    ZT_CHECK(strstr(mp_out, "mp FAILED") == NULL);
+}
+
+void mp_collectives_match_reference_n1(void) { mp_job(1, "mp_rank_sweep", 50, NULL, 0); }
+void mp_collectives_match_reference_n2(void) { mp_job(2, "mp_rank_sweep", 50, NULL, 0); }
+void mp_collectives_match_reference_n3(void) { mp_job(3, "mp_rank_sweep", 50, NULL, 0); }
+void mp_collectives_match_reference_n4(void) { mp_job(4, "mp_rank_sweep", 50, NULL, 0); }
+void mp_collectives_match_reference_n5(void) { mp_job(5, "mp_rank_sweep", 50, NULL, 0); }
+void mp_collectives_match_reference_n8(void) { mp_job(8, "mp_rank_sweep", 50, NULL, 0); }
+
+void mp_allreduce_64mib_float32_matches_reference_n2(void) {
+    mp_job(2, "mp_rank_allreduce_big", 50, NULL, 0);
+}
+
+void mp_persistent_plans_restart(void) { mp_job(3, "mp_rank_plans", 50, NULL, 0); }
+
+void mp_split_children_work_concurrently_with_parent(void) {
+    mp_job(4, "mp_rank_split", 50, NULL, 0);
+}
+
+/* True when one line of out contains a, b and c. */
+static bool mp_line_has(const char *out, const char *a, const char *b, const char *c) {
+    for (const char *p = out; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (memmem(p, len, a, strlen(a)) && memmem(p, len, b, strlen(b)) &&
+            memmem(p, len, c, strlen(c)))
+            return true;
+        p += len + (e ? 1 : 0);
+    }
+    return false;
+}
+
+void mp_mismatch_is_reported_on_every_rank(void) {
+    static const struct {
+        const char *env, *a, *b; /* the two calls' distinguishing words */
+    } cases[] = {{"MP_CASE=count", "count 10", "count 20"},
+                 {"MP_CASE=op", "sum", "max"},
+                 {"MP_CASE=dtype", "float32", "int32"},
+                 {"MP_CASE=root", "zc_broadcast", "sequence"}};
+    for (uint32_t n = 2; n <= 3; n++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            const char *env[] = {cases[i].env, NULL};
+            printf("    n=%u %s\n", n, cases[i].env);
+            mp_job(n, "mp_rank_mismatch", 15, env, 0);
+            for (uint32_t r = 0; r < n; r++) {
+                char line[64];
+                snprintf(line, sizeof line, "[%u] mp-info: rank %u case", r, r);
+                ZT_CHECK(mp_line_has(mp_out, line, "ZC_MISMATCH after", "sequence"));
+            }
+            ZT_CHECK(mp_line_has(mp_out, "ZC_MISMATCH after", cases[i].a, cases[i].b));
+        }
+}
+
+void mp_rank_that_never_joins_times_out(void) {
+    mp_job(3, "mp_rank_never_joins", 20, NULL, 0);
+    ZT_CHECK(strstr(mp_out, "[0] mp-info: rank 0: ZC_TIMED_OUT") != NULL);
+    ZT_CHECK(strstr(mp_out, "[1] mp-info: rank 1: ZC_TIMED_OUT") != NULL);
+}
+
+void mp_killed_peer_is_reported_as_peer_lost(void) {
+    char zcrun[4200], zctest[4200];
+    snprintf(zcrun, sizeof zcrun, "%s/zcrun", zt_build_dir());
+    snprintf(zctest, sizeof zctest, "%s/zctest", zt_build_dir());
+    const char *argv[] = {zcrun, "-n", "3", "--timeout", "30", "--keep-going",
+                          zctest, "--rank", "mp_rank_killed", NULL};
+    uint32_t ms = 0;
+    int rc = zt_run(argv, NULL, mp_out, sizeof mp_out, 40000, &ms);
+    bool ok = rc == 128 + SIGKILL && strstr(mp_out, "[0] mp-info: rank 0 peer lost ok") &&
+              strstr(mp_out, "[1] mp-info: rank 1 peer lost ok") &&
+              !strstr(mp_out, "mp FAILED");
+    mp_echo(mp_out, !ok);
+    ZT_CHECK_EQ(rc, 128 + SIGKILL);
+    ZT_CHECK(strstr(mp_out, "zcrun: rank 2 killed by signal SIGKILL") != NULL);
+    ZT_CHECK(strstr(mp_out, "[0] mp-info: rank 0 peer lost ok") != NULL);
+    ZT_CHECK(strstr(mp_out, "[1] mp-info: rank 1 peer lost ok") != NULL);
+    ZT_CHECK(strstr(mp_out, "mp FAILED") == NULL);
+}
+
+void mp_allocation_free_after_init(void) {
+#if !MP_COUNTING_ALLOCS
+    ZT_SKIP("allocation counting needs the release build (ASan owns malloc)");
+#else
+    mp_job(2, "mp_rank_alloc_free", 40, NULL, 0);
+    ZT_CHECK(strstr(mp_out, "[0] mp-info: rank 0: 10000 calls") != NULL);
+    ZT_CHECK(strstr(mp_out, "[1] mp-info: rank 1: 10000 calls") != NULL);
+#endif
+}
+
+void mp_oversubscribed_8_ranks_stay_fast(void) {
+    mp_job(8, "mp_rank_oversubscribed", 40, NULL, 0);
+    ZT_CHECK(strstr(mp_out, "ms per op") != NULL);
+}
+
+void mp_misuse_leaves_comm_usable(void) {
+    mp_job(2, "mp_rank_misuse", 30, NULL, 0);
+    ZT_CHECK(strstr(mp_out, "every misuse refused") != NULL);
+}

@@ -1,0 +1,890 @@
+/* zcbench.c: the benchmark. Owns timing every zcoll collective over a geometric sweep of sizes
+ * and printing nccl-tests columns (or one JSON object per size) plus latency percentiles, the
+ * arena size and the number of allocations inside the timed loops; with --check it verifies
+ * every timed iteration's result on every rank.
+ *
+ * A tool, not library code: it uses libc directly and allocates its buffers once before the
+ * first timed loop. Inside a timed loop it only calls the collective (and, in barrier mode or
+ * with --check, zc_barrier and the untimed verification); every cross-rank reduction of the
+ * measurements happens after the loop. Rank 0 alone prints. */
+#define _GNU_SOURCE
+
+#include "zcoll.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+enum {
+    ZB_EXIT_FAIL = 1,
+    ZB_EXIT_USAGE = 2,
+    ZB_ADAPTIVE_MIN = 10,        /* adaptive iterations per size, at least */
+    ZB_ADAPTIVE_MAX = 100000,    /* ... and at most */
+    ZB_ITERS_MAX = 1000000,      /* ceiling of -n */
+    ZB_WARMUP_DEFAULT = 20,      /* warm-up iterations up to 1 MiB ... */
+    ZB_WARMUP_MIN = 3,           /* ... fewer above, down to this many */
+    ZB_WARMUP_MAX = 1000000,     /* ceiling of -w */
+    ZB_ALIGN = 64,
+};
+#define ZB_TARGET_NS 300000000ull       /* adaptive: timed work per size, ns (0.3 s) */
+#define ZB_WARMUP_BYTES (64ull << 20)   /* default warm-up: about this many bytes above 1 MiB */
+#define ZB_PROGRESS_NS 2000000000ull    /* a size that took longer gets a progress line */
+#define ZB_MAX_BYTES (1ull << 40)       /* ceiling of -e */
+
+/* ---- allocation counting -----------------------------------------------------------------
+ * malloc & co. are replaced for the whole program by forwarders that count calls while
+ * zb_counting is set (only around the timed loops). ASan owns malloc in sanitized builds, so
+ * there the forwarders are left out and the count is reported as not counted. */
+#if defined(__SANITIZE_ADDRESS__)
+#define ZB_COUNT_ALLOCS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ZB_COUNT_ALLOCS 0
+#endif
+#endif
+#ifndef ZB_COUNT_ALLOCS
+#define ZB_COUNT_ALLOCS 1
+#endif
+
+#if ZB_COUNT_ALLOCS
+static volatile int zb_counting;
+static volatile uint64_t zb_alloc_calls;
+
+extern void *__libc_malloc(size_t bytes);
+extern void *__libc_calloc(size_t count, size_t bytes);
+extern void *__libc_realloc(void *p, size_t bytes);
+extern void __libc_free(void *p);
+
+void *malloc(size_t bytes) {
+    if (zb_counting) zb_alloc_calls++;
+    return __libc_malloc(bytes);
+}
+void *calloc(size_t count, size_t bytes) {
+    if (zb_counting) zb_alloc_calls++;
+    return __libc_calloc(count, bytes);
+}
+void *realloc(void *p, size_t bytes) {
+    if (zb_counting) zb_alloc_calls++;
+    return __libc_realloc(p, bytes);
+}
+void free(void *p) {
+    if (zb_counting) zb_alloc_calls++;
+    __libc_free(p);
+}
+void *mmap(void *addr, size_t bytes, int prot, int flags, int fd, off_t offset) {
+    if (zb_counting) zb_alloc_calls++;
+    return (void *)syscall(SYS_mmap, addr, bytes, prot, flags, fd, offset);
+}
+int munmap(void *addr, size_t bytes) {
+    if (zb_counting) zb_alloc_calls++;
+    return (int)syscall(SYS_munmap, addr, bytes);
+}
+#define ZB_COUNTING(on) (zb_counting = (on))
+#else
+#define ZB_COUNTING(on) ((void)0)
+#endif
+
+/* ---- the collectives ---------------------------------------------------------------------- */
+
+typedef enum zb_coll {
+    ZB_ALLREDUCE, ZB_REDUCE, ZB_BROADCAST, ZB_REDUCE_SCATTER, ZB_ALLGATHER, ZB_GATHER,
+    ZB_SCATTER, ZB_ALLTOALL, ZB_SENDRECV, ZB_BARRIER, ZB_COLL_COUNT
+} zb_coll;
+
+/* blocked: bytes is n blocks, one per rank, and the call's count is one block. */
+typedef enum zb_factor { ZB_BUS_ONE, ZB_BUS_ALLREDUCE, ZB_BUS_N1_N } zb_factor;
+static const struct {
+    const char *name;
+    bool reduces, rooted, blocked;
+    zb_factor factor;
+} zb_colls[ZB_COLL_COUNT] = {
+    [ZB_ALLREDUCE] = {"allreduce", true, false, false, ZB_BUS_ALLREDUCE},
+    [ZB_REDUCE] = {"reduce", true, true, false, ZB_BUS_ONE},
+    [ZB_BROADCAST] = {"broadcast", false, true, false, ZB_BUS_ONE},
+    [ZB_REDUCE_SCATTER] = {"reduce_scatter", true, false, true, ZB_BUS_N1_N},
+    [ZB_ALLGATHER] = {"allgather", false, false, true, ZB_BUS_N1_N},
+    [ZB_GATHER] = {"gather", false, true, true, ZB_BUS_N1_N},
+    [ZB_SCATTER] = {"scatter", false, true, true, ZB_BUS_N1_N},
+    [ZB_ALLTOALL] = {"alltoall", false, false, true, ZB_BUS_N1_N},
+    [ZB_SENDRECV] = {"sendrecv", false, false, false, ZB_BUS_ONE},
+    [ZB_BARRIER] = {"barrier", false, false, false, ZB_BUS_ONE},
+};
+
+/* nccl-tests' bus bandwidth factor for n ranks. */
+static double zb_bus_factor(zb_coll c, uint32_t n) {
+    switch (zb_colls[c].factor) {
+    case ZB_BUS_ALLREDUCE: return 2.0 * (double)(n - 1) / (double)n;
+    case ZB_BUS_N1_N: return (double)(n - 1) / (double)n;
+    case ZB_BUS_ONE: break;
+    }
+    return 1.0;
+}
+
+/* ---- options ------------------------------------------------------------------------------ */
+
+typedef struct zb_opts {
+    int coll;              /* a zb_coll, or -1 for all */
+    uint64_t min_bytes;    /* 1..max_bytes */
+    uint64_t max_bytes;    /* ..ZB_MAX_BYTES */
+    uint64_t factor;       /* >= 2 */
+    zc_dtype dtype;
+    zc_op op;
+    uint32_t root;         /* checked against the rank count after init */
+    int64_t warmup;        /* -1: by size (ZB_WARMUP_DEFAULT, fewer above 1 MiB) */
+    uint64_t iters;        /* 0: adaptive */
+    bool barrier_mode;     /* a zc_barrier before each timed call */
+    bool check, json;
+    zc_transport transport;
+} zb_opts;
+
+static const char zb_usage_line[] =
+    "usage: zcrun -n N zcbench -c COLL [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-d DTYPE]\n"
+    "       [-o OP] [-r ROOT] [-w WARMUP] [-n ITERS] [--mode loop|barrier] [--check] [--json]\n"
+    "       [--transport auto|shm]   (zcbench --help for more)\n";
+
+static void zb_help(void) {
+    fputs(zb_usage_line, stdout);
+    fputs("\nTimes zcoll collectives over a size sweep on the ranks zcrun (or another launcher)\n"
+          "started. Rank 0 prints the report on stdout.\n"
+          "\nOptions:\n"
+          "  -c COLL        allreduce reduce broadcast reduce_scatter allgather gather scatter\n"
+          "                 alltoall sendrecv barrier, or all (required)\n"
+          "  -b MINBYTES    smallest size (default 8); suffixes K, M, G are powers of 1024\n"
+          "  -e MAXBYTES    largest size (default 64M)\n"
+          "  -f FACTOR      size multiplier between rows, >= 2 (default 2)\n"
+          "  -d DTYPE       int8 uint8 int32 uint32 int64 uint64 float16 bfloat16 float32\n"
+          "                 float64 fp8_e4m3 fp8_e5m2 (zc_dtype_name; default float32)\n"
+          "  -o OP          sum prod min max avg (zc_op_name; default sum)\n"
+          "  -r ROOT        root of reduce, broadcast, gather, scatter (default 0)\n"
+          "  -w WARMUP      untimed iterations per size (default 20, fewer above 1 MiB:\n"
+          "                 about 64 MiB of data, at least 3)\n"
+          "  -n ITERS       timed iterations per size, 1..1000000 (default adaptive: about\n"
+          "                 0.3 s of timed work, 10..100000, decided by rank 0 from the\n"
+          "                 warm-up and broadcast so every rank runs the same number)\n"
+          "  --mode loop    back-to-back calls, each timed alone (default)\n"
+          "  --mode barrier a zc_barrier (untimed) before each timed call: one-shot latency\n"
+          "  --check        inputs whose results are exact in DTYPE; every rank verifies every\n"
+          "                 timed iteration outside the timed region\n"
+          "  --json         one JSON object per line and size instead of the table\n"
+          "  --transport T  auto or shm (default auto: shared memory on this host)\n"
+          "  -h, --help     this text\n",
+          stdout);
+    fputs("\nSizes follow nccl-tests: `size` is the total buffer per rank: allreduce, reduce,\n"
+          "broadcast, sendrecv: the buffer; reduce_scatter: the send buffer (n blocks);\n"
+          "allgather: the receive buffer; gather, scatter: the root's full buffer; alltoall:\n"
+          "each rank's send buffer (n blocks, one per peer). It is rounded down to whole\n"
+          "elements (whole blocks of n); sizes that round to 0 elements are left out.\n"
+          "sendrecv: ranks 0<->1, 2<->3, ... each send and receive `size` bytes (an odd last\n"
+          "rank idles). barrier: one row, sizes ignored.\n",
+          stdout);
+    fputs("\nColumns: size (bytes), count (elements in that buffer), type, redop (none when the\n"
+          "collective does not reduce), root (-1 when it has none), time(us): the mean over\n"
+          "iterations of the slowest rank's time for that iteration (each rank times each\n"
+          "call, issue to completion, with CLOCK_MONOTONIC; the maximum across ranks is\n"
+          "taken per iteration after the loop), algbw(GB/s) = size / time (1 GB = 1e9 B),\n"
+          "busbw(GB/s) = algbw * nccl-tests' bus factor (allreduce 2(n-1)/n; reduce_scatter,\n"
+          "allgather, gather, scatter, alltoall (n-1)/n; broadcast, reduce, sendrecv 1),\n"
+          "#wrong: wrong result elements summed over ranks and iterations (N/A without\n"
+          "--check), p50/p99/p99.9(us): percentiles (nearest rank) of the same per-iteration\n"
+          "maxima. Each table ends with \"# allocations during timed loops: N\": malloc,\n"
+          "calloc, realloc, free, mmap and munmap calls inside the timed loops summed over\n"
+          "ranks (must be 0; not counted in ASan builds).\n",
+          stdout);
+    fputs("\nJSON keys: impl (\"zcoll\"), coll, bytes, count, dtype, op, root, ranks, mode,\n"
+          "iters, time_us, algbw, busbw, p50_us, p99_us, p999_us, wrong (-1 without --check),\n"
+          "allocs (-1 when not counted). In JSON mode the header lines go to stderr.\n"
+          "\nExit status: 0 done, 1 a zcoll call failed (\"zcbench: CALL: STATUS: sentence\"),\n"
+          "2 bad usage.\n",
+          stdout);
+}
+
+static _Noreturn void zb_usage(const char *fmt, const char *arg) {
+    fputs("zcbench: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    fputs(zb_usage_line, stderr);
+    exit(ZB_EXIT_USAGE);
+}
+
+/* Decimal with an optional K/M/G suffix (powers of 1024); false if malformed or overflowing. */
+static bool zb_parse_bytes(const char *s, uint64_t *out) {
+    if (*s < '0' || *s > '9') return false;
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0) return false;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end != '\0' || v > (UINT64_MAX >> shift)) return false;
+    *out = (uint64_t)v << shift;
+    return true;
+}
+
+static bool zb_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
+    if (*s < '0' || *s > '9') return false;
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
+    *out = (uint64_t)v;
+    return true;
+}
+
+static int zb_find_coll(const char *s) {
+    if (strcmp(s, "all") == 0) return -1;
+    for (int c = 0; c < ZB_COLL_COUNT; c++)
+        if (strcmp(s, zb_colls[c].name) == 0) return c;
+    zb_usage("-c %s: not a collective", s);
+}
+
+static zc_dtype zb_find_dtype(const char *s) {
+    for (int t = 0; t < (int)ZC_DTYPE_COUNT_; t++)
+        if (strcmp(s, zc_dtype_name((zc_dtype)t)) == 0) return (zc_dtype)t;
+    zb_usage("-d %s: not a dtype (zcbench --help lists them)", s);
+}
+
+static zc_op zb_find_op(const char *s) {
+    for (int o = 0; o < (int)ZC_OP_COUNT_; o++)
+        if (strcmp(s, zc_op_name((zc_op)o)) == 0) return (zc_op)o;
+    zb_usage("-o %s: not an op (sum prod min max avg)", s);
+}
+
+/* The value of option argv[*i] (advancing *i); a usage error when it is missing. */
+static const char *zb_value(int argc, char **argv, int *i) {
+    if (*i + 1 >= argc) zb_usage("%s needs a value", argv[*i]);
+    return argv[++*i];
+}
+
+static void zb_parse_option(zb_opts *o, int argc, char **argv, int *i) {
+    const char *a = argv[*i];
+    uint64_t v = 0;
+    if (strcmp(a, "-c") == 0) {
+        o->coll = zb_find_coll(zb_value(argc, argv, i));
+    } else if (strcmp(a, "-b") == 0 || strcmp(a, "-e") == 0) {
+        const char *s = zb_value(argc, argv, i);
+        if (!zb_parse_bytes(s, &v) || v < 1 || v > ZB_MAX_BYTES)
+            zb_usage("bad size %s (1 to 1024G, suffixes K M G)", s);
+        *(a[1] == 'b' ? &o->min_bytes : &o->max_bytes) = v;
+    } else if (strcmp(a, "-f") == 0) {
+        const char *s = zb_value(argc, argv, i);
+        if (!zb_parse_u64(s, 2, 1u << 20, &o->factor)) zb_usage("-f %s: must be 2 or more", s);
+    } else if (strcmp(a, "-d") == 0) {
+        o->dtype = zb_find_dtype(zb_value(argc, argv, i));
+    } else if (strcmp(a, "-o") == 0) {
+        o->op = zb_find_op(zb_value(argc, argv, i));
+    } else if (strcmp(a, "-r") == 0) {
+        const char *s = zb_value(argc, argv, i);
+        if (!zb_parse_u64(s, 0, ZC_MAX_RANKS - 1, &v)) zb_usage("-r %s: not a rank", s);
+        o->root = (uint32_t)v;
+    } else if (strcmp(a, "-w") == 0) {
+        const char *s = zb_value(argc, argv, i);
+        if (!zb_parse_u64(s, 0, ZB_WARMUP_MAX, &v)) zb_usage("-w %s: 0..1000000", s);
+        o->warmup = (int64_t)v;
+    } else if (strcmp(a, "-n") == 0) {
+        const char *s = zb_value(argc, argv, i);
+        if (!zb_parse_u64(s, 1, ZB_ITERS_MAX, &o->iters)) zb_usage("-n %s: 1..1000000", s);
+    } else if (strcmp(a, "--mode") == 0) {
+        const char *s = zb_value(argc, argv, i);
+        if (strcmp(s, "loop") != 0 && strcmp(s, "barrier") != 0)
+            zb_usage("--mode %s: loop or barrier", s);
+        o->barrier_mode = strcmp(s, "barrier") == 0;
+    } else if (strcmp(a, "--transport") == 0) {
+        const char *s = zb_value(argc, argv, i);
+        if (strcmp(s, "auto") != 0 && strcmp(s, "shm") != 0)
+            zb_usage("--transport %s: auto or shm in this build", s);
+        o->transport = strcmp(s, "shm") == 0 ? ZC_TRANSPORT_SHM : ZC_TRANSPORT_AUTO;
+    } else if (strcmp(a, "--check") == 0) {
+        o->check = true;
+    } else if (strcmp(a, "--json") == 0) {
+        o->json = true;
+    } else {
+        zb_usage("unknown argument %s", a);
+    }
+}
+
+static void zb_parse(zb_opts *o, int argc, char **argv) {
+    *o = (zb_opts){.coll = -2, .min_bytes = 8, .max_bytes = 64ull << 20, .factor = 2,
+                   .dtype = ZC_FLOAT32, .op = ZC_SUM, .warmup = -1};
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            zb_help();
+            exit(0);
+        }
+    }
+    for (int i = 1; i < argc; i++) zb_parse_option(o, argc, argv, &i);
+    if (o->coll == -2) zb_usage("%s", "-c COLL is required");
+    if (o->min_bytes > o->max_bytes) zb_usage("%s", "-b is larger than -e");
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+typedef struct zb_bench {
+    zb_opts o;
+    zc_config cfg;
+    zc_comm *comm;
+    void *arena;
+    size_t arena_bytes;
+    uint32_t rank, n;
+    size_t esize;             /* bytes of one element of o.dtype */
+    size_t buf_bytes;         /* of send, recv and (with --check) ref */
+    uint8_t *send, *recv, *ref;
+    zc_mem *send_mem, *recv_mem;
+    uint64_t *times;          /* per-iteration ns; times_cap entries */
+    uint64_t times_cap;
+    FILE *meta;               /* where header and comment lines go: stdout, stderr in JSON */
+} zb_bench;
+
+/* One row's geometry on this rank. */
+typedef struct zb_size {
+    zb_coll coll;
+    uint64_t bytes;           /* the reported size: whole elements (whole blocks of n) */
+    uint64_t count;           /* elements in that buffer */
+    size_t arg;               /* the call's count argument */
+    size_t block_bytes;       /* blocked collectives: one rank's block */
+    size_t recv_bytes;        /* bytes of recv this rank's call writes */
+    size_t check_bytes;       /* bytes of recv compared with ref (0: nothing to check here) */
+    uint32_t peer;            /* sendrecv partner */
+    bool idle;                /* sendrecv: no partner for this rank */
+} zb_size;
+
+static uint64_t zb_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static _Noreturn void zb_die(const zb_bench *b, const char *call, zc_status st) {
+    ZB_COUNTING(0);
+    const char *text = b->comm ? zc_comm_error_text(b->comm) : zc_init_error_text();
+    fflush(stdout);
+    fprintf(stderr, "zcbench: %s: %s: %s\n", call, zc_status_name(st), text);
+    exit(ZB_EXIT_FAIL);
+}
+
+#define ZB_CALL(b, call)                                                                      \
+    do {                                                                                      \
+        zc_status zb_st_ = (call);                                                            \
+        if (zb_st_ != ZC_OK) zb_die((b), #call, zb_st_);                                      \
+    } while (0)
+
+static void zb_wait(zb_bench *b, zc_req *req, const char *what) {
+    zc_status st = zc_wait(b->comm, req);
+    if (st != ZC_OK) zb_die(b, what, st);
+}
+
+static void zb_barrier(zb_bench *b) {
+    zc_req req;
+    ZB_CALL(b, zc_barrier(b->comm, &req));
+    zb_wait(b, &req, "zc_wait(barrier)");
+}
+
+/* Issues one call of the row's collective and waits for it. */
+static void zb_run_once(zb_bench *b, const zb_size *s) {
+    zc_comm *c = b->comm;
+    const zb_opts *o = &b->o;
+    zc_req req, req2;
+    switch (s->coll) {
+    case ZB_ALLREDUCE:
+        ZB_CALL(b, zc_allreduce(c, b->send, b->recv, s->arg, o->dtype, o->op, &req));
+        break;
+    case ZB_REDUCE:
+        ZB_CALL(b, zc_reduce(c, b->send, b->recv, s->arg, o->dtype, o->op, o->root, &req));
+        break;
+    case ZB_BROADCAST:
+        ZB_CALL(b, zc_broadcast(c, b->send, b->recv, s->arg, o->dtype, o->root, &req));
+        break;
+    case ZB_REDUCE_SCATTER:
+        ZB_CALL(b, zc_reduce_scatter(c, b->send, b->recv, s->arg, o->dtype, o->op, &req));
+        break;
+    case ZB_ALLGATHER:
+        ZB_CALL(b, zc_allgather(c, b->send, b->recv, s->arg, o->dtype, &req));
+        break;
+    case ZB_GATHER:
+        ZB_CALL(b, zc_gather(c, b->send, b->recv, s->arg, o->dtype, o->root, &req));
+        break;
+    case ZB_SCATTER:
+        ZB_CALL(b, zc_scatter(c, b->send, b->recv, s->arg, o->dtype, o->root, &req));
+        break;
+    case ZB_ALLTOALL:
+        ZB_CALL(b, zc_alltoall(c, b->send, b->recv, s->arg, o->dtype, &req));
+        break;
+    case ZB_SENDRECV:
+        if (s->idle) return;
+        ZB_CALL(b, zc_recv(c, b->recv, s->arg, o->dtype, s->peer, &req2));
+        ZB_CALL(b, zc_send(c, b->send, s->arg, o->dtype, s->peer, &req));
+        zb_wait(b, &req2, "zc_wait(recv)");
+        break;
+    case ZB_BARRIER:
+        ZB_CALL(b, zc_barrier(c, &req));
+        break;
+    case ZB_COLL_COUNT:
+        return;
+    }
+    zb_wait(b, &req, "zc_wait");
+}
+
+/* The row for `bytes` (ignored by barrier); false when it rounds to no element. */
+static bool zb_geometry(const zb_bench *b, zb_coll c, uint64_t bytes, zb_size *s) {
+    *s = (zb_size){.coll = c};
+    uint64_t es = b->esize, n = b->n;
+    if (c == ZB_BARRIER) return true;
+    uint64_t count = zb_colls[c].blocked ? bytes / es / n * n : bytes / es;
+    if (count == 0) return false;
+    s->count = count;
+    s->bytes = count * es;
+    s->arg = (size_t)(zb_colls[c].blocked ? count / n : count);
+    s->block_bytes = s->arg * b->esize;
+    bool at_root = b->rank == b->o.root;
+    switch (c) {
+    case ZB_ALLREDUCE: case ZB_BROADCAST: case ZB_ALLGATHER: case ZB_ALLTOALL:
+        s->recv_bytes = (size_t)s->bytes;
+        break;
+    case ZB_REDUCE: case ZB_GATHER:
+        s->recv_bytes = at_root ? (size_t)s->bytes : 0;
+        break;
+    case ZB_REDUCE_SCATTER: case ZB_SCATTER:
+        s->recv_bytes = s->block_bytes;
+        break;
+    case ZB_SENDRECV:
+        s->peer = b->rank ^ 1u;
+        s->idle = s->peer >= b->n;
+        s->recv_bytes = s->idle ? 0 : (size_t)s->bytes;
+        break;
+    case ZB_BARRIER: case ZB_COLL_COUNT:
+        break;
+    }
+    s->check_bytes = s->recv_bytes;
+    return true;
+}
+
+/* ---- inputs and expected results -----------------------------------------------------------
+ * Collectives that only move data get bytes that name their source rank and offset, compared
+ * bytewise. Reductions get small non-negative integers per (rank, index) chosen so that every
+ * result is an integer exact in the dtype (narrow floats: sums kept within 2^(mantissa+1) by
+ * letting only the first few ranks contribute); integer sums wrap like the library's. */
+
+static uint8_t zb_pattern(uint32_t rank, uint64_t off) {
+    uint64_t h = (off + 1) * 0x9e3779b97f4a7c15ull ^ ((uint64_t)rank + 1) * 0xc2b2ae3d27d4eb4full;
+    h ^= h >> 29;
+    return (uint8_t)((h * 0xbf58476d1ce4e5b9ull) >> 56);
+}
+
+/* Bits of the non-negative integer k in a float format with `mbits` mantissa bits; k must be
+ * exact in it (asserted: the value rules below keep it so). */
+static uint64_t zb_float_bits(uint64_t k, unsigned mbits, unsigned bias) {
+    if (k == 0) return 0;
+    unsigned e = 63u - (unsigned)__builtin_clzll(k);
+    uint64_t frac = k - (1ull << e);
+    uint64_t mant = e <= mbits ? frac << (mbits - e) : frac >> (e - mbits);
+    if (e > mbits && (frac & ((1ull << (e - mbits)) - 1)) != 0) {
+        fprintf(stderr, "zcbench: internal: %llu is not exact in the dtype\n",
+                (unsigned long long)k);
+        abort();
+    }
+    return ((uint64_t)(e + bias) << mbits) | mant;
+}
+
+/* Writes the integer k as one element of dtype t at dst (integers wrap to their width). */
+static void zb_encode(zc_dtype t, uint64_t k, uint8_t *dst) {
+    uint64_t bits = k;
+    size_t es = zc_dtype_bytes(t);
+    switch (t) {
+    case ZC_FLOAT32: { float f = (float)k; memcpy(dst, &f, 4); return; }
+    case ZC_FLOAT64: { double d = (double)k; memcpy(dst, &d, 8); return; }
+    case ZC_FLOAT16: bits = zb_float_bits(k, 10, 15); break;
+    case ZC_BFLOAT16: bits = zb_float_bits(k, 7, 127); break;
+    case ZC_FP8_E4M3: bits = zb_float_bits(k, 3, 7); break;
+    case ZC_FP8_E5M2: bits = zb_float_bits(k, 2, 15); break;
+    default: break;
+    }
+    for (size_t i = 0; i < es; i++) dst[i] = (uint8_t)(bits >> (8 * i));
+}
+
+/* How many ranks contribute non-zero values to a SUM, so that the sum (at most 2 per rank)
+ * stays an integer exact in t. */
+static uint32_t zb_sum_ranks(zc_dtype t, uint32_t n) {
+    uint32_t lim = n;
+    switch (t) {
+    case ZC_FLOAT16: lim = 1024; break;
+    case ZC_BFLOAT16: lim = 128; break;
+    case ZC_FP8_E4M3: lim = 8; break;
+    case ZC_FP8_E5M2: lim = 4; break;
+    default: break;
+    }
+    return lim < n ? lim : n;
+}
+
+static bool zb_is_float(zc_dtype t) {
+    return t == ZC_FLOAT16 || t == ZC_BFLOAT16 || t == ZC_FLOAT32 || t == ZC_FLOAT64 ||
+           t == ZC_FP8_E4M3 || t == ZC_FP8_E5M2;
+}
+
+/* Rank r's input at index i of the full send vector, as an integer. */
+static uint64_t zb_value_of(const zb_bench *b, uint32_t r, uint64_t i) {
+    uint32_t n = b->n;
+    switch (b->o.op) {
+    case ZC_SUM: return r < zb_sum_ranks(b->o.dtype, n) ? (r + i) % 3 : 0;
+    case ZC_PROD: return (i + r) % n == 0 ? 1 + i % 3 : 1;
+    case ZC_MIN: case ZC_MAX: return ((uint64_t)r * 5 + i) % 7;
+    case ZC_AVG: return zb_is_float(b->o.dtype) ? i % 3 : (r + i) % 3;
+    case ZC_OP_COUNT_: break;
+    }
+    return 0;
+}
+
+/* The reduction of every rank's input at index i, as an integer (before wrapping). */
+static uint64_t zb_expected(const zb_bench *b, uint64_t i) {
+    uint64_t acc = zb_value_of(b, 0, i);
+    for (uint32_t r = 1; r < b->n; r++) {
+        uint64_t v = zb_value_of(b, r, i);
+        switch (b->o.op) {
+        case ZC_SUM: case ZC_AVG: acc += v; break;
+        case ZC_PROD: acc *= v; break;
+        case ZC_MIN: acc = v < acc ? v : acc; break;
+        case ZC_MAX: acc = v > acc ? v : acc; break;
+        case ZC_OP_COUNT_: break;
+        }
+    }
+    return b->o.op == ZC_AVG ? acc / b->n : acc;
+}
+
+/* Reductions: send gets this rank's inputs; ref the expected recv contents. */
+static void zb_prepare_reduce(zb_bench *b, const zb_size *s) {
+    size_t es = b->esize;
+    for (uint64_t i = 0; i < s->count; i++) zb_encode(b->o.dtype, zb_value_of(b, b->rank, i),
+                                                      b->send + i * es);
+    if (!b->o.check) return;
+    uint64_t first = s->coll == ZB_REDUCE_SCATTER ? (uint64_t)b->rank * s->arg : 0;
+    for (uint64_t j = 0; j < s->check_bytes / es; j++)
+        zb_encode(b->o.dtype, zb_expected(b, first + j), b->ref + j * es);
+}
+
+/* Data movement: send gets pattern(rank, offset); ref what recv must hold. */
+static void zb_prepare_move(zb_bench *b, const zb_size *s) {
+    size_t send_bytes = zb_colls[s->coll].blocked && s->coll != ZB_SCATTER &&
+                                s->coll != ZB_ALLTOALL
+                            ? s->block_bytes
+                            : (size_t)s->bytes;
+    for (size_t off = 0; off < send_bytes; off++) b->send[off] = zb_pattern(b->rank, off);
+    if (!b->o.check) return;
+    size_t blk = s->block_bytes;
+    for (size_t off = 0; off < s->check_bytes; off++) {
+        uint8_t v = 0;
+        switch (s->coll) {
+        case ZB_BROADCAST: v = zb_pattern(b->o.root, off); break;
+        case ZB_ALLGATHER: case ZB_GATHER:
+            v = zb_pattern((uint32_t)(off / blk), off % blk);
+            break;
+        case ZB_SCATTER: v = zb_pattern(b->o.root, b->rank * blk + off); break;
+        case ZB_ALLTOALL: v = zb_pattern((uint32_t)(off / blk), b->rank * blk + off % blk); break;
+        case ZB_SENDRECV: v = zb_pattern(s->peer, off); break;
+        default: break;
+        }
+        b->ref[off] = v;
+    }
+}
+
+/* Wrong elements of this rank's result (0 when it matches ref). */
+static uint64_t zb_verify(const zb_bench *b, const zb_size *s) {
+    if (s->check_bytes == 0 || memcmp(b->recv, b->ref, s->check_bytes) == 0) return 0;
+    uint64_t wrong = 0;
+    for (size_t off = 0; off < s->check_bytes; off += b->esize)
+        wrong += memcmp(b->recv + off, b->ref + off, b->esize) != 0;
+    return wrong;
+}
+
+/* ---- timing one size ---------------------------------------------------------------------- */
+
+typedef struct zb_result {
+    uint64_t iters;
+    double time_us, p50_us, p99_us, p999_us, algbw, busbw;
+    int64_t wrong;            /* summed over ranks; -1 without --check */
+    int64_t allocs;           /* summed over ranks; -1 when not counted */
+} zb_result;
+
+static uint64_t zb_warmup_iters(const zb_bench *b, const zb_size *s) {
+    if (b->o.warmup >= 0) return (uint64_t)b->o.warmup;
+    if (s->bytes <= (1u << 20)) return ZB_WARMUP_DEFAULT;
+    uint64_t w = ZB_WARMUP_BYTES / s->bytes;
+    return w < ZB_WARMUP_MIN ? ZB_WARMUP_MIN : w > ZB_WARMUP_DEFAULT ? ZB_WARMUP_DEFAULT : w;
+}
+
+/* Runs the warm-up; returns the timed iterations every rank agrees on. */
+static uint64_t zb_warmup(zb_bench *b, const zb_size *s) {
+    uint64_t warm = zb_warmup_iters(b, s);
+    bool adaptive = b->o.iters == 0;
+    if (adaptive && warm == 0) warm = 1; /* the estimate needs one call */
+    uint64_t spent = 0, timed = 0;
+    for (uint64_t it = 0; it < warm; it++) {
+        if (b->o.barrier_mode) zb_barrier(b);
+        uint64_t t0 = zb_now_ns();
+        zb_run_once(b, s);
+        uint64_t dt = zb_now_ns() - t0;
+        if (it > 0 || warm == 1) { /* the first call pays for cold pages */
+            spent += dt;
+            timed++;
+        }
+    }
+    if (!adaptive) return b->o.iters;
+    uint64_t iters = 0;
+    if (b->rank == 0) {
+        uint64_t per = spent / timed;
+        iters = per == 0 ? ZB_ADAPTIVE_MAX : ZB_TARGET_NS / per;
+        if (iters < ZB_ADAPTIVE_MIN) iters = ZB_ADAPTIVE_MIN;
+        if (iters > ZB_ADAPTIVE_MAX) iters = ZB_ADAPTIVE_MAX;
+    }
+    zc_req req;
+    ZB_CALL(b, zc_broadcast(b->comm, &iters, &iters, 1, ZC_UINT64, 0, &req));
+    zb_wait(b, &req, "zc_wait(broadcast of the iteration count)");
+    return iters;
+}
+
+/* The timed loop: b->times[it] = this rank's ns for iteration it; returns wrong elements. */
+static uint64_t zb_timed_loop(zb_bench *b, const zb_size *s, uint64_t iters) {
+    uint64_t wrong = 0;
+    ZB_COUNTING(1);
+    for (uint64_t it = 0; it < iters; it++) {
+        if (b->o.check) memset(b->recv, 0xff, s->recv_bytes);
+        if (b->o.barrier_mode) zb_barrier(b);
+        uint64_t t0 = zb_now_ns();
+        zb_run_once(b, s);
+        b->times[it] = zb_now_ns() - t0;
+        if (b->o.check) wrong += zb_verify(b, s);
+    }
+    ZB_COUNTING(0);
+    return wrong;
+}
+
+static int zb_cmp_u64(const void *a, const void *c) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)c;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile p (0..1) of the sorted v[0..k). */
+static double zb_percentile_us(const uint64_t *v, uint64_t k, double p) {
+    double idx = p * (double)k;
+    uint64_t i = (uint64_t)idx;
+    if ((double)i < idx) i++;
+    i = i == 0 ? 0 : i - 1;
+    if (i >= k) i = k - 1;
+    return (double)v[i] / 1e3;
+}
+
+static void zb_measure(zb_bench *b, const zb_size *s, zb_result *res) {
+    uint64_t iters = zb_warmup(b, s);
+#if ZB_COUNT_ALLOCS
+    zb_alloc_calls = 0;
+#endif
+    uint64_t wrong = zb_timed_loop(b, s, iters);
+    zc_req req;
+    ZB_CALL(b, zc_allreduce(b->comm, b->times, b->times, (size_t)iters, ZC_UINT64, ZC_MAX, &req));
+    zb_wait(b, &req, "zc_wait(allreduce of the iteration times)");
+#if ZB_COUNT_ALLOCS
+    uint64_t sums[2] = {wrong, zb_alloc_calls};
+#else
+    uint64_t sums[2] = {wrong, 0};
+#endif
+    ZB_CALL(b, zc_allreduce(b->comm, sums, sums, 2, ZC_UINT64, ZC_SUM, &req));
+    zb_wait(b, &req, "zc_wait(allreduce of the counters)");
+    *res = (zb_result){.iters = iters,
+                       .wrong = b->o.check ? (int64_t)sums[0] : -1,
+                       .allocs = ZB_COUNT_ALLOCS ? (int64_t)sums[1] : -1};
+    if (b->rank != 0) return;
+    double total = 0;
+    for (uint64_t i = 0; i < iters; i++) total += (double)b->times[i];
+    res->time_us = total / (double)iters / 1e3;
+    qsort(b->times, (size_t)iters, sizeof b->times[0], zb_cmp_u64);
+    res->p50_us = zb_percentile_us(b->times, iters, 0.5);
+    res->p99_us = zb_percentile_us(b->times, iters, 0.99);
+    res->p999_us = zb_percentile_us(b->times, iters, 0.999);
+    res->algbw = res->time_us > 0 ? (double)s->bytes / res->time_us / 1e3 : 0;
+    res->busbw = res->algbw * zb_bus_factor(s->coll, b->n);
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+static const char *zb_op_text(const zb_bench *b, zb_coll c) {
+    return zb_colls[c].reduces ? zc_op_name(b->o.op) : "none";
+}
+
+static int zb_root_of(const zb_bench *b, zb_coll c) {
+    return zb_colls[c].rooted ? (int)b->o.root : -1;
+}
+
+static void zb_print_header(const zb_bench *b, zb_coll c) {
+    FILE *f = b->meta;
+    fprintf(f, "# zcbench: %s on %u ranks, transport shm, mode %s, %s%s%s\n", zb_colls[c].name,
+            b->n, b->o.barrier_mode ? "barrier" : "loop", zc_dtype_name(b->o.dtype),
+            zb_colls[c].reduces ? "/" : "", zb_colls[c].reduces ? zc_op_name(b->o.op) : "");
+    fprintf(f, "# arena %zu bytes per rank (zc_comm_arena_bytes)\n", b->arena_bytes);
+    if (b->o.iters)
+        fprintf(f, "# iterations: %" PRIu64 " per size", b->o.iters);
+    else
+        fprintf(f, "# iterations: adaptive, ~0.3 s of timed work per size (10..100000)");
+    if (b->o.warmup >= 0)
+        fprintf(f, ", warm-up %" PRId64 "\n", b->o.warmup);
+    else
+        fprintf(f, ", warm-up 20 (fewer above 1 MiB)\n");
+    if (b->o.json) return;
+    printf("#%11s %12s %9s %6s %5s %11s %11s %11s %7s %10s %10s %10s\n", "size", "count",
+           "type", "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong",
+           "p50(us)", "p99(us)", "p99.9(us)");
+}
+
+static void zb_print_row(const zb_bench *b, const zb_size *s, const zb_result *r) {
+    zb_coll c = s->coll;
+    if (b->o.json) {
+        printf("{\"impl\":\"zcoll\",\"coll\":\"%s\",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64
+               ",\"dtype\":\"%s\",\"op\":\"%s\",\"root\":%d,\"ranks\":%u,\"mode\":\"%s\","
+               "\"iters\":%" PRIu64 ",\"time_us\":%.9g,\"algbw\":%.9g,\"busbw\":%.9g,"
+               "\"p50_us\":%.9g,\"p99_us\":%.9g,\"p999_us\":%.9g,\"wrong\":%" PRId64
+               ",\"allocs\":%" PRId64 "}\n",
+               zb_colls[c].name, s->bytes, s->count, zc_dtype_name(b->o.dtype),
+               zb_op_text(b, c), zb_root_of(b, c), b->n,
+               b->o.barrier_mode ? "barrier" : "loop", r->iters, r->time_us, r->algbw,
+               r->busbw, r->p50_us, r->p99_us, r->p999_us, r->wrong, r->allocs);
+        return;
+    }
+    char wrong[24];
+    if (r->wrong < 0)
+        snprintf(wrong, sizeof wrong, "N/A");
+    else
+        snprintf(wrong, sizeof wrong, "%" PRId64, r->wrong);
+    printf(" %11" PRIu64 " %12" PRIu64 " %9s %6s %5d %11.2f %11.3f %11.3f %7s %10.2f %10.2f "
+           "%10.2f\n",
+           s->bytes, s->count, zc_dtype_name(b->o.dtype), zb_op_text(b, c), zb_root_of(b, c),
+           r->time_us, r->algbw, r->busbw, wrong, r->p50_us, r->p99_us, r->p999_us);
+}
+
+/* One row; returns the allocations it counted (-1 when not counted). */
+static int64_t zb_run_size(zb_bench *b, zb_coll c, uint64_t bytes) {
+    zb_size s;
+    if (!zb_geometry(b, c, bytes, &s)) return 0;
+    if (zb_colls[c].reduces)
+        zb_prepare_reduce(b, &s);
+    else if (c != ZB_BARRIER)
+        zb_prepare_move(b, &s);
+    uint64_t t0 = zb_now_ns();
+    zb_result r;
+    zb_measure(b, &s, &r);
+    if (b->rank != 0) return r.allocs;
+    zb_print_row(b, &s, &r);
+    fflush(stdout);
+    uint64_t took = zb_now_ns() - t0;
+    if (took > ZB_PROGRESS_NS)
+        fprintf(stderr, "# size %" PRIu64 " done: %" PRIu64 " iterations in %.1f s\n", s.bytes,
+                r.iters, (double)took / 1e9);
+    return r.allocs;
+}
+
+static void zb_run_coll(zb_bench *b, zb_coll c) {
+    if (c == ZB_SENDRECV && b->n < 2) {
+        if (b->rank == 0) fprintf(b->meta, "# sendrecv needs 2 or more ranks: skipped\n");
+        return;
+    }
+    if (b->rank == 0) zb_print_header(b, c);
+    int64_t allocs = 0;
+    if (c == ZB_BARRIER) {
+        allocs = zb_run_size(b, c, 0);
+    } else {
+        for (uint64_t bytes = b->o.min_bytes; bytes <= b->o.max_bytes; bytes *= b->o.factor) {
+            int64_t a = zb_run_size(b, c, bytes);
+            allocs = a < 0 || allocs < 0 ? -1 : allocs + a;
+            if (bytes > b->o.max_bytes / b->o.factor) break;
+        }
+    }
+    if (b->rank != 0) return;
+    if (allocs < 0)
+        fprintf(b->meta, "# allocations: not counted (ASan build)\n");
+    else
+        fprintf(b->meta, "# allocations during timed loops: %" PRId64 "\n", allocs);
+    fflush(b->meta);
+}
+
+/* ---- setup -------------------------------------------------------------------------------- */
+
+static void *zb_alloc(size_t bytes, const char *what) {
+    size_t rounded = (bytes + ZB_ALIGN - 1) / ZB_ALIGN * ZB_ALIGN;
+    void *p = aligned_alloc(ZB_ALIGN, rounded ? rounded : ZB_ALIGN);
+    if (!p) {
+        fprintf(stderr, "zcbench: no memory for %s (%zu bytes)\n", what, bytes);
+        exit(ZB_EXIT_FAIL);
+    }
+    memset(p, 0, rounded ? rounded : ZB_ALIGN); /* touch every page before timing */
+    return p;
+}
+
+static void zb_init(zb_bench *b) {
+    zc_config_default(&b->cfg);
+    zc_status st = zc_config_from_env(&b->cfg);
+    if (st != ZC_OK) {
+        fprintf(stderr, "zcbench: zc_config_from_env: %s: %s\n", zc_status_name(st),
+                b->cfg.error_text);
+        exit(ZB_EXIT_FAIL);
+    }
+    b->cfg.transport = b->o.transport;
+    b->arena_bytes = zc_comm_arena_bytes(&b->cfg);
+    if (b->arena_bytes == 0) {
+        fprintf(stderr, "zcbench: zc_comm_arena_bytes: 0 (the configuration is invalid)\n");
+        exit(ZB_EXIT_FAIL);
+    }
+    b->arena = zb_alloc(b->arena_bytes, "the arena");
+    ZB_CALL(b, zc_comm_init(&b->cfg, b->arena, b->arena_bytes, &b->comm));
+    b->rank = zc_comm_rank(b->comm);
+    b->n = zc_comm_size(b->comm);
+    if (b->o.root >= b->n) {
+        /* Every rank says it: zcrun may stop the others as soon as one has exited. */
+        fprintf(stderr, "zcbench: -r %u: only %u ranks\n%s", b->o.root, b->n, zb_usage_line);
+        zc_comm_fini(b->comm);
+        exit(ZB_EXIT_USAGE);
+    }
+    b->esize = zc_dtype_bytes(b->o.dtype);
+    b->buf_bytes = (size_t)b->o.max_bytes;
+    b->send = zb_alloc(b->buf_bytes, "the send buffer");
+    b->recv = zb_alloc(b->buf_bytes, "the receive buffer");
+    if (b->o.check) b->ref = zb_alloc(b->buf_bytes, "the expected results");
+    ZB_CALL(b, zc_mem_register(b->comm, b->send, b->buf_bytes, ZC_MEM_HOST, &b->send_mem));
+    ZB_CALL(b, zc_mem_register(b->comm, b->recv, b->buf_bytes, ZC_MEM_HOST, &b->recv_mem));
+    b->times_cap = b->o.iters > ZB_ADAPTIVE_MAX ? b->o.iters : ZB_ADAPTIVE_MAX;
+    b->times = zb_alloc((size_t)b->times_cap * sizeof b->times[0], "the iteration times");
+    b->meta = b->o.json ? stderr : stdout;
+}
+
+static void zb_fini(zb_bench *b) {
+    ZB_CALL(b, zc_mem_deregister(b->comm, b->send_mem));
+    ZB_CALL(b, zc_mem_deregister(b->comm, b->recv_mem));
+    ZB_CALL(b, zc_comm_fini(b->comm));
+    b->comm = NULL;
+    free(b->times);
+    free(b->ref);
+    free(b->recv);
+    free(b->send);
+    free(b->arena);
+}
+
+int main(int argc, char **argv) {
+    static zb_bench bench;
+    zb_parse(&bench.o, argc, argv);
+    zb_init(&bench);
+    if (bench.o.coll >= 0) {
+        zb_run_coll(&bench, (zb_coll)bench.o.coll);
+    } else {
+        for (int c = 0; c < ZB_COLL_COUNT; c++) zb_run_coll(&bench, (zb_coll)c);
+    }
+    zb_fini(&bench);
+    return 0;
+}

@@ -48,65 +48,47 @@ static uint32_t zc_barrier_rounds(uint32_t n) {
     return rounds;
 }
 
-uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
-    uint32_t me = comm->rank, n = comm->nranks, root = s->root;
+/* Messages a call sends from rank `from` to rank `to` (both ends compute the same number: a
+ * receiver's count from p is p's count towards it). Point to point is not symmetric in kind. */
+static uint64_t zc_msgs_between(const zc__sched *s, uint32_t n, uint32_t from, uint32_t to) {
+    uint32_t root = s->root;
     uint64_t C = zc__msgs(s->count, s->chunk);
     switch (s->alg) {
     case ZC_ALG_LOCAL: return 0;
     case ZC_ALG_ONESHOT: return C;
     case ZC_ALG_RSAG:
-        return zc__msgs(zc_blen(s, n, p), s->chunk) + zc__msgs(zc_blen(s, n, me), s->chunk);
+        return zc__msgs(zc_blen(s, n, to), s->chunk) + zc__msgs(zc_blen(s, n, from), s->chunk);
     case ZC_ALG_RSGATHER:
-        return zc__msgs(zc_blen(s, n, p), s->chunk) +
-               (p == root && me != root ? zc__msgs(zc_blen(s, n, me), s->chunk) : 0);
+        return zc__msgs(zc_blen(s, n, to), s->chunk) +
+               (to == root && from != root ? zc__msgs(zc_blen(s, n, from), s->chunk) : 0);
     case ZC_ALG_TREE:
     case ZC_ALG_CHAIN:
-        return zc_is_child(s, n, zc_rel(me, root, n), zc_rel(p, root, n)) ? C : 0;
+        return zc_is_child(s, n, zc_rel(from, root, n), zc_rel(to, root, n)) ? C : 0;
     case ZC_ALG_DISSEM: {
         uint64_t m = 0;
-        for (uint32_t i = 0; i < zc_barrier_rounds(n); i++) m += (me + (1u << i)) % n == p;
+        for (uint32_t i = 0; i < zc_barrier_rounds(n); i++) m += (from + (1u << i)) % n == to;
         return m;
     }
-    case ZC_ALG_P2P: return s->kind == ZC_K_SEND && p == root ? C : 0;
     default: break; /* ZC_ALG_DIRECT */
     }
     switch (s->kind) {
     case ZC_K_REDUCE:
-    case ZC_K_GATHER: return me != root && p == root ? C : 0;
-    case ZC_K_SCATTER: return me == root ? C : 0;
+    case ZC_K_GATHER: return from != root && to == root ? C : 0;
+    case ZC_K_SCATTER: return from == root ? C : 0;
     default: return C; /* reduce_scatter, allgather, alltoall */
     }
 }
 
+uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
+    if (s->alg == ZC_ALG_P2P)
+        return s->kind == ZC_K_SEND && p == s->root ? zc__msgs(s->count, s->chunk) : 0;
+    return zc_msgs_between(s, comm->nranks, comm->rank, p);
+}
+
 uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
-    uint32_t me = comm->rank, n = comm->nranks, root = s->root;
-    uint64_t C = zc__msgs(s->count, s->chunk);
-    switch (s->alg) {
-    case ZC_ALG_LOCAL: return 0;
-    case ZC_ALG_ONESHOT: return C;
-    case ZC_ALG_RSAG:
-        return zc__msgs(zc_blen(s, n, me), s->chunk) + zc__msgs(zc_blen(s, n, p), s->chunk);
-    case ZC_ALG_RSGATHER:
-        return zc__msgs(zc_blen(s, n, me), s->chunk) +
-               (me == root ? zc__msgs(zc_blen(s, n, p), s->chunk) : 0);
-    case ZC_ALG_TREE:
-    case ZC_ALG_CHAIN:
-        return zc_is_child(s, n, zc_rel(p, root, n), zc_rel(me, root, n)) ? C : 0;
-    case ZC_ALG_DISSEM: {
-        uint64_t m = 0;
-        for (uint32_t i = 0; i < zc_barrier_rounds(n); i++)
-            m += (me + n - (1u << i) % n) % n == p;
-        return m;
-    }
-    case ZC_ALG_P2P: return s->kind == ZC_K_RECV && p == root ? C : 0;
-    default: break;
-    }
-    switch (s->kind) {
-    case ZC_K_REDUCE:
-    case ZC_K_GATHER: return me == root ? C : 0;
-    case ZC_K_SCATTER: return p == root ? C : 0;
-    default: return C;
-    }
+    if (s->alg == ZC_ALG_P2P)
+        return s->kind == ZC_K_RECV && p == s->root ? zc__msgs(s->count, s->chunk) : 0;
+    return zc_msgs_between(s, comm->nranks, p, comm->rank);
 }
 
 /* Sends chunks of the stream [src, src+len) as channel messages first..first+msgs-1, but only

@@ -764,7 +764,16 @@ int mp_rank_sweep(void) {
     mp_op ops[8];
     uint64_t calls = 0, bytes = 0, t0 = mp_now_ns();
     uint64_t per_kind[MP_KIND_COUNT] = {0};
-    for (uint32_t b = 0; b < batches; b++) {
+    /* A time budget keeps slow (sanitizer, loaded) runs inside the limits; rank 0 decides and
+     * broadcasts it, so every rank runs the same batches. */
+    uint64_t budget_ns = mp_env_u32("MP_BUDGET_MS", 20000) * MP_MS;
+    uint32_t b = 0;
+    for (; b < batches; b++) {
+        int32_t go = mp_now_ns() - t0 < budget_ns;
+        zc_req gr;
+        MP_ST(&m, zc_broadcast(m.comm, &go, &go, 1, ZC_INT32, 0, &gr), ZC_OK);
+        MP_ST(&m, zc_wait(m.comm, &gr), ZC_OK);
+        if (!go) break;
         size_t k = 1 + (size_t)zt_rng_below(&g, 8);
         for (size_t j = 0; j < k; j++) {
             mp_draw_op(&g, &m, &ops[j]);
@@ -794,8 +803,8 @@ int mp_rank_sweep(void) {
     }
     mp_barrier(&m);
     if (m.rank == 0) {
-        printf("mp-info: sweep n=%u slot_bytes=%u slots=%u: %llu calls (", m.n, m.cfg.slot_bytes,
-               m.cfg.slots, (unsigned long long)calls);
+        printf("mp-info: sweep n=%u slot_bytes=%u slots=%u: %u of %u batches, %llu calls (", m.n,
+               m.cfg.slot_bytes, m.cfg.slots, b, batches, (unsigned long long)calls);
         for (int k = 0; k < MP_KIND_COUNT; k++)
             printf("%s%s %llu", k ? ", " : "", mp_kind_names[k], (unsigned long long)per_kind[k]);
         printf("), %.1f MB per rank, %.1f s\n", (double)bytes / 1e6,

@@ -853,7 +853,7 @@ static void zb_init(zb_bench *b) {
         exit(ZB_EXIT_USAGE);
     }
     b->esize = zc_dtype_bytes(b->o.dtype);
-    b->buf_bytes = (size_t)b->o.max_bytes;
+    b->buf_bytes = b->o.coll == ZB_BARRIER ? ZB_ALIGN : (size_t)b->o.max_bytes; /* no data */
     b->send = zb_alloc(b->buf_bytes, "the send buffer");
     b->recv = zb_alloc(b->buf_bytes, "the receive buffer");
     if (b->o.check) b->ref = zb_alloc(b->buf_bytes, "the expected results");

@@ -58,8 +58,12 @@ CONTRACT_KEYS = ('impl', 'coll', 'bytes', 'count', 'dtype', 'op', 'root', 'ranks
 KIB, MIB = 1 << 10, 1 << 20
 
 # Size sweeps (-b, -e, -f), each one launch. Two sweeps so that the sizes the targets name
-# (8 B, 64 KiB, 1 MiB, 64 MiB) are all measured: 8 64 512 4K | 64K 256K 1M 4M 16M 64M.
-SWEEPS_FULL = ((8, 4 * KIB, 8), (64 * KIB, 64 * MIB, 4))
+# (8 B, 1 MiB, 64 MiB) are measured: 8 64 512 4K 32K 256K | 1M 8M 64M. Fewer sizes at 4
+# ranks on 2 cores, where every peer is slow: 8 4K | 1M 64M. Chosen to keep a full run
+# near 15 minutes on the 2-core host.
+SWEEPS_FULL = ((8, 256 * KIB, 8), (MIB, 64 * MIB, 8))
+SWEEPS_FULL_BARRIER = ((8, 4 * KIB, 8),)
+SWEEPS_FULL_4RANKS = ((8, 4 * KIB, 512), (MIB, 64 * MIB, 64))
 SWEEPS_QUICK = ((8, 8, 2), (MIB, 64 * MIB, 64))      # 8 | 1M 64M
 
 
@@ -77,16 +81,18 @@ class Section:
 
 def plan_sections(args):
     sweeps = SWEEPS_QUICK if args.quick else SWEEPS_FULL
+    sweeps_barrier = SWEEPS_QUICK[:1] if args.quick else SWEEPS_FULL_BARRIER
+    sweeps4 = SWEEPS_QUICK if args.quick else SWEEPS_FULL_4RANKS
     colls = [c for c in COLLS if c in args.colls]
     four = [c for c in ('allreduce', 'broadcast', 'allgather') if c in args.colls]
     t = args.timeout
     return [
         Section('2 ranks, back-to-back calls', 2, 'loop', colls, sweeps, t),
         Section('2 ranks, barrier before each call (one-shot latency)', 2, 'barrier',
-                [c for c in ('allreduce',) if c in args.colls], (sweeps[0],), t,
+                [c for c in ('allreduce',) if c in args.colls], sweeps_barrier, t,
                 'Each timed call follows an untimed barrier, so no call overlaps the '
                 "previous one's tail."),
-        Section('4 ranks on 2 cores (oversubscribed)', 4, 'loop', four, sweeps,
+        Section('4 ranks on 2 cores (oversubscribed)', 4, 'loop', four, sweeps4,
                 args.timeout_oversubscribed,
                 'Twice as many ranks as cores: a rank that spins while waiting steals its '
                 'peer\'s core. Each launch is capped at %d s; a peer that does not finish in '
@@ -479,13 +485,13 @@ def host_description(peers, started, seconds, args, load_start, load_end):
     lines = [
         '- date: %s (UTC), %s in %.0f s%s' % (
             started.strftime('%Y-%m-%d %H:%M'), 'quick run' if args.quick else 'full run',
-            seconds, ', %d repetitions' % args.reps),
+            seconds, ', %d repetition%s' % (args.reps, 's' if args.reps > 1 else '')),
         '- CPU: %s, %d logical CPUs (usable here: %d)' % (
             cpu, os.cpu_count() or 0, len(os.sched_getaffinity(0))),
         '- kernel: %s %s; %s; %s' % (platform.system(), platform.release(), osname, cc),
         '- load average (1 min) at start %s, at end %s%s' % (
             load_start, load_end,
-            ': other work was running, expect noise' if float(load_start or 0) > 0.5 else ''),
+            ': other work was running, expect noise' if load_above(load_start, 0.5) else ''),
         '- zcoll: commit %s, build/zcbench through build/zcrun' % commit,
     ]
     for impl in PEERS:
@@ -508,7 +514,7 @@ def problem_text(table, ranks, mode, coll, impl):
     probs = table.problems.get((ranks, mode, coll, impl))
     if not probs:
         return None
-    return '; '.join('%s (rep %s)' % (why, ','.join(map(str, reps)))
+    return '; '.join('%s (rep %s)' % (why, ','.join(map(str, sorted(set(reps)))))
                      for why, reps in probs.items())
 
 
@@ -675,10 +681,10 @@ def write_report(path, sections, table, peers, launches, args, started, seconds,
     L += host_description(peers, started, seconds, args, load_start, load_end)
     L += ['', '## How it was run', '',
           'Per operation and size sweep, each implementation runs one process launch that '
-          'sweeps the sizes (`-b -e -f`), back to back with the others; %d repetitions, the '
+          'sweeps the sizes (`-b -e -f`), back to back with the others; %d repetition(s), the '
           'order rotated by one place each repetition. Iterations per size are adaptive '
           '(about 0.3 s of timed work, 10 to 100000, after a warm-up), so every '
-          'implementation gets the same time budget. Commands (sweep 8 B..4 KiB shown):'
+          'implementation gets the same time budget. Commands (first sweep shown):'
           % args.reps, '']
     s0 = sections[0]
     for impl in IMPLS:
@@ -760,6 +766,13 @@ def loadavg():
         return '?'
 
 
+def load_above(text, limit):
+    try:
+        return float(text) > limit
+    except ValueError:
+        return False
+
+
 def main(argv):
     os.chdir(ROOT)
     args = parse_args(shlex.split(os.environ.get('ZCBENCH_ARGS', '')) + argv)
@@ -770,6 +783,9 @@ def main(argv):
     os.makedirs(OUT, exist_ok=True)
     started = datetime.datetime.now(datetime.timezone.utc)
     load_start = loadavg()
+    if load_above(load_start, 0.5):
+        log('load average %s: other work is running on this host; expect noisy results'
+            % load_start)
     t0 = time.monotonic()
     peers = prepare_peers(args)
     sections = plan_sections(args)

@@ -92,16 +92,19 @@ static void zc_check_alarm(zc_comm *comm) {
     uint32_t who = (uint32_t)(word >> 32) & 0xffffffu;
     uint64_t seq = word & 0xffffffffu;
     if (who == comm->rank) return; /* our own report, mirrored in our window */
-    char mine[96] = "no call in flight";
+    char mine[112];
+    zc__fmt(mine, sizeof mine, "rank %u has no call of that sequence in flight", comm->rank);
     for (uint32_t i = 0; i < comm->nreqs_active; i++) {
         const zc__req *r = &comm->reqs[comm->active[i]];
-        if (r->lane == 0 && (r->seq & 0xffffffffu) == seq)
-            zc__describe(mine, sizeof mine, r->s.kind, r->s.count, r->s.dtype, r->s.op,
-                         r->s.root);
+        if (r->lane != 0 || (r->seq & 0xffffffffu) != seq) continue;
+        size_t n = zc__fmt(mine, sizeof mine, "where rank %u called ", comm->rank);
+        zc__describe(mine + n, sizeof mine - n, r->s.kind, r->s.count, r->s.dtype, r->s.op,
+                     r->s.root);
     }
-    zc__error(comm, st, "rank %u detected %s at sequence %llu, where rank %u called %s; this "
-              "communicator has failed", who, zc_status_name(st), (unsigned long long)seq,
-              comm->rank, mine);
+    /* The whole communicator fails, older calls in flight included: a peer that failed stops
+     * serving every call, so finishing them could only end in a timeout. */
+    zc__error(comm, st, "rank %u detected %s at sequence %llu (%s); this communicator has "
+              "failed", who, zc_status_name(st), (unsigned long long)seq, mine);
     zc__fail_comm(comm, st, seq);
 }
 

@@ -91,8 +91,10 @@ def parse_args(argv):
     p.add_argument('-d', dest='dtype', default='float32', choices=DTYPES)
     p.add_argument('-o', dest='op', default='sum', choices=OPS)
     p.add_argument('-r', dest='root', type=int, default=0)
-    p.add_argument('-w', dest='warmup', type=int, default=-1)
-    p.add_argument('-n', dest='iters', type=int, default=0)
+    p.add_argument('-w', dest='warmup', type=int, default=-1,
+                   help='untimed iterations per size (default 20, fewer above 1 MiB)')
+    p.add_argument('-n', dest='iters', type=int, default=None,
+                   help='timed iterations per size (default adaptive: ~0.3 s, 10..100000)')
     p.add_argument('--mode', choices=('loop', 'barrier'), default='loop')
     p.add_argument('--check', action='store_true')
     p.add_argument('--json', action='store_true')
@@ -105,8 +107,11 @@ def parse_args(argv):
         p.error('-b is larger than -e')
     if not 0 <= a.root < a.ranks:
         p.error('-r %d: only %d ranks' % (a.root, a.ranks))
-    if a.iters and not 1 <= a.iters <= ITERS_MAX:
+    if a.iters is not None and not 1 <= a.iters <= ITERS_MAX:
         p.error('-n %d: 1..%d' % (a.iters, ITERS_MAX))
+    a.iters = a.iters or 0  # 0: adaptive
+    if a.warmup < -1 or a.warmup > ITERS_MAX:
+        p.error('-w %d: 0..%d' % (a.warmup, ITERS_MAX))
     return a
 
 

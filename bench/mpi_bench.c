@@ -610,7 +610,8 @@ static void mb_print_header(const mb_bench *b, mb_coll c) {
     FILE *f = b->meta;
     fprintf(f, "# mpi_bench (%s): %s on %d ranks, mode %s, %s%s%s\n", b->version,
             mb_colls[c].name, b->n, b->o.barrier_mode ? "barrier" : "loop",
-            mb_dtypes[b->o.dtype].name, mb_colls[c].reduces ? "/" : "", mb_op_text(b, c));
+            mb_dtypes[b->o.dtype].name, mb_colls[c].reduces ? "/" : "",
+            mb_colls[c].reduces ? mb_op_names[b->o.op] : "");
     if (b->o.iters)
         fprintf(f, "# iterations: %" PRIu64 " per size", b->o.iters);
     else

@@ -9,7 +9,9 @@ rotating the order each repetition, and writes:
   build/bench/report.md      host, peers, one table per operation (medians of the
                              repetitions, ratios zcoll / best peer), the issue's targets
   build/bench/results.jsonl  every JSON line every benchmark printed, unchanged
-  build/bench/runs.jsonl     one object per launch: command, exit status, seconds, stderr tail
+  build/bench/runs.jsonl     a start record (options, peers), one record per launch (command,
+                             status, reason, seconds, stderr tail, its rows) and an end
+                             record; `--report-only` rewrites report.md from it
 
 A peer that is not installed, does not build, fails, times out or lacks an operation is
 reported as missing with the reason, never skipped silently. Progress goes to stderr.
@@ -272,6 +274,7 @@ class Launch:
         self.section, self.coll, self.sweep, self.rep = section, coll, sweep, rep
         self.peer, self.index, self.total = peer, index, total
         self.rows, self.status, self.reason, self.seconds, self.rc = [], 'ok', '', 0.0, 0
+        self.stderr = ''
         self.cmd = peer.command(section, coll, sweep)
 
     def label(self):
@@ -346,8 +349,24 @@ class Launch:
                 'mode': self.section.mode, 'coll': self.coll, 'impl': self.peer.impl,
                 'rep': self.rep + 1, 'sweep': list(self.sweep), 'cmd': self.cmd,
                 'status': self.status, 'reason': self.reason, 'rc': self.rc,
-                'seconds': round(self.seconds, 3), 'rows': len(self.rows),
-                'stderr_tail': tail(self.stderr, 8)}
+                'seconds': round(self.seconds, 3), 'stderr_tail': tail(self.stderr, 8),
+                'rows': self.rows}
+
+    @classmethod
+    def from_record(cls, rec, sections, peers):
+        """A launch read back from runs.jsonl (--report-only); None if no section fits."""
+        section = next((s for s in sections if s.key == (rec['ranks'], rec['mode'])), None)
+        if section is None:
+            return None
+        la = cls.__new__(cls)
+        la.section, la.coll, la.sweep = section, rec['coll'], tuple(rec['sweep'])
+        la.rep, la.peer, la.index, la.total = rec['rep'] - 1, peers[rec['impl']], 0, 0
+        la.rows, la.status, la.reason = rec['rows'], rec['status'], rec['reason']
+        la.seconds, la.rc, la.cmd = rec['seconds'], rec['rc'], rec['cmd']
+        la.stderr = rec.get('stderr_tail', '')
+        if la.status == 'unsupported':
+            la.peer.unsupported[la.coll] = la.reason
+        return la
 
 
 def kill_tree(proc):
@@ -362,6 +381,20 @@ def kill_tree(proc):
             time.sleep(0.05)
 
 
+BLOCKED = ('reduce_scatter', 'allgather', 'gather', 'scatter', 'alltoall')
+ESIZE = 4  # float32
+
+
+def sweep_has_rows(coll, sweep, ranks):
+    """False when every size of the sweep rounds to no element (blocked operations need a
+    whole element per rank), so no implementation would print a row."""
+    b, e, f = sweep
+    largest = b
+    while largest * f <= e:
+        largest *= f
+    return largest >= (ESIZE * ranks if coll in BLOCKED else ESIZE)
+
+
 def plan_launches(sections, peers, reps):
     """Every launch in order: section, operation, sweep, repetition, implementation (rotated
     one place per repetition so no implementation always runs first)."""
@@ -369,7 +402,8 @@ def plan_launches(sections, peers, reps):
     plan = []
     for s in sections:
         for coll in s.colls:
-            sweeps = s.sweeps[:1] if coll == 'barrier' else s.sweeps
+            sweeps = s.sweeps[:1] if coll == 'barrier' else \
+                [w for w in s.sweeps if sweep_has_rows(coll, w, s.ranks)]
             for sweep in sweeps:
                 for rep in range(reps):
                     k = rep % len(runnable)
@@ -389,6 +423,8 @@ def run_all(sections, peers, args, results_file, runs_file):
             if coll in peer.unsupported:  # known from an earlier launch: do not ask again
                 launch.status, launch.reason = 'unsupported', peer.unsupported[coll]
                 log('%s ... unsupported: %s' % (launch.label(), launch.reason))
+                launch.stderr = ''
+                runs_file.write(json.dumps(dict(launch.record(), kind='launch')) + '\n')
                 launches.append(launch)
                 continue
             sys.stderr.write(launch.label() + ' ... ')
@@ -398,7 +434,7 @@ def run_all(sections, peers, args, results_file, runs_file):
                 log('%.1f s' % launch.seconds)
             else:
                 log('%s (%.1f s): %s' % (launch.status.upper(), launch.seconds, launch.reason))
-            runs_file.write(json.dumps(launch.record()) + '\n')
+            runs_file.write(json.dumps(dict(launch.record(), kind='launch')) + '\n')
             runs_file.flush()
             launches.append(launch)
     except KeyboardInterrupt:
@@ -459,40 +495,46 @@ class Table:
 
 # ---- the report --------------------------------------------------------------------------
 
-def host_description(peers, started, seconds, args, load_start, load_end):
-    cpu = '?'
+def host_facts():
+    """What the report says about the host, gathered when the run starts."""
+    facts = {'cpu': '?', 'os': '?', 'cpus': os.cpu_count() or 0,
+             'usable_cpus': len(os.sched_getaffinity(0)),
+             'kernel': '%s %s' % (platform.system(), platform.release())}
     try:
         with open('/proc/cpuinfo') as f:
             for line in f:
                 if line.startswith('model name'):
-                    cpu = line.split(':', 1)[1].strip()
+                    facts['cpu'] = line.split(':', 1)[1].strip()
                     break
     except OSError:
         pass
-    osname = '?'
     try:
         with open('/etc/os-release') as f:
             for line in f:
                 if line.startswith('PRETTY_NAME='):
-                    osname = line.split('=', 1)[1].strip().strip('"')
+                    facts['os'] = line.split('=', 1)[1].strip().strip('"')
     except OSError:
         pass
     commit = (run_quiet(['git', '-C', ROOT, 'rev-parse', '--short', 'HEAD']) or '?').strip()
-    dirty = run_quiet(['git', '-C', ROOT, 'status', '--porcelain', '--untracked-files=no'])
-    if dirty:
+    if run_quiet(['git', '-C', ROOT, 'status', '--porcelain', '--untracked-files=no']):
         commit += ' (with uncommitted changes)'
-    cc = (run_quiet(['cc', '--version']) or '?').splitlines()[0]
+    facts['commit'] = commit
+    facts['cc'] = (run_quiet(['cc', '--version']) or '?').splitlines()[0]
+    return facts
+
+
+def host_description(host, peers, started, seconds, args, load_start, load_end):
     lines = [
         '- date: %s (UTC), %s in %.0f s%s' % (
             started.strftime('%Y-%m-%d %H:%M'), 'quick run' if args.quick else 'full run',
             seconds, ', %d repetition%s' % (args.reps, 's' if args.reps > 1 else '')),
-        '- CPU: %s, %d logical CPUs (usable here: %d)' % (
-            cpu, os.cpu_count() or 0, len(os.sched_getaffinity(0))),
-        '- kernel: %s %s; %s; %s' % (platform.system(), platform.release(), osname, cc),
+        '- CPU: %s, %d logical CPUs (usable here: %d)' % (host['cpu'], host['cpus'],
+                                                          host['usable_cpus']),
+        '- kernel: %s; %s; %s' % (host['kernel'], host['os'], host['cc']),
         '- load average (1 min) at start %s, at end %s%s' % (
             load_start, load_end,
             ': other work was running, expect noise' if load_above(load_start, 0.5) else ''),
-        '- zcoll: commit %s, build/zcbench through build/zcrun' % commit,
+        '- zcoll: commit %s, build/zcbench through build/zcrun' % host['commit'],
     ]
     for impl in PEERS:
         p = peers[impl]
@@ -521,10 +563,10 @@ def problem_text(table, ranks, mode, coll, impl):
 def coll_table(table, peers, section, coll):
     ranks, mode = section.ranks, section.mode
     out = []
-    shown = [i for i in IMPLS if peers[i].ok or i == 'zcoll']
-    head = ['size'] + shown + ['best peer', 'time ratio', 'busbw ratio']
+    shown = list(IMPLS)  # a missing peer keeps its column, with "missing" cells
+    head = ['size'] + shown + ['best peer', 'time ratio', 'busbw ratio', 'p50 ratio']
     out.append('| ' + ' | '.join(head) + ' |')
-    out.append('|' + '|'.join(['---:'] + [':--'] * len(shown) + [':--', '---:', '---:']) + '|')
+    out.append('|' + '|'.join(['---:'] + [':--'] * len(shown) + [':--'] + ['---:'] * 3) + '|')
     sizes = table.sizes(ranks, mode, coll)
     notes = []
     for impl in IMPLS:
@@ -553,8 +595,11 @@ def coll_table(table, peers, section, coll):
         if zc and best:
             row.append('%.2f' % (zc['time_us'] / best['time_us']))
             row.append('%.2f' % (zc['busbw'] / best['busbw']) if best['busbw'] > 0 else '-')
+            _, best50 = table.best_peer(ranks, mode, coll, nbytes, 'p50_us')
+            row.append('%.2f' % (zc['p50_us'] / best50['p50_us'])
+                       if best50['p50_us'] > 0 else '-')
         else:
-            row += ['-', '-']
+            row += ['-', '-', '-']
         out.append('| ' + ' | '.join(row) + ' |')
     if not sizes:
         out.append('| (nothing measured) |' + ' |' * (len(head) - 1))
@@ -666,7 +711,7 @@ def target_lines(table):
     return out
 
 
-def write_report(path, sections, table, peers, launches, args, started, seconds,
+def write_report(path, host, sections, table, peers, launches, args, started, seconds,
                  interrupted, load_start, load_end):
     L = ['# zcoll against Open MPI, MPICH and Gloo', '']
     if interrupted:
@@ -675,10 +720,12 @@ def write_report(path, sections, table, peers, launches, args, started, seconds,
           'repetitions of `p50 / mean / busbw`: p50 and mean in µs of the per-iteration '
           'slowest rank, busbw in GB/s (1e9 B/s) with nccl-tests\' bus factors. `time ratio` '
           '= zcoll mean / best peer mean (below 1: zcoll faster); `busbw ratio` = zcoll busbw '
-          '/ best peer busbw (above 1: zcoll faster). The best peer is the one with the '
-          'lowest median mean time at that size. float32, sum, root 0; sizes are nccl-tests\' '
-          '(total buffer per rank).', '', '## Host', '']
-    L += host_description(peers, started, seconds, args, load_start, load_end)
+          '/ best peer busbw (above 1: zcoll faster); `p50 ratio` = zcoll p50 / the lowest peer '
+          'p50 (less sensitive to scheduling stalls than the mean). The best peer is the one '
+          'with the lowest median mean time at that size; the latency targets compare with '
+          'the lowest peer value of the same percentile. float32, sum, root 0; sizes are '
+          'nccl-tests\' (total buffer per rank).', '', '## Host', '']
+    L += host_description(host, peers, started, seconds, args, load_start, load_end)
     L += ['', '## How it was run', '',
           'Per operation and size sweep, each implementation runs one process launch that '
           'sweeps the sizes (`-b -e -f`), back to back with the others; %d repetition(s), the '
@@ -742,6 +789,8 @@ def parse_args(argv):
                    help='seconds one launch may run at 2 ranks (default 240)')
     p.add_argument('--timeout-oversubscribed', type=int, default=60,
                    help='seconds one launch may run at 4 ranks on 2 cores (default 60)')
+    p.add_argument('--report-only', action='store_true',
+                   help='rewrite build/bench/report.md from build/bench/runs.jsonl; run nothing')
     a = p.parse_args(argv)
     a.colls = [c.strip() for c in a.colls.split(',') if c.strip()]
     a.peers = [c.strip() for c in a.peers.split(',') if c.strip()]
@@ -773,9 +822,62 @@ def load_above(text, limit):
         return False
 
 
+def peers_state(peers):
+    return {i: {'ok': p.ok, 'reason': p.reason, 'version': p.version, 'package': p.package}
+            for i, p in peers.items()}
+
+
+def read_runs(path):
+    """(start record, launch records, end record or None) from a runs.jsonl."""
+    start, recs, end = None, [], None
+    with open(path) as f:
+        for line in f:
+            rec = json.loads(line)
+            kind = rec.get('kind')
+            if kind == 'start':
+                start = rec
+            elif kind == 'end':
+                end = rec
+            elif kind == 'launch':
+                recs.append(rec)
+    if start is None:
+        raise ValueError('%s has no start record' % path)
+    return start, recs, end
+
+
+def report_only(runs_path):
+    """Rewrites report.md from a runs.jsonl, without running anything."""
+    start, recs, end = read_runs(runs_path)
+    args = argparse.Namespace(**start['args'])
+    peers = {}
+    state = (end or start)['peers']
+    for impl in IMPLS:
+        p = Peer(impl)
+        p.__dict__.update(state.get(impl, {'ok': False, 'reason': 'not in the run'}))
+        peers[impl] = p
+    sections = plan_sections(args)
+    launches = [la for la in (Launch.from_record(r, sections, peers) for r in recs) if la]
+    started = datetime.datetime.fromisoformat(start['started'])
+    seconds = end['seconds'] if end else 0.0
+    interrupted = end is None or end.get('interrupted', False)
+    report = os.path.join(OUT, 'report.md')
+    host = start.get('host') or host_facts()
+    write_report(report, host, sections, Table(launches, args.reps), peers,
+                 launches, args, started, seconds, interrupted, start['load_start'],
+                 end['load_end'] if end else '?')
+    log('wrote %s from %s (%d launches)' % (report, runs_path, len(launches)))
+    return 0
+
+
 def main(argv):
     os.chdir(ROOT)
     args = parse_args(shlex.split(os.environ.get('ZCBENCH_ARGS', '')) + argv)
+    runs_path = os.path.join(OUT, 'runs.jsonl')
+    if args.report_only:
+        if not os.path.exists(runs_path):
+            log('%s not found: nothing to report on' % runs_path)
+            return 1
+        return report_only(runs_path)
     for path in (ZCBENCH, ZCRUN):
         if not os.access(path, os.X_OK):
             log('%s not found: run ninja first' % path)
@@ -787,16 +889,25 @@ def main(argv):
         log('load average %s: other work is running on this host; expect noisy results'
             % load_start)
     t0 = time.monotonic()
+    host = host_facts()
     peers = prepare_peers(args)
     sections = plan_sections(args)
+    saved_args = {k: v for k, v in vars(args).items() if k != 'report_only'}
     with open(os.path.join(OUT, 'results.jsonl'), 'w') as results_file, \
-            open(os.path.join(OUT, 'runs.jsonl'), 'w') as runs_file:
+            open(runs_path, 'w') as runs_file:
+        runs_file.write(json.dumps({'kind': 'start', 'started': started.isoformat(),
+                                    'load_start': load_start, 'args': saved_args,
+                                    'host': host,
+                                    'peers': peers_state(peers)}) + '\n')
         launches, interrupted = run_all(sections, peers, args, results_file, runs_file)
-    table = Table(launches, args.reps)
-    seconds = time.monotonic() - t0
+        seconds = time.monotonic() - t0
+        load_end = loadavg()
+        runs_file.write(json.dumps({'kind': 'end', 'seconds': round(seconds, 1),
+                                    'load_end': load_end, 'interrupted': interrupted,
+                                    'peers': peers_state(peers)}) + '\n')
     report = os.path.join(OUT, 'report.md')
-    write_report(report, sections, table, peers, launches, args, started, seconds,
-                 interrupted, load_start, loadavg())
+    write_report(report, host, sections, Table(launches, args.reps), peers, launches, args,
+                 started, seconds, interrupted, load_start, load_end)
     log('wrote %s (%.0f s)' % (report, seconds))
     if interrupted:
         return 130

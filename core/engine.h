@@ -84,10 +84,10 @@ typedef struct zc__plan {
 } zc__plan;
 
 typedef struct zc__mem_entry {
-    void *addr;
+    void *addr;          /* NULL: a free entry */
     size_t bytes;
-    uint32_t kind;       /* zc_mem_kind; 0xffffffff = free entry */
-    uint32_t gen;
+    uint32_t kind;       /* zc_mem_kind */
+    uint32_t gen;        /* bumped at every registration */
 } zc__mem_entry;
 
 /* One direction of one lane with one peer is a channel; counters are message numbers. */

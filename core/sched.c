@@ -130,9 +130,10 @@ static bool zc_copy_own(zc_ctx *x, uint8_t *dst, const uint8_t *src, uint64_t le
     return x->r->a == total;
 }
 
-/* Reduces chunk r->a of the block [lo, lo+len) when every peer's chunk arrived as its message
- * first + r->a. mine is this rank's input for the block; out(x, c) says where the result goes
- * (NULL: not writable yet). Returns the payload bytes reduced, or 0 if it could not. */
+/* Reduces chunk r->a of a block of len elements when every peer's chunk arrived as its message
+ * first + r->a. mine is this rank's input for the block; out_fn(x, c, arg) says where the
+ * result goes (NULL: not writable yet). True, with the payload bytes in *bytes_out, when the
+ * chunk was reduced and the peers' messages consumed; false when something is not there yet. */
 typedef uint8_t *(*zc_out_fn)(zc_ctx *x, uint64_t c, void *arg);
 
 static bool zc_reduce_chunk(zc_ctx *x, const uint8_t *mine, uint64_t len, uint64_t first,

@@ -26,7 +26,8 @@ typedef struct zc_wire_geom {
     uint32_t slot_bytes;   /* payload bytes per slot */
     uint32_t stride;       /* ZC_SLOT_HDR_BYTES + slot_bytes */
     uint32_t reserved_;
-    void *const *inproc_windows; /* in-process mode: every rank's window; NULL otherwise */
+    void *const *inproc_windows; /* in-process: every rank's window (read during create and
+                                  * attach only); NULL between processes */
 } zc_wire_geom;
 
 typedef struct zc_wire_ops {

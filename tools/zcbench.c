@@ -11,6 +11,8 @@
 
 #include "zcoll.h"
 
+#include "bench_report.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -26,17 +28,8 @@
 enum {
     ZB_EXIT_FAIL = 1,
     ZB_EXIT_USAGE = 2,
-    ZB_ADAPTIVE_MIN = 10,        /* adaptive iterations per size, at least */
-    ZB_ADAPTIVE_MAX = 100000,    /* ... and at most */
-    ZB_ITERS_MAX = 1000000,      /* ceiling of -n */
-    ZB_WARMUP_DEFAULT = 20,      /* warm-up iterations up to 1 MiB ... */
-    ZB_WARMUP_MIN = 3,           /* ... fewer above, down to this many */
-    ZB_WARMUP_MAX = 1000000,     /* ceiling of -w */
     ZB_ALIGN = 64,
 };
-#define ZB_TARGET_NS 300000000ull       /* adaptive: timed work per size, ns (0.3 s) */
-#define ZB_WARMUP_BYTES (64ull << 20)   /* default warm-up: about this many bytes above 1 MiB */
-#define ZB_PROGRESS_NS 2000000000ull    /* a size that took longer gets a progress line */
 #define ZB_MAX_BYTES (1ull << 40)       /* ceiling of -e */
 
 /* ---- allocation counting -----------------------------------------------------------------
@@ -94,54 +87,13 @@ int munmap(void *addr, size_t bytes) {
 
 /* ---- the collectives ---------------------------------------------------------------------- */
 
-typedef enum zb_coll {
-    ZB_ALLREDUCE, ZB_REDUCE, ZB_BROADCAST, ZB_REDUCE_SCATTER, ZB_ALLGATHER, ZB_GATHER,
-    ZB_SCATTER, ZB_ALLTOALL, ZB_SENDRECV, ZB_BARRIER, ZB_COLL_COUNT
-} zb_coll;
-
-/* blocked: bytes is n blocks, one per rank, and the call's count is one block. */
-typedef enum zb_factor { ZB_BUS_ONE, ZB_BUS_ALLREDUCE, ZB_BUS_N1_N } zb_factor;
-static const struct {
-    const char *name;
-    bool reduces, rooted, blocked;
-    zb_factor factor;
-} zb_colls[ZB_COLL_COUNT] = {
-    [ZB_ALLREDUCE] = {"allreduce", true, false, false, ZB_BUS_ALLREDUCE},
-    [ZB_REDUCE] = {"reduce", true, true, false, ZB_BUS_ONE},
-    [ZB_BROADCAST] = {"broadcast", false, true, false, ZB_BUS_ONE},
-    [ZB_REDUCE_SCATTER] = {"reduce_scatter", true, false, true, ZB_BUS_N1_N},
-    [ZB_ALLGATHER] = {"allgather", false, false, true, ZB_BUS_N1_N},
-    [ZB_GATHER] = {"gather", false, true, true, ZB_BUS_N1_N},
-    [ZB_SCATTER] = {"scatter", false, true, true, ZB_BUS_N1_N},
-    [ZB_ALLTOALL] = {"alltoall", false, false, true, ZB_BUS_N1_N},
-    [ZB_SENDRECV] = {"sendrecv", false, false, false, ZB_BUS_ONE},
-    [ZB_BARRIER] = {"barrier", false, false, false, ZB_BUS_ONE},
-};
-
-/* nccl-tests' bus bandwidth factor for n ranks. */
-static double zb_bus_factor(zb_coll c, uint32_t n) {
-    switch (zb_colls[c].factor) {
-    case ZB_BUS_ALLREDUCE: return 2.0 * (double)(n - 1) / (double)n;
-    case ZB_BUS_N1_N: return (double)(n - 1) / (double)n;
-    case ZB_BUS_ONE: break;
-    }
-    return 1.0;
-}
-
 /* ---- options ------------------------------------------------------------------------------ */
 
 typedef struct zb_opts {
-    int coll;              /* a zb_coll, or -1 for all */
-    uint64_t min_bytes;    /* 1..max_bytes */
-    uint64_t max_bytes;    /* ..ZB_MAX_BYTES */
-    uint64_t factor;       /* >= 2 */
+    br_opts br;            /* -c -b -e -f -w -n --mode --check --json */
     zc_dtype dtype;
     zc_op op;
     uint32_t root;         /* checked against the rank count after init */
-    int64_t warmup;        /* -1: by size (ZB_WARMUP_DEFAULT, fewer above 1 MiB) */
-    uint64_t iters;        /* 0: adaptive */
-    bool barrier_mode;     /* a zc_barrier before each timed call */
-    bool check, json;
     zc_transport transport;
 } zb_opts;
 
@@ -214,43 +166,6 @@ static _Noreturn void zb_usage(const char *fmt, const char *arg) {
     exit(ZB_EXIT_USAGE);
 }
 
-/* Decimal with an optional K/M/G suffix (powers of 1024); false if malformed or overflowing. */
-static bool zb_parse_bytes(const char *s, uint64_t *out) {
-    if (*s < '0' || *s > '9') return false;
-    errno = 0;
-    char *end = NULL;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0) return false;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
-    }
-    if (*end == 'B' || *end == 'b') end++;
-    if (*end != '\0' || v > (UINT64_MAX >> shift)) return false;
-    *out = (uint64_t)v << shift;
-    return true;
-}
-
-static bool zb_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
-    if (*s < '0' || *s > '9') return false;
-    errno = 0;
-    char *end = NULL;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
-    *out = (uint64_t)v;
-    return true;
-}
-
-static int zb_find_coll(const char *s) {
-    if (strcmp(s, "all") == 0) return -1;
-    for (int c = 0; c < ZB_COLL_COUNT; c++)
-        if (strcmp(s, zb_colls[c].name) == 0) return c;
-    zb_usage("-c %s: not a collective", s);
-}
-
 static zc_dtype zb_find_dtype(const char *s) {
     for (int t = 0; t < (int)ZC_DTYPE_COUNT_; t++)
         if (strcmp(s, zc_dtype_name((zc_dtype)t)) == 0) return (zc_dtype)t;
@@ -265,60 +180,40 @@ static zc_op zb_find_op(const char *s) {
 
 /* The value of option argv[*i] (advancing *i); a usage error when it is missing. */
 static const char *zb_value(int argc, char **argv, int *i) {
-    if (*i + 1 >= argc) zb_usage("%s needs a value", argv[*i]);
-    return argv[++*i];
+    const char *v = br_value(argc, argv, i);
+    if (!v) zb_usage("%s needs a value", argv[*i]);
+    return v;
 }
 
 static void zb_parse_option(zb_opts *o, int argc, char **argv, int *i) {
-    const char *a = argv[*i];
+    const char *a = argv[*i], *fmt = NULL, *arg = NULL;
     uint64_t v = 0;
-    if (strcmp(a, "-c") == 0) {
-        o->coll = zb_find_coll(zb_value(argc, argv, i));
-    } else if (strcmp(a, "-b") == 0 || strcmp(a, "-e") == 0) {
-        const char *s = zb_value(argc, argv, i);
-        if (!zb_parse_bytes(s, &v) || v < 1 || v > ZB_MAX_BYTES)
-            zb_usage("bad size %s (1 to 1024G, suffixes K M G)", s);
-        *(a[1] == 'b' ? &o->min_bytes : &o->max_bytes) = v;
-    } else if (strcmp(a, "-f") == 0) {
-        const char *s = zb_value(argc, argv, i);
-        if (!zb_parse_u64(s, 2, 1u << 20, &o->factor)) zb_usage("-f %s: must be 2 or more", s);
-    } else if (strcmp(a, "-d") == 0) {
+    switch (br_parse_option(&o->br, argc, argv, i, ZB_MAX_BYTES,
+                            "bad size %s (1 to 1024G, suffixes K M G)", &fmt, &arg)) {
+    case BR_PARSED: return;
+    case BR_BAD: zb_usage(fmt, arg);
+    case BR_NOT_SHARED: break;
+    }
+    if (strcmp(a, "-d") == 0) {
         o->dtype = zb_find_dtype(zb_value(argc, argv, i));
     } else if (strcmp(a, "-o") == 0) {
         o->op = zb_find_op(zb_value(argc, argv, i));
     } else if (strcmp(a, "-r") == 0) {
         const char *s = zb_value(argc, argv, i);
-        if (!zb_parse_u64(s, 0, ZC_MAX_RANKS - 1, &v)) zb_usage("-r %s: not a rank", s);
+        if (!br_parse_u64(s, 0, ZC_MAX_RANKS - 1, &v)) zb_usage("-r %s: not a rank", s);
         o->root = (uint32_t)v;
-    } else if (strcmp(a, "-w") == 0) {
-        const char *s = zb_value(argc, argv, i);
-        if (!zb_parse_u64(s, 0, ZB_WARMUP_MAX, &v)) zb_usage("-w %s: 0..1000000", s);
-        o->warmup = (int64_t)v;
-    } else if (strcmp(a, "-n") == 0) {
-        const char *s = zb_value(argc, argv, i);
-        if (!zb_parse_u64(s, 1, ZB_ITERS_MAX, &o->iters)) zb_usage("-n %s: 1..1000000", s);
-    } else if (strcmp(a, "--mode") == 0) {
-        const char *s = zb_value(argc, argv, i);
-        if (strcmp(s, "loop") != 0 && strcmp(s, "barrier") != 0)
-            zb_usage("--mode %s: loop or barrier", s);
-        o->barrier_mode = strcmp(s, "barrier") == 0;
     } else if (strcmp(a, "--transport") == 0) {
         const char *s = zb_value(argc, argv, i);
         if (strcmp(s, "auto") != 0 && strcmp(s, "shm") != 0)
             zb_usage("--transport %s: auto or shm in this build", s);
         o->transport = strcmp(s, "shm") == 0 ? ZC_TRANSPORT_SHM : ZC_TRANSPORT_AUTO;
-    } else if (strcmp(a, "--check") == 0) {
-        o->check = true;
-    } else if (strcmp(a, "--json") == 0) {
-        o->json = true;
     } else {
         zb_usage("unknown argument %s", a);
     }
 }
 
 static void zb_parse(zb_opts *o, int argc, char **argv) {
-    *o = (zb_opts){.coll = -2, .min_bytes = 8, .max_bytes = 64ull << 20, .factor = 2,
-                   .dtype = ZC_FLOAT32, .op = ZC_SUM, .warmup = -1};
+    *o = (zb_opts){.br = br_opts_default(), .dtype = ZC_FLOAT32, .op = ZC_SUM};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             zb_help();
@@ -326,8 +221,8 @@ static void zb_parse(zb_opts *o, int argc, char **argv) {
         }
     }
     for (int i = 1; i < argc; i++) zb_parse_option(o, argc, argv, &i);
-    if (o->coll == -2) zb_usage("%s", "-c COLL is required");
-    if (o->min_bytes > o->max_bytes) zb_usage("%s", "-b is larger than -e");
+    const char *bad = br_check_opts(&o->br);
+    if (bad) zb_usage("%s", bad);
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
@@ -350,7 +245,7 @@ typedef struct zb_bench {
 
 /* One row's geometry on this rank. */
 typedef struct zb_size {
-    zb_coll coll;
+    br_coll coll;
     uint64_t bytes;           /* the reported size: whole elements (whole blocks of n) */
     uint64_t count;           /* elements in that buffer */
     size_t arg;               /* the call's count argument */
@@ -360,12 +255,6 @@ typedef struct zb_size {
     uint32_t peer;            /* sendrecv partner */
     bool idle;                /* sendrecv: no partner for this rank */
 } zb_size;
-
-static uint64_t zb_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static _Noreturn void zb_die(const zb_bench *b, const char *call, zc_status st) {
     ZB_COUNTING(0);
@@ -398,73 +287,73 @@ static void zb_run_once(zb_bench *b, const zb_size *s) {
     const zb_opts *o = &b->o;
     zc_req req, req2;
     switch (s->coll) {
-    case ZB_ALLREDUCE:
+    case BR_ALLREDUCE:
         ZB_CALL(b, zc_allreduce(c, b->send, b->recv, s->arg, o->dtype, o->op, &req));
         break;
-    case ZB_REDUCE:
+    case BR_REDUCE:
         ZB_CALL(b, zc_reduce(c, b->send, b->recv, s->arg, o->dtype, o->op, o->root, &req));
         break;
-    case ZB_BROADCAST:
+    case BR_BROADCAST:
         ZB_CALL(b, zc_broadcast(c, b->send, b->recv, s->arg, o->dtype, o->root, &req));
         break;
-    case ZB_REDUCE_SCATTER:
+    case BR_REDUCE_SCATTER:
         ZB_CALL(b, zc_reduce_scatter(c, b->send, b->recv, s->arg, o->dtype, o->op, &req));
         break;
-    case ZB_ALLGATHER:
+    case BR_ALLGATHER:
         ZB_CALL(b, zc_allgather(c, b->send, b->recv, s->arg, o->dtype, &req));
         break;
-    case ZB_GATHER:
+    case BR_GATHER:
         ZB_CALL(b, zc_gather(c, b->send, b->recv, s->arg, o->dtype, o->root, &req));
         break;
-    case ZB_SCATTER:
+    case BR_SCATTER:
         ZB_CALL(b, zc_scatter(c, b->send, b->recv, s->arg, o->dtype, o->root, &req));
         break;
-    case ZB_ALLTOALL:
+    case BR_ALLTOALL:
         ZB_CALL(b, zc_alltoall(c, b->send, b->recv, s->arg, o->dtype, &req));
         break;
-    case ZB_SENDRECV:
+    case BR_SENDRECV:
         if (s->idle) return;
         ZB_CALL(b, zc_recv(c, b->recv, s->arg, o->dtype, s->peer, &req2));
         ZB_CALL(b, zc_send(c, b->send, s->arg, o->dtype, s->peer, &req));
         zb_wait(b, &req2, "zc_wait(recv)");
         break;
-    case ZB_BARRIER:
+    case BR_BARRIER:
         ZB_CALL(b, zc_barrier(c, &req));
         break;
-    case ZB_COLL_COUNT:
+    case BR_COLL_COUNT:
         return;
     }
     zb_wait(b, &req, "zc_wait");
 }
 
 /* The row for `bytes` (ignored by barrier); false when it rounds to no element. */
-static bool zb_geometry(const zb_bench *b, zb_coll c, uint64_t bytes, zb_size *s) {
+static bool zb_geometry(const zb_bench *b, br_coll c, uint64_t bytes, zb_size *s) {
     *s = (zb_size){.coll = c};
     uint64_t es = b->esize, n = b->n;
-    if (c == ZB_BARRIER) return true;
-    uint64_t count = zb_colls[c].blocked ? bytes / es / n * n : bytes / es;
+    if (c == BR_BARRIER) return true;
+    uint64_t count = br_colls[c].blocked ? bytes / es / n * n : bytes / es;
     if (count == 0) return false;
     s->count = count;
     s->bytes = count * es;
-    s->arg = (size_t)(zb_colls[c].blocked ? count / n : count);
+    s->arg = (size_t)(br_colls[c].blocked ? count / n : count);
     s->block_bytes = s->arg * b->esize;
     bool at_root = b->rank == b->o.root;
     switch (c) {
-    case ZB_ALLREDUCE: case ZB_BROADCAST: case ZB_ALLGATHER: case ZB_ALLTOALL:
+    case BR_ALLREDUCE: case BR_BROADCAST: case BR_ALLGATHER: case BR_ALLTOALL:
         s->recv_bytes = (size_t)s->bytes;
         break;
-    case ZB_REDUCE: case ZB_GATHER:
+    case BR_REDUCE: case BR_GATHER:
         s->recv_bytes = at_root ? (size_t)s->bytes : 0;
         break;
-    case ZB_REDUCE_SCATTER: case ZB_SCATTER:
+    case BR_REDUCE_SCATTER: case BR_SCATTER:
         s->recv_bytes = s->block_bytes;
         break;
-    case ZB_SENDRECV:
+    case BR_SENDRECV:
         s->peer = b->rank ^ 1u;
         s->idle = s->peer >= b->n;
         s->recv_bytes = s->idle ? 0 : (size_t)s->bytes;
         break;
-    case ZB_BARRIER: case ZB_COLL_COUNT:
+    case BR_BARRIER: case BR_COLL_COUNT:
         break;
     }
     s->check_bytes = s->recv_bytes;
@@ -567,31 +456,31 @@ static void zb_prepare_reduce(zb_bench *b, const zb_size *s) {
     size_t es = b->esize;
     for (uint64_t i = 0; i < s->count; i++) zb_encode(b->o.dtype, zb_value_of(b, b->rank, i),
                                                       b->send + i * es);
-    if (!b->o.check) return;
-    uint64_t first = s->coll == ZB_REDUCE_SCATTER ? (uint64_t)b->rank * s->arg : 0;
+    if (!b->o.br.check) return;
+    uint64_t first = s->coll == BR_REDUCE_SCATTER ? (uint64_t)b->rank * s->arg : 0;
     for (uint64_t j = 0; j < s->check_bytes / es; j++)
         zb_encode(b->o.dtype, zb_expected(b, first + j), b->ref + j * es);
 }
 
 /* Data movement: send gets pattern(rank, offset); ref what recv must hold. */
 static void zb_prepare_move(zb_bench *b, const zb_size *s) {
-    size_t send_bytes = zb_colls[s->coll].blocked && s->coll != ZB_SCATTER &&
-                                s->coll != ZB_ALLTOALL
+    size_t send_bytes = br_colls[s->coll].blocked && s->coll != BR_SCATTER &&
+                                s->coll != BR_ALLTOALL
                             ? s->block_bytes
                             : (size_t)s->bytes;
     for (size_t off = 0; off < send_bytes; off++) b->send[off] = zb_pattern(b->rank, off);
-    if (!b->o.check) return;
+    if (!b->o.br.check) return;
     size_t blk = s->block_bytes;
     for (size_t off = 0; off < s->check_bytes; off++) {
         uint8_t v = 0;
         switch (s->coll) {
-        case ZB_BROADCAST: v = zb_pattern(b->o.root, off); break;
-        case ZB_ALLGATHER: case ZB_GATHER:
+        case BR_BROADCAST: v = zb_pattern(b->o.root, off); break;
+        case BR_ALLGATHER: case BR_GATHER:
             v = zb_pattern((uint32_t)(off / blk), off % blk);
             break;
-        case ZB_SCATTER: v = zb_pattern(b->o.root, b->rank * blk + off); break;
-        case ZB_ALLTOALL: v = zb_pattern((uint32_t)(off / blk), b->rank * blk + off % blk); break;
-        case ZB_SENDRECV: v = zb_pattern(s->peer, off); break;
+        case BR_SCATTER: v = zb_pattern(b->o.root, b->rank * blk + off); break;
+        case BR_ALLTOALL: v = zb_pattern((uint32_t)(off / blk), b->rank * blk + off % blk); break;
+        case BR_SENDRECV: v = zb_pattern(s->peer, off); break;
         default: break;
         }
         b->ref[off] = v;
@@ -600,52 +489,25 @@ static void zb_prepare_move(zb_bench *b, const zb_size *s) {
 
 /* Wrong elements of this rank's result (0 when it matches ref). */
 static uint64_t zb_verify(const zb_bench *b, const zb_size *s) {
-    if (s->check_bytes == 0 || memcmp(b->recv, b->ref, s->check_bytes) == 0) return 0;
-    uint64_t wrong = 0;
-    for (size_t off = 0; off < s->check_bytes; off += b->esize)
-        wrong += memcmp(b->recv + off, b->ref + off, b->esize) != 0;
-    return wrong;
+    return br_count_wrong(b->recv, b->ref, s->check_bytes, b->esize);
 }
 
 /* ---- timing one size ---------------------------------------------------------------------- */
 
-typedef struct zb_result {
-    uint64_t iters;
-    double time_us, p50_us, p99_us, p999_us, algbw, busbw;
-    int64_t wrong;            /* summed over ranks; -1 without --check */
-    int64_t allocs;           /* summed over ranks; -1 when not counted */
-} zb_result;
-
-static uint64_t zb_warmup_iters(const zb_bench *b, const zb_size *s) {
-    if (b->o.warmup >= 0) return (uint64_t)b->o.warmup;
-    if (s->bytes <= (1u << 20)) return ZB_WARMUP_DEFAULT;
-    uint64_t w = ZB_WARMUP_BYTES / s->bytes;
-    return w < ZB_WARMUP_MIN ? ZB_WARMUP_MIN : w > ZB_WARMUP_DEFAULT ? ZB_WARMUP_DEFAULT : w;
-}
-
 /* Runs the warm-up; returns the timed iterations every rank agrees on. */
 static uint64_t zb_warmup(zb_bench *b, const zb_size *s) {
-    uint64_t warm = zb_warmup_iters(b, s);
-    bool adaptive = b->o.iters == 0;
-    if (adaptive && warm == 0) warm = 1; /* the estimate needs one call */
+    uint64_t warm = br_warmup_calls(b->o.br.warmup, b->o.br.iters, s->bytes);
     uint64_t spent = 0, timed = 0;
     for (uint64_t it = 0; it < warm; it++) {
-        if (b->o.barrier_mode) zb_barrier(b);
-        uint64_t t0 = zb_now_ns();
+        if (b->o.br.barrier_mode) zb_barrier(b);
+        uint64_t t0 = br_now_ns();
         zb_run_once(b, s);
-        uint64_t dt = zb_now_ns() - t0;
-        if (it > 0 || warm == 1) { /* the first call pays for cold pages */
-            spent += dt;
-            timed++;
-        }
+        br_warmup_add(it, warm, br_now_ns() - t0, &spent, &timed);
     }
-    if (!adaptive) return b->o.iters;
+    if (b->o.br.iters != 0) return b->o.br.iters;
     uint64_t iters = 0;
     if (b->rank == 0) {
-        uint64_t per = spent / timed;
-        iters = per == 0 ? ZB_ADAPTIVE_MAX : ZB_TARGET_NS / per;
-        if (iters < ZB_ADAPTIVE_MIN) iters = ZB_ADAPTIVE_MIN;
-        if (iters > ZB_ADAPTIVE_MAX) iters = ZB_ADAPTIVE_MAX;
+        iters = br_adaptive_iters(spent, timed);
     }
     zc_req req;
     ZB_CALL(b, zc_broadcast(b->comm, &iters, &iters, 1, ZC_UINT64, 0, &req));
@@ -658,33 +520,18 @@ static uint64_t zb_timed_loop(zb_bench *b, const zb_size *s, uint64_t iters) {
     uint64_t wrong = 0;
     ZB_COUNTING(1);
     for (uint64_t it = 0; it < iters; it++) {
-        if (b->o.check) memset(b->recv, 0xff, s->recv_bytes);
-        if (b->o.barrier_mode) zb_barrier(b);
-        uint64_t t0 = zb_now_ns();
+        if (b->o.br.check) memset(b->recv, 0xff, s->recv_bytes);
+        if (b->o.br.barrier_mode) zb_barrier(b);
+        uint64_t t0 = br_now_ns();
         zb_run_once(b, s);
-        b->times[it] = zb_now_ns() - t0;
-        if (b->o.check) wrong += zb_verify(b, s);
+        b->times[it] = br_now_ns() - t0;
+        if (b->o.br.check) wrong += zb_verify(b, s);
     }
     ZB_COUNTING(0);
     return wrong;
 }
 
-static int zb_cmp_u64(const void *a, const void *c) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)c;
-    return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile p (0..1) of the sorted v[0..k). */
-static double zb_percentile_us(const uint64_t *v, uint64_t k, double p) {
-    double idx = p * (double)k;
-    uint64_t i = (uint64_t)idx;
-    if ((double)i < idx) i++;
-    i = i == 0 ? 0 : i - 1;
-    if (i >= k) i = k - 1;
-    return (double)v[i] / 1e3;
-}
-
-static void zb_measure(zb_bench *b, const zb_size *s, zb_result *res) {
+static void zb_measure(zb_bench *b, const zb_size *s, br_result *res) {
     uint64_t iters = zb_warmup(b, s);
 #if ZB_COUNT_ALLOCS
     zb_alloc_calls = 0;
@@ -700,111 +547,75 @@ static void zb_measure(zb_bench *b, const zb_size *s, zb_result *res) {
 #endif
     ZB_CALL(b, zc_allreduce(b->comm, sums, sums, 2, ZC_UINT64, ZC_SUM, &req));
     zb_wait(b, &req, "zc_wait(allreduce of the counters)");
-    *res = (zb_result){.iters = iters,
-                       .wrong = b->o.check ? (int64_t)sums[0] : -1,
+    *res = (br_result){.iters = iters,
+                       .wrong = b->o.br.check ? (int64_t)sums[0] : -1,
                        .allocs = ZB_COUNT_ALLOCS ? (int64_t)sums[1] : -1};
     if (b->rank != 0) return;
-    double total = 0;
-    for (uint64_t i = 0; i < iters; i++) total += (double)b->times[i];
-    res->time_us = total / (double)iters / 1e3;
-    qsort(b->times, (size_t)iters, sizeof b->times[0], zb_cmp_u64);
-    res->p50_us = zb_percentile_us(b->times, iters, 0.5);
-    res->p99_us = zb_percentile_us(b->times, iters, 0.99);
-    res->p999_us = zb_percentile_us(b->times, iters, 0.999);
-    res->algbw = res->time_us > 0 ? (double)s->bytes / res->time_us / 1e3 : 0;
-    res->busbw = res->algbw * zb_bus_factor(s->coll, b->n);
+    br_stats(b->times, s->bytes, br_bus_factor(s->coll, b->n), res);
 }
 
 /* ---- output ------------------------------------------------------------------------------- */
 
-static const char *zb_op_text(const zb_bench *b, zb_coll c) {
-    return zb_colls[c].reduces ? zc_op_name(b->o.op) : "none";
+static const char *zb_op_text(const zb_bench *b, br_coll c) {
+    return br_colls[c].reduces ? zc_op_name(b->o.op) : "none";
 }
 
-static int zb_root_of(const zb_bench *b, zb_coll c) {
-    return zb_colls[c].rooted ? (int)b->o.root : -1;
+static int zb_root_of(const zb_bench *b, br_coll c) {
+    return br_colls[c].rooted ? (int)b->o.root : -1;
 }
 
-static void zb_print_header(const zb_bench *b, zb_coll c) {
+static void zb_print_header(const zb_bench *b, br_coll c) {
     FILE *f = b->meta;
-    fprintf(f, "# zcbench: %s on %u ranks, transport shm, mode %s, %s%s%s\n", zb_colls[c].name,
-            b->n, b->o.barrier_mode ? "barrier" : "loop", zc_dtype_name(b->o.dtype),
-            zb_colls[c].reduces ? "/" : "", zb_colls[c].reduces ? zc_op_name(b->o.op) : "");
+    fprintf(f, "# zcbench: %s on %u ranks, transport shm, mode %s, %s%s%s\n", br_colls[c].name,
+            b->n, b->o.br.barrier_mode ? "barrier" : "loop", zc_dtype_name(b->o.dtype),
+            br_colls[c].reduces ? "/" : "", br_colls[c].reduces ? zc_op_name(b->o.op) : "");
     fprintf(f, "# arena %zu bytes per rank (zc_comm_arena_bytes)\n", b->arena_bytes);
-    if (b->o.iters)
-        fprintf(f, "# iterations: %" PRIu64 " per size", b->o.iters);
-    else
-        fprintf(f, "# iterations: adaptive, ~0.3 s of timed work per size (10..100000)");
-    if (b->o.warmup >= 0)
-        fprintf(f, ", warm-up %" PRId64 "\n", b->o.warmup);
-    else
-        fprintf(f, ", warm-up 20 (fewer above 1 MiB)\n");
-    if (b->o.json) return;
-    printf("#%11s %12s %9s %6s %5s %11s %11s %11s %7s %10s %10s %10s\n", "size", "count",
-           "type", "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong",
-           "p50(us)", "p99(us)", "p99.9(us)");
+    br_print_iters_line(f, b->o.br.iters, b->o.br.warmup);
+    if (b->o.br.json) return;
+    br_print_columns();
 }
 
-static void zb_print_row(const zb_bench *b, const zb_size *s, const zb_result *r) {
-    zb_coll c = s->coll;
-    if (b->o.json) {
-        printf("{\"impl\":\"zcoll\",\"coll\":\"%s\",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64
-               ",\"dtype\":\"%s\",\"op\":\"%s\",\"root\":%d,\"ranks\":%u,\"mode\":\"%s\","
-               "\"iters\":%" PRIu64 ",\"time_us\":%.9g,\"algbw\":%.9g,\"busbw\":%.9g,"
-               "\"p50_us\":%.9g,\"p99_us\":%.9g,\"p999_us\":%.9g,\"wrong\":%" PRId64
-               ",\"allocs\":%" PRId64 "}\n",
-               zb_colls[c].name, s->bytes, s->count, zc_dtype_name(b->o.dtype),
-               zb_op_text(b, c), zb_root_of(b, c), b->n,
-               b->o.barrier_mode ? "barrier" : "loop", r->iters, r->time_us, r->algbw,
-               r->busbw, r->p50_us, r->p99_us, r->p999_us, r->wrong, r->allocs);
-        return;
-    }
-    char wrong[24];
-    if (r->wrong < 0)
-        snprintf(wrong, sizeof wrong, "N/A");
-    else
-        snprintf(wrong, sizeof wrong, "%" PRId64, r->wrong);
-    printf(" %11" PRIu64 " %12" PRIu64 " %9s %6s %5d %11.2f %11.3f %11.3f %7s %10.2f %10.2f "
-           "%10.2f\n",
-           s->bytes, s->count, zc_dtype_name(b->o.dtype), zb_op_text(b, c), zb_root_of(b, c),
-           r->time_us, r->algbw, r->busbw, wrong, r->p50_us, r->p99_us, r->p999_us);
+static void zb_print_row(const zb_bench *b, const zb_size *s, const br_result *r) {
+    br_coll c = s->coll;
+    br_row w = {.impl = "zcoll", .coll = br_colls[c].name, .dtype = zc_dtype_name(b->o.dtype),
+                .op = zb_op_text(b, c), .mode = b->o.br.barrier_mode ? "barrier" : "loop",
+                .bytes = s->bytes, .count = s->count, .root = zb_root_of(b, c), .ranks = b->n};
+    br_print_row(&w, r, b->o.br.json);
 }
 
 /* One row; returns the allocations it counted (-1 when not counted). */
-static int64_t zb_run_size(zb_bench *b, zb_coll c, uint64_t bytes) {
+static int64_t zb_run_size(zb_bench *b, br_coll c, uint64_t bytes) {
     zb_size s;
     if (!zb_geometry(b, c, bytes, &s)) return 0;
-    if (zb_colls[c].reduces)
+    if (br_colls[c].reduces)
         zb_prepare_reduce(b, &s);
-    else if (c != ZB_BARRIER)
+    else if (c != BR_BARRIER)
         zb_prepare_move(b, &s);
-    uint64_t t0 = zb_now_ns();
-    zb_result r;
+    uint64_t t0 = br_now_ns();
+    br_result r;
     zb_measure(b, &s, &r);
     if (b->rank != 0) return r.allocs;
     zb_print_row(b, &s, &r);
     fflush(stdout);
-    uint64_t took = zb_now_ns() - t0;
-    if (took > ZB_PROGRESS_NS)
-        fprintf(stderr, "# size %" PRIu64 " done: %" PRIu64 " iterations in %.1f s\n", s.bytes,
-                r.iters, (double)took / 1e9);
+    uint64_t took = br_now_ns() - t0;
+    br_print_progress(s.bytes, r.iters, took);
     return r.allocs;
 }
 
-static void zb_run_coll(zb_bench *b, zb_coll c) {
-    if (c == ZB_SENDRECV && b->n < 2) {
+static void zb_run_coll(zb_bench *b, br_coll c) {
+    if (c == BR_SENDRECV && b->n < 2) {
         if (b->rank == 0) fprintf(b->meta, "# sendrecv needs 2 or more ranks: skipped\n");
         return;
     }
     if (b->rank == 0) zb_print_header(b, c);
     int64_t allocs = 0;
-    if (c == ZB_BARRIER) {
+    if (c == BR_BARRIER) {
         allocs = zb_run_size(b, c, 0);
     } else {
-        for (uint64_t bytes = b->o.min_bytes; bytes <= b->o.max_bytes; bytes *= b->o.factor) {
+        for (uint64_t bytes = b->o.br.min_bytes; bytes <= b->o.br.max_bytes; bytes *= b->o.br.factor) {
             int64_t a = zb_run_size(b, c, bytes);
             allocs = a < 0 || allocs < 0 ? -1 : allocs + a;
-            if (bytes > b->o.max_bytes / b->o.factor) break;
+            if (bytes > b->o.br.max_bytes / b->o.br.factor) break;
         }
     }
     if (b->rank != 0) return;
@@ -853,15 +664,15 @@ static void zb_init(zb_bench *b) {
         exit(ZB_EXIT_USAGE);
     }
     b->esize = zc_dtype_bytes(b->o.dtype);
-    b->buf_bytes = b->o.coll == ZB_BARRIER ? ZB_ALIGN : (size_t)b->o.max_bytes; /* no data */
+    b->buf_bytes = b->o.br.coll == BR_BARRIER ? ZB_ALIGN : (size_t)b->o.br.max_bytes; /* no data */
     b->send = zb_alloc(b->buf_bytes, "the send buffer");
     b->recv = zb_alloc(b->buf_bytes, "the receive buffer");
-    if (b->o.check) b->ref = zb_alloc(b->buf_bytes, "the expected results");
+    if (b->o.br.check) b->ref = zb_alloc(b->buf_bytes, "the expected results");
     ZB_CALL(b, zc_mem_register(b->comm, b->send, b->buf_bytes, ZC_MEM_HOST, &b->send_mem));
     ZB_CALL(b, zc_mem_register(b->comm, b->recv, b->buf_bytes, ZC_MEM_HOST, &b->recv_mem));
-    b->times_cap = b->o.iters > ZB_ADAPTIVE_MAX ? b->o.iters : ZB_ADAPTIVE_MAX;
+    b->times_cap = b->o.br.iters > BR_ADAPTIVE_MAX ? b->o.br.iters : BR_ADAPTIVE_MAX;
     b->times = zb_alloc((size_t)b->times_cap * sizeof b->times[0], "the iteration times");
-    b->meta = b->o.json ? stderr : stdout;
+    b->meta = b->o.br.json ? stderr : stdout;
 }
 
 static void zb_fini(zb_bench *b) {
@@ -880,10 +691,10 @@ int main(int argc, char **argv) {
     static zb_bench bench;
     zb_parse(&bench.o, argc, argv);
     zb_init(&bench);
-    if (bench.o.coll >= 0) {
-        zb_run_coll(&bench, (zb_coll)bench.o.coll);
+    if (bench.o.br.coll >= 0) {
+        zb_run_coll(&bench, (br_coll)bench.o.br.coll);
     } else {
-        for (int c = 0; c < ZB_COLL_COUNT; c++) zb_run_coll(&bench, (zb_coll)c);
+        for (int c = 0; c < BR_COLL_COUNT; c++) zb_run_coll(&bench, (br_coll)c);
     }
     zb_fini(&bench);
     return 0;

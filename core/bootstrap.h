@@ -10,7 +10,7 @@
 
 #include "zcoll.h"
 
-#define ZC_BOOT_MAX_BLOB 4096u /* ceiling of bytes_each in zc__boot_allgather */
+#define ZC_BOOT_MAX_BLOB 65536u /* ceiling of bytes_each in zc__boot_allgather */
 
 typedef struct zc__boot {
     uint32_t rank, nranks;
@@ -32,7 +32,8 @@ typedef struct zc__boot {
 zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t deadline_ns, char *err,
                         size_t err_cap);
 /* all[r * bytes_each .. ] = rank r's mine, on every rank (collective). bytes_each is the same
- * on every rank, 1..ZC_BOOT_MAX_BLOB; a rank sending a different size is ZC_MISMATCH. */
+ * on every rank, 1..ZC_BOOT_MAX_BLOB; a rank sending a different size is ZC_MISMATCH. mine may
+ * be this rank's own place in all. */
 zc_status zc__boot_allgather(zc__boot *b, const void *mine, void *all, size_t bytes_each);
 /* Returns once every rank has entered (collective). */
 zc_status zc__boot_barrier(zc__boot *b);

@@ -68,6 +68,8 @@ static zc_status zc_carve(const zc_config *cfg, void *arena, size_t arena_bytes,
     c->nranks = cfg->nranks;
     c->wire = zc__wire_for(cfg);
     c->wire_state = a + L.wire_state;
+    c->addrs = a + L.addrs;
+    c->addr_bytes = L.addr_bytes;
     c->group = (zc_comm **)(void *)(a + L.group);
     c->chans = (zc__chan *)(void *)(a + L.chans);
     c->reqs = (zc__req *)(void *)(a + L.reqs);
@@ -91,7 +93,7 @@ static zc_status zc_carve(const zc_config *cfg, void *arena, size_t arena_bytes,
 
 static zc_wire_geom zc_geom(const zc_comm *c, uint64_t comm_id, void *const *windows) {
     zc_wire_geom g = {comm_id, c->rank, c->nranks, c->cfg.slots, c->cfg.slot_bytes,
-                      ZC_SLOT_HDR_BYTES + c->cfg.slot_bytes, 0, windows};
+                      ZC_SLOT_HDR_BYTES + c->cfg.slot_bytes, 0, windows, &c->cfg};
     return g;
 }
 
@@ -108,8 +110,44 @@ static uint64_t zc_host_hash(void) {
     return zc__siphash(key, id, zc__strlen(id));
 }
 
+static const char *zc_transport_name(uint32_t t) {
+    return t == ZC_TRANSPORT_SHM ? "shm" : t == ZC_TRANSPORT_IB ? "ib" : t == ZC_TRANSPORT_AUTO
+                                                                         ? "auto" : "inproc";
+}
+
+/* Picks the wire once every rank's hello is known: AUTO is shm on one host, else ib. */
+static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all) {
+    uint32_t other = 0;
+    for (uint32_t r = 1; r < c->nranks && !other; r++)
+        if (all[r].host != all[0].host) other = r;
+    zc_transport t = c->cfg.transport;
+    if (t == ZC_TRANSPORT_AUTO) t = other ? ZC_TRANSPORT_IB : ZC_TRANSPORT_SHM;
+    if (t == ZC_TRANSPORT_SHM && other) {
+        zc__set_init_error("rank %u runs on another host than rank 0: the shared-memory wire "
+                           "needs every rank on one host (use ZC_TRANSPORT=ib or auto)", other);
+        return ZC_UNSUPPORTED;
+    }
+#ifndef ZC_HAVE_IB
+    if (t == ZC_TRANSPORT_IB) {
+        zc__set_init_error("%s: this build has no transport_ib (configure.py found no "
+                           "libibverbs)", other ? "ranks span hosts" : "ZC_TRANSPORT is ib");
+        return ZC_UNSUPPORTED;
+    }
+#endif
+    c->cfg.transport = t; /* children of a split stay on the same wire */
+    c->wire = zc__wire_for(&c->cfg);
+    return ZC_OK;
+}
+
 static zc_status zc_check_hellos(const zc_comm *c, const zc_hello *all) {
     for (uint32_t r = 1; r < c->nranks; r++) {
+        if (all[r].transport != all[0].transport) {
+            zc__set_init_error("rank %u asks for transport %s but rank 0 for %s: every rank "
+                               "needs the same ZC_TRANSPORT", r,
+                               zc_transport_name(all[r].transport),
+                               zc_transport_name(all[0].transport));
+            return ZC_MISMATCH;
+        }
         if (all[r].slots != all[0].slots || all[r].slot_bytes != all[0].slot_bytes) {
             zc__set_init_error("rank %u has slots=%u slot_bytes=%u but rank 0 has slots=%u "
                                "slot_bytes=%u: every rank needs the same ring geometry",
@@ -117,22 +155,24 @@ static zc_status zc_check_hellos(const zc_comm *c, const zc_hello *all) {
                                all[0].slot_bytes);
             return ZC_MISMATCH;
         }
-        if (all[r].host != all[0].host) {
-            zc__set_init_error("rank %u runs on another host than rank 0; this build only has "
-                               "the shared-memory wire (one host)", r);
-            return ZC_UNSUPPORTED;
-        }
     }
     return ZC_OK;
 }
 
-/* Wire setup between processes, synchronised through the bootstrap. */
+/* Wire setup between processes, synchronised through the bootstrap: create, all-gather the
+ * address blobs (or just meet), attach, meet, seal. */
 static zc_status zc_open_wire(zc_comm *c, zc__boot *b) {
     zc_wire_geom g = zc_geom(c, c->comm_id, 0);
-    zc_status st = c->wire->create(c->wire_state, &g, 0, zc_init_err, sizeof zc_init_err);
-    zc_status sync = zc__boot_barrier(b);
+    size_t ab = c->wire->addr_bytes(&g);
+    ZC_ASSERT(ab <= c->addr_bytes && ab <= ZC_BOOT_MAX_BLOB);
+    uint8_t *mine = ab ? c->addrs + (size_t)c->rank * ab : 0;
+    zc_status st = c->wire->create(c->wire_state, &g, 0, mine, zc_init_err, sizeof zc_init_err);
+    uint8_t failed = 0xff; /* a rank whose create failed publishes a blob of 0xff bytes */
+    if (st != ZC_OK && ab) __builtin_memset(mine, failed, ab);
+    zc_status sync = ab ? zc__boot_allgather(b, mine, c->addrs, ab) : zc__boot_barrier(b);
     if (st == ZC_OK) st = sync;
-    if (st == ZC_OK) st = c->wire->attach(c->wire_state, zc_init_err, sizeof zc_init_err);
+    if (st == ZC_OK) st = c->wire->attach(c->wire_state, ab ? c->addrs : 0, zc_init_err,
+                                          sizeof zc_init_err);
     sync = zc__boot_barrier(b); /* everyone attached: names can go */
     if (st == ZC_OK) st = sync;
     if (st == ZC_OK) c->wire->seal(c->wire_state);
@@ -164,6 +204,7 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
     if (zc_plat_random(&mine.nonce, sizeof mine.nonce) != ZC_PLAT_OK) mine.nonce = mine.pid;
     st = zc__boot_allgather(&boot, &mine, all, sizeof mine);
     if (st == ZC_OK) st = zc_check_hellos(c, all);
+    if (st == ZC_OK) st = zc_pick_wire(c, all);
     if (st == ZC_OK) {
         c->comm_id = zc__siphash(cfg->secret, &all[0].nonce, sizeof all[0].nonce);
         st = zc_open_wire(c, &boot);
@@ -191,13 +232,13 @@ static zc_status zc_inproc_group(const zc_config *cfg, uint32_t n, void *const a
         zc_comm *c = comms[r];
         zc_wire_geom g = zc_geom(c, comm_id, windows);
         c->comm_id = comm_id;
-        zc_status st = c->wire->create(c->wire_state, &g, c->window, zc_init_err,
+        zc_status st = c->wire->create(c->wire_state, &g, c->window, 0, zc_init_err,
                                        sizeof zc_init_err);
         if (st != ZC_OK) return st;
         for (uint32_t p = 0; p < n; p++) c->group[p] = comms[p];
     }
     for (uint32_t r = 0; r < n; r++) {
-        zc_status st = comms[r]->wire->attach(comms[r]->wire_state, zc_init_err,
+        zc_status st = comms[r]->wire->attach(comms[r]->wire_state, 0, zc_init_err,
                                               sizeof zc_init_err);
         if (st != ZC_OK) return st;
         comms[r]->magic = ZC_COMM_MAGIC;
@@ -296,6 +337,37 @@ static uint64_t zc_child_id(const zc_comm *parent, int32_t color) {
     return zc__siphash(parent->cfg.secret, words, sizeof words);
 }
 
+static bool zc_split_needs_addrs(const zc_comm *parent) {
+    zc_wire_geom g = zc_geom(parent, parent->comm_id, 0);
+    return parent->wire->addr_bytes(&g) > 0; /* same wire everywhere: same answer */
+}
+
+/* Gives every child its members' address blobs over the parent: each parent rank broadcasts
+ * its blob in turn (sizes first, as they differ between colors); members of the same color
+ * keep it at the sender's child rank. all[] holds {color, key} per parent rank. */
+static zc_status zc_split_exchange(zc_comm *parent, const int32_t *all, zc_comm *c,
+                                   size_t ab) {
+    static uint64_t sizes[ZC_MAX_RANKS];
+    static uint8_t scratch[ZC_WIRE_MAX_ADDR_BYTES];
+    uint64_t mine = c ? ab : 0;
+    zc_req req;
+    zc_status st = zc_allgather(parent, &mine, sizes, 1, ZC_UINT64, &req);
+    if (st == ZC_OK) st = zc_wait(parent, &req);
+    for (uint32_t p = 0; p < parent->nranks && st == ZC_OK; p++) {
+        if (!sizes[p]) continue;
+        if (sizes[p] > ZC_WIRE_MAX_ADDR_BYTES)
+            return zc__error(parent, ZC_MISMATCH, "zc_comm_split: rank %u's wire address is "
+                             "%llu bytes", p, (unsigned long long)sizes[p]);
+        uint32_t prank, psize;
+        zc_child_place(all, parent->nranks, p, &prank, &psize);
+        bool keep = c && all[2 * p] == all[2 * parent->rank] && sizes[p] == ab;
+        uint8_t *buf = keep ? c->addrs + (size_t)prank * ab : scratch;
+        st = zc_broadcast(parent, buf, buf, sizes[p], ZC_UINT8, p, &req);
+        if (st == ZC_OK) st = zc_wait(parent, &req);
+    }
+    return st;
+}
+
 zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t arena_bytes,
                         zc_comm **child_out) {
     static int32_t all[2 * ZC_MAX_RANKS];
@@ -312,24 +384,32 @@ zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t
     uint64_t id = zc_child_id(parent, mine[0]);
     parent->splits++;
     zc_comm *c = 0;
+    size_t ab = 0;
     zc_status local = ZC_OK;
     if (color >= 0) {
         zc_config cc = parent->cfg;
         zc_child_place(all, parent->nranks, parent->rank, &cc.rank, &cc.nranks);
         local = zc_carve(&cc, arena, arena_bytes, &c);
         if (local == ZC_OK) {
+            c->wire = parent->wire;
             c->comm_id = id;
             zc_wire_geom g = zc_geom(c, id, 0);
-            local = c->wire->create(c->wire_state, &g, 0, c->err, sizeof c->err);
+            ab = c->wire->addr_bytes(&g);
+            ZC_ASSERT(ab <= c->addr_bytes && ab <= ZC_WIRE_MAX_ADDR_BYTES);
+            local = c->wire->create(c->wire_state, &g, 0, ab ? c->addrs + cc.rank * ab : 0,
+                                    c->err, sizeof c->err);
+            if (local != ZC_OK && ab) __builtin_memset(c->addrs + cc.rank * ab, 0xff, ab);
         }
     }
-    /* Every parent rank joins both syncs, member or not, so nobody waits on a missing one. */
+    /* Every parent rank joins every sync, member or not, so nobody waits on a missing one. */
     int32_t ok, worst = 0;
     zc_req sync;
-    st = zc_barrier(parent, &sync);
+    if (zc_split_needs_addrs(parent)) st = zc_split_exchange(parent, all, c, ab);
+    else st = ZC_OK;
+    if (st == ZC_OK) st = zc_barrier(parent, &sync);
     if (st == ZC_OK) st = zc_wait(parent, &sync);
     if (st == ZC_OK && c && local == ZC_OK)
-        local = c->wire->attach(c->wire_state, c->err, sizeof c->err);
+        local = c->wire->attach(c->wire_state, ab ? c->addrs : 0, c->err, sizeof c->err);
     ok = local == ZC_OK ? 0 : (int32_t)local;
     if (st == ZC_OK) st = zc_allreduce(parent, &ok, &worst, 1, ZC_INT32, ZC_MIN, &sync);
     if (st == ZC_OK) st = zc_wait(parent, &sync);

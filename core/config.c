@@ -23,6 +23,9 @@ void zc_config_default(zc_config *cfg) {
     cfg->allreduce_oneshot_max_bytes = ZC_DEFAULT_ALLREDUCE_ONESHOT_MAX_BYTES;
     cfg->reduce_direct_max_bytes = ZC_DEFAULT_REDUCE_DIRECT_MAX_BYTES;
     cfg->bcast_tree_max_bytes = ZC_DEFAULT_BCAST_TREE_MAX_BYTES;
+    cfg->ib_gid_index = -1;
+    cfg->ib_qps_per_peer = ZC_DEFAULT_IB_QPS_PER_PEER;
+    cfg->ib_retry_cnt = ZC_DEFAULT_IB_RETRY_CNT;
 }
 
 static bool zc_has_nul(const char *s, size_t cap) {
@@ -80,8 +83,20 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
                 "cfg->slots is %u, must be a power of two in 2..1024", cfg->slots);
     ZC_REQUIRE_(cfg->spin_polls >= 1u && cfg->spin_polls <= (1u << 24),
                 "cfg->spin_polls is %u, must be 1..16777216", cfg->spin_polls);
-    ZC_REQUIRE_((unsigned)cfg->transport <= (unsigned)ZC_TRANSPORT_INPROC,
+    ZC_REQUIRE_((unsigned)cfg->transport <= (unsigned)ZC_TRANSPORT_IB,
                 "cfg->transport is %u, not a zc_transport", (unsigned)cfg->transport);
+    ZC_REQUIRE_(zc_has_nul(cfg->ib_device, sizeof cfg->ib_device),
+                "cfg->ib_device is not NUL-terminated");
+    ZC_REQUIRE_(cfg->ib_port <= 255u, "cfg->ib_port is %u, must be 0 (auto) or 1..255",
+                cfg->ib_port);
+    ZC_REQUIRE_(cfg->ib_gid_index >= -1 && cfg->ib_gid_index <= 65535,
+                "cfg->ib_gid_index is %d, must be -1 (auto) or 0..65535", (int)cfg->ib_gid_index);
+    ZC_REQUIRE_(cfg->ib_qps_per_peer >= 1u && cfg->ib_qps_per_peer <= 4u,
+                "cfg->ib_qps_per_peer is %u, must be 1..4", cfg->ib_qps_per_peer);
+    ZC_REQUIRE_(cfg->ib_timeout <= 31u, "cfg->ib_timeout is %u, must be 0 (auto) or 1..31",
+                cfg->ib_timeout);
+    ZC_REQUIRE_(cfg->ib_retry_cnt <= 7u, "cfg->ib_retry_cnt is %u, must be 0..7",
+                cfg->ib_retry_cnt);
     ZC_REQUIRE_(zc_has_nul(cfg->root_addr, sizeof cfg->root_addr),
                 "cfg->root_addr is not NUL-terminated");
     if (cfg->nranks > 1 && cfg->transport != ZC_TRANSPORT_INPROC) {
@@ -242,6 +257,37 @@ static bool zc_env_secret(zc_config *c, zc_env_err *err) {
     return true;
 }
 
+/* ZC_IB_*: transport_ib's device choice and queue pair timing. */
+static bool zc_env_ib(zc_config *c, zc_env_err *err) {
+    bool has;
+    uint64_t v = 0;
+    const char *dev = zc_plat_getenv("ZC_IB_DEVICE");
+    if (dev) {
+        if (zc__strlen(dev) >= sizeof c->ib_device) {
+            zc__fmt(err->text, err->cap, "ZC_IB_DEVICE is longer than %u characters",
+                    ZC_IB_DEVICE_BYTES - 1u);
+            return false;
+        }
+        zc__strlcpy(c->ib_device, dev, sizeof c->ib_device);
+    }
+    if (!zc_env_u64("ZC_IB_PORT", 255u, &has, &v, err)) return false;
+    if (has) c->ib_port = (uint32_t)v;
+    const char *gid = zc_plat_getenv("ZC_IB_GID_INDEX");
+    if (gid && !zc__streq(gid, "auto")) {
+        if (!zc_env_u64("ZC_IB_GID_INDEX", 65535u, &has, &v, err)) return false;
+        c->ib_gid_index = (int32_t)v;
+    } else if (gid) {
+        c->ib_gid_index = -1;
+    }
+    if (!zc_env_u64("ZC_IB_QPS_PER_PEER", 4u, &has, &v, err)) return false;
+    if (has) c->ib_qps_per_peer = (uint32_t)v;
+    if (!zc_env_u64("ZC_IB_TIMEOUT", 31u, &has, &v, err)) return false;
+    if (has) c->ib_timeout = (uint32_t)v;
+    if (!zc_env_u64("ZC_IB_RETRY_CNT", 7u, &has, &v, err)) return false;
+    if (has) c->ib_retry_cnt = (uint32_t)v;
+    return true;
+}
+
 static bool zc_env_tunables(zc_config *c, zc_env_err *err) {
     bool has;
     uint64_t v = 0;
@@ -257,12 +303,13 @@ static bool zc_env_tunables(zc_config *c, zc_env_err *err) {
     if (t) {
         if (zc__streq(t, "auto")) c->transport = ZC_TRANSPORT_AUTO;
         else if (zc__streq(t, "shm")) c->transport = ZC_TRANSPORT_SHM;
+        else if (zc__streq(t, "ib")) c->transport = ZC_TRANSPORT_IB;
         else {
-            zc__fmt(err->text, err->cap, "ZC_TRANSPORT=\"%s\" is not one of auto, shm", t);
+            zc__fmt(err->text, err->cap, "ZC_TRANSPORT=\"%s\" is not one of auto, shm, ib", t);
             return false;
         }
     }
-    return true;
+    return zc_env_ib(c, err);
 }
 
 zc_status zc_config_from_env(zc_config *cfg) {

@@ -130,6 +130,8 @@ struct zc_comm {
     uint64_t liveness_ns;  /* last time peers' liveness was checked */
     const zc_wire_ops *wire;
     void *wire_state;
+    uint8_t *addrs;        /* [nranks * addr_bytes] the wire's address blobs */
+    size_t addr_bytes;     /* of the largest candidate wire (the one in use may need less) */
     void *window;          /* in-process: this rank's inbound window, in the arena */
     zc_comm **group;       /* [nranks] in-process: every rank's communicator; else unused */
     zc__chan *chans;       /* [ZC_WIRE_LANES * nranks] */
@@ -142,7 +144,8 @@ struct zc_comm {
 
 /* ---- layout.c ---- */
 typedef struct zc__arena_map {
-    size_t comm, wire_state, group, chans, reqs, bases, active, plans, mems, window; /* offsets */
+    size_t comm, wire_state, addrs, group, chans, reqs, bases, active, plans, mems, window;
+    size_t addr_bytes; /* bytes of one rank's address blob (the largest candidate wire's) */
     size_t total;
     zc_wire_geom geom;
 } zc__arena_map;

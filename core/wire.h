@@ -15,9 +15,10 @@
 
 #include "zcoll.h"
 
-#define ZC_WIRE_VERSION 1u
+#define ZC_WIRE_VERSION 2u
 #define ZC_WIRE_LANES 2u      /* lane 0: collectives; lane 1: send/recv */
 #define ZC_SLOT_HDR_BYTES 64u /* the header part of every slot; its last 8 bytes hold the tag */
+#define ZC_WIRE_MAX_ADDR_BYTES 65536u /* ceiling of a rank's address blob (see addr_bytes) */
 
 typedef struct zc_wire_geom {
     uint64_t comm_id;      /* same on every rank of the communicator */
@@ -28,6 +29,8 @@ typedef struct zc_wire_geom {
     uint32_t reserved_;
     void *const *inproc_windows; /* in-process: every rank's window (read during create and
                                   * attach only); NULL between processes */
+    const zc_config *cfg;  /* the communicator's configuration (device choice, timeouts);
+                            * valid during create only: copy what is needed later */
 } zc_wire_geom;
 
 typedef struct zc_wire_ops {
@@ -37,12 +40,20 @@ typedef struct zc_wire_ops {
     /* Arena bytes of the wire's own state and bytes of one rank's inbound window. */
     size_t (*state_bytes)(const zc_wire_geom *g);
     size_t (*window_bytes)(const zc_wire_geom *g);
+    /* Bytes of the address blob every rank publishes at create and every rank reads at attach
+     * (queue pair numbers, keys, ring addresses); 0 when the wire needs none. At most
+     * ZC_WIRE_MAX_ADDR_BYTES; the same on every rank with the same geometry. */
+    size_t (*addr_bytes)(const zc_wire_geom *g);
     /* Init, step 1: set up state and this rank's inbound window (in-process: window is given,
-     * in the arena; otherwise the wire maps one). Step 2, after every rank did step 1: reach the
-     * peers' windows. Step 3, after every rank did step 2: drop names others no longer need.
+     * in the arena; otherwise the wire maps one) and write this rank's address blob to addr
+     * (addr_bytes of it; NULL when addr_bytes is 0). The core then all-gathers the blobs.
+     * Step 2, after every rank did step 1: reach the peers' windows; addrs holds every rank's
+     * blob, rank r's at addrs + r * addr_bytes (NULL when addr_bytes is 0; it stays valid
+     * until close). Step 3, after every rank did step 2: drop names others no longer need.
      * Failures return a status with a sentence in err. */
-    zc_status (*create)(void *state, const zc_wire_geom *g, void *window, char *err, size_t cap);
-    zc_status (*attach)(void *state, char *err, size_t cap);
+    zc_status (*create)(void *state, const zc_wire_geom *g, void *window, void *addr, char *err,
+                        size_t cap);
+    zc_status (*attach)(void *state, const void *addrs, char *err, size_t cap);
     void (*seal)(void *state);
     void (*close)(void *state);
     /* Where message (lane, peer, slot) is written: header then payload. */
@@ -65,5 +76,8 @@ typedef struct zc_wire_ops {
 } zc_wire_ops;
 
 extern const zc_wire_ops zc_wire_shm;
+#ifdef ZC_HAVE_IB
+extern const zc_wire_ops zc_wire_ib;
+#endif
 
 #endif

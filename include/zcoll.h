@@ -109,10 +109,15 @@ typedef enum zc_mem_kind { ZC_MEM_HOST, ZC_MEM_CUDA } zc_mem_kind;
 #define ZC_DEFAULT_BCAST_TREE_MAX_BYTES 65536u
 
 typedef enum zc_transport {
-    ZC_TRANSPORT_AUTO = 0,  /* shared memory within a host (the only wire this build has now) */
-    ZC_TRANSPORT_SHM = 1,   /* shared-memory segments between processes of one host */
-    ZC_TRANSPORT_INPROC = 2 /* all ranks in one process (zc_comm_init_inproc) */
+    ZC_TRANSPORT_AUTO = 0,   /* shm when every rank is on one host, else ib */
+    ZC_TRANSPORT_SHM = 1,    /* shared-memory segments between processes of one host */
+    ZC_TRANSPORT_INPROC = 2, /* all ranks in one process (zc_comm_init_inproc) */
+    ZC_TRANSPORT_IB = 3      /* libibverbs RC queue pairs (builds with transport_ib) */
 } zc_transport;
+
+#define ZC_IB_DEVICE_BYTES 64u          /* ceiling of zc_config.ib_device, NUL included */
+#define ZC_DEFAULT_IB_QPS_PER_PEER 1u
+#define ZC_DEFAULT_IB_RETRY_CNT 7u
 
 #define ZC_CONFIG_VERSION 1u
 
@@ -139,6 +144,17 @@ typedef struct zc_config {
     uint64_t allreduce_oneshot_max_bytes; /* see ZC_DEFAULT_ALLREDUCE_ONESHOT_MAX_BYTES */
     uint64_t reduce_direct_max_bytes;     /* see ZC_DEFAULT_REDUCE_DIRECT_MAX_BYTES */
     uint64_t bcast_tree_max_bytes;        /* see ZC_DEFAULT_BCAST_TREE_MAX_BYTES */
+    /* transport_ib (ZC_TRANSPORT_IB, or AUTO across hosts): */
+    char ib_device[ZC_IB_DEVICE_BYTES]; /* verbs device name ("mlx5_0", "rxe0"); "" = the
+                                         * first device with an active port */
+    uint32_t ib_port;            /* port number, 1..255; 0 = the first active port */
+    int32_t ib_gid_index;        /* GID table index; -1 = auto (prefers a RoCE v2 IPv4 GID,
+                                  * then RoCE v2, then any; InfiniBand ports use LIDs) */
+    uint32_t ib_qps_per_peer;    /* RC queue pairs per peer, 1..4 (messages stripe over them) */
+    uint32_t ib_timeout;         /* QP local ACK timeout exponent (4.096 us * 2^v), 1..31;
+                                  * 0 = derived so retries end within timeout_ns */
+    uint32_t ib_retry_cnt;       /* QP transport retries, 0..7 */
+    uint32_t ib_pad_;
     char error_text[ZC_ERROR_TEXT_BYTES]; /* written by zc_config_from_env on failure */
 } zc_config;
 
@@ -152,7 +168,8 @@ void zc_config_default(zc_config *cfg);
  * set, apply under every launcher; MASTER_ADDR:(MASTER_PORT+1) is the rendezvous when (torchrun
  * keeps MASTER_PORT for its own store)
  * ZC_ROOT_ADDR is absent. Tunables: ZC_TIMEOUT_MS, ZC_SLOT_BYTES, ZC_SLOTS, ZC_MAX_REQUESTS,
- * ZC_TRANSPORT (auto|shm). No launcher variables at all leaves the single-rank default.
+ * ZC_TRANSPORT (auto|shm|ib), ZC_IB_DEVICE, ZC_IB_PORT, ZC_IB_GID_INDEX, ZC_IB_QPS_PER_PEER,
+ * ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT. No launcher variables at all leaves the single-rank default.
  * Malformed values (non-numeric, rank >= size, size 0, more than one rank without a
  * rendezvous address, a secret that is not 32 hex digits) return ZC_INVALID_ARG with a
  * sentence naming the variable in cfg->error_text; cfg is then unchanged but for error_text. */

@@ -31,6 +31,9 @@ static const char *const zt_env_vars[] = {
     "ZC_SLOTS",         "ZC_MAX_REQUESTS",
     "ZC_TRANSPORT",     "TORCHELASTIC_RUN_ID",
     "SLURM_JOB_ID",     "OMPI_MCA_ess_base_jobid",
+    "ZC_IB_DEVICE",     "ZC_IB_PORT",
+    "ZC_IB_GID_INDEX",  "ZC_IB_QPS_PER_PEER",
+    "ZC_IB_TIMEOUT",    "ZC_IB_RETRY_CNT",
 };
 
 static void zt_env_clear(void) {
@@ -238,6 +241,28 @@ void config_from_env_reads_zcrun_variables(void) {
     ZT_CHECK(setenv("ZC_TRANSPORT", "auto", 1) == 0);
     ZT_FROM_ENV_OK(&cfg); /* from the shm config just made */
     ZT_CHECK_EQ(cfg.transport, ZC_TRANSPORT_AUTO);
+    ZT_CHECK_EQ(cfg.ib_gid_index, -1);
+    ZT_CHECK_EQ(cfg.ib_qps_per_peer, ZC_DEFAULT_IB_QPS_PER_PEER);
+    ZT_CHECK_EQ(cfg.ib_retry_cnt, ZC_DEFAULT_IB_RETRY_CNT);
+
+    /* transport_ib's choices. */
+    static const char *const ib[] = {
+        "ZC_TRANSPORT=ib", "ZC_IB_DEVICE=rxe0", "ZC_IB_PORT=1", "ZC_IB_GID_INDEX=3",
+        "ZC_IB_QPS_PER_PEER=2", "ZC_IB_TIMEOUT=14", "ZC_IB_RETRY_CNT=3", NULL};
+    zt_env_only(ib);
+    zt_cfg_base(&cfg);
+    ZT_FROM_ENV_OK(&cfg);
+    ZT_CHECK_EQ(cfg.transport, ZC_TRANSPORT_IB);
+    ZT_CHECK(strcmp(cfg.ib_device, "rxe0") == 0);
+    ZT_CHECK_EQ(cfg.ib_port, 1);
+    ZT_CHECK_EQ(cfg.ib_gid_index, 3);
+    ZT_CHECK_EQ(cfg.ib_qps_per_peer, 2);
+    ZT_CHECK_EQ(cfg.ib_timeout, 14);
+    ZT_CHECK_EQ(cfg.ib_retry_cnt, 3);
+    ZT_CHECK(zc_comm_arena_bytes(&cfg) > 0);
+    ZT_CHECK(setenv("ZC_IB_GID_INDEX", "auto", 1) == 0);
+    ZT_FROM_ENV_OK(&cfg);
+    ZT_CHECK_EQ(cfg.ib_gid_index, -1);
 
     /* One rank needs neither a rendezvous nor a secret. */
     static const char *const single[] = {"ZC_RANK=0", "ZC_NRANKS=1", NULL};
@@ -505,6 +530,17 @@ static const zt_bad_env zt_bad_envs[] = {
     {{"ZC_MAX_REQUESTS=many", NULL}, "ZC_MAX_REQUESTS"},
     {{"ZC_TRANSPORT=tcp", NULL}, "ZC_TRANSPORT"},
     {{"ZC_TRANSPORT=", NULL}, "ZC_TRANSPORT"},
+    {{"ZC_TRANSPORT=IB", NULL}, "ZC_TRANSPORT"},
+    {{"ZC_IB_DEVICE=0123456789012345678901234567890123456789012345678901234567890123", NULL},
+     "ZC_IB_DEVICE"},
+    {{"ZC_IB_PORT=256", NULL}, "ZC_IB_PORT"},
+    {{"ZC_IB_PORT=one", NULL}, "ZC_IB_PORT"},
+    {{"ZC_IB_GID_INDEX=-2", NULL}, "ZC_IB_GID_INDEX"},
+    {{"ZC_IB_GID_INDEX=70000", NULL}, "ZC_IB_GID_INDEX"},
+    {{"ZC_IB_QPS_PER_PEER=5", NULL}, "ZC_IB_QPS_PER_PEER"},
+    {{"ZC_IB_QPS_PER_PEER=0", NULL}, "cfg->ib_qps_per_peer"},
+    {{"ZC_IB_TIMEOUT=32", NULL}, "ZC_IB_TIMEOUT"},
+    {{"ZC_IB_RETRY_CNT=8", NULL}, "ZC_IB_RETRY_CNT"},
     /* well-formed numbers the config check refuses: it names the field */
     {{"ZC_SLOTS=3", NULL}, "cfg->slots"},
     {{"ZC_SLOTS=2048", NULL}, "cfg->slots"},
@@ -514,7 +550,7 @@ static const zt_bad_env zt_bad_envs[] = {
     {{"ZC_MAX_REQUESTS=100000", NULL}, "cfg->max_requests"},
     /* a bad tunable fails a launcher config that is otherwise fine */
     {{"ZC_RANK=0", "ZC_NRANKS=2", ZT_RDV, ZT_SEC, "ZC_SLOTS=3", NULL}, "cfg->slots"},
-    {{"RANK=0", "WORLD_SIZE=2", ZT_MASTER, "ZC_TRANSPORT=ib", NULL}, "ZC_TRANSPORT"},
+    {{"RANK=0", "WORLD_SIZE=2", ZT_MASTER, "ZC_TRANSPORT=verbs", NULL}, "ZC_TRANSPORT"},
 };
 
 void config_from_env_rejects_malformed_values_naming_the_variable(void) {
@@ -714,7 +750,15 @@ void arena_bytes_is_zero_for_invalid_configs(void) {
         ZT_INVALID(c.slots = 2048);
         ZT_INVALID(c.spin_polls = 0);
         ZT_INVALID(c.spin_polls = (1u << 24) + 1u);
-        ZT_INVALID(c.transport = (zc_transport)3);
+        ZT_INVALID(c.transport = (zc_transport)4);
+        ZT_INVALID(memset(c.ib_device, 'm', sizeof c.ib_device));
+        ZT_INVALID(c.ib_port = 256);
+        ZT_INVALID(c.ib_gid_index = -2);
+        ZT_INVALID(c.ib_gid_index = 65536);
+        ZT_INVALID(c.ib_qps_per_peer = 0);
+        ZT_INVALID(c.ib_qps_per_peer = 5);
+        ZT_INVALID(c.ib_timeout = 32);
+        ZT_INVALID(c.ib_retry_cnt = 8);
         ZT_INVALID(c.transport = (zc_transport)99);
         ZT_INVALID(memset(c.root_addr, 'a', sizeof c.root_addr));
         /* The limits themselves are valid: the checks above fail for their own reason. */

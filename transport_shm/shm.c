@@ -24,7 +24,7 @@ typedef struct zc_shm_head {
 _Static_assert(sizeof(zc_shm_head) == 64, "window header is one line");
 
 typedef struct zc_shm {
-    zc_wire_geom g;
+    zc_wire_geom g;           /* g.cfg is cleared after create */
     uint8_t *mine;            /* this rank's window */
     size_t bytes;             /* bytes of every window */
     int mapped;               /* 1: windows are shared-memory mappings (process mode) */
@@ -94,12 +94,19 @@ static zc_status zc_shm_status(zc_plat_rc rc) {
     return rc == ZC_PLAT_INVALID ? ZC_INVALID_ARG : ZC_SYSTEM;
 }
 
-static zc_status zc_shm_create(void *state, const zc_wire_geom *g, void *window, char *err,
-                               size_t cap) {
+static size_t zc_shm_addr_bytes(const zc_wire_geom *g) {
+    (void)g; /* windows are found by name: nothing to exchange */
+    return 0;
+}
+
+static zc_status zc_shm_create(void *state, const zc_wire_geom *g, void *window, void *blob,
+                               char *err, size_t cap) {
     zc_shm *s = state;
+    (void)blob;
     uint8_t *tail = (uint8_t *)(s + 1);
     __builtin_memset(s, 0, sizeof *s);
     s->g = *g;
+    s->g.cfg = 0;
     s->bytes = zc_shm_window_bytes(g);
     s->peers = (uint8_t **)(void *)tail;
     s->pids = (uint64_t *)(void *)(tail + g->nranks * sizeof(uint8_t *));
@@ -123,8 +130,9 @@ static zc_status zc_shm_create(void *state, const zc_wire_geom *g, void *window,
     return ZC_OK;
 }
 
-static zc_status zc_shm_attach(void *state, char *err, size_t cap) {
+static zc_status zc_shm_attach(void *state, const void *addrs, char *err, size_t cap) {
     zc_shm *s = state;
+    (void)addrs;
     for (uint32_t p = 0; p < s->g.nranks; p++) {
         if (p == s->g.rank) {
             s->peers[p] = s->mine;
@@ -230,7 +238,7 @@ static zc_status zc_shm_peer_alive(void *state, uint32_t peer, char *err, size_t
 
 const zc_wire_ops zc_wire_shm = {
     sizeof(zc_wire_ops), ZC_WIRE_VERSION, "shm",
-    zc_shm_state_bytes, zc_shm_window_bytes,
+    zc_shm_state_bytes, zc_shm_window_bytes, zc_shm_addr_bytes,
     zc_shm_create, zc_shm_attach, zc_shm_seal, zc_shm_close,
     zc_shm_tx_slot, zc_shm_post, zc_shm_rx_slot,
     zc_shm_credit, zc_shm_credits,

@@ -43,9 +43,10 @@ FOLDER_CFLAGS = {
     'transport_ib': ['-Icore'],
     'gpu': ['-Icore'],
     'tests': ['-Icore', '-D_GNU_SOURCE='],
+    'tests/gpu': ['-Icore', '-D_GNU_SOURCE='],
 }
 # Folders whose C files may include CUDA headers (never core/, platform/ or the transports).
-CUDA_HEADER_FOLDERS = ('gpu', 'tools', 'tests', 'examples')
+CUDA_HEADER_FOLDERS = ('gpu', 'tools', 'tests', 'tests/gpu', 'examples')
 
 # The CUDA runtime is linked statically and libcuda (the driver) not at all, so programs start
 # on machines without an NVIDIA driver; gpu/ reaches driver functions through
@@ -73,6 +74,11 @@ ALLOWED_SYMBOLS = {'memcpy', 'memset', 'memmove', 'memcmp'}
 # Linker-provided anchors that -fPIC code refers to; they are addresses, not functions.
 LINKER_SYMBOLS = {'_GLOBAL_OFFSET_TABLE_'}
 ALLOWED_PREFIX = 'zc_'
+# transport_ib may also call libibverbs (and read errno after it): check-ib-symbols holds it to
+# that, and checks that every verbs symbol libzcoll.so imports binds to an IBVERBS_1.x version
+# that the system libibverbs.so.1 defines. Instrumentation of the debug build is allowed.
+IB_ALLOWED_PREFIXES = ('ibv_', '_ibv_', 'zc_', '__asan_', '__ubsan_', '__sanitizer_')
+IB_ALLOWED_SYMBOLS = ALLOWED_SYMBOLS | LINKER_SYMBOLS | {'__errno_location', '__stack_chk_fail'}
 
 # Folders whose mtime build.ninja depends on ('.' catches new top-level folders).
 WATCHED = ['.', 'core', 'platform', 'transport_shm', 'transport_ib', 'gpu', 'tools',
@@ -347,6 +353,8 @@ def write_rules(n, cfg):
            description='CHECK $in as C++11')
     n.rule('check_symbols', '$python configure.py --check-symbols $in && touch $out',
            description='CHECK undefined symbols')
+    n.rule('check_ib_symbols', '$python configure.py --check-ib-symbols $in && touch $out',
+           description='CHECK libibverbs symbols and versions')
     n.rule('fail', 'echo "$msg" && exit 1', description='FAIL $out')
     n.rule('run', '$cmd', description='RUN $cmd', pool='console')
     n.rule('configure', '$python configure.py $configure_args', generator='1',
@@ -370,7 +378,10 @@ def compile_all(n, cfg, srcs, free=False):
         rule, var = ('cc_free', 'free_cflags') if free else ('cc', 'cflags')
         extra = folder_cflags(os.path.dirname(src), cfg, free)
         if src.endswith('.cu'):
-            rule, var, extra = 'nvcc', 'nvcc_flags', FOLDER_CFLAGS.get(os.path.dirname(src), [])
+            # g++ (nvcc's host compiler) predefines _GNU_SOURCE itself.
+            rule, var = 'nvcc', 'nvcc_flags'
+            extra = [f for f in FOLDER_CFLAGS.get(os.path.dirname(src), [])
+                     if not f.startswith('-D_GNU_SOURCE')]
         n.build([obj], rule, [src], variables={var: ['$' + var] + extra} if extra else None)
         objs.append(obj)
     return objs
@@ -400,6 +411,11 @@ def write_programs(n, cfg):
     for src in sources('examples', '*.c'):
         examples.append('build/examples/' + stem(src))
         n.build([examples[-1]], 'link', compile_all(n, cfg, [src]) + ['build/libzcoll.a'])
+    gpu_tests = []
+    if cfg.cuda:  # tests/gpu: device-memory suite run by `ninja check-gpu` (tests/gpu/run.sh)
+        gpu_tests = ['build/zcgputest']
+        objs = compile_all(n, cfg, sources('tests/gpu', '*.c') + sources('tests/gpu', '*.cu'))
+        n.build(gpu_tests, 'link', objs + ['build/libzcoll.a'])
     n.build(['all-tools'], 'phony', tools)
     n.build(['all-examples'], 'phony', examples)
     n.build(['zctest'], 'phony', ['build/zctest'])
@@ -407,7 +423,7 @@ def write_programs(n, cfg):
         name = os.path.basename(tool)
         if name.startswith('zc') and name != 'zctest' and not os.path.exists(name):
             n.build([name], 'phony', [tool])
-    n.build(['all'], 'phony', ['lib', 'all-tools', 'zctest', 'all-examples'])
+    n.build(['all'], 'phony', ['lib', 'all-tools', 'zctest', 'all-examples'] + gpu_tests)
     n.newline()
 
 
@@ -433,9 +449,19 @@ def write_checks(n, cfg):
     n.build(['build/check/symbols.stamp'], 'check_symbols', checked,
             implicit=['configure.py'])
     n.build(['check-symbols'], 'phony', ['build/check/symbols.stamp'])
+    checks = ['check-headers', 'check-freestanding', 'check-symbols']
+    if cfg.ib:  # the shared library first: its imports are what the check reads
+        ib_objs = [obj_path(s) for s in sources('transport_ib', '*.c')]
+        n.build(['build/check/ib-symbols.stamp'], 'check_ib_symbols',
+                ['build/libzcoll.so'] + ib_objs, implicit=['configure.py'])
+        n.build(['check-ib-symbols'], 'phony', ['build/check/ib-symbols.stamp'])
+        checks.append('check-ib-symbols')
     n.build(['FORCE'], 'phony')  # always dirty: the `run` targets below always run
     n.build(['test'], 'run', implicit=['FORCE', 'all'], variables={'cmd': 'build/zctest'})
-    n.build(['check'], 'phony', ['test', 'check-headers', 'check-freestanding', 'check-symbols'])
+    # The static checks first, then every test (zctest, and the soft-RoCE guest suite when
+    # transport_ib is built) with one combined summary line: README's and CI's test command.
+    n.build(['check'], 'run', implicit=['FORCE', 'all'] + checks,
+            variables={'cmd': 'bash tests/check.sh'})
     for target, path, cmd in SCRIPT_TARGETS:
         if os.path.isfile(path):
             n.build([target], 'run', implicit=['FORCE', 'all'], variables={'cmd': cmd})
@@ -486,6 +512,69 @@ def check_symbols(objects):
     return 0
 
 
+def ib_library(shared):
+    """The libibverbs.so.1 that shared loads (ldd), else the compiler's; None if neither."""
+    out = subprocess.run(['ldd', shared], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        parts = line.split()
+        if parts and parts[0].startswith('libibverbs.so') and len(parts) > 2:
+            return parts[2]
+    cc = os.environ.get('CC') or 'cc'
+    path = subprocess.run([cc, '-print-file-name=libibverbs.so.1'], capture_output=True,
+                          text=True).stdout.strip()
+    return path if os.path.isabs(path) and os.path.exists(path) else None
+
+
+def dynamic_symbols(path):
+    """objdump -T of path as (name, version, defined) triples."""
+    objdump = os.environ.get('OBJDUMP', 'objdump')
+    out = subprocess.run([objdump, '-T', path], capture_output=True, text=True, check=True)
+    syms = []
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if len(parts) < 4 or ('*UND*' not in parts and '.text' not in parts):
+            continue
+        name, version = parts[-1], parts[-2].strip('()')
+        syms.append((name, version, '*UND*' not in parts))
+    return syms
+
+
+def check_ib_symbols(files):
+    """check-ib-symbols: files = libzcoll.so then transport_ib's objects."""
+    shared, objects = files[0], files[1:]
+    nm = os.environ.get('NM', 'nm')
+    bad = []
+    for obj in objects:
+        out = subprocess.run([nm, '-u', '-P', obj], capture_output=True, text=True, check=True)
+        names = [line.split()[0] for line in out.stdout.splitlines() if line.split()]
+        wrong = [s for s in names if s not in IB_ALLOWED_SYMBOLS
+                 and not s.startswith(IB_ALLOWED_PREFIXES)]
+        if wrong:
+            bad.append('%s uses %s: transport_ib reaches the OS only through platform/ and '
+                       'libibverbs' % (obj, ' '.join(sorted(wrong))))
+    imports = [(n, v) for n, v, d in dynamic_symbols(shared) if not d and
+               (n.startswith('ibv_') or n.startswith('_ibv_'))]
+    lib = ib_library(shared)
+    have = {(n, v) for n, v, d in dynamic_symbols(lib) if d} if lib else set()
+    if not imports:
+        bad.append('%s imports no ibv_* symbol: transport_ib is not in it' % shared)
+    if not lib:
+        bad.append('no libibverbs.so.1 found (ldd %s)' % shared)
+    for name, version in imports:
+        if not version.startswith('IBVERBS_1.'):
+            bad.append('%s imports %s without an IBVERBS_1.x version (%s)' % (shared, name,
+                                                                              version))
+        elif lib and (name, version) not in have:
+            bad.append('%s imports %s@%s, which %s does not define' % (shared, name, version,
+                                                                     lib))
+    for line in bad:
+        print('check-ib-symbols: ' + line)
+    if not bad:
+        print('check-ib-symbols: %d verbs imports, all versioned and in %s: %s' % (
+            len(imports), lib, ' '.join('%s@%s' % i for i in sorted(imports))))
+    return 1 if bad else 0
+
+
 # --- main ----------------------------------------------------------------------------------
 
 def parse_args(argv):
@@ -493,8 +582,9 @@ def parse_args(argv):
         prog='configure.py',
         description='Probe the toolchain and write build.ninja. Run from the top of the '
         'tree, then `ninja` (library, tools, tests, examples), `ninja test` (build, then run '
-        'build/zctest), `ninja check` (test + check-headers + check-freestanding + '
-        'check-symbols). Also: demo, bench, test-rxe, check-gpu once their scripts exist. '
+        'build/zctest), `ninja check` (check-headers, check-freestanding, check-symbols, '
+        'check-ib-symbols, then tests/check.sh: zctest and, with transport_ib, the soft-RoCE '
+        'guest suite, with one combined summary line). Also: demo, bench, test-rxe, check-gpu once their scripts exist. '
         'Probe details go to build/config.log.')
     ap.add_argument('--mode', choices=sorted(MODES), default='release',
                     help='release: -O2 -g; debug: -O0 -g with ASan and UBSan (default release)')
@@ -508,6 +598,9 @@ def parse_args(argv):
                     help='C compiler (default $CC or cc)')
     ap.add_argument('--cxx', default=os.environ.get('CXX') or 'c++',
                     help='C++ compiler, used only by check-headers (default $CXX or c++)')
+    ap.add_argument('--check-ib-symbols', nargs='+', metavar='FILE',
+                    help='internal, run by `ninja check-ib-symbols`: libzcoll.so, then '
+                    'transport_ib objects (see check_ib_symbols)')
     ap.add_argument('--check-symbols', nargs='*', metavar='OBJ',
                     help='internal, run by `ninja check-symbols`: fail if an object has '
                     'undefined symbols other than memcpy memset memmove memcmp and zc_*')
@@ -519,6 +612,8 @@ def main(argv):
     args = parse_args(argv)
     if args.check_symbols is not None:
         return check_symbols(args.check_symbols)
+    if args.check_ib_symbols is not None:
+        return check_ib_symbols(args.check_ib_symbols)
     os.makedirs('build', exist_ok=True)
     p = Prober('build/config.log')
     try:

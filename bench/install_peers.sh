@@ -18,7 +18,7 @@ fi
 
 apt-get update
 DEBIAN_FRONTEND=noninteractive apt-get install -y \
-    openmpi-bin libopenmpi-dev mpich libmpich-dev python3-torch
+    openmpi-bin libopenmpi-dev mpich libmpich-dev python3-torch strace
 
 # Show what ended up on the machine.
 for tool in mpicc.openmpi mpirun.openmpi mpicc.mpich mpirun.mpich; do

@@ -454,6 +454,7 @@ class Table:
         self.reps = reps    # repetitions asked for; a cell with fewer says so
         self.rows = {}      # (ranks, mode, coll, bytes, impl) -> [row, ...]
         self.problems = {}  # (ranks, mode, coll, impl) -> {reason: [rep, ...]}
+        self.syscalls = {}  # count_syscalls()'s result ({} when not measured)
         for la in launches:
             s = la.section
             for r in la.rows:
@@ -520,7 +521,22 @@ def host_facts():
         commit += ' (with uncommitted changes)'
     facts['commit'] = commit
     facts['cc'] = (run_quiet(['cc', '--version']) or '?').splitlines()[0]
+    facts['floor'] = hardware_floor()
     return facts
+
+
+def hardware_floor():
+    """bench/cacheline.c's measurement: cache-line one-way latency between two CPUs and
+    single-core memcpy bandwidth (the floors under small and large messages)."""
+    exe = os.path.join(OUT, 'cacheline')
+    src = os.path.join('bench', 'cacheline.c')
+    if run_quiet(['cc', '-O2', '-pthread', src, '-o', exe]) is None or not os.access(exe, os.X_OK):
+        return {}
+    out = run_quiet([exe], timeout=60)
+    try:
+        return json.loads(out.strip().splitlines()[-1]) if out else {}
+    except ValueError:
+        return {}
 
 
 def host_description(host, peers, started, seconds, args, load_start, load_end):
@@ -536,6 +552,12 @@ def host_description(host, peers, started, seconds, args, load_start, load_end):
             ': other work was running, expect noise' if load_above(load_start, 0.5) else ''),
         '- zcoll: commit %s, build/zcbench through build/zcrun' % host['commit'],
     ]
+    fl = host.get('floor') or {}
+    if 'one_way_ns_p50' in fl:
+        lines.append('- hardware floor (bench/cacheline.c): cache-line one-way latency between '
+                     'CPUs %d and %d %.0f ns (median; min %.0f ns), single-core memcpy of '
+                     '64 MiB %.1f GB/s' % (fl['cpus'][0], fl['cpus'][1], fl['one_way_ns_p50'],
+                                           fl['one_way_ns_min'], fl['memcpy_gbs']))
     for impl in PEERS:
         p = peers[impl]
         words = [w for w in (p.version, p.package) if w]
@@ -706,9 +728,63 @@ def target_lines(table):
     else:
         out.append('| zero allocations in the timed loop (2 ranks) | %d rows, largest count '
                    '%d | %s |' % (len(allocs), max(allocs), verdict(max(allocs) == 0)))
-    out.append('| zero system calls in the timed loop (2 ranks) | not measured by ninja bench '
-               '(strace -f -c around a run: see the issue note) | not measured |')
+    sc = table.syscalls
+    if not sc or not sc.get('rows'):
+        why = sc.get('reason', 'not measured') if sc else 'not measured'
+        out.append('| zero system calls in the timed loop (2 ranks) | %s | not measured |' % why)
+    else:
+        extra = max(r['extra'] for r in sc['rows'])
+        out.append('| zero system calls in the timed loop (2 ranks) | strace -f -c on each rank, '
+                   '%s vs %s timed iterations: %s | %s |'
+                   % (sc['iters'][0], sc['iters'][1],
+                      '; '.join('%s %s: %d vs %d calls per rank (max), %+d'
+                                % (r['coll'], size_text(r['bytes']), r['calls'][0],
+                                   r['calls'][1], r['extra']) for r in sc['rows']),
+                      verdict(extra == 0)))
     return out
+
+
+STRACE_TOTAL = re.compile(r'^100\.00\s+\S+\s+\S+\s+(\d+)\s+(?:\d+\s+)?total\s*$')
+
+
+def strace_calls(path):
+    """Total system calls of one `strace -c` summary file."""
+    with open(path) as f:
+        for line in f:
+            m = STRACE_TOTAL.match(line.strip())
+            if m:
+                return int(m.group(1))
+    raise ValueError('%s has no total line' % path)
+
+
+def count_syscalls(iters=(2000, 4000)):
+    """System calls of each rank in zcbench's timed loop: every rank runs under `strace -f -c`
+    twice, with the same warm-up and different timed iteration counts; the loop's calls are
+    the difference (start-up, warm-up and report cost the same both times)."""
+    if not shutil.which('strace'):
+        return {'reason': 'strace not installed (apt-get install strace)'}
+    wrap = os.path.join(OUT, 'strace_rank.sh')
+    with open(wrap, 'w') as f:
+        f.write('#!/bin/sh\nexec strace -f -c -o "$ZB_STRACE_OUT.$ZC_RANK" "$@"\n')
+    os.chmod(wrap, 0o755)
+    rows = []
+    for coll, nbytes in (('allreduce', 8), ('allreduce', 1 << 20), ('broadcast', 8)):
+        calls = []
+        for n in iters:
+            out = os.path.join(OUT, 'strace.%s.%d.%d' % (coll, nbytes, n))
+            cmd = [ZCRUN, '-n', '2', wrap, ZCBENCH, '-c', coll, '-b', str(nbytes), '-e',
+                   str(nbytes), '-n', str(n), '-w', '200']
+            env = dict(os.environ, ZB_STRACE_OUT=out)
+            r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True, timeout=120)
+            if r.returncode != 0:
+                return {'reason': 'zcbench under strace failed: %s' % tail(r.stderr, 2)}
+            calls.append(max(strace_calls('%s.%d' % (out, k)) for k in range(2)))
+        rows.append({'coll': coll, 'bytes': nbytes, 'calls': calls,
+                     'extra': calls[1] - calls[0]})
+        log('syscalls: %s %s: %d vs %d per rank' % (coll, size_text(nbytes), calls[0],
+                                                    calls[1]))
+    return {'iters': list(iters), 'rows': rows}
 
 
 def write_report(path, host, sections, table, peers, launches, args, started, seconds,
@@ -862,7 +938,9 @@ def report_only(runs_path):
     interrupted = end is None or end.get('interrupted', False)
     report = os.path.join(OUT, 'report.md')
     host = start.get('host') or host_facts()
-    write_report(report, host, sections, Table(launches, args.reps), peers,
+    table = Table(launches, args.reps)
+    table.syscalls = (end or {}).get('syscalls', {})
+    write_report(report, host, sections, table, peers,
                  launches, args, started, seconds, interrupted, start['load_start'],
                  end['load_end'] if end else '?')
     log('wrote %s from %s (%d launches)' % (report, runs_path, len(launches)))
@@ -900,13 +978,17 @@ def main(argv):
                                     'host': host,
                                     'peers': peers_state(peers)}) + '\n')
         launches, interrupted = run_all(sections, peers, args, results_file, runs_file)
+        syscalls = {} if interrupted else count_syscalls()
         seconds = time.monotonic() - t0
         load_end = loadavg()
         runs_file.write(json.dumps({'kind': 'end', 'seconds': round(seconds, 1),
                                     'load_end': load_end, 'interrupted': interrupted,
+                                    'syscalls': syscalls,
                                     'peers': peers_state(peers)}) + '\n')
     report = os.path.join(OUT, 'report.md')
-    write_report(report, host, sections, Table(launches, args.reps), peers, launches, args,
+    table = Table(launches, args.reps)
+    table.syscalls = syscalls
+    write_report(report, host, sections, table, peers, launches, args,
                  started, seconds, interrupted, load_start, load_end)
     log('wrote %s (%.0f s)' % (report, seconds))
     if interrupted:

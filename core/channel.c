@@ -51,7 +51,19 @@ zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_
     h->src = comm->rank;
     zc_status st = comm->wire->post(comm->wire_state, r->lane, peer, slot,
                                     ZC_SLOT_HDR_BYTES + bytes, m + 1u);
-    if (st != ZC_OK) return st;
+    if (st != ZC_OK) {
+        /* A wire posts or fails for good (its queues are sized so that a post always finds
+         * room): the message is lost, so the communicator fails, saying why. */
+        char why[160];
+        why[0] = '\0';
+        (void)comm->wire->peer_alive(comm->wire_state, peer, why, sizeof why);
+        zc__error(comm, st, "%s sequence %llu: the %s wire could not post message %llu to "
+                  "rank %u (%s)", zc__kind_name(r->s.kind), (unsigned long long)r->seq,
+                  comm->wire->name, (unsigned long long)k, peer,
+                  why[0] ? why : zc_status_name(st));
+        zc__fail_comm(comm, st, r->seq);
+        return st;
+    }
     c->tx_count = m + 1u;
     r->tx_left--;
     return ZC_OK;

@@ -74,15 +74,16 @@ static zc_status zc_check_buffers(zc_comm *c, const zc_call *a, uint64_t es) {
     const char *name = zc__kind_name(a->kind);
     uint64_t sblk, rblk;
     zc_extents(c, a, &sblk, &rblk);
-    /* Checked before multiplying: count * blocks * es must fit in size_t. */
-    if (sblk && a->count > SIZE_MAX / sblk / es)
+    /* count * blocks * es must fit in size_t (checked without a division: this is the hot
+     * path of every small call). */
+    uint64_t sb, rb;
+    if (__builtin_mul_overflow((uint64_t)a->count, sblk * es, &sb) || sb > SIZE_MAX)
         return zc__error(c, ZC_INVALID_ARG, "%s: count %zu overflows the send buffer's size in "
                          "bytes", name, a->count);
-    if (rblk && a->count > SIZE_MAX / rblk / es)
+    if (__builtin_mul_overflow((uint64_t)a->count, rblk * es, &rb) || rb > SIZE_MAX)
         return zc__error(c, ZC_INVALID_ARG, "%s: count %zu overflows the recv buffer's size in "
                          "bytes", name, a->count);
     uintptr_t s = (uintptr_t)a->send, r = (uintptr_t)a->recv;
-    uint64_t sb = sblk * a->count * es, rb = rblk * a->count * es;
     if (sb && !a->send) return zc__error(c, ZC_INVALID_ARG, "%s: send is NULL", name);
     if (rb && !a->recv) return zc__error(c, ZC_INVALID_ARG, "%s: recv is NULL", name);
     if ((sb && s + sb < s) || (rb && r + rb < r))
@@ -136,12 +137,23 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
     s->op = (uint8_t)(zc_reduces(a->kind) ? a->op : 0);
     s->root = zc_rooted(a->kind) ? a->root : 0;
     s->esize = (uint32_t)es;
-    s->chunk = c->cfg.slot_bytes / (uint32_t)es;
+    ZC_ASSERT((es & (es - 1)) == 0); /* every dtype is 1, 2, 4 or 8 bytes */
+    s->chunk = c->cfg.slot_bytes >> __builtin_ctzll(es);
     s->count = a->kind == ZC_K_BARRIER ? 0 : a->count;
     s->send = a->send;
     s->recv = a->recv;
     s->alg = (uint8_t)zc_choose(c, a, (uint64_t)a->count * es);
-    return ZC_OK;
+    return zc__gpu_route(c, s); /* registered ZC_MEM_CUDA buffers: a device algorithm */
+}
+
+zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, size_t count,
+                    zc_dtype dtype, zc_op op, uint32_t root, zc__sched *s) {
+    return zc_build(c, &(const zc_call){(zc__kind)kind, send, recv, count, dtype, op, root}, s);
+}
+
+/* Device schedules are issued and stepped by coll_gpu.c. */
+static zc_status zc_issue_any(zc_comm *c, const zc__sched *s, int32_t plan, zc_req *req) {
+    return zc__gpu_alg(s->alg) ? zc__gpu_issue(c, s, plan, req) : zc__issue(c, s, plan, req);
 }
 
 static zc_status zc_call_issue(zc_comm *c, const zc_call *a, zc_req *req) {
@@ -149,7 +161,7 @@ static zc_status zc_call_issue(zc_comm *c, const zc_call *a, zc_req *req) {
     zc_status st = zc_build(c, a, &s);
     if (st != ZC_OK) return st;
     if (!req) return zc__error(c, ZC_INVALID_ARG, "%s: req is NULL", zc__kind_name(a->kind));
-    return zc__issue(c, &s, -1, req);
+    return zc_issue_any(c, &s, -1, req);
 }
 
 /* ---- persistent plans ---- */
@@ -197,7 +209,7 @@ zc_status zc_start(zc_comm *comm, zc_plan *plan, zc_req *req) {
     if (p->running >= 0)
         return zc__error(comm, ZC_INVALID_STATE, "zc_start: the plan's previous start has not "
                          "finished (test or wait for it first)");
-    zc_status st = zc__issue(comm, &p->s, (int32_t)i, req);
+    zc_status st = zc_issue_any(comm, &p->s, (int32_t)i, req);
     if (st == ZC_OK) p->running = (int32_t)(req->opaque_[0] & 0xffffffffu);
     return st;
 }

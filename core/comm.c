@@ -64,6 +64,7 @@ static zc_status zc_carve(const zc_config *cfg, void *arena, size_t arena_bytes,
     c->cfg = *cfg;
     if (!c->cfg.timeout_ns) c->cfg.timeout_ns = ZC_DEFAULT_TIMEOUT_NS;
     if (!c->cfg.init_timeout_ns) c->cfg.init_timeout_ns = ZC_DEFAULT_INIT_TIMEOUT_NS;
+    if (!c->cfg.spin_polls) c->cfg.spin_polls = ZC_DEFAULT_SPIN_POLLS; /* init may lower it */
     c->rank = cfg->rank;
     c->nranks = cfg->nranks;
     c->wire = zc__wire_for(cfg);
@@ -82,6 +83,7 @@ static zc_status zc_carve(const zc_config *cfg, void *arena, size_t arena_bytes,
     c->plans = (zc__plan *)(void *)(a + L.plans);
     for (uint32_t i = 0; i < cfg->max_plans; i++) c->plans[i].running = -1;
     c->mems = (zc__mem_entry *)(void *)(a + L.mems);
+    c->gpu_area = a + L.gpu; /* zc__gpu_open sets up the region once the wire is up */
     c->window = cfg->transport == ZC_TRANSPORT_INPROC ? a + L.window : 0;
     /* The carve must end exactly where the size query said. */
     ZC_ASSERT(L.window + (cfg->transport == ZC_TRANSPORT_INPROC
@@ -137,6 +139,14 @@ static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all) {
     c->cfg.transport = t; /* children of a split stay on the same wire */
     c->wire = zc__wire_for(&c->cfg);
     return ZC_OK;
+}
+
+/* spin_polls auto: with more ranks on this host than CPUs this process may use, a rank that
+ * spins only delays the one that has to run: yield after every empty poll. */
+static void zc_auto_spin(zc_comm *c, const zc_hello *all) {
+    uint32_t local = 0, cpus = zc_plat_cpus();
+    for (uint32_t r = 0; r < c->nranks; r++) local += all[r].host == all[c->rank].host;
+    c->cfg.spin_polls = cpus && local > cpus ? 1u : ZC_DEFAULT_SPIN_POLLS;
 }
 
 static zc_status zc_check_hellos(const zc_comm *c, const zc_hello *all) {
@@ -205,12 +215,14 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
     st = zc__boot_allgather(&boot, &mine, all, sizeof mine);
     if (st == ZC_OK) st = zc_check_hellos(c, all);
     if (st == ZC_OK) st = zc_pick_wire(c, all);
+    if (st == ZC_OK && !cfg->spin_polls) zc_auto_spin(c, all);
     if (st == ZC_OK) {
         c->comm_id = zc__siphash(cfg->secret, &all[0].nonce, sizeof all[0].nonce);
         st = zc_open_wire(c, &boot);
     }
     zc__boot_close(&boot);
     if (st != ZC_OK) return st;
+    zc__gpu_open(c);
     c->magic = ZC_COMM_MAGIC;
     *comm_out = c;
     return ZC_OK;
@@ -241,6 +253,7 @@ static zc_status zc_inproc_group(const zc_config *cfg, uint32_t n, void *const a
         zc_status st = comms[r]->wire->attach(comms[r]->wire_state, 0, zc_init_err,
                                               sizeof zc_init_err);
         if (st != ZC_OK) return st;
+        zc__gpu_open(comms[r]);
         comms[r]->magic = ZC_COMM_MAGIC;
     }
     return ZC_OK;
@@ -272,6 +285,7 @@ zc_status zc_comm_abort(zc_comm *comm) {
 
 zc_status zc_comm_fini(zc_comm *comm) {
     if (!zc_comm_ok(comm)) return ZC_INVALID_ARG;
+    zc__gpu_close(comm);
     comm->wire->close(comm->wire_state);
     comm->magic = 0;
     return ZC_OK;
@@ -285,14 +299,12 @@ zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind k
     if (!addr || !bytes || !mem_out)
         return zc__error(comm, ZC_INVALID_ARG, "zc_mem_register: %s",
                          !addr ? "addr is NULL" : !bytes ? "bytes is 0" : "mem_out is NULL");
-    if (kind == ZC_MEM_CUDA)
-        return zc__error(comm, ZC_UNSUPPORTED, "zc_mem_register: kind ZC_MEM_CUDA needs a "
-                         "CUDA build of zcoll; this one has no gpu/ support");
-    if (kind != ZC_MEM_HOST)
+    if (kind != ZC_MEM_HOST && kind != ZC_MEM_CUDA)
         return zc__error(comm, ZC_INVALID_ARG, "zc_mem_register: kind %u is not a zc_mem_kind",
                          (unsigned)kind);
     if ((uintptr_t)addr + bytes < (uintptr_t)addr)
         return zc__error(comm, ZC_INVALID_ARG, "zc_mem_register: addr + bytes wraps around");
+    if (kind == ZC_MEM_CUDA) return zc__gpu_mem_register(comm, addr, bytes, mem_out);
     for (uint32_t i = 0; i < comm->cfg.max_mems; i++) {
         zc__mem_entry *e = &comm->mems[i];
         if (e->addr) continue;
@@ -313,6 +325,10 @@ zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem) {
     if (!mem || e < comm->mems || e >= comm->mems + comm->cfg.max_mems || !e->addr)
         return zc__error(comm, ZC_INVALID_ARG, "zc_mem_deregister: mem is not a registration "
                          "of this communicator");
+    if (e->kind == ZC_MEM_CUDA) {
+        zc_status st = zc__gpu_mem_deregister(comm, e);
+        if (st != ZC_OK) return st;
+    }
     e->addr = 0;
     e->bytes = 0;
     return ZC_OK;
@@ -416,6 +432,7 @@ zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t
     if (st == ZC_OK && worst != 0) st = (zc_status)worst;
     if (c && local == ZC_OK && st == ZC_OK) {
         c->wire->seal(c->wire_state);
+        zc__gpu_open(c);
         c->magic = ZC_COMM_MAGIC;
         *child_out = c;
         return ZC_OK;

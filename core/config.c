@@ -18,7 +18,7 @@ void zc_config_default(zc_config *cfg) {
     cfg->max_mems = ZC_DEFAULT_MAX_MEMS;
     cfg->slot_bytes = ZC_DEFAULT_SLOT_BYTES;
     cfg->slots = ZC_DEFAULT_SLOTS;
-    cfg->spin_polls = ZC_DEFAULT_SPIN_POLLS;
+    cfg->spin_polls = 0; /* auto: decided at init from the ranks per CPU */
     cfg->transport = ZC_TRANSPORT_AUTO;
     cfg->allreduce_oneshot_max_bytes = ZC_DEFAULT_ALLREDUCE_ONESHOT_MAX_BYTES;
     cfg->reduce_direct_max_bytes = ZC_DEFAULT_REDUCE_DIRECT_MAX_BYTES;
@@ -26,6 +26,10 @@ void zc_config_default(zc_config *cfg) {
     cfg->ib_gid_index = -1;
     cfg->ib_qps_per_peer = ZC_DEFAULT_IB_QPS_PER_PEER;
     cfg->ib_retry_cnt = ZC_DEFAULT_IB_RETRY_CNT;
+    cfg->gpu_device = -1;
+    cfg->gpu_stream_slots = ZC_DEFAULT_GPU_STREAM_SLOTS;
+    cfg->gpu_scratch_bytes = ZC_DEFAULT_GPU_SCRATCH_BYTES;
+    cfg->gpu_oneshot_max_bytes = ZC_DEFAULT_GPU_ONESHOT_MAX_BYTES;
 }
 
 static bool zc_has_nul(const char *s, size_t cap) {
@@ -81,8 +85,8 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
                 cfg->slot_bytes);
     ZC_REQUIRE_(cfg->slots >= 2u && cfg->slots <= 1024u && zc_is_pow2(cfg->slots),
                 "cfg->slots is %u, must be a power of two in 2..1024", cfg->slots);
-    ZC_REQUIRE_(cfg->spin_polls >= 1u && cfg->spin_polls <= (1u << 24),
-                "cfg->spin_polls is %u, must be 1..16777216", cfg->spin_polls);
+    ZC_REQUIRE_(cfg->spin_polls <= (1u << 24),
+                "cfg->spin_polls is %u, must be 0 (auto) or 1..16777216", cfg->spin_polls);
     ZC_REQUIRE_((unsigned)cfg->transport <= (unsigned)ZC_TRANSPORT_IB,
                 "cfg->transport is %u, not a zc_transport", (unsigned)cfg->transport);
     ZC_REQUIRE_(zc_has_nul(cfg->ib_device, sizeof cfg->ib_device),
@@ -97,6 +101,14 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
                 cfg->ib_timeout);
     ZC_REQUIRE_(cfg->ib_retry_cnt <= 7u, "cfg->ib_retry_cnt is %u, must be 0..7",
                 cfg->ib_retry_cnt);
+    ZC_REQUIRE_(cfg->gpu_device >= -2, "cfg->gpu_device is %d, must be -2 (none), -1 (current) "
+                "or a device ordinal", (int)cfg->gpu_device);
+    ZC_REQUIRE_(cfg->gpu_stream_slots <= ZC_MAX_GPU_STREAM_SLOTS,
+                "cfg->gpu_stream_slots is %u, must be 0..%u", cfg->gpu_stream_slots,
+                ZC_MAX_GPU_STREAM_SLOTS);
+    ZC_REQUIRE_(cfg->gpu_scratch_bytes <= (1ull << 30) && cfg->gpu_scratch_bytes % 256u == 0,
+                "cfg->gpu_scratch_bytes is %llu, must be a multiple of 256 in 0..1073741824",
+                (unsigned long long)cfg->gpu_scratch_bytes);
     ZC_REQUIRE_(zc_has_nul(cfg->root_addr, sizeof cfg->root_addr),
                 "cfg->root_addr is not NUL-terminated");
     if (cfg->nranks > 1 && cfg->transport != ZC_TRANSPORT_INPROC) {
@@ -288,6 +300,28 @@ static bool zc_env_ib(zc_config *c, zc_env_err *err) {
     return true;
 }
 
+/* ZC_GPU_*: device-memory collectives (read in every build; used by CUDA builds). */
+static bool zc_env_gpu(zc_config *c, zc_env_err *err) {
+    bool has;
+    uint64_t v = 0;
+    const char *dev = zc_plat_getenv("ZC_GPU_DEVICE");
+    if (dev && (zc__streq(dev, "-1") || zc__streq(dev, "current"))) {
+        c->gpu_device = -1;
+    } else if (dev && (zc__streq(dev, "-2") || zc__streq(dev, "none"))) {
+        c->gpu_device = -2;
+    } else if (dev) {
+        if (!zc_env_u64("ZC_GPU_DEVICE", 1023u, &has, &v, err)) return false;
+        c->gpu_device = (int32_t)v;
+    }
+    if (!zc_env_u64("ZC_GPU_STREAM_SLOTS", UINT32_MAX, &has, &v, err)) return false;
+    if (has) c->gpu_stream_slots = (uint32_t)v;
+    if (!zc_env_u64("ZC_GPU_SCRATCH_BYTES", UINT64_MAX, &has, &v, err)) return false;
+    if (has) c->gpu_scratch_bytes = v;
+    if (!zc_env_u64("ZC_GPU_ONESHOT_MAX_BYTES", UINT64_MAX, &has, &v, err)) return false;
+    if (has) c->gpu_oneshot_max_bytes = v;
+    return true;
+}
+
 static bool zc_env_tunables(zc_config *c, zc_env_err *err) {
     bool has;
     uint64_t v = 0;
@@ -299,6 +333,8 @@ static bool zc_env_tunables(zc_config *c, zc_env_err *err) {
     if (has) c->slots = (uint32_t)v;
     if (!zc_env_u64("ZC_MAX_REQUESTS", UINT32_MAX, &has, &v, err)) return false;
     if (has) c->max_requests = (uint32_t)v;
+    if (!zc_env_u64("ZC_SPIN_POLLS", UINT32_MAX, &has, &v, err)) return false;
+    if (has) c->spin_polls = (uint32_t)v;
     const char *t = zc_plat_getenv("ZC_TRANSPORT");
     if (t) {
         if (zc__streq(t, "auto")) c->transport = ZC_TRANSPORT_AUTO;
@@ -309,7 +345,7 @@ static bool zc_env_tunables(zc_config *c, zc_env_err *err) {
             return false;
         }
     }
-    return zc_env_ib(c, err);
+    return zc_env_ib(c, err) && zc_env_gpu(c, err);
 }
 
 zc_status zc_config_from_env(zc_config *cfg) {

@@ -5,6 +5,7 @@
 #include "zcoll.h"
 
 #define ZC_MAX_MEMS 4096u /* ceiling of cfg->max_mems */
+#define ZC_MAX_GPU_STREAM_SLOTS 4096u /* ceiling of cfg->gpu_stream_slots */
 
 /* True if cfg is usable; otherwise false with a sentence naming the field in why (may be
  * NULL). */

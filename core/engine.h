@@ -20,6 +20,11 @@
 
 #define ZC_PROGRESS_BUDGET 64u      /* messages moved at most per zc_progress call */
 #define ZC_LIVENESS_NS 50000000ull  /* a stalled request checks peers' liveness this often */
+/* zc_progress reads the clock (about 25 ns through the vDSO on these VMs, as much as a whole
+ * small call's other work) only every this many calls that moved something, and every this
+ * many calls that moved nothing: deadlines are stamped and checked then. */
+#define ZC_CLOCK_BUSY_POLLS 64u
+#define ZC_CLOCK_IDLE_POLLS 8u
 #define ZC_COMM_MAGIC 0x7a63636f6d6d3031ull /* "zccomm01" */
 #define ZC_REQ_MAGIC 0x7a63u
 #define ZC_PLAN_MAGIC 0x7a70u
@@ -40,8 +45,15 @@ typedef enum zc__alg {
     ZC_ALG_TREE,       /* broadcast down a binomial tree */
     ZC_ALG_CHAIN,      /* broadcast down a pipelined chain */
     ZC_ALG_DISSEM,     /* barrier: dissemination rounds */
-    ZC_ALG_P2P         /* send / recv */
+    ZC_ALG_P2P,        /* send / recv */
+    /* Device memory (coll_gpu.c): data moves by kernels reading peers' IPC-mapped buffers;
+     * only zero-payload-size signals (readiness, done reading) travel the channels. */
+    ZC_ALG_GPU_ONESHOT, /* all_reduce: every rank reduces all n inputs */
+    ZC_ALG_GPU_RSAG,    /* all_reduce: reduce-scatter, then all-gather of the blocks */
+    ZC_ALG_GPU_DIRECT   /* every other collective: each rank pulls what it needs */
 } zc__alg;
+
+static inline bool zc__gpu_alg(uint32_t alg) { return alg >= ZC_ALG_GPU_ONESHOT; }
 
 /* Everything a start needs: validated arguments and the chosen algorithm. */
 typedef struct zc__sched {
@@ -67,7 +79,11 @@ typedef struct zc__req {
     int32_t plan;        /* plan slot that started it, -1 for none */
     uint32_t pad_;
     uint64_t seq;        /* collective sequence number (p2p: the pair's op number) */
-    uint64_t start_ns, deadline_ns, moved_ns; /* issue time, deadline, last progress */
+    /* When progress first looked at the clock after issue (0: not yet), the deadline (start
+     * + timeout; 0: not stamped yet) and when it last saw the request move. */
+    uint64_t start_ns, deadline_ns, moved_ns;
+    uint32_t moved;      /* 1: moved since progress last read the clock */
+    uint32_t pad2_;
     zc__sched s;
     uint64_t tx_left, rx_left; /* messages still to send / receive, all peers together */
     uint64_t a, b;       /* schedule counters (which: see the coll_*.c file) */
@@ -127,6 +143,7 @@ struct zc_comm {
     uint64_t seq;          /* next collective sequence number */
     uint64_t splits;       /* zc_comm_split calls made (names children) */
     uint64_t empty_polls;  /* zc_progress calls in a row that moved nothing */
+    uint64_t clock_polls;  /* zc_progress calls since it last read the clock */
     uint64_t liveness_ns;  /* last time peers' liveness was checked */
     const zc_wire_ops *wire;
     void *wire_state;
@@ -139,12 +156,14 @@ struct zc_comm {
     uint32_t *active;      /* [max_requests] active request slots in issue order */
     zc__plan *plans;       /* [max_plans] */
     zc__mem_entry *mems;   /* [max_mems] */
+    uint8_t *gpu_area;     /* the device-memory region of the arena (coll_gpu.c carves it) */
+    struct zc__gpu *gpu;   /* device-memory state; NULL: no CUDA build, no device, or off */
     char err[ZC_ERROR_TEXT_BYTES];
 };
 
 /* ---- layout.c ---- */
 typedef struct zc__arena_map {
-    size_t comm, wire_state, addrs, group, chans, reqs, bases, active, plans, mems, window;
+    size_t comm, wire_state, addrs, group, chans, reqs, bases, active, plans, mems, gpu, window;
     size_t addr_bytes; /* bytes of one rank's address blob (the largest candidate wire's) */
     size_t total;
     zc_wire_geom geom;
@@ -175,7 +194,8 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req
 /* Payload pointer of message k (0-based within r) to peer, or NULL when it cannot be written
  * yet (an earlier message on the channel is unsent, or no credit). */
 uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k);
-/* Fills the header of message k and publishes it with bytes of payload. */
+/* Fills the header of message k and publishes it with bytes of payload. A wire that cannot
+ * post fails the communicator (status and sentence recorded); the status is returned. */
 zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes);
 /* Messages of r already sent to peer / consumed from peer. */
 uint64_t zc__tx_done(const zc_comm *comm, const zc__req *r, uint32_t peer);
@@ -189,11 +209,33 @@ const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
 void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer);
 
 /* ---- coll.c: argument checks and schedules ---- */
+/* Validates one call and fills s (the host or device algorithm chosen); what every public
+ * collective, _init and _stream form runs first. */
+zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, size_t count,
+                    zc_dtype dtype, zc_op op, uint32_t root, zc__sched *s);
 /* Messages r sends to / receives from peer in total (reserved at issue). */
 uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
 uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
 /* Moves r forward within *budget messages; sets r->status to ZC_OK when finished. */
 void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget);
+
+/* ---- coll_gpu.c: device-memory collectives, CUDA registrations, stream-ordered starts ---- */
+/* Arena bytes of the device-memory region for cfg (0 without CUDA or with gpu_device -2). */
+size_t zc__gpu_bytes(const zc_config *cfg);
+/* After the wire is up: carves comm->gpu_area and starts the provider. Never fails the
+ * communicator: without a usable device comm->gpu stays NULL and registrations say why. */
+void zc__gpu_open(zc_comm *comm);
+void zc__gpu_close(zc_comm *comm);
+/* Called first by every zc_progress: steps device requests, CUDA registrations and
+ * stream-ordered starts, and fails them once the communicator failed. Never blocks. */
+void zc__gpu_progress(zc_comm *comm);
+/* From zc__build: picks the device algorithm when the buffers are registered ZC_MEM_CUDA;
+ * refuses unregistered device memory and mixed host/device buffers. */
+zc_status zc__gpu_route(zc_comm *comm, zc__sched *s);
+/* zc__issue for a device schedule (zc__gpu_alg(s->alg)). */
+zc_status zc__gpu_issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req);
+zc_status zc__gpu_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem **mem_out);
+zc_status zc__gpu_mem_deregister(zc_comm *comm, zc__mem_entry *e);
 
 /* Elements [lo, hi) of block b when count elements are split into n balanced blocks. */
 static inline uint64_t zc__block_lo(uint64_t count, uint32_t n, uint32_t b) {
@@ -202,7 +244,13 @@ static inline uint64_t zc__block_lo(uint64_t count, uint32_t n, uint32_t b) {
 }
 /* Messages needed for len elements at chunk elements per message. */
 static inline uint64_t zc__msgs(uint64_t len, uint32_t chunk) {
+    if (len <= chunk) return len != 0; /* small calls skip the division (tens of cycles) */
     return (len + chunk - 1) / chunk;
+}
+/* (a + b) % n for a, b < n, without a division. */
+static inline uint32_t zc__add_mod(uint32_t a, uint32_t b, uint32_t n) {
+    uint32_t v = a + b;
+    return v >= n ? v - n : v;
 }
 
 #define ZC_ASSERT(cond)                                                                         \

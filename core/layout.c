@@ -8,6 +8,8 @@ static size_t zc_align64(size_t v) { return (v + 63u) & ~(size_t)63u; }
 const zc_wire_ops *zc__wire_for(const zc_config *cfg) {
 #ifdef ZC_HAVE_IB
     if (cfg->transport == ZC_TRANSPORT_IB) return &zc_wire_ib;
+#else
+    (void)cfg; /* without transport_ib every config gets the shm wire */
 #endif
     return &zc_wire_shm; /* shm, in-process, AUTO until init knows where the ranks are */
 }
@@ -57,6 +59,7 @@ bool zc__layout(const zc_config *cfg, zc__arena_map *L) {
     L->active = zc_take(&end, cfg->max_requests * sizeof(uint32_t));
     L->plans = zc_take(&end, cfg->max_plans * sizeof(zc__plan));
     L->mems = zc_take(&end, cfg->max_mems * sizeof(zc__mem_entry));
+    L->gpu = zc_take(&end, zc__gpu_bytes(cfg)); /* 0 without CUDA (coll_gpu.c carves it) */
     /* In-process ranks keep their inbound window in the arena; processes map theirs. */
     L->window = zc_take(&end, cfg->transport == ZC_TRANSPORT_INPROC
                                   ? w->window_bytes(&L->geom) : 0);

@@ -53,8 +53,8 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req
         r->seq = s->kind == ZC_K_SEND ? c->p2p_sent++ : c->p2p_recvd++;
     }
     zc_reserve(comm, r);
-    r->start_ns = r->moved_ns = zc_plat_now_ns();
-    r->deadline_ns = r->start_ns + comm->cfg.timeout_ns;
+    r->start_ns = r->moved_ns = r->deadline_ns = 0; /* stamped by progress's next clock read */
+    r->moved = 0;
     comm->active[comm->nreqs_active++] = index;
     req->opaque_[0] = ZC_HANDLE_MAGIC | index;
     req->opaque_[1] = r->gen;
@@ -111,6 +111,14 @@ static void zc_check_alarm(zc_comm *comm) {
 static void zc_check_deadlines(zc_comm *comm, uint64_t now) {
     for (uint32_t i = 0; i < comm->nreqs_active; i++) {
         zc__req *r = &comm->reqs[comm->active[i]];
+        if (!r->deadline_ns) { /* first clock read since issue: the deadline starts now */
+            r->start_ns = r->moved_ns = now;
+            r->deadline_ns = now + comm->cfg.timeout_ns;
+        }
+        if (r->moved) {
+            r->moved_ns = now;
+            r->moved = 0;
+        }
         if (now > r->deadline_ns) {
             zc__error(comm, ZC_TIMED_OUT,
                       "%s sequence %llu timed out after %llu ms (%llu messages unsent, %llu "
@@ -139,16 +147,16 @@ static void zc_check_deadlines(zc_comm *comm, uint64_t now) {
 
 zc_status zc_progress(zc_comm *comm) {
     if (!comm || comm->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
+    zc__gpu_progress(comm); /* device requests, CUDA registrations, stream starts */
     if (comm->failed) return (zc_status)comm->failed;
     zc_check_alarm(comm);
     if (comm->failed) return (zc_status)comm->failed;
     uint32_t budget = ZC_PROGRESS_BUDGET, finished = 0;
-    uint64_t now = zc_plat_now_ns();
     for (uint32_t i = 0; i < comm->nreqs_active && budget && !comm->failed;) {
         zc__req *r = &comm->reqs[comm->active[i]];
         uint32_t before = budget;
         zc__step(comm, r, &budget);
-        if (budget != before) r->moved_ns = now;
+        if (budget != before) r->moved = 1;
         if (comm->failed) break; /* the step failed the communicator (a mismatch) */
         if (r->status != ZC_IN_PROGRESS) {
             r->state = ZC_REQ_DONE;
@@ -158,8 +166,13 @@ zc_status zc_progress(zc_comm *comm) {
             i++;
         }
     }
-    if (!comm->failed) zc_check_deadlines(comm, now);
-    if (budget == ZC_PROGRESS_BUDGET && !finished) {
+    bool idle = budget == ZC_PROGRESS_BUDGET && !finished;
+    if (!comm->failed && comm->nreqs_active &&
+        ++comm->clock_polls >= (idle ? ZC_CLOCK_IDLE_POLLS : ZC_CLOCK_BUSY_POLLS)) {
+        comm->clock_polls = 0;
+        zc_check_deadlines(comm, zc_plat_now_ns());
+    }
+    if (idle) {
         if (++comm->empty_polls >= comm->cfg.spin_polls) {
             comm->empty_polls = 0;
             zc_plat_yield();

@@ -351,3 +351,37 @@ void zc__reduce(void *out, const void *const *in, uint32_t n, size_t count, zc_d
     if ((unsigned)dtype >= ZC_DTYPE_COUNT_ || (unsigned)op >= ZC_OP_COUNT_ || n == 0) return;
     zc_reduce_fns[dtype][op](out, in, n, count);
 }
+
+/* ---- streaming copy ---- */
+
+#if defined(__x86_64__) && defined(__SSE2__)
+typedef long long zc_v2di __attribute__((vector_size(16)));
+
+void zc__copy_stream(void *dst, const void *src, size_t bytes) {
+    uint8_t *d = dst;
+    const uint8_t *s = src;
+    size_t head = (16u - ((uintptr_t)d & 15u)) & 15u;
+    if (bytes < head + 64u) {
+        __builtin_memcpy(d, s, bytes);
+        return;
+    }
+    __builtin_memcpy(d, s, head);
+    d += head;
+    s += head;
+    bytes -= head;
+    for (; bytes >= 64u; bytes -= 64u, d += 64, s += 64) {
+        zc_v2di v[4];
+        __builtin_memcpy(v, s, sizeof v); /* unaligned loads */
+        __builtin_ia32_movntdq((zc_v2di *)(void *)d, v[0]);
+        __builtin_ia32_movntdq((zc_v2di *)(void *)(d + 16), v[1]);
+        __builtin_ia32_movntdq((zc_v2di *)(void *)(d + 32), v[2]);
+        __builtin_ia32_movntdq((zc_v2di *)(void *)(d + 48), v[3]);
+    }
+    __builtin_memcpy(d, s, bytes);
+    __builtin_ia32_sfence(); /* streaming stores are weakly ordered: publish them */
+}
+#else
+void zc__copy_stream(void *dst, const void *src, size_t bytes) {
+    __builtin_memcpy(dst, src, bytes);
+}
+#endif

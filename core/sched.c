@@ -27,7 +27,9 @@ static uint64_t zc_blen(const zc__sched *s, uint32_t n, uint32_t b) {
 }
 
 /* Relative rank in a broadcast from root, and the tree's parent and children. */
-static uint32_t zc_rel(uint32_t me, uint32_t root, uint32_t n) { return (me + n - root) % n; }
+static uint32_t zc_rel(uint32_t me, uint32_t root, uint32_t n) {
+    return me >= root ? me - root : me + n - root;
+}
 
 static uint32_t zc_lowbit(uint32_t v) { return v & (~v + 1u); }
 
@@ -66,7 +68,8 @@ static uint64_t zc_msgs_between(const zc__sched *s, uint32_t n, uint32_t from, u
         return zc_is_child(s, n, zc_rel(from, root, n), zc_rel(to, root, n)) ? C : 0;
     case ZC_ALG_DISSEM: {
         uint64_t m = 0;
-        for (uint32_t i = 0; i < zc_barrier_rounds(n); i++) m += (from + (1u << i)) % n == to;
+        for (uint32_t i = 0; i < zc_barrier_rounds(n); i++)
+            m += zc__add_mod(from, (1u << i), n) == to;
         return m;
     }
     default: break; /* ZC_ALG_DIRECT */
@@ -93,7 +96,7 @@ uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
 
 /* Sends chunks of the stream [src, src+len) as channel messages first..first+msgs-1, but only
  * chunks below `ready`. */
-static void zc_send_stream(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t len,
+static void zc_send_chunks(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t len,
                            uint64_t first, uint64_t ready) {
     uint64_t k = zc__tx_done(x->comm, x->r, p), total = zc__msgs(len, x->E);
     for (; *x->budget && k >= first && k - first < zc_min(total, ready); k++) {
@@ -107,13 +110,16 @@ static void zc_send_stream(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t l
 }
 
 /* Receives the stream of len elements into dst from channel messages first.. onwards. */
-static void zc_recv_stream(zc_ctx *x, uint32_t p, uint8_t *dst, uint64_t len, uint64_t first) {
+static void zc_recv_chunks(zc_ctx *x, uint32_t p, uint8_t *dst, uint64_t len, uint64_t first) {
     uint64_t k = zc__rx_done(x->comm, x->r, p), total = zc__msgs(len, x->E);
     for (; *x->budget && k >= first && k - first < total; k++) {
         uint64_t j = k - first, elems = zc_chunk_len(x, len, j);
         const uint8_t *src = zc__rx_peek(x->comm, x->r, p, k, elems * x->es);
         if (!src) return;
-        zc__memcpy(dst + j * x->E * x->es, src, elems * x->es);
+        if (len * x->es >= ZC_STREAM_COPY_MIN_BYTES)
+            zc__copy_stream(dst + j * x->E * x->es, src, elems * x->es);
+        else
+            zc__memcpy(dst + j * x->E * x->es, src, elems * x->es);
         zc__rx_consume(x->comm, x->r, p);
         (*x->budget)--;
     }
@@ -123,9 +129,11 @@ static void zc_recv_stream(zc_ctx *x, uint32_t p, uint8_t *dst, uint64_t len, ui
 static bool zc_copy_own(zc_ctx *x, uint8_t *dst, const uint8_t *src, uint64_t len) {
     uint64_t total = zc__msgs(len, x->E);
     if (dst == src || !dst) return true;
+    bool stream = len * x->es >= ZC_STREAM_COPY_MIN_BYTES;
     for (; *x->budget && x->r->a < total; x->r->a++, (*x->budget)--) {
-        uint64_t off = x->r->a * x->E * x->es;
-        zc__memmove(dst + off, src + off, zc_chunk_len(x, len, x->r->a) * x->es);
+        uint64_t off = x->r->a * x->E * x->es, bytes = zc_chunk_len(x, len, x->r->a) * x->es;
+        if (stream) zc__copy_stream(dst + off, src + off, bytes); /* blocks never overlap */
+        else zc__memmove(dst + off, src + off, bytes);
     }
     return x->r->a == total;
 }
@@ -180,7 +188,7 @@ static void zc_step_oneshot(zc_ctx *x) {
     bool reduces = s->kind == ZC_K_ALLREDUCE || x->me == s->root;
     for (uint32_t p = 0; p < x->n; p++)
         if (p != x->me && (s->kind == ZC_K_ALLREDUCE || p == s->root))
-            zc_send_stream(x, p, s->send, s->count, 0, UINT64_MAX);
+            zc_send_chunks(x, p, s->send, s->count, 0, UINT64_MAX);
     if (reduces) {
         /* In place, chunk c of recv is also our input: reduce it only once sent to all. */
         uint64_t sent = UINT64_MAX;
@@ -212,19 +220,20 @@ static void zc_step_rs(zc_ctx *x) {
         if (p == x->me) continue;
         uint64_t lo = rs_only ? p * s->count : zc__block_lo(s->count, x->n, p);
         uint64_t len = rs_only ? s->count : zc_blen(s, x->n, p);
-        zc_send_stream(x, p, s->send + lo * x->es, len, 0, UINT64_MAX);
+        zc_send_chunks(x, p, s->send + lo * x->es, len, 0, UINT64_MAX);
         if (s->alg == ZC_ALG_RSAG) /* all-gather phase of our reduced block */
-            zc_send_stream(x, p, s->recv + lo_me * x->es, blk_me, zc__msgs(len, x->E),
+            zc_send_chunks(x, p, s->recv + lo_me * x->es, blk_me, zc__msgs(len, x->E),
                            x->r->a);
         if (s->alg == ZC_ALG_RSAG || (to_root && x->me == s->root))
-            zc_recv_stream(x, p, s->recv + lo * x->es, len, C_me);
+            zc_recv_chunks(x, p, s->recv + lo * x->es, len, C_me);
     }
     if (to_root && x->me != s->root) {
         uint64_t first = zc__msgs(zc_blen(s, x->n, s->root), x->E), bytes;
         while (*x->budget && x->r->a < C_me &&
                zc_reduce_chunk(x, s->send + lo_me * x->es, blk_me, 0, zc_out_to_root, &first,
                                &bytes))
-            zc__tx_end(x->comm, x->r, s->root, first + x->r->a - 1, bytes);
+            if (zc__tx_end(x->comm, x->r, s->root, first + x->r->a - 1, bytes) != ZC_OK)
+                return; /* the communicator failed (channel.c recorded why) */
     } else {
         zc_reduce_block(x, s->send + lo_me * x->es, s->recv + (rs_only ? 0 : lo_me * x->es),
                         blk_me, 0);
@@ -242,14 +251,14 @@ static void zc_step_bcast(zc_ctx *x) {
         ready = C;
         zc_copy_own(x, s->recv, s->send, s->count);
     } else {
-        uint32_t parent = (zc_parent(s, v) + s->root) % x->n;
-        zc_recv_stream(x, parent, s->recv, s->count, 0);
+        uint32_t parent = zc__add_mod(zc_parent(s, v), s->root, x->n);
+        zc_recv_chunks(x, parent, s->recv, s->count, 0);
         src = s->recv;
         ready = zc__rx_done(x->comm, x->r, parent);
     }
     for (uint32_t c = 1; c < x->n; c++)
         if (zc_is_child(s, x->n, v, c))
-            zc_send_stream(x, (c + s->root) % x->n, src, s->count, 0, ready);
+            zc_send_chunks(x, zc__add_mod(c, s->root, x->n), src, s->count, 0, ready);
     bool own = v != 0 || !s->recv || s->recv == s->send || x->r->a == C;
     if (zc_all_moved(x->r) && own) x->r->status = ZC_OK;
 }
@@ -262,28 +271,28 @@ static void zc_step_direct(zc_ctx *x) {
     switch (s->kind) {
     case ZC_K_GATHER:
         if (x->me != s->root) {
-            zc_send_stream(x, s->root, s->send, s->count, 0, UINT64_MAX);
+            zc_send_chunks(x, s->root, s->send, s->count, 0, UINT64_MAX);
             break;
         }
         for (uint32_t p = 0; p < x->n; p++)
-            if (p != x->me) zc_recv_stream(x, p, s->recv + p * blk, s->count, 0);
+            if (p != x->me) zc_recv_chunks(x, p, s->recv + p * blk, s->count, 0);
         own = zc_copy_own(x, s->recv + x->me * blk, s->send, s->count);
         break;
     case ZC_K_SCATTER:
         if (x->me != s->root) {
-            zc_recv_stream(x, s->root, s->recv, s->count, 0);
+            zc_recv_chunks(x, s->root, s->recv, s->count, 0);
             break;
         }
         for (uint32_t p = 0; p < x->n; p++)
-            if (p != x->me) zc_send_stream(x, p, s->send + p * blk, s->count, 0, UINT64_MAX);
+            if (p != x->me) zc_send_chunks(x, p, s->send + p * blk, s->count, 0, UINT64_MAX);
         own = zc_copy_own(x, s->recv, s->send + x->me * blk, s->count);
         break;
     default: { /* allgather, alltoall */
         bool a2a = s->kind == ZC_K_ALLTOALL;
         for (uint32_t p = 0; p < x->n; p++) {
             if (p == x->me) continue;
-            zc_send_stream(x, p, s->send + (a2a ? p * blk : 0), s->count, 0, UINT64_MAX);
-            zc_recv_stream(x, p, s->recv + p * blk, s->count, 0);
+            zc_send_chunks(x, p, s->send + (a2a ? p * blk : 0), s->count, 0, UINT64_MAX);
+            zc_recv_chunks(x, p, s->recv + p * blk, s->count, 0);
         }
         own = zc_copy_own(x, s->recv + x->me * blk, s->send + (a2a ? x->me * blk : 0),
                           s->count);
@@ -295,8 +304,8 @@ static void zc_step_direct(zc_ctx *x) {
 
 static void zc_step_p2p(zc_ctx *x) {
     const zc__sched *s = &x->r->s;
-    if (s->kind == ZC_K_SEND) zc_send_stream(x, s->root, s->send, s->count, 0, UINT64_MAX);
-    else zc_recv_stream(x, s->root, s->recv, s->count, 0);
+    if (s->kind == ZC_K_SEND) zc_send_chunks(x, s->root, s->send, s->count, 0, UINT64_MAX);
+    else zc_recv_chunks(x, s->root, s->recv, s->count, 0);
     if (zc_all_moved(x->r)) x->r->status = ZC_OK;
 }
 
@@ -305,7 +314,8 @@ static void zc_step_p2p(zc_ctx *x) {
 static void zc_step_barrier(zc_ctx *x) {
     uint32_t rounds = zc_barrier_rounds(x->n);
     while (*x->budget && x->r->a < rounds) {
-        uint32_t d = 1u << x->r->a, to = (x->me + d) % x->n, from = (x->me + x->n - d) % x->n;
+        uint32_t d = 1u << x->r->a, to = zc__add_mod(x->me, d, x->n),
+                 from = zc__add_mod(x->me, x->n - d, x->n);
         if (!x->r->b) {
             if (!zc__tx_begin(x->comm, x->r, to, 0)) return;
             if (zc__tx_end(x->comm, x->r, to, 0, 0) != ZC_OK) return;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run_demo.sh: runs every example program (examples/*.c, built by `ninja` into build/examples/)
-# under build/zcrun with the rank count its tutorial uses, a header line before each; exits
+# under build/zcrun with the rank count its tutorial uses, a header line before each, then a
+# short zcbench sweep of every collective on 2 local ranks with every result checked; exits
 # non-zero if any of them fails, times out or was not built. `ninja demo` runs it from the top
 # of the tree; it finds the tree from its own path, so it works from anywhere.
 set -u
@@ -48,8 +49,20 @@ for src in examples/*.c; do
     fi
 done
 
+# The benchmark on local ranks: every collective, 8 B to 1 MiB, results checked (--check).
+# The full comparison with Open MPI, MPICH and Gloo is `ninja bench` (bench/README.md).
+BENCH=(build/zcbench -c all -b 8 -e 1M -f 32 --check)
+count=$((count + 1))
+echo "=== zcbench: $ZCRUN -n 2 --timeout 120 ${BENCH[*]} ==="
+if "$ZCRUN" -n 2 --timeout 120 "${BENCH[@]}"; then
+    :
+else
+    echo "run_demo.sh: zcbench failed: zcrun exit status $?" >&2
+    failed+=(zcbench)
+fi
+
 if [ "${#failed[@]}" -ne 0 ]; then
     echo "=== demo FAILED: ${failed[*]} ===" >&2
     exit 1
 fi
-echo "=== demo passed: $count programs ==="
+echo "=== demo passed: $count programs (the examples and zcbench) ==="

@@ -99,7 +99,10 @@ typedef enum zc_mem_kind { ZC_MEM_HOST, ZC_MEM_CUDA } zc_mem_kind;
 #define ZC_DEFAULT_MAX_MEMS 16u         /* zc_mem_register table entries */
 #define ZC_DEFAULT_SLOT_BYTES 65536u    /* payload bytes of one slot (multiple of 64) */
 #define ZC_DEFAULT_SLOTS 8u             /* slots per directed peer ring (power of two, >= 2) */
-#define ZC_DEFAULT_SPIN_POLLS 256u      /* empty progress polls before zc_wait yields the CPU */
+/* Empty progress polls before zc_progress yields the CPU, when every local rank has a CPU of
+ * its own; with more ranks on this host than CPUs it may use, it yields after every empty poll
+ * (spinning there only delays the rank that has to run). Applies when spin_polls is 0 (auto). */
+#define ZC_DEFAULT_SPIN_POLLS 256u
 /* all_reduce: at most this many bytes go one-shot (every rank sends its whole input to every
  * peer and reduces all n inputs); above, direct reduce-scatter + all-gather. */
 #define ZC_DEFAULT_ALLREDUCE_ONESHOT_MAX_BYTES 16384u
@@ -118,6 +121,11 @@ typedef enum zc_transport {
 #define ZC_IB_DEVICE_BYTES 64u          /* ceiling of zc_config.ib_device, NUL included */
 #define ZC_DEFAULT_IB_QPS_PER_PEER 1u
 #define ZC_DEFAULT_IB_RETRY_CNT 7u
+
+/* Device-memory collectives (CUDA builds). */
+#define ZC_DEFAULT_GPU_STREAM_SLOTS 16u
+#define ZC_DEFAULT_GPU_SCRATCH_BYTES (8u << 20)
+#define ZC_DEFAULT_GPU_ONESHOT_MAX_BYTES (256u << 10)
 
 #define ZC_CONFIG_VERSION 1u
 
@@ -139,7 +147,8 @@ typedef struct zc_config {
     uint32_t max_mems;           /* registration table, 0..4096 */
     uint32_t slot_bytes;         /* payload bytes per slot, 256..16 MiB, multiple of 64 */
     uint32_t slots;              /* slots per directed ring, 2..1024, power of two */
-    uint32_t spin_polls;         /* empty polls before zc_wait yields, 1..1<<24 */
+    uint32_t spin_polls;         /* empty polls before yielding, 1..1<<24; 0 = auto (see
+                                  * ZC_DEFAULT_SPIN_POLLS) */
     zc_transport transport;      /* which wire; ZC_TRANSPORT_AUTO picks */
     uint64_t allreduce_oneshot_max_bytes; /* see ZC_DEFAULT_ALLREDUCE_ONESHOT_MAX_BYTES */
     uint64_t reduce_direct_max_bytes;     /* see ZC_DEFAULT_REDUCE_DIRECT_MAX_BYTES */
@@ -155,6 +164,20 @@ typedef struct zc_config {
                                   * 0 = derived so retries end within timeout_ns */
     uint32_t ib_retry_cnt;       /* QP transport retries, 0..7 */
     uint32_t ib_pad_;
+    /* gpu/ (CUDA builds; ignored by builds without CUDA): */
+    int32_t gpu_device;          /* CUDA device of device-memory collectives: -1 (default) =
+                                  * the device current in the thread that runs zc_comm_init
+                                  * if the process already has a CUDA context there (else none:
+                                  * host-only programs never get a context from zcoll); an
+                                  * ordinal = that device; -2 = none (no GPU state). Without a
+                                  * device ZC_MEM_CUDA registration is ZC_UNSUPPORTED */
+    uint32_t gpu_stream_slots;   /* zc_*_stream calls in flight plus graph-captured ones held,
+                                  * 0..4096 */
+    uint64_t gpu_scratch_bytes;  /* device scratch of in-place device all_reduce (per round),
+                                  * 0..1 GiB, multiple of 256; 0 refuses in-place device
+                                  * all_reduce. Must be equal on every rank */
+    uint64_t gpu_oneshot_max_bytes; /* device all_reduce: one-shot up to this many bytes,
+                                     * reduce-scatter + all-gather above */
     char error_text[ZC_ERROR_TEXT_BYTES]; /* written by zc_config_from_env on failure */
 } zc_config;
 
@@ -168,8 +191,9 @@ void zc_config_default(zc_config *cfg);
  * set, apply under every launcher; MASTER_ADDR:(MASTER_PORT+1) is the rendezvous when (torchrun
  * keeps MASTER_PORT for its own store)
  * ZC_ROOT_ADDR is absent. Tunables: ZC_TIMEOUT_MS, ZC_SLOT_BYTES, ZC_SLOTS, ZC_MAX_REQUESTS,
- * ZC_TRANSPORT (auto|shm|ib), ZC_IB_DEVICE, ZC_IB_PORT, ZC_IB_GID_INDEX, ZC_IB_QPS_PER_PEER,
- * ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT. No launcher variables at all leaves the single-rank default.
+ * ZC_SPIN_POLLS, ZC_TRANSPORT (auto|shm|ib), ZC_IB_DEVICE, ZC_IB_PORT, ZC_IB_GID_INDEX, ZC_IB_QPS_PER_PEER,
+ * ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT, ZC_GPU_DEVICE (-2, -1 or an ordinal), ZC_GPU_STREAM_SLOTS,
+ * ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES. No launcher variables at all leaves the single-rank default.
  * Malformed values (non-numeric, rank >= size, size 0, more than one rank without a
  * rendezvous address, a secret that is not 32 hex digits) return ZC_INVALID_ARG with a
  * sentence naming the variable in cfg->error_text; cfg is then unchanged but for error_text. */
@@ -231,7 +255,16 @@ typedef struct zc_mem zc_mem;
 /* Registers [addr, addr+bytes) from the fixed table in the arena (ZC_LIMIT when full). Host
  * buffers need not be registered: unregistered host memory is staged through the slots, and the
  * shared-memory wire stages registered host memory too (it cannot write another process's
- * private pages); ZC_MEM_CUDA needs a CUDA build (ZC_UNSUPPORTED otherwise). */
+ * private pages).
+ * ZC_MEM_CUDA: device memory from cudaMalloc on the communicator's device (cfg->gpu_device),
+ * which every collective on device memory needs (ZC_INVALID_ARG for unregistered device memory,
+ * host or managed memory registered as CUDA, or a range past its allocation). With more than
+ * one rank it is collective: every rank registers its CUDA buffers in the same order (sizes
+ * may differ) and deregisters them in the same order; the call returns at once and the peers
+ * map each other's buffers (CUDA IPC) during zc_progress, before the first collective that
+ * uses them moves data. ZC_UNSUPPORTED without CUDA in this build or without a usable device
+ * in this process (the error text says which and why), and across hosts until transport_ib
+ * registers device memory through dma-buf. */
 zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind kind,
                           zc_mem **mem_out);
 zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem);
@@ -322,6 +355,51 @@ zc_status zc_recv_init(zc_comm *comm, void *buf, size_t count, zc_dtype dtype, u
 zc_status zc_barrier_init(zc_comm *comm, zc_plan *plan);
 zc_status zc_start(zc_comm *comm, zc_plan *plan, zc_req *req);
 zc_status zc_plan_release(zc_comm *comm, zc_plan *plan);
+
+/* ---- collectives on device memory and stream-ordered forms (CUDA builds) -------------------
+ * Every collective above also runs on registered ZC_MEM_CUDA buffers (all buffers of the call;
+ * send/recv: ZC_UNSUPPORTED for now): ranks read each other's inputs through CUDA IPC and
+ * reduce them in rank order with device kernels whose results are bitwise those of the host
+ * kernels. The non-stream forms read the inputs as they are when the call is made (synchronize
+ * the producing stream first) and the outputs are complete when zc_test says ZC_OK.
+ *
+ * The _stream forms below (declared when ZC_HAVE_CUDA is defined: zcoll's CUDA build defines it;
+ * programs built against it add -DZC_HAVE_CUDA=1) take the same arguments with the final
+ * zc_req * replaced by cuda_stream (a cudaStream_t; NULL is the legacy default stream). Each
+ * enqueues on that stream: "start after the work queued before" and "wait until the collective
+ * finished"; it never blocks the calling thread and returns ZC_OK once enqueued, and the caller
+ * keeps driving zc_progress (no hidden thread) until the stream passed it. A call takes its
+ * place in the communicator's call order when made; a call made while the stream is being
+ * captured into a CUDA graph is held (one of cfg->gpu_stream_slots, until zc_comm_fini) and
+ * runs once per replay, taking its place in the call order when the replay reaches it (so
+ * every rank must replay its graphs in the same order). ZC_AGAIN when every stream slot is in
+ * use. A failure after the call is reported by zc_progress and the communicator's error text;
+ * the stream then goes on (its wait is released) rather than hang. Buffers must be registered
+ * ZC_MEM_CUDA memory (barrier and count 0 need none). */
+#ifdef ZC_HAVE_CUDA
+zc_status zc_allreduce_stream(zc_comm *comm, const void *send, void *recv, size_t count,
+                              zc_dtype dtype, zc_op op, void *cuda_stream);
+zc_status zc_reduce_stream(zc_comm *comm, const void *send, void *recv, size_t count,
+                           zc_dtype dtype, zc_op op, uint32_t root, void *cuda_stream);
+zc_status zc_broadcast_stream(zc_comm *comm, const void *send, void *recv, size_t count,
+                              zc_dtype dtype, uint32_t root, void *cuda_stream);
+zc_status zc_reduce_scatter_stream(zc_comm *comm, const void *send, void *recv,
+                                   size_t recvcount, zc_dtype dtype, zc_op op,
+                                   void *cuda_stream);
+zc_status zc_allgather_stream(zc_comm *comm, const void *send, void *recv, size_t sendcount,
+                              zc_dtype dtype, void *cuda_stream);
+zc_status zc_gather_stream(zc_comm *comm, const void *send, void *recv, size_t sendcount,
+                           zc_dtype dtype, uint32_t root, void *cuda_stream);
+zc_status zc_scatter_stream(zc_comm *comm, const void *send, void *recv, size_t recvcount,
+                            zc_dtype dtype, uint32_t root, void *cuda_stream);
+zc_status zc_alltoall_stream(zc_comm *comm, const void *send, void *recv, size_t count,
+                             zc_dtype dtype, void *cuda_stream);
+zc_status zc_send_stream(zc_comm *comm, const void *buf, size_t count, zc_dtype dtype,
+                         uint32_t peer, void *cuda_stream);
+zc_status zc_recv_stream(zc_comm *comm, void *buf, size_t count, zc_dtype dtype, uint32_t peer,
+                         void *cuda_stream);
+zc_status zc_barrier_stream(zc_comm *comm, void *cuda_stream);
+#endif
 
 #ifdef __cplusplus
 }

@@ -13,9 +13,10 @@
  *      thread uses zcoll. The struct is copied; yours may be discarded. Installing again
  *      replaces all hooks (not thread-safe against concurrent zcoll calls).
  *   4. Minimum for a working communicator: now_ns (deadlines), panic, log; shm_* for the
- *      shared-memory wire in process mode; tcp_* for the bootstrap; random for the job secret.
+ *      shared-memory wire in process mode; tcp_* for the bootstrap; random for the job secret;
+ *      pages_* for transport_ib (its registered rings and staging slots).
  *   Missing hooks: result functions return ZC_PLAT_UNSUPPORTED, now_ns/process_id/os_error
- *   return 0, getenv returns NULL, log drops the line, cpu_relax falls back to a pause
+ *   return 0, cpus returns 0 (unknown), getenv returns NULL, log drops the line, cpu_relax falls back to a pause
  *   instruction, sleep_ns spins on now_ns (if installed), and panic traps and spins forever.
  *   A hooks struct from an older zcoll (smaller struct_bytes) is accepted: the fields it lacks
  *   stay NULL.
@@ -98,6 +99,10 @@ void zc_plat_cpu_relax(void) {
 #endif
 }
 
+uint32_t zc_plat_cpus(void) {
+    return zc_fs_hooks.cpus ? zc_fs_hooks.cpus(zc_fs_hooks.user) : 0;
+}
+
 void zc_plat_yield(void) {
     if (zc_fs_hooks.yield) zc_fs_hooks.yield(zc_fs_hooks.user);
     else zc_plat_cpu_relax();
@@ -134,6 +139,18 @@ zc_plat_rc zc_plat_shm_unmap(void *addr, size_t bytes) {
 zc_plat_rc zc_plat_shm_unlink(const char *name) {
     if (!zc_fs_hooks.shm_unlink) return ZC_PLAT_UNSUPPORTED;
     return zc_fs_hooks.shm_unlink(zc_fs_hooks.user, name);
+}
+
+/* ---- private pages ----------------------------------------------------------------------- */
+
+zc_plat_rc zc_plat_pages_alloc(size_t bytes, void **addr_out) {
+    if (!zc_fs_hooks.pages_alloc) return ZC_PLAT_UNSUPPORTED;
+    return zc_fs_hooks.pages_alloc(zc_fs_hooks.user, bytes, addr_out);
+}
+
+zc_plat_rc zc_plat_pages_free(void *addr, size_t bytes) {
+    if (!zc_fs_hooks.pages_free) return ZC_PLAT_UNSUPPORTED;
+    return zc_fs_hooks.pages_free(zc_fs_hooks.user, addr, bytes);
 }
 
 /* ---- TCP --------------------------------------------------------------------------------- */

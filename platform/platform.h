@@ -44,6 +44,7 @@ void zc_plat_os_error_text(int os_error, char *buf, size_t cap);
 uint64_t zc_plat_now_ns(void);          /* monotonic clock, ns; never a system call on Linux */
 void zc_plat_cpu_relax(void);           /* spin-wait hint (pause) */
 void zc_plat_yield(void);               /* give the CPU to another runnable thread */
+uint32_t zc_plat_cpus(void);            /* CPUs this process may run on; 0 = unknown */
 void zc_plat_sleep_ns(uint64_t ns);     /* sleep at least ns (blocks: init/tests only) */
 
 /* ---- named shared memory (init-time only) ----
@@ -55,6 +56,13 @@ zc_plat_rc zc_plat_shm_create(const char *name, size_t bytes, void **addr_out);
 zc_plat_rc zc_plat_shm_open(const char *name, size_t bytes, void **addr_out);
 zc_plat_rc zc_plat_shm_unmap(void *addr, size_t bytes);
 zc_plat_rc zc_plat_shm_unlink(const char *name);
+
+/* ---- private pages (init-time only) ----
+ * pages_alloc maps bytes (> 0, rounded up to whole pages) of zero-filled, page-aligned,
+ * read-write memory private to this process (a transport's registered rings and staging);
+ * pages_free takes the address and size that pages_alloc returned. */
+zc_plat_rc zc_plat_pages_alloc(size_t bytes, void **addr_out);
+zc_plat_rc zc_plat_pages_free(void *addr, size_t bytes);
 
 /* ---- TCP (bootstrap and side channel) ----
  * Sockets are small non-negative integers; every socket is non-blocking inside. host is a
@@ -131,6 +139,9 @@ typedef struct zc_plat_hooks {
     int (*os_error)(void *user);
     void (*log)(void *user, zc_plat_log_level level, const char *line);
     void (*panic)(void *user, const char *file, int line, const char *what); /* must not return */
+    uint32_t (*cpus)(void *user);
+    zc_plat_rc (*pages_alloc)(void *user, size_t bytes, void **addr_out);
+    zc_plat_rc (*pages_free)(void *user, void *addr, size_t bytes);
 } zc_plat_hooks;
 
 /* Installs the hooks (copied). Freestanding port only; call before any other zcoll function. */

@@ -1,5 +1,6 @@
 /* posix.c: the Linux port of platform.h, the only file of zcoll that calls libc and the
- * kernel: monotonic clock, named shared memory (shm_open + mmap), non-blocking IPv4 TCP with
+ * kernel: monotonic clock, named shared memory (shm_open + mmap), private pages (anonymous
+ * mmap, for transport_ib's registered memory), non-blocking IPv4 TCP with
  * deadlines (poll), environment, getrandom, host and process identity, stderr logging, panic.
  * errno stops here: every failure that comes from the OS leaves its errno in a per-thread slot
  * read by zc_plat_os_error(), and the caller sees only zc_plat_rc values.
@@ -110,6 +111,13 @@ void zc_plat_cpu_relax(void) {
 
 void zc_plat_yield(void) { sched_yield(); }
 
+uint32_t zc_plat_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return (uint32_t)CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (uint32_t)n : 0;
+}
+
 void zc_plat_sleep_ns(uint64_t ns) {
     struct timespec req = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
     struct timespec rem;
@@ -201,6 +209,23 @@ zc_plat_rc zc_plat_shm_unlink(const char *name) {
         int e = errno;
         return zc_px_fail(e == ENOENT ? ZC_PLAT_NOT_FOUND : ZC_PLAT_ERROR, e);
     }
+    return ZC_PLAT_OK;
+}
+
+/* ---- private pages ----------------------------------------------------------------------- */
+
+zc_plat_rc zc_plat_pages_alloc(size_t bytes, void **addr_out) {
+    if (bytes == 0 || bytes > (size_t)LLONG_MAX || !addr_out)
+        return zc_px_fail(ZC_PLAT_INVALID, EINVAL);
+    void *addr = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (addr == MAP_FAILED) return zc_px_fail(ZC_PLAT_ERROR, errno);
+    *addr_out = addr;
+    return ZC_PLAT_OK;
+}
+
+zc_plat_rc zc_plat_pages_free(void *addr, size_t bytes) {
+    if (!addr || bytes == 0) return zc_px_fail(ZC_PLAT_INVALID, EINVAL);
+    if (munmap(addr, bytes) != 0) return zc_px_fail(ZC_PLAT_ERROR, errno);
     return ZC_PLAT_OK;
 }
 

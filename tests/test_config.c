@@ -34,6 +34,7 @@ static const char *const zt_env_vars[] = {
     "ZC_IB_DEVICE",     "ZC_IB_PORT",
     "ZC_IB_GID_INDEX",  "ZC_IB_QPS_PER_PEER",
     "ZC_IB_TIMEOUT",    "ZC_IB_RETRY_CNT",
+    "ZC_SPIN_POLLS",
 };
 
 static void zt_env_clear(void) {
@@ -74,7 +75,7 @@ static void zt_cfg_base(zc_config *cfg) {
     zc_config_default(cfg);
     cfg->max_plans = 7;
     cfg->max_mems = 3;
-    cfg->spin_polls = 11;
+    cfg->allreduce_oneshot_max_bytes = 4321u;
     cfg->init_timeout_ns = 123456789u;
     memset(cfg->error_text, 'E', sizeof cfg->error_text - 1);
     cfg->error_text[sizeof cfg->error_text - 1] = '\0';
@@ -89,7 +90,7 @@ static void zt_from_env_ok(zc_config *cfg, int line) {
     ZT_CHECK_EQ(cfg->version, ZC_CONFIG_VERSION);
     ZT_CHECK_EQ(cfg->max_plans, 7);
     ZT_CHECK_EQ(cfg->max_mems, 3);
-    ZT_CHECK_EQ(cfg->spin_polls, 11);
+    ZT_CHECK(cfg->allreduce_oneshot_max_bytes == 4321u);
     ZT_CHECK_EQ(cfg->init_timeout_ns, 123456789u);
 }
 #define ZT_FROM_ENV_OK(cfg) zt_from_env_ok((cfg), __LINE__)
@@ -179,7 +180,7 @@ void config_default_is_single_rank_and_valid(void) {
     ZT_CHECK_EQ(cfg.max_mems, ZC_DEFAULT_MAX_MEMS);
     ZT_CHECK_EQ(cfg.slot_bytes, ZC_DEFAULT_SLOT_BYTES);
     ZT_CHECK_EQ(cfg.slots, ZC_DEFAULT_SLOTS);
-    ZT_CHECK_EQ(cfg.spin_polls, ZC_DEFAULT_SPIN_POLLS);
+    ZT_CHECK_EQ(cfg.spin_polls, 0); /* auto */
     ZT_CHECK_EQ(cfg.transport, ZC_TRANSPORT_AUTO);
     ZT_CHECK(cfg.allreduce_oneshot_max_bytes == ZC_DEFAULT_ALLREDUCE_ONESHOT_MAX_BYTES);
     ZT_CHECK(cfg.reduce_direct_max_bytes == ZC_DEFAULT_REDUCE_DIRECT_MAX_BYTES);
@@ -225,7 +226,7 @@ void config_from_env_reads_zcrun_variables(void) {
     static const char *const tuned[] = {
         "ZC_RANK=3", "ZC_NRANKS=4", "ZC_ROOT_ADDR=node-a:1", "ZC_SECRET=" ZT_SECRET_HEX,
         "ZC_TIMEOUT_MS=1500", "ZC_SLOT_BYTES=4096", "ZC_SLOTS=16", "ZC_MAX_REQUESTS=64",
-        "ZC_TRANSPORT=shm", NULL};
+        "ZC_TRANSPORT=shm", "ZC_SPIN_POLLS=17", NULL};
     zt_env_only(tuned);
     zt_cfg_base(&cfg);
     ZT_FROM_ENV_OK(&cfg);
@@ -236,6 +237,7 @@ void config_from_env_reads_zcrun_variables(void) {
     ZT_CHECK_EQ(cfg.slot_bytes, 4096);
     ZT_CHECK_EQ(cfg.slots, 16);
     ZT_CHECK_EQ(cfg.max_requests, 64);
+    ZT_CHECK_EQ(cfg.spin_polls, 17);
     ZT_CHECK_EQ(cfg.transport, ZC_TRANSPORT_SHM);
     ZT_CHECK(zc_comm_arena_bytes(&cfg) > 0);
     ZT_CHECK(setenv("ZC_TRANSPORT", "auto", 1) == 0);
@@ -528,6 +530,8 @@ static const zt_bad_env zt_bad_envs[] = {
     {{"ZC_SLOT_BYTES=64k", NULL}, "ZC_SLOT_BYTES"},
     {{"ZC_SLOTS=", NULL}, "ZC_SLOTS"},
     {{"ZC_MAX_REQUESTS=many", NULL}, "ZC_MAX_REQUESTS"},
+    {{"ZC_SPIN_POLLS=fast", NULL}, "ZC_SPIN_POLLS"},
+    {{"ZC_SPIN_POLLS=16777217", NULL}, "cfg->spin_polls"},
     {{"ZC_TRANSPORT=tcp", NULL}, "ZC_TRANSPORT"},
     {{"ZC_TRANSPORT=", NULL}, "ZC_TRANSPORT"},
     {{"ZC_TRANSPORT=IB", NULL}, "ZC_TRANSPORT"},
@@ -748,7 +752,6 @@ void arena_bytes_is_zero_for_invalid_configs(void) {
         ZT_INVALID(c.slots = 3);
         ZT_INVALID(c.slots = 12);
         ZT_INVALID(c.slots = 2048);
-        ZT_INVALID(c.spin_polls = 0);
         ZT_INVALID(c.spin_polls = (1u << 24) + 1u);
         ZT_INVALID(c.transport = (zc_transport)4);
         ZT_INVALID(memset(c.ib_device, 'm', sizeof c.ib_device));
@@ -771,6 +774,7 @@ void arena_bytes_is_zero_for_invalid_configs(void) {
         ZT_VALID(c.slot_bytes = 16u << 20);
         ZT_VALID(c.slots = 2);
         ZT_VALID(c.slots = 1024);
+        ZT_VALID(c.spin_polls = 0);
         ZT_VALID(c.spin_polls = 1);
         ZT_VALID(c.spin_polls = 1u << 24);
         /* More than one rank between processes needs a rendezvous and a secret; ranks in one

@@ -1,6 +1,7 @@
 /* test_platform.c: the Linux port (platform/posix.c) against platform.h's contracts: clock,
- * named shared memory (in one process and across processes under zcrun), loopback TCP with its
- * deadlines, randomness, host and process identity, environment, error texts, log and panic.
+ * named shared memory (in one process and across processes under zcrun), private pages,
+ * loopback TCP with its deadlines, randomness, host and process identity, environment, error
+ * texts, log and panic.
  * Network traffic goes to 127.0.0.1 only. Shared-memory names carry the test's pid so that
  * parallel runs do not collide. */
 #define _GNU_SOURCE
@@ -155,6 +156,41 @@ void platform_shm_unlink_then_open_returns_not_found_and_mapping_stays(void) {
     ZT_CHECK_EQ(a[4095], 9);
     ZT_CHECK_ST(zc_plat_shm_unlink(name), ZC_PLAT_NOT_FOUND);
     ZT_CHECK_ST(zc_plat_shm_unmap(a, 4096), ZC_PLAT_OK);
+}
+
+/* ---- private pages --------------------------------------------------------------------- */
+
+void platform_pages_are_zeroed_aligned_private_and_freed(void) {
+    long page = sysconf(_SC_PAGESIZE);
+    void *bad = (void *)1;
+    ZT_CHECK_ST(zc_plat_pages_alloc(0, &bad), ZC_PLAT_INVALID);
+    ZT_CHECK_ST(zc_plat_pages_alloc(4096, NULL), ZC_PLAT_INVALID);
+    ZT_CHECK_ST(zc_plat_pages_free(NULL, 4096), ZC_PLAT_INVALID);
+    static const size_t sizes[] = {1, 4096, 4097, 3 * PT_MIB + 5};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        unsigned char *p = NULL;
+        ZT_CHECK_ST(zc_plat_pages_alloc(sizes[i], (void **)&p), ZC_PLAT_OK);
+        ZT_CHECK(p != NULL && (uintptr_t)p % (uintptr_t)page == 0);
+        for (size_t b = 0; b < sizes[i]; b += 512) ZT_CHECK_EQ(p[b], 0);
+        ZT_CHECK_EQ(p[sizes[i] - 1], 0);
+        memset(p, 0xa5, sizes[i]);
+        pid_t child = fork(); /* private: a child's write stays the child's */
+        ZT_CHECK(child >= 0);
+        if (child == 0) {
+            int same = p[sizes[i] - 1] == 0xa5;
+            p[0] = 1;
+            _exit(same ? 0 : 1);
+        }
+        int status = 0;
+        ZT_CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+                 WEXITSTATUS(status) == 0);
+        ZT_CHECK_EQ(p[0], 0xa5);
+        ZT_CHECK_ST(zc_plat_pages_free(p, sizes[i]), ZC_PLAT_OK);
+    }
+    /* A size past the address space is an OS error with its errno kept. */
+    void *huge = NULL;
+    ZT_CHECK_ST(zc_plat_pages_alloc((size_t)1 << 62, &huge), ZC_PLAT_ERROR);
+    ZT_CHECK(zc_plat_os_error() == ENOMEM);
 }
 
 /* ---- shared memory across processes (zcrun) ---------------------------------------------- */

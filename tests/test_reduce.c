@@ -903,3 +903,28 @@ void reduce_with_zero_count_writes_nothing(void) {
         ZT_CHECK(out == 0x1234567890abcdefull);
     }
 }
+
+/* zc__copy_stream: every head alignment, tail length and size around its 64-byte loop, with
+ * guard bytes on both sides that must stay untouched. */
+void copy_stream_copies_every_alignment_and_length_exactly(void) {
+    static uint8_t src[4096 + 64], dst[4096 + 96];
+    for (size_t i = 0; i < sizeof src; i++) src[i] = (uint8_t)(i * 131u + 7u);
+    static const size_t lens[] = {0, 1, 15, 16, 63, 64, 65, 79, 80, 127, 128, 129, 1000, 4096};
+    for (size_t so = 0; so < 16; so += 3)
+        for (size_t doff = 0; doff < 32; doff++)
+            for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+                size_t n = lens[li];
+                memset(dst, 0xa5, sizeof dst);
+                zc__copy_stream(dst + 32 + doff, src + so, n);
+                for (size_t i = 0; i < sizeof dst; i++) {
+                    bool inside = i >= 32 + doff && i < 32 + doff + n;
+                    uint8_t want = inside ? src[so + i - 32 - doff] : 0xa5;
+                    if (dst[i] != want) {
+                        char why[96];
+                        snprintf(why, sizeof why, "src+%zu -> dst+%zu, %zu bytes: byte %zu", so,
+                                 doff, n, i);
+                        zt_fail(__FILE__, __LINE__, "dst[i] == want", why);
+                    }
+                }
+            }
+}

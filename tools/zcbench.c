@@ -95,12 +95,13 @@ typedef struct zb_opts {
     zc_op op;
     uint32_t root;         /* checked against the rank count after init */
     zc_transport transport;
+    bool transport_set;    /* --transport given (else ZC_TRANSPORT or auto) */
 } zb_opts;
 
 static const char zb_usage_line[] =
     "usage: zcrun -n N zcbench -c COLL [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-d DTYPE]\n"
     "       [-o OP] [-r ROOT] [-w WARMUP] [-n ITERS] [--mode loop|barrier] [--check] [--json]\n"
-    "       [--transport auto|shm]   (zcbench --help for more)\n";
+    "       [--transport auto|shm|ib]   (zcbench --help for more)\n";
 
 static void zb_help(void) {
     fputs(zb_usage_line, stdout);
@@ -126,7 +127,9 @@ static void zb_help(void) {
           "  --check        inputs whose results are exact in DTYPE; every rank verifies every\n"
           "                 timed iteration outside the timed region\n"
           "  --json         one JSON object per line and size instead of the table\n"
-          "  --transport T  auto or shm (default auto: shared memory on this host)\n"
+          "  --transport T  auto, shm or ib (default: ZC_TRANSPORT, else auto: shared memory\n"
+          "                 on one host, InfiniBand/RoCE verbs across hosts; ZC_IB_* choose\n"
+          "                 the device, port and GID)\n"
           "  -h, --help     this text\n",
           stdout);
     fputs("\nSizes follow nccl-tests: `size` is the total buffer per rank: allreduce, reduce,\n"
@@ -135,7 +138,8 @@ static void zb_help(void) {
           "each rank's send buffer (n blocks, one per peer). It is rounded down to whole\n"
           "elements (whole blocks of n); sizes that round to 0 elements are left out.\n"
           "sendrecv: ranks 0<->1, 2<->3, ... each send and receive `size` bytes (an odd last\n"
-          "rank idles). barrier: one row, sizes ignored.\n",
+          "rank idles). barrier: one row, sizes ignored. broadcast runs in place at the root\n"
+          "(send == recv there, as MPI_Bcast and torch.distributed.broadcast).\n",
           stdout);
     fputs("\nColumns: size (bytes), count (elements in that buffer), type, redop (none when the\n"
           "collective does not reduce), root (-1 when it has none), time(us): the mean over\n"
@@ -204,9 +208,12 @@ static void zb_parse_option(zb_opts *o, int argc, char **argv, int *i) {
         o->root = (uint32_t)v;
     } else if (strcmp(a, "--transport") == 0) {
         const char *s = zb_value(argc, argv, i);
-        if (strcmp(s, "auto") != 0 && strcmp(s, "shm") != 0)
-            zb_usage("--transport %s: auto or shm in this build", s);
-        o->transport = strcmp(s, "shm") == 0 ? ZC_TRANSPORT_SHM : ZC_TRANSPORT_AUTO;
+        if (strcmp(s, "auto") != 0 && strcmp(s, "shm") != 0 && strcmp(s, "ib") != 0)
+            zb_usage("--transport %s: auto, shm or ib", s);
+        o->transport = strcmp(s, "shm") == 0  ? ZC_TRANSPORT_SHM
+                       : strcmp(s, "ib") == 0 ? ZC_TRANSPORT_IB
+                                              : ZC_TRANSPORT_AUTO;
+        o->transport_set = true;
     } else {
         zb_usage("unknown argument %s", a);
     }
@@ -294,7 +301,9 @@ static void zb_run_once(zb_bench *b, const zb_size *s) {
         ZB_CALL(b, zc_reduce(c, b->send, b->recv, s->arg, o->dtype, o->op, o->root, &req));
         break;
     case BR_BROADCAST:
-        ZB_CALL(b, zc_broadcast(c, b->send, b->recv, s->arg, o->dtype, o->root, &req));
+        /* In place at the root, as MPI_Bcast and torch.distributed.broadcast: no local copy. */
+        ZB_CALL(b, zc_broadcast(c, b->send, b->rank == o->root ? b->send : b->recv, s->arg,
+                                o->dtype, o->root, &req));
         break;
     case BR_REDUCE_SCATTER:
         ZB_CALL(b, zc_reduce_scatter(c, b->send, b->recv, s->arg, o->dtype, o->op, &req));
@@ -339,8 +348,11 @@ static bool zb_geometry(const zb_bench *b, br_coll c, uint64_t bytes, zb_size *s
     s->block_bytes = s->arg * b->esize;
     bool at_root = b->rank == b->o.root;
     switch (c) {
-    case BR_ALLREDUCE: case BR_BROADCAST: case BR_ALLGATHER: case BR_ALLTOALL:
+    case BR_ALLREDUCE: case BR_ALLGATHER: case BR_ALLTOALL:
         s->recv_bytes = (size_t)s->bytes;
+        break;
+    case BR_BROADCAST: /* the root broadcasts in place: nothing to check there */
+        s->recv_bytes = at_root ? 0 : (size_t)s->bytes;
         break;
     case BR_REDUCE: case BR_GATHER:
         s->recv_bytes = at_root ? (size_t)s->bytes : 0;
@@ -566,8 +578,10 @@ static int zb_root_of(const zb_bench *b, br_coll c) {
 
 static void zb_print_header(const zb_bench *b, br_coll c) {
     FILE *f = b->meta;
-    fprintf(f, "# zcbench: %s on %u ranks, transport shm, mode %s, %s%s%s\n", br_colls[c].name,
-            b->n, b->o.br.barrier_mode ? "barrier" : "loop", zc_dtype_name(b->o.dtype),
+    zc_transport t = b->cfg.transport;
+    fprintf(f, "# zcbench: %s on %u ranks, transport %s, mode %s, %s%s%s\n", br_colls[c].name,
+            b->n, t == ZC_TRANSPORT_IB ? "ib" : t == ZC_TRANSPORT_SHM ? "shm" : "auto",
+            b->o.br.barrier_mode ? "barrier" : "loop", zc_dtype_name(b->o.dtype),
             br_colls[c].reduces ? "/" : "", br_colls[c].reduces ? zc_op_name(b->o.op) : "");
     fprintf(f, "# arena %zu bytes per rank (zc_comm_arena_bytes)\n", b->arena_bytes);
     br_print_iters_line(f, b->o.br.iters, b->o.br.warmup);
@@ -647,7 +661,7 @@ static void zb_init(zb_bench *b) {
                 b->cfg.error_text);
         exit(ZB_EXIT_FAIL);
     }
-    b->cfg.transport = b->o.transport;
+    if (b->o.transport_set) b->cfg.transport = b->o.transport;
     b->arena_bytes = zc_comm_arena_bytes(&b->cfg);
     if (b->arena_bytes == 0) {
         fprintf(stderr, "zcbench: zc_comm_arena_bytes: 0 (the configuration is invalid)\n");

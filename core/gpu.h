@@ -1,0 +1,108 @@
+/* gpu.h: the provider interface between the core and a GPU runtime (gpu/cuda.c implements it
+ * for CUDA). The core owns the protocol of device-memory collectives (who reads which peer's
+ * buffer when, the readiness and "done reading" messages, stream-ordered starts); a gpu provider
+ * only detects memory kinds, exports and maps buffers between processes, launches reductions and
+ * copies on its own stream, records and polls events, and writes/waits on flag words from a
+ * caller's stream. gpu/ includes this header, zcoll.h and platform.h, never core internals.
+ *
+ * Every object (the stream, the events, the pinned flag words, the scratch buffer) is created by
+ * init and sized by the geometry; no function after init allocates. Data-path functions never
+ * block: they enqueue work on the provider's stream and return. Every failure returns a status
+ * and leaves one sentence (naming the CUDA call and the CUDA error name) in error_text(); a
+ * sticky CUDA error makes every later call fail with the same sentence. */
+#ifndef ZC_GPU_H
+#define ZC_GPU_H
+
+#include "zcoll.h"
+
+#define ZC_GPU_VERSION 1u
+/* Ranks whose buffers one reduction launch reads (and the ceiling of ranks in a communicator
+ * that runs device-memory collectives: every rank's input is one source). */
+#define ZC_GPU_MAX_SRCS 64u
+#define ZC_GPU_IPC_HANDLE_BYTES 64u /* sizeof(cudaIpcMemHandle_t) */
+
+typedef struct zc_gpu_geom {
+    uint32_t rank, nranks;
+    uint32_t events;        /* event slots, 0..events-1 (the core uses one per request slot) */
+    uint32_t flags;         /* 32-bit flag words in pinned host memory the GPU can reach */
+    uint64_t scratch_bytes; /* device scratch buffer (0: none) */
+    int32_t device;         /* CUDA device ordinal; -1: the calling thread's current device */
+    uint32_t reserved_;
+} zc_gpu_geom;
+
+/* What mem_query says about an address range. */
+typedef enum zc_gpu_mem {
+    ZC_GPU_MEM_HOST = 0,     /* not device memory (pageable or pinned host memory) */
+    ZC_GPU_MEM_DEVICE,       /* device memory of this provider's device, range inside one
+                              * allocation */
+    ZC_GPU_MEM_MANAGED,      /* managed (unified) memory: not registrable */
+    ZC_GPU_MEM_OTHER_DEVICE, /* device memory of another device */
+    ZC_GPU_MEM_PARTIAL       /* device memory, but the range runs past its allocation */
+} zc_gpu_mem;
+
+/* A registered buffer as a peer process needs it to map it (exchanged by the core). */
+typedef struct zc_gpu_ipc {
+    uint8_t handle[ZC_GPU_IPC_HANDLE_BYTES]; /* the allocation's IPC handle */
+    uint64_t offset;   /* addr - the allocation's base */
+    uint64_t addr;     /* the exporter's own address (a peer in the same process uses it) */
+    uint64_t bytes;    /* registered length */
+    uint64_t pid;      /* exporting process */
+    uint32_t device;   /* exporting device ordinal */
+    uint32_t creg;     /* the communicator's CUDA registration number (same on every rank) */
+    uint32_t valid;    /* 1: a registration; 0: the exporter failed (see its error text) */
+    uint32_t pad_;
+} zc_gpu_ipc;
+
+typedef struct zc_gpu_ops {
+    uint32_t struct_bytes; /* sizeof(zc_gpu_ops) */
+    uint32_t version;      /* ZC_GPU_VERSION */
+    const char *name;
+    /* Arena bytes of the provider's state for g (host memory; device objects are made by init). */
+    size_t (*state_bytes)(const zc_gpu_geom *g);
+    /* Creates the stream, g->events events, g->flags pinned flag words (zeroed) and the scratch
+     * buffer. ZC_UNSUPPORTED when this process has no usable device (no driver, no device), any
+     * other failure ZC_GPU; either way nothing stays created and error_text says why. */
+    zc_status (*init)(void *state, const zc_gpu_geom *g);
+    /* Waits for the provider's stream (the only blocking call) and destroys what init made. */
+    void (*fini)(void *state);
+    const char *(*error_text)(const void *state);
+    /* Kind of [addr, addr+bytes) into *kind (zc_gpu_mem). */
+    zc_status (*mem_query)(void *state, const void *addr, size_t bytes, uint32_t *kind);
+    /* Fills out (all but creg) for a ZC_GPU_MEM_DEVICE range so that a peer can map it. */
+    zc_status (*ipc_export)(void *state, void *addr, size_t bytes, zc_gpu_ipc *out);
+    /* Maps a peer's exported range; *mapped is the peer's addr in this process. */
+    zc_status (*ipc_open)(void *state, const zc_gpu_ipc *in, void **mapped);
+    /* Unmaps what ipc_open returned (mapped as returned, offset included). */
+    void (*ipc_close)(void *state, const zc_gpu_ipc *in, void *mapped);
+    /* A dma-buf file descriptor covering [addr, addr+bytes) for a NIC to register (transport_ib's
+     * GPUDirect RDMA path); *offset is addr's offset inside it. The caller closes the fd. */
+    zc_status (*dmabuf_export)(void *state, void *addr, size_t bytes, int32_t *fd,
+                               uint64_t *offset);
+    /* Enqueues dst[i] = srcs[0][i] op srcs[1][i] ... op srcs[nsrc-1][i] for i < count with the
+     * host kernels' exact semantics (core/reduce.h: rank order, fp32 accumulation of narrow
+     * floats rounded once, canonical NaN, AVG divides by nsrc). 1 <= nsrc <= ZC_GPU_MAX_SRCS;
+     * dst may equal any srcs[k]; sources may be peers' mapped buffers. */
+    zc_status (*reduce)(void *state, void *dst, const void *const *srcs, uint32_t nsrc,
+                        size_t count, zc_dtype dtype, zc_op op);
+    /* Enqueues a device-to-device copy (either side may be a peer's mapped buffer). */
+    zc_status (*copy)(void *state, void *dst, const void *src, size_t bytes);
+    /* Records event ev after everything enqueued so far; event_query gives ZC_OK once it
+     * completed, ZC_IN_PROGRESS before, or the failure (a fault of the work before it). */
+    zc_status (*event_record)(void *state, uint32_t ev);
+    zc_status (*event_query)(void *state, uint32_t ev);
+    /* The scratch buffer (device memory of scratch_bytes) and the flag words' host view. */
+    void *(*scratch)(void *state);
+    uint32_t *(*flags)(void *state);
+    /* Stream-ordered starts on a caller's stream (a cudaStream_t; NULL is the legacy default
+     * stream): is it being captured into a graph; enqueue "flag = value"; enqueue "wait until
+     * (int32_t)(flag - value) >= 0". Both enqueued operations may be captured. */
+    zc_status (*stream_capturing)(void *state, void *stream, bool *capturing);
+    zc_status (*stream_write_flag)(void *state, void *stream, uint32_t flag, uint32_t value);
+    zc_status (*stream_wait_flag)(void *state, void *stream, uint32_t flag, uint32_t value);
+} zc_gpu_ops;
+
+#ifdef ZC_HAVE_CUDA
+extern const zc_gpu_ops zc_gpu_cuda;
+#endif
+
+#endif

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# tests/check.sh: the whole test suite, as CI and README's test command run it (`ninja check`
+# runs it once the static checks passed): build/zctest (unit, in-process and multi-process
+# tests), then, when this build has transport_ib, the soft-RoCE suite in a QEMU guest
+# (tests/rxe/run.sh). Prints both runners' output and then one combined final line
+# `N passed, N failed, N skipped`; exits non-zero if either runner failed.
+#   ZC_CHECK_RXE=0 leaves the guest suite out (it is then counted as one skipped test).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+P=0 F=0 S=0 RC=0
+# Adds the counts of a runner's final `N passed, N failed[, N skipped]` line.
+tally() {
+    local line
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -1)
+    if [ -z "$line" ]; then
+        echo "check.sh: $2 printed no summary line" >&2
+        F=$((F + 1))
+        return
+    fi
+    local p f s
+    p=$(sed -E 's/^([0-9]+) passed.*/\1/' <<<"$line")
+    f=$(sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/' <<<"$line")
+    s=$(sed -nE 's/.*, ([0-9]+) skipped.*/\1/p' <<<"$line")
+    P=$((P + p)) F=$((F + f)) S=$((S + ${s:-0}))
+}
+
+LOG=$(mktemp -d)
+trap 'rm -rf "$LOG"' EXIT
+
+echo "=== check: build/zctest ==="
+build/zctest 2>&1 | tee "$LOG/zctest"
+[ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
+tally "$LOG/zctest" build/zctest
+
+if grep -q -- '-DZC_HAVE_IB=1' build.ninja 2>/dev/null; then
+    if [ "${ZC_CHECK_RXE:-1}" = 0 ]; then
+        echo "=== check: soft-RoCE suite left out (ZC_CHECK_RXE=0) ==="
+        S=$((S + 1))
+    else
+        echo "=== check: tests/rxe/run.sh (transport_ib on soft-RoCE in a QEMU guest) ==="
+        bash tests/rxe/run.sh 2>&1 | tee "$LOG/rxe"
+        [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
+        tally "$LOG/rxe" tests/rxe/run.sh
+    fi
+else
+    echo "=== check: no transport_ib in this build: soft-RoCE suite skipped ==="
+    S=$((S + 1))
+fi
+
+[ "$F" -eq 0 ] || RC=1
+echo "$P passed, $F failed, $S skipped"
+exit "$RC"

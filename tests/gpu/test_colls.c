@@ -1,0 +1,312 @@
+/* test_colls.c: collectives on registered device memory through zcrun (1, 2 and 4 ranks on
+ * whatever GPUs there are, one GPU shared being the usual case) against a host reference
+ * computed from every rank's inputs with the host kernels; misuse refused with sentences;
+ * stream-ordered forms captured in a CUDA graph and replayed; one-shot latency. */
+#include "zg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "reduce.h"
+
+#define ZG_BUF (8u << 20) /* bytes of each device buffer */
+
+static zc_status zg_wait(zc_comm *c, zc_status issued, zc_req *req) {
+    return issued != ZC_OK ? issued : zc_wait(c, req);
+}
+
+void gpu_registration_refuses_host_managed_partial_and_unregistered_memory(void) {
+    zg_need_device();
+    zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
+    zc_mem *m = NULL, *mh = NULL;
+    uint8_t *host = malloc(1u << 20), *managed = NULL, *dev = NULL, *dev2 = NULL;
+    ZG_CUDA(cudaMallocManaged((void **)&managed, 4096, cudaMemAttachGlobal));
+    ZG_CUDA(cudaMalloc((void **)&dev, 1u << 20));
+    ZG_CUDA(cudaMalloc((void **)&dev2, 1u << 20));
+    ZG_CHECK_ST(c, zc_mem_register(c, host, 4096, ZC_MEM_CUDA, &mh), ZC_INVALID_ARG);
+    ZG_CHECK(strstr(zc_comm_error_text(c), "host memory") != NULL);
+    ZG_CHECK_ST(c, zc_mem_register(c, managed, 4096, ZC_MEM_CUDA, &mh), ZC_INVALID_ARG);
+    ZG_CHECK(strstr(zc_comm_error_text(c), "managed") != NULL);
+    ZG_CHECK_ST(c, zc_mem_register(c, dev, 2u << 20, ZC_MEM_CUDA, &mh), ZC_INVALID_ARG);
+    ZG_CHECK(strstr(zc_comm_error_text(c), "past the end") != NULL);
+    ZG_CHECK_ST(c, zc_mem_register(c, dev, 1u << 20, ZC_MEM_CUDA, &m), ZC_OK);
+    zc_req req;
+    ZG_CHECK_ST(c, zc_allreduce(c, dev2, dev2, 16, ZC_FLOAT32, ZC_SUM, &req), ZC_INVALID_ARG);
+    ZG_CHECK(strstr(zc_comm_error_text(c), "not registered") != NULL);
+    ZG_CHECK_ST(c, zc_allreduce(c, dev, host, 16, ZC_FLOAT32, ZC_SUM, &req), ZC_INVALID_ARG);
+    ZG_CHECK(strstr(zc_comm_error_text(c), "ZC_MEM_CUDA") != NULL);
+    ZG_CHECK_ST(c, zc_allreduce(c, dev + (1u << 20) - 32, dev, 16, ZC_FLOAT32, ZC_SUM, &req),
+                ZC_INVALID_ARG); /* runs past the registration */
+    /* One rank: the device all_reduce is the n = 1 reduction (NaNs made canonical). */
+    const size_t count = 4099;
+    float *in = malloc(count * 4), *want = malloc(count * 4), *got = malloc(count * 4);
+    zg_fill(in, count, ZC_FLOAT32, 5);
+    const void *ins[1] = {in};
+    zc__reduce(want, ins, 1, count, ZC_FLOAT32, ZC_SUM);
+    ZG_CUDA(cudaMemcpy(dev, in, count * 4, cudaMemcpyHostToDevice));
+    ZG_CHECK_ST(c, zg_wait(c, zc_allreduce(c, dev, dev + (512u << 10), count, ZC_FLOAT32, ZC_SUM,
+                                           &req), &req), ZC_OK);
+    ZG_CUDA(cudaMemcpy(got, dev + (512u << 10), count * 4, cudaMemcpyDeviceToHost));
+    ZG_CHECK(memcmp(got, want, count * 4) == 0);
+    ZG_CHECK_ST(c, zc_mem_deregister(c, m), ZC_OK);
+    ZG_CHECK_ST(c, zc_allreduce(c, dev, dev, 16, ZC_FLOAT32, ZC_SUM, &req), ZC_INVALID_ARG);
+    ZG_CHECK_ST(c, zc_comm_fini(c), ZC_OK);
+}
+
+/* ---- the collective sweep ---- */
+
+typedef struct zg_case {
+    int kind; /* 0 allreduce 1 reduce 2 reduce_scatter 3 broadcast 4 allgather 5 gather
+               * 6 scatter 7 alltoall */
+    zc_dtype dtype;
+    zc_op op;
+    size_t count;
+    uint32_t root;
+    bool in_place;
+} zg_case;
+
+static const char *const zg_kinds[] = {"allreduce", "reduce", "reduce_scatter", "broadcast",
+                                       "allgather", "gather", "scatter", "alltoall"};
+
+/* Blocks of count elements in rank r's input. */
+static size_t zg_in_blocks(const zg_case *k, uint32_t n) {
+    return k->kind == 2 || k->kind == 6 || k->kind == 7 ? n : 1;
+}
+static size_t zg_out_blocks(const zg_case *k, uint32_t n) {
+    return k->kind == 4 || k->kind == 5 || k->kind == 7 ? n : 1;
+}
+
+static zc_status zg_issue(zc_comm *c, const zg_case *k, uint8_t *send, uint8_t *recv,
+                          zc_req *req) {
+    switch (k->kind) {
+    case 0: return zc_allreduce(c, send, recv, k->count, k->dtype, k->op, req);
+    case 1: return zc_reduce(c, send, recv, k->count, k->dtype, k->op, k->root, req);
+    case 2: return zc_reduce_scatter(c, send, recv, k->count, k->dtype, k->op, req);
+    case 3: return zc_broadcast(c, send, recv, k->count, k->dtype, k->root, req);
+    case 4: return zc_allgather(c, send, recv, k->count, k->dtype, req);
+    case 5: return zc_gather(c, send, recv, k->count, k->dtype, k->root, req);
+    case 6: return zc_scatter(c, send, recv, k->count, k->dtype, k->root, req);
+    default: return zc_alltoall(c, send, recv, k->count, k->dtype, req);
+    }
+}
+
+/* The expected output of rank me from every rank's inputs (0: nothing to check here). */
+static size_t zg_expect(const zg_case *k, uint32_t n, uint32_t me, uint8_t *const *in,
+                        uint8_t *want) {
+    size_t es = zc_dtype_bytes(k->dtype), blk = k->count * es;
+    const void *ins[64];
+    switch (k->kind) {
+    case 0:
+    case 1:
+    case 2:
+        if (k->kind == 1 && me != k->root) return 0;
+        for (uint32_t r = 0; r < n; r++) ins[r] = in[r] + (k->kind == 2 ? me * blk : 0);
+        zc__reduce(want, ins, n, k->count, k->dtype, k->op);
+        return blk;
+    case 3: memcpy(want, in[k->root], blk); return blk;
+    case 5:
+        if (me != k->root) return 0;
+        /* fall through */
+    case 4:
+        for (uint32_t r = 0; r < n; r++) memcpy(want + r * blk, in[r], blk);
+        return n * blk;
+    case 6: memcpy(want, in[k->root] + me * blk, blk); return blk;
+    default:
+        for (uint32_t r = 0; r < n; r++) memcpy(want + r * blk, in[r] + me * blk, blk);
+        return n * blk;
+    }
+}
+
+/* Runs one case on device memory and compares with the host reference; seed numbers cases. */
+static void zg_run_case(zc_comm *c, const zg_case *k, uint32_t seed, uint8_t *dsend,
+                        uint8_t *drecv, uint8_t *const *in, uint8_t *want, uint8_t *got) {
+    uint32_t n = zc_comm_size(c), me = zc_comm_rank(c);
+    size_t es = zc_dtype_bytes(k->dtype), blk = k->count * es;
+    for (uint32_t r = 0; r < n; r++) zg_fill(in[r], k->count * zg_in_blocks(k, n), k->dtype,
+                                             seed * 64u + r);
+    uint8_t *send = dsend, *recv = drecv;
+    if (k->in_place) {
+        send = recv = drecv;
+        if (k->kind == 2) recv = drecv + me * blk;
+        if (k->kind == 4 || k->kind == 5) send = drecv + me * blk;
+        if (k->kind == 6) recv = drecv + k->root * blk;
+    }
+    ZG_CUDA(cudaMemset(drecv, 0xa5, zg_out_blocks(k, n) * blk + blk));
+    ZG_CUDA(cudaMemcpy(send, in[me], zg_in_blocks(k, n) * blk, cudaMemcpyHostToDevice));
+    zc_req req;
+    ZG_CHECK_ST(c, zg_wait(c, zg_issue(c, k, send, recv, &req), &req), ZC_OK);
+    size_t bytes = zg_expect(k, n, me, in, want);
+    if (!bytes) return;
+    uint8_t *out = k->in_place && (k->kind == 4 || k->kind == 5) ? drecv : recv;
+    ZG_CUDA(cudaMemcpy(got, out, bytes, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < bytes; i++) {
+        if (got[i] == want[i]) continue;
+        char d[240];
+        snprintf(d, sizeof d, "rank %u: %s %s %s count %zu root %u%s: element %zu differs "
+                 "(device byte 0x%02x, host 0x%02x)", me, zg_kinds[k->kind],
+                 zc_dtype_name(k->dtype), zc_op_name(k->op), k->count, k->root,
+                 k->in_place ? " in place" : "", i / es, got[i], want[i]);
+        zg_fail(__FILE__, __LINE__, "device == host reference", d);
+    }
+}
+
+int zg_rank_collectives(void) {
+    zg_need_device();
+    /* Small scratch and one-shot limit: several rounds and both all_reduce algorithms. */
+    zc_comm *c = zg_comm_from_env(32u << 10, 64u << 10);
+    uint32_t n = zc_comm_size(c);
+    uint8_t *dsend = NULL, *drecv = NULL, *in[64], *want = malloc(ZG_BUF), *got = malloc(ZG_BUF);
+    zc_mem *ms, *mr;
+    for (uint32_t r = 0; r < n; r++) in[r] = malloc(ZG_BUF);
+    ZG_CUDA(cudaMalloc((void **)&dsend, ZG_BUF));
+    ZG_CUDA(cudaMalloc((void **)&drecv, ZG_BUF));
+    ZG_CHECK_ST(c, zc_mem_register(c, dsend, ZG_BUF, ZC_MEM_CUDA, &ms), ZC_OK);
+    ZG_CHECK_ST(c, zc_mem_register(c, drecv, ZG_BUF, ZC_MEM_CUDA, &mr), ZC_OK);
+    static const size_t ar_counts[] = {1, 5000, 100003};
+    uint32_t seed = 0, cases = 0;
+    for (int dt = 0; dt < ZC_DTYPE_COUNT_; dt++)
+        for (int op = 0; op < ZC_OP_COUNT_; op++)
+            for (size_t ci = 0; ci < 3; ci++)
+                for (int ip = 0; ip < 2; ip++, cases++) {
+                    zg_case k = {0, (zc_dtype)dt, (zc_op)op, ar_counts[ci], 0, ip == 1};
+                    zg_run_case(c, &k, seed++, dsend, drecv, in, want, got);
+                }
+    for (int kind = 1; kind < 8; kind++)
+        for (int dt = 0; dt < ZC_DTYPE_COUNT_; dt++)
+            for (int op = 0; op < ZC_OP_COUNT_; op++)
+                for (int ip = 0; ip < 2; ip++) {
+                    if (kind > 2 && op > 0) continue;      /* no op: once per dtype */
+                    if (kind == 7 && ip) continue;          /* alltoall has no in-place form */
+                    size_t count = (kind == 2 || kind == 7) ? 1001 : 4099;
+                    zg_case k = {kind, (zc_dtype)dt, (zc_op)op, count, n - 1, ip == 1};
+                    zg_run_case(c, &k, seed++, dsend, drecv, in, want, got);
+                    cases++;
+                }
+    if (zc_comm_rank(c) == 0)
+        printf("%u ranks: %u device collectives equal to the host reference\n", n, cases);
+    ZG_CHECK_ST(c, zc_mem_deregister(c, ms), ZC_OK);
+    ZG_CHECK_ST(c, zc_mem_deregister(c, mr), ZC_OK);
+    ZG_CHECK_ST(c, zc_comm_fini(c), ZC_OK);
+    return 0;
+}
+
+static void zg_ranks(uint32_t n, const char *name) {
+    zg_need_device(); /* skip before starting ranks when there is no GPU */
+    int rc = zg_run_ranks(n, name, 240);
+    if (rc == 77) zg_skip("the ranks found no usable GPU");
+    ZG_CHECK(rc == 0);
+}
+
+void gpu_collectives_match_host_reference_1_rank(void) { zg_ranks(1, "zg_rank_collectives"); }
+void gpu_collectives_match_host_reference_2_ranks(void) { zg_ranks(2, "zg_rank_collectives"); }
+void gpu_collectives_match_host_reference_4_ranks(void) { zg_ranks(4, "zg_rank_collectives"); }
+
+/* ---- stream-ordered forms in a CUDA graph ---- */
+
+static void zg_drive(zc_comm *c, cudaStream_t s) {
+    cudaError_t e;
+    while ((e = cudaStreamQuery(s)) == cudaErrorNotReady) ZG_CHECK_ST(c, zc_progress(c), ZC_OK);
+    ZG_CUDA(e);
+}
+
+int zg_rank_stream_graph(void) {
+    enum { N = 4096 };
+    zg_need_device();
+    zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
+    uint32_t n = zc_comm_size(c), me = zc_comm_rank(c);
+    int32_t *dsend, *drecv, *dag, host[N], *hag = malloc(sizeof(int32_t) * N * n);
+    zc_mem *m1, *m2, *m3;
+    ZG_CUDA(cudaMalloc((void **)&dsend, sizeof host));
+    ZG_CUDA(cudaMalloc((void **)&drecv, sizeof host));
+    ZG_CUDA(cudaMalloc((void **)&dag, sizeof host * n));
+    ZG_CHECK_ST(c, zc_mem_register(c, dsend, sizeof host, ZC_MEM_CUDA, &m1), ZC_OK);
+    ZG_CHECK_ST(c, zc_mem_register(c, drecv, sizeof host, ZC_MEM_CUDA, &m2), ZC_OK);
+    ZG_CHECK_ST(c, zc_mem_register(c, dag, sizeof host * n, ZC_MEM_CUDA, &m3), ZC_OK);
+    for (int i = 0; i < N; i++) host[i] = (int32_t)me + 1;
+    ZG_CUDA(cudaMemcpy(dsend, host, sizeof host, cudaMemcpyHostToDevice));
+    cudaStream_t s;
+    ZG_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    /* Not captured: ordered after the add on the same stream. */
+    ZG_CHECK(zg_add_i32(dsend, N, 0, s) == 0);
+    ZG_CHECK_ST(c, zc_allreduce_stream(c, dsend, drecv, N, ZC_INT32, ZC_SUM, s), ZC_OK);
+    ZG_CHECK_ST(c, zc_barrier_stream(c, s), ZC_OK);
+    zg_drive(c, s);
+    ZG_CUDA(cudaMemcpy(host, drecv, sizeof host, cudaMemcpyDeviceToHost));
+    ZG_CHECK(host[0] == (int32_t)(n * (n + 1) / 2) && host[N - 1] == host[0]);
+    /* Captured: add 1, all_reduce, all_gather; replayed 100 times. */
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    ZG_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    ZG_CHECK(zg_add_i32(dsend, N, 1, s) == 0);
+    ZG_CHECK_ST(c, zc_allreduce_stream(c, dsend, drecv, N, ZC_INT32, ZC_SUM, s), ZC_OK);
+    ZG_CHECK_ST(c, zc_allgather_stream(c, dsend, dag, N, ZC_INT32, s), ZC_OK);
+    ZG_CUDA(cudaStreamEndCapture(s, &graph));
+    ZG_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    for (int k = 1; k <= 100; k++) {
+        ZG_CUDA(cudaGraphLaunch(exec, s));
+        zg_drive(c, s);
+        ZG_CUDA(cudaMemcpy(host, drecv, sizeof host, cudaMemcpyDeviceToHost));
+        ZG_CUDA(cudaMemcpy(hag, dag, sizeof host * n, cudaMemcpyDeviceToHost));
+        int32_t want = (int32_t)(n * (n + 1) / 2 + n * (uint32_t)k);
+        if (host[0] != want || host[N - 1] != want) {
+            char d[128];
+            snprintf(d, sizeof d, "replay %d: all_reduce gave %d and %d, expected %d", k,
+                     host[0], host[N - 1], want);
+            zg_fail(__FILE__, __LINE__, "replay result", d);
+        }
+        for (uint32_t p = 0; p < n; p++)
+            ZG_CHECK(hag[p * N] == (int32_t)p + 1 + k && hag[p * N + N - 1] == hag[p * N]);
+    }
+    if (me == 0) printf("%u ranks: 100 graph replays of add + all_reduce + all_gather correct\n", n);
+    ZG_CUDA(cudaGraphExecDestroy(exec));
+    ZG_CUDA(cudaGraphDestroy(graph));
+    ZG_CHECK_ST(c, zc_comm_fini(c), ZC_OK);
+    return 0;
+}
+
+void gpu_stream_forms_captured_in_graph_replayed_100_times_2_ranks(void) {
+    zg_ranks(2, "zg_rank_stream_graph");
+}
+void gpu_stream_forms_captured_in_graph_replayed_100_times_4_ranks(void) {
+    zg_ranks(4, "zg_rank_stream_graph");
+}
+
+/* ---- latency ---- */
+
+static int zg_cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int zg_rank_latency(void) {
+    enum { ITERS = 1000 };
+    static double lat[ITERS];
+    static const size_t sizes[] = {8, 64u << 10};
+    zg_need_device();
+    zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
+    uint8_t *dsend, *drecv;
+    zc_mem *m1, *m2;
+    ZG_CUDA(cudaMalloc((void **)&dsend, 64u << 10));
+    ZG_CUDA(cudaMalloc((void **)&drecv, 64u << 10));
+    ZG_CUDA(cudaMemset(dsend, 0, 64u << 10));
+    ZG_CHECK_ST(c, zc_mem_register(c, dsend, 64u << 10, ZC_MEM_CUDA, &m1), ZC_OK);
+    ZG_CHECK_ST(c, zc_mem_register(c, drecv, 64u << 10, ZC_MEM_CUDA, &m2), ZC_OK);
+    for (size_t si = 0; si < 2; si++) {
+        zc_req req;
+        size_t count = sizes[si] / 4;
+        for (int i = -50; i < ITERS; i++) {
+            double t0 = zg_now_s();
+            ZG_CHECK_ST(c, zg_wait(c, zc_allreduce(c, dsend, drecv, count, ZC_FLOAT32, ZC_SUM,
+                                                   &req), &req), ZC_OK);
+            if (i >= 0) lat[i] = (zg_now_s() - t0) * 1e6;
+        }
+        qsort(lat, ITERS, sizeof lat[0], zg_cmp);
+        if (zc_comm_rank(c) == 0)
+            printf("one-shot allreduce float32 %zu B on %u ranks: p50 %.1f us, p99 %.1f us\n",
+                   sizes[si], zc_comm_size(c), lat[ITERS / 2], lat[ITERS * 99 / 100]);
+    }
+    ZG_CHECK_ST(c, zc_comm_fini(c), ZC_OK);
+    return 0;
+}
+
+void gpu_oneshot_allreduce_latency_8b_and_64kib_2_ranks(void) { zg_ranks(2, "zg_rank_latency"); }

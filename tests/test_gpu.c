@@ -1,0 +1,122 @@
+/* test_gpu.c: what of the GPU path runs without a GPU: ZC_MEM_CUDA registration and the
+ * stream-ordered forms say why they cannot work here (no CUDA in the build; or, as zctest never
+ * creates a CUDA context, no context for cfg->gpu_device -1 to take), the gpu_* configuration
+ * fields, and the arena's gpu region. The device suite is tests/gpu (ninja check-gpu). */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
+#include "zt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "zcoll.h"
+
+static uint64_t zt_arena[(8u << 20) / 8];
+
+static zc_comm *zt_one_rank(void) {
+    zc_config cfg;
+    zc_comm *c = NULL;
+    zc_config_default(&cfg);
+    ZT_CHECK(zc_comm_arena_bytes(&cfg) <= sizeof zt_arena);
+    ZT_CHECK_ST(zc_comm_init(&cfg, zt_arena, sizeof zt_arena, &c), ZC_OK);
+    return c;
+}
+
+void gpu_mem_register_cuda_without_a_usable_device_is_unsupported_with_a_sentence(void) {
+    static uint8_t buf[4096];
+    zc_comm *c = zt_one_rank();
+    zc_mem *m = NULL;
+    ZT_CHECK_ST(zc_mem_register(c, buf, sizeof buf, ZC_MEM_CUDA, &m), ZC_UNSUPPORTED);
+    ZT_CHECK(m == NULL);
+    const char *why = zc_comm_error_text(c);
+    ZT_CHECK(strstr(why, "ZC_MEM_CUDA") != NULL);
+#ifdef ZC_HAVE_CUDA
+    /* No driver, no device, or (zctest never touches CUDA) no context to take. */
+    ZT_CHECK(strstr(why, "CUDA") != NULL && strstr(why, "no CUDA support") == NULL);
+#else
+    ZT_CHECK(strstr(why, "no CUDA support") != NULL);
+#endif
+    /* The table is untouched: a host registration still gets the first entry. */
+    ZT_CHECK_ST(zc_mem_register(c, buf, sizeof buf, ZC_MEM_HOST, &m), ZC_OK);
+    ZT_CHECK_ST(zc_mem_deregister(c, m), ZC_OK);
+    ZT_CHECK_ST(zc_mem_register(c, buf, sizeof buf, (zc_mem_kind)7, &m), ZC_INVALID_ARG);
+    ZT_CHECK_ST(zc_comm_fini(c), ZC_OK);
+}
+
+void gpu_config_fields_are_validated_and_read_from_env(void) {
+    zc_config cfg;
+    zc_config_default(&cfg);
+    ZT_CHECK_EQ(cfg.gpu_device, -1);
+    ZT_CHECK_EQ(cfg.gpu_stream_slots, ZC_DEFAULT_GPU_STREAM_SLOTS);
+    ZT_CHECK_EQ(cfg.gpu_scratch_bytes, ZC_DEFAULT_GPU_SCRATCH_BYTES);
+    ZT_CHECK_EQ(cfg.gpu_oneshot_max_bytes, ZC_DEFAULT_GPU_ONESHOT_MAX_BYTES);
+    zc_config bad = cfg;
+    bad.gpu_device = -3;
+    ZT_CHECK_EQ(zc_comm_arena_bytes(&bad), 0);
+    bad = cfg;
+    bad.gpu_stream_slots = 5000;
+    ZT_CHECK_EQ(zc_comm_arena_bytes(&bad), 0);
+    bad = cfg;
+    bad.gpu_scratch_bytes = 1000; /* not a multiple of 256 */
+    ZT_CHECK_EQ(zc_comm_arena_bytes(&bad), 0);
+    zc_comm *c = NULL;
+    ZT_CHECK_ST(zc_comm_init(&bad, zt_arena, sizeof zt_arena, &c), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(zc_init_error_text(), "gpu_scratch_bytes") != NULL);
+    ZT_CHECK(setenv("ZC_GPU_DEVICE", "none", 1) == 0);
+    ZT_CHECK(setenv("ZC_GPU_STREAM_SLOTS", "4", 1) == 0);
+    ZT_CHECK(setenv("ZC_GPU_SCRATCH_BYTES", "1048576", 1) == 0);
+    ZT_CHECK(setenv("ZC_GPU_ONESHOT_MAX_BYTES", "65536", 1) == 0);
+    ZT_CHECK_ST(zc_config_from_env(&cfg), ZC_OK);
+    ZT_CHECK_EQ(cfg.gpu_device, -2);
+    ZT_CHECK_EQ(cfg.gpu_stream_slots, 4);
+    ZT_CHECK_EQ(cfg.gpu_scratch_bytes, 1048576);
+    ZT_CHECK_EQ(cfg.gpu_oneshot_max_bytes, 65536);
+    ZT_CHECK(setenv("ZC_GPU_DEVICE", "3", 1) == 0);
+    ZT_CHECK_ST(zc_config_from_env(&cfg), ZC_OK);
+    ZT_CHECK_EQ(cfg.gpu_device, 3);
+    ZT_CHECK(setenv("ZC_GPU_STREAM_SLOTS", "many", 1) == 0);
+    ZT_CHECK_ST(zc_config_from_env(&cfg), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(cfg.error_text, "ZC_GPU_STREAM_SLOTS") != NULL);
+    ZT_CHECK(setenv("ZC_GPU_STREAM_SLOTS", "4", 1) == 0);
+    ZT_CHECK(setenv("ZC_GPU_SCRATCH_BYTES", "1000", 1) == 0);
+    ZT_CHECK_ST(zc_config_from_env(&cfg), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(cfg.error_text, "gpu_scratch_bytes") != NULL);
+    ZT_CHECK(unsetenv("ZC_GPU_DEVICE") == 0 && unsetenv("ZC_GPU_STREAM_SLOTS") == 0 &&
+             unsetenv("ZC_GPU_SCRATCH_BYTES") == 0 && unsetenv("ZC_GPU_ONESHOT_MAX_BYTES") == 0);
+}
+
+void gpu_arena_region_exists_only_in_cuda_builds_and_grows_with_stream_slots(void) {
+    zc_config cfg, off, more;
+    zc_config_default(&cfg);
+    off = more = cfg;
+    off.gpu_device = -2;
+    more.gpu_stream_slots = cfg.gpu_stream_slots * 4u;
+    size_t base = zc_comm_arena_bytes(&cfg), none = zc_comm_arena_bytes(&off);
+    size_t grown = zc_comm_arena_bytes(&more);
+    ZT_CHECK(base > 0 && none > 0 && grown > 0);
+#ifdef ZC_HAVE_CUDA
+    ZT_CHECK(base > none);
+    ZT_CHECK(grown > base);
+#else
+    ZT_CHECK_EQ(base, none);
+    ZT_CHECK_EQ(grown, base);
+#endif
+}
+
+void gpu_stream_forms_without_a_usable_device_are_unsupported(void) {
+#ifdef ZC_HAVE_CUDA
+    static float buf[16];
+    zc_comm *c = zt_one_rank();
+    ZT_CHECK_ST(zc_allreduce_stream(c, buf, buf, 16, ZC_FLOAT32, ZC_SUM, NULL), ZC_UNSUPPORTED);
+    ZT_CHECK(strstr(zc_comm_error_text(c), "zc_allreduce_stream") != NULL);
+    ZT_CHECK_ST(zc_barrier_stream(c, NULL), ZC_UNSUPPORTED);
+    ZT_CHECK_ST(zc_allreduce_stream(c, buf, buf, 16, ZC_FLOAT32, (zc_op)9, NULL),
+                ZC_INVALID_ARG); /* validated like the non-blocking form, first */
+    /* The host path is untouched by the hooks. */
+    zc_req req;
+    ZT_CHECK_ST(zc_allreduce(c, buf, buf, 16, ZC_FLOAT32, ZC_SUM, &req), ZC_OK);
+    ZT_CHECK_ST(zc_wait(c, &req), ZC_OK);
+    ZT_CHECK_ST(zc_comm_fini(c), ZC_OK);
+#else
+    ZT_SKIP("this build has no CUDA: the stream-ordered forms are not declared");
+#endif
+}

@@ -1,0 +1,314 @@
+/* path.c: transport_ib's data path. post writes a staging slot (header + payload) into the
+ * peer's inbound slot with one RDMA WRITE WITH IMM; arrivals are receive completions whose
+ * immediate (layout in ib.h) is checked against the sequence expected on that queue pair
+ * before the slot is marked arrived; credits are 8-byte RDMA writes of a checked record of a
+ * monotonic count into the peer's credit line; the alarm is a compare-and-swap (or a write,
+ * on devices without atomics) into every peer's alarm word. Any error completion, failed post
+ * or out-of-sequence arrival loses that peer for good (peer_alive says how). While the core
+ * asks about a peer's liveness, one probe write to it stays in flight, so that a peer that
+ * died on another host shows as soon as the queue pair's retries run out.
+ * Must not: block (every poll takes at most one batch of completions), or allocate.
+ *
+ * Send queue accounting: request w of a queue pair is signalled when w % signal_every is
+ * signal_every - 1; a polled completion of w finishes every request up to w. A request is
+ * only posted while fewer than sq_depth are unfinished (one poll is tried when full). A credit
+ * that finds its queue full waits in credit_want and goes with the next poll. */
+#include "ib.h"
+
+static zc_ib_peer *zc_peer(zc_ib *s, uint32_t peer) { return &s->peers[peer]; }
+
+static uint8_t *zc_staging(const zc_ib *s, uint32_t lane, uint32_t peer, uint32_t slot) {
+    size_t ring = (size_t)lane * s->g.nranks + peer;
+    return s->loc + (ring * s->g.slots + slot) * s->g.stride;
+}
+
+/* The posted word that send request w of queue pair (peer, j) uses. */
+static uint64_t *zc_word(const zc_ib *s, uint32_t peer, uint32_t j, uint64_t w) {
+    uint64_t *words = (uint64_t *)(void *)(s->loc + s->words_off);
+    return words + ((size_t)peer * s->qps + j) * s->sq_depth + w % s->sq_depth;
+}
+
+static uint64_t zc_credit_off(const zc_ib *s, uint32_t lane, uint32_t peer) {
+    return zc__ib_credits_off() + ((uint64_t)lane * s->g.nranks + peer) * 64u;
+}
+
+void zc__ib_lose(zc_ib *s, uint32_t peer, const char *fmt, ...) {
+    zc_ib_peer *p = zc_peer(s, peer);
+    if (p->lost) return;
+    p->lost = ZC_PEER_LOST;
+    va_list ap;
+    va_start(ap, fmt);
+    zc__ib_vfmt(p->why, sizeof p->why, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- completions ---------------------------------------------------------------------------- */
+
+/* A data message arrived on queue pair j of peer: check its sequence, mark its slot, and put
+ * back the receive it used (before its credit can be returned). */
+static void zc_arrived(zc_ib *s, uint32_t peer, uint32_t j, uint32_t imm) {
+    uint32_t lane = imm >> 30, slot = (imm >> 20) & 0x3ffu, seq = imm & ZC_IB_SEQ_MASK;
+    if (lane >= ZC_WIRE_LANES) {
+        zc__ib_lose(s, peer, "ib: queue pair %u brought an immediate of unknown kind (0x%x)",
+                    j, imm);
+        return;
+    }
+    uint64_t *next = &s->rx_next[((size_t)lane * s->g.nranks + peer) * s->qps + j];
+    uint64_t m = *next;
+    uint32_t want_slot = (uint32_t)(m & (s->g.slots - 1u));
+    if (((uint32_t)m & ZC_IB_SEQ_MASK) != seq || slot != want_slot) {
+        zc__ib_lose(s, peer, "ib: message out of sequence on lane %u queue pair %u: the "
+                    "immediate says sequence %u slot %u, expected sequence %u slot %u", lane,
+                    j, seq, slot, (unsigned)(m & ZC_IB_SEQ_MASK), want_slot);
+        return;
+    }
+    s->rx_tag[((size_t)lane * s->g.nranks + peer) * s->g.slots + slot] = m + 1u;
+    *next = m + s->qps;
+    zc_ib_qp *q = zc__ib_qp(s, peer, j);
+    int e = zc__ib_post_recv(q->qp, zc__ib_wr_id(ZC_IB_WR_RECV, peer, j, 0));
+    if (e) {
+        char why[128];
+        zc__ib_lose(s, peer, "ib: re-posting a receive on queue pair %u failed (%s)", j,
+                    zc__ib_errno_text(e, why, sizeof why));
+        return;
+    }
+    q->rq_out++;
+}
+
+static void zc_completed(zc_ib *s, const zc_ib_wc *c) {
+    uint32_t peer = (uint32_t)(c->wr_id >> 40) & 0x3fffffu, j = (uint32_t)(c->wr_id >> 32) & 0xffu;
+    uint64_t kind = c->wr_id & ZC_IB_WR_KIND;
+    if (peer >= s->g.nranks || peer == s->g.rank || j >= s->qps) return; /* not ours */
+    zc_ib_qp *q = zc__ib_qp(s, peer, j);
+    const char *what = kind == ZC_IB_WR_RECV ? "a receive" : "a write";
+    if (kind == ZC_IB_WR_RECV) q->rq_out--;
+    if (c->status) {
+        zc__ib_lose(s, peer, "ib: %s on queue pair %u completed with \"%s\" (status %u, "
+                    "vendor error 0x%x)", what, j, zc__ib_wc_text(c->status), c->status,
+                    c->vendor_err);
+    } else if (kind == ZC_IB_WR_RECV) {
+        if (c->recv_imm) zc_arrived(s, peer, j, c->imm);
+        else zc__ib_lose(s, peer, "ib: queue pair %u received something other than an RDMA "
+                         "WRITE WITH IMM", j);
+    } else {
+        /* Request w finished, and with it every earlier one: w is the unfinished request
+         * whose number has these low 32 bits. */
+        uint64_t last = q->sq_posted - 1u;
+        uint64_t w = last - (uint32_t)((uint32_t)last - (uint32_t)c->wr_id);
+        if (w + 1u > q->sq_done) q->sq_done = w + 1u;
+    }
+}
+
+/* One batch of completions, without posting anything but receives. */
+static void zc_reap(zc_ib *s) {
+    zc_ib_wc wc[ZC_IB_POLL_BATCH];
+    if (!s->dev.cq) return;
+    int n = zc__ib_poll_cq(&s->dev, wc, (int)ZC_IB_POLL_BATCH);
+    if (n < 0) {
+        for (uint32_t p = 0; p < s->g.nranks; p++)
+            if (p != s->g.rank)
+                zc__ib_lose(s, p, "ib: polling the completion queue of %s failed",
+                            s->dev.name);
+        return;
+    }
+    for (int i = 0; i < n; i++) zc_completed(s, &wc[i]);
+}
+
+/* True when queue pair q can take one more send request (polls once when it looks full). */
+static int zc_room(zc_ib *s, const zc_ib_qp *q) {
+    if (q->sq_posted - q->sq_done < s->sq_depth) return 1;
+    zc_reap(s);
+    return q->sq_posted - q->sq_done < s->sq_depth;
+}
+
+static int zc_signal(const zc_ib *s, const zc_ib_qp *q) {
+    return q->sq_posted % s->signal_every == s->signal_every - 1u;
+}
+
+/* ---- credits --------------------------------------------------------------------------------- */
+
+/* Writes peer's pending credit of lane if any; 0 when it has to wait for send-queue room. */
+static int zc_send_credit(zc_ib *s, uint32_t lane, uint32_t peer) {
+    zc_ib_peer *p = zc_peer(s, peer);
+    if (p->lost || p->credit_want[lane] == p->credit_sent[lane]) return 1;
+    uint32_t j = lane % s->qps;
+    zc_ib_qp *q = zc__ib_qp(s, peer, j);
+    if (!zc_room(s, q)) return 0;
+    uint64_t *w = zc_word(s, peer, j, q->sq_posted);
+    *w = zc__ib_credit_record(p->credit_want[lane]);
+    int e = zc__ib_post_write(q->qp, zc__ib_wr_id(ZC_IB_WR_SEND, peer, j, q->sq_posted),
+                              zc_signal(s, q), w, s->dev.loc_lkey, 8u,
+                              p->window + zc_credit_off(s, lane, s->g.rank), p->rkey, 0, 0);
+    if (e) {
+        char why[128];
+        zc__ib_lose(s, peer, "ib: posting a credit write failed (%s)",
+                    zc__ib_errno_text(e, why, sizeof why));
+        return 1;
+    }
+    q->sq_posted++;
+    p->credit_sent[lane] = p->credit_want[lane];
+    return 1;
+}
+
+static void zc_send_backlog(zc_ib *s) {
+    s->credit_backlog = 0;
+    for (uint32_t p = 0; p < s->g.nranks; p++)
+        for (uint32_t lane = 0; lane < ZC_WIRE_LANES && p != s->g.rank; lane++)
+            if (!zc_send_credit(s, lane, p)) s->credit_backlog = 1;
+}
+
+void zc__ib_poll(zc_ib *s) {
+    zc_reap(s);
+    if (s->credit_backlog) zc_send_backlog(s);
+}
+
+void zc__ib_credit(void *state, uint32_t lane, uint32_t peer, uint64_t consumed) {
+    zc_ib *s = state;
+    zc_ib_peer *p = zc_peer(s, peer);
+    if (consumed > p->credit_want[lane]) p->credit_want[lane] = consumed;
+    if (!zc_send_credit(s, lane, peer)) s->credit_backlog = 1;
+}
+
+uint64_t zc__ib_credits(void *state, uint32_t lane, uint32_t peer) {
+    zc_ib *s = state;
+    zc_ib_peer *p = zc_peer(s, peer);
+    zc__ib_poll(s);
+    uint64_t rec = __atomic_load_n((uint64_t *)(void *)(s->win + zc_credit_off(s, lane, peer)),
+                                   __ATOMIC_ACQUIRE);
+    uint32_t low = (uint32_t)rec;
+    /* Not written yet, or caught half written: the last good count stands. The count moves
+     * by at most slots between two reads, so its low 32 bits widen without doubt. */
+    if (rec != zc__ib_credit_record(low)) return p->credit_seen[lane];
+    p->credit_seen[lane] += (uint32_t)(low - (uint32_t)p->credit_seen[lane]);
+    return p->credit_seen[lane];
+}
+
+/* ---- messages -------------------------------------------------------------------------------- */
+
+void *zc__ib_tx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot) {
+    return zc_staging(state, lane, peer, slot);
+}
+
+zc_status zc__ib_post(void *state, uint32_t lane, uint32_t peer, uint32_t slot, size_t bytes,
+                      uint64_t tag) {
+    zc_ib *s = state;
+    zc_ib_peer *p = zc_peer(s, peer);
+    if (p->lost) return (zc_status)p->lost;
+    uint8_t *src = zc_staging(s, lane, peer, slot);
+    __builtin_memcpy(src + ZC_SLOT_HDR_BYTES - 8u, &tag, sizeof tag); /* as shm: the tag last */
+    uint64_t m = tag - 1u;
+    if ((m & (s->g.slots - 1u)) != slot || bytes > s->g.stride)
+        zc_plat_panic(__FILE__, __LINE__, "message m goes to slot m % slots, within a stride");
+    uint32_t j = (uint32_t)(m % s->qps);
+    zc_ib_qp *q = zc__ib_qp(s, peer, j);
+    if (!zc_room(s, q)) return p->lost ? (zc_status)p->lost : ZC_AGAIN;
+    if (p->lost) return (zc_status)p->lost; /* the poll in zc_room may have found it gone */
+    size_t ring = (size_t)lane * s->g.nranks + s->g.rank;
+    uint64_t raddr = p->window + zc__ib_rings_off(&s->g) + (ring * s->g.slots + slot) * s->g.stride;
+    uint32_t imm = lane << 30 | slot << 20 | ((uint32_t)m & ZC_IB_SEQ_MASK);
+    int e = zc__ib_post_write(q->qp, zc__ib_wr_id(ZC_IB_WR_SEND, peer, j, q->sq_posted),
+                              zc_signal(s, q), src, s->dev.loc_lkey, (uint32_t)bytes, raddr,
+                              p->rkey, 1, imm);
+    if (e) {
+        char why[128];
+        zc__ib_lose(s, peer, "ib: posting a write on queue pair %u failed (%s)", j,
+                    zc__ib_errno_text(e, why, sizeof why));
+        return ZC_PEER_LOST;
+    }
+    q->sq_posted++;
+    return ZC_OK;
+}
+
+const void *zc__ib_rx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
+                           uint64_t tag) {
+    zc_ib *s = state;
+    const uint64_t *have = &s->rx_tag[((size_t)lane * s->g.nranks + peer) * s->g.slots + slot];
+    if (*have != tag) {
+        zc__ib_poll(s);
+        if (*have != tag) return 0;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the completion came first: the data is there */
+    size_t ring = (size_t)lane * s->g.nranks + peer;
+    const uint8_t *in = s->win + zc__ib_rings_off(&s->g) + (ring * s->g.slots + slot) * s->g.stride;
+    uint64_t written;
+    __builtin_memcpy(&written, in + ZC_SLOT_HDR_BYTES - 8u, sizeof written);
+    if (written != tag) {
+        zc__ib_lose(s, peer, "ib: slot %u of lane %u says tag %llu, its completion said %llu",
+                    slot, lane, (unsigned long long)written, (unsigned long long)tag);
+        return 0;
+    }
+    return in;
+}
+
+/* ---- alarm and liveness ---------------------------------------------------------------------- */
+
+void zc__ib_alarm(void *state, uint64_t word) {
+    zc_ib *s = state;
+    uint64_t none = 0;
+    if (s->win)
+        __atomic_compare_exchange_n((uint64_t *)(void *)(s->win + zc__ib_alarm_off()), &none,
+                                    word, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    for (uint32_t peer = 0; peer < s->g.nranks && s->attached; peer++) {
+        zc_ib_peer *p = zc_peer(s, peer);
+        zc_ib_qp *q = zc__ib_qp(s, peer, 0);
+        if (peer == s->g.rank || p->lost || !zc_room(s, q)) continue; /* best effort */
+        uint64_t *w = zc_word(s, peer, 0, q->sq_posted), id;
+        id = zc__ib_wr_id(ZC_IB_WR_SEND, peer, 0, q->sq_posted);
+        uint64_t raddr = p->window + zc__ib_alarm_off();
+        int e;
+        if (s->dev.atomics) {
+            e = zc__ib_post_cas(q->qp, id, zc_signal(s, q), w, s->dev.loc_lkey, raddr, p->rkey,
+                                word);
+        } else {
+            *w = word;
+            e = zc__ib_post_write(q->qp, id, zc_signal(s, q), w, s->dev.loc_lkey, 8u, raddr,
+                                  p->rkey, 0, 0);
+        }
+        if (!e) q->sq_posted++;
+    }
+}
+
+uint64_t zc__ib_alarmed(void *state) {
+    zc_ib *s = state;
+    if (!s->win) return 0;
+    return __atomic_load_n((uint64_t *)(void *)(s->win + zc__ib_alarm_off()), __ATOMIC_ACQUIRE);
+}
+
+/* A dead peer only shows when a write to it runs out of retries, and a rank that waits on
+ * it may have nothing to write: so while the core asks (a stalled request, every 50 ms),
+ * keep one signalled probe in flight towards it, a rewrite of the last credit record sent on
+ * lane 0 (same queue pair as every lane-0 credit, so it never overtakes a newer one). */
+static void zc_probe(zc_ib *s, uint32_t peer) {
+    zc_ib_peer *p = zc_peer(s, peer);
+    zc_ib_qp *q = zc__ib_qp(s, peer, 0);
+    if (!s->attached || peer == s->g.rank || p->lost || (p->probe && p->probe > q->sq_done) ||
+        !zc_room(s, q))
+        return;
+    uint64_t *w = zc_word(s, peer, 0, q->sq_posted);
+    *w = zc__ib_credit_record(p->credit_sent[0]);
+    int e = zc__ib_post_write(q->qp, zc__ib_wr_id(ZC_IB_WR_SEND, peer, 0, q->sq_posted), 1, w,
+                              s->dev.loc_lkey, 8u, p->window + zc_credit_off(s, 0, s->g.rank),
+                              p->rkey, 0, 0);
+    if (e) {
+        char why[128];
+        zc__ib_lose(s, peer, "ib: posting a liveness probe failed (%s)",
+                    zc__ib_errno_text(e, why, sizeof why));
+        return;
+    }
+    p->probe = ++q->sq_posted;
+}
+
+zc_status zc__ib_peer_alive(void *state, uint32_t peer, char *err, size_t cap) {
+    zc_ib *s = state;
+    zc_ib_peer *p = zc_peer(s, peer);
+    zc__ib_poll(s);
+    /* On one host the peer's process is watched too (as shm does): that is immediate. */
+    if (!p->lost && p->pid && p->host == s->host &&
+        zc_plat_process_alive(p->pid) == ZC_PLAT_NOT_FOUND)
+        zc__ib_lose(s, peer, "ib: the peer's process (pid %llu on this host) has exited",
+                    (unsigned long long)p->pid);
+    zc_probe(s, peer);
+    if (!p->lost) return ZC_OK;
+    zc__ib_fmt(err, cap, "%s", p->why);
+    return (zc_status)p->lost;
+}

@@ -143,7 +143,7 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
     s->send = a->send;
     s->recv = a->recv;
     s->alg = (uint8_t)zc_choose(c, a, (uint64_t)a->count * es);
-    return zc__gpu_route(c, s); /* registered ZC_MEM_CUDA buffers: a device algorithm */
+    return c->gpu ? zc__gpu_route(c, s) : ZC_OK; /* ZC_MEM_CUDA buffers: a device algorithm */
 }
 
 zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, size_t count,

@@ -147,7 +147,7 @@ static void zc_check_deadlines(zc_comm *comm, uint64_t now) {
 
 zc_status zc_progress(zc_comm *comm) {
     if (!comm || comm->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
-    zc__gpu_progress(comm); /* device requests, CUDA registrations, stream starts */
+    if (comm->gpu) zc__gpu_progress(comm); /* device requests, registrations, stream starts */
     if (comm->failed) return (zc_status)comm->failed;
     zc_check_alarm(comm);
     if (comm->failed) return (zc_status)comm->failed;
@@ -208,14 +208,16 @@ zc_status zc_test(zc_comm *comm, zc_req *req) {
 }
 
 zc_status zc_wait(zc_comm *comm, zc_req *req) {
-    for (;;) {
-        zc_status st = zc_test(comm, req);
-        if (st != ZC_IN_PROGRESS) return st;
-        if (comm->cfg.transport == ZC_TRANSPORT_INPROC) {
+    if (!comm || comm->magic != ZC_COMM_MAGIC || !req) return ZC_INVALID_ARG;
+    const zc__req *r = zc_lookup(comm, req); /* once: the loop below only polls */
+    bool inproc = comm->cfg.transport == ZC_TRANSPORT_INPROC;
+    while (r && r->state == ZC_REQ_ACTIVE) {
+        if (inproc) {
             for (uint32_t p = 0; p < comm->nranks; p++)
                 if (comm->group[p]) (void)zc_progress(comm->group[p]);
         } else {
             (void)zc_progress(comm);
         }
     }
+    return zc_test(comm, req); /* the result, or the sentence for a handle that is not live */
 }

@@ -13,7 +13,15 @@ typedef struct zc_ctx {
     zc__req *r;
     uint32_t *budget;
     uint32_t me, n, E, es;
+    bool stream;         /* copies into the result use streaming stores (a large result) */
 } zc_ctx;
+
+/* Bytes of this call's result buffer (the largest part a rank writes). */
+static uint64_t zc_result_bytes(const zc__sched *s, uint32_t n) {
+    uint64_t b = s->count * s->esize;
+    return s->kind == ZC_K_ALLGATHER || s->kind == ZC_K_GATHER || s->kind == ZC_K_ALLTOALL
+               ? b * n : b;
+}
 
 static uint64_t zc_min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
@@ -116,7 +124,7 @@ static void zc_recv_chunks(zc_ctx *x, uint32_t p, uint8_t *dst, uint64_t len, ui
         uint64_t j = k - first, elems = zc_chunk_len(x, len, j);
         const uint8_t *src = zc__rx_peek(x->comm, x->r, p, k, elems * x->es);
         if (!src) return;
-        if (len * x->es >= ZC_STREAM_COPY_MIN_BYTES)
+        if (x->stream)
             zc__copy_stream(dst + j * x->E * x->es, src, elems * x->es);
         else
             zc__memcpy(dst + j * x->E * x->es, src, elems * x->es);
@@ -129,10 +137,9 @@ static void zc_recv_chunks(zc_ctx *x, uint32_t p, uint8_t *dst, uint64_t len, ui
 static bool zc_copy_own(zc_ctx *x, uint8_t *dst, const uint8_t *src, uint64_t len) {
     uint64_t total = zc__msgs(len, x->E);
     if (dst == src || !dst) return true;
-    bool stream = len * x->es >= ZC_STREAM_COPY_MIN_BYTES;
     for (; *x->budget && x->r->a < total; x->r->a++, (*x->budget)--) {
         uint64_t off = x->r->a * x->E * x->es, bytes = zc_chunk_len(x, len, x->r->a) * x->es;
-        if (stream) zc__copy_stream(dst + off, src + off, bytes); /* blocks never overlap */
+        if (x->stream) zc__copy_stream(dst + off, src + off, bytes); /* blocks never overlap */
         else zc__memmove(dst + off, src + off, bytes);
     }
     return x->r->a == total;
@@ -331,7 +338,8 @@ static void zc_step_barrier(zc_ctx *x) {
 }
 
 void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget) {
-    zc_ctx x = {comm, r, budget, comm->rank, comm->nranks, r->s.chunk, r->s.esize};
+    zc_ctx x = {comm, r, budget, comm->rank, comm->nranks, r->s.chunk, r->s.esize,
+                zc_result_bytes(&r->s, comm->nranks) >= ZC_STREAM_COPY_MIN_BYTES};
     switch (r->s.alg) {
     case ZC_ALG_LOCAL: r->status = ZC_OK; break;
     case ZC_ALG_ONESHOT: zc_step_oneshot(&x); break;

@@ -99,10 +99,12 @@ typedef enum zc_mem_kind { ZC_MEM_HOST, ZC_MEM_CUDA } zc_mem_kind;
 #define ZC_DEFAULT_MAX_MEMS 16u         /* zc_mem_register table entries */
 #define ZC_DEFAULT_SLOT_BYTES 65536u    /* payload bytes of one slot (multiple of 64) */
 #define ZC_DEFAULT_SLOTS 8u             /* slots per directed peer ring (power of two, >= 2) */
-/* Empty progress polls before zc_progress yields the CPU, when every local rank has a CPU of
- * its own; with more ranks on this host than CPUs it may use, it yields after every empty poll
- * (spinning there only delays the rank that has to run). Applies when spin_polls is 0 (auto). */
-#define ZC_DEFAULT_SPIN_POLLS 256u
+/* Empty progress polls before zc_progress yields the CPU when every local rank has a CPU of
+ * its own: 2^24 (seconds of polling), so a waiting rank spins and makes no system call, as
+ * MPI's shared-memory paths do; with more ranks on this host than CPUs it may use, it yields
+ * after every empty poll (spinning there only delays the rank that has to run). Applies when
+ * spin_polls is 0 (auto); set a small value to share the CPUs with other work. */
+#define ZC_DEFAULT_SPIN_POLLS (1u << 24)
 /* all_reduce: at most this many bytes go one-shot (every rank sends its whole input to every
  * peer and reduces all n inputs); above, direct reduce-scatter + all-gather. */
 #define ZC_DEFAULT_ALLREDUCE_ONESHOT_MAX_BYTES 16384u

@@ -733,18 +733,19 @@ def target_lines(table):
         why = sc.get('reason', 'not measured') if sc else 'not measured'
         out.append('| zero system calls in the timed loop (2 ranks) | %s | not measured |' % why)
     else:
-        # A call per iteration would add (iters[1] - iters[0]) calls; start-up (bootstrap
-        # socket polls, brk) varies by one or two between runs.
+        # A call per iteration would add (iters[1] - iters[0]) = 2000 calls; outside the loop
+        # the count varies by a few (bootstrap socket polls; brk for the longer timing arrays,
+        # which zcbench allocates before the loop), hence the margin of 16.
         more = sc['iters'][1] - sc['iters'][0]
         extra = max(r['extra'] for r in sc['rows'])
         out.append('| zero system calls in the timed loop (2 ranks) | strace -f -c on each rank, '
                    '%s vs %s timed iterations: %s; %d more iterations add at most %d calls, '
-                   'i.e. none per iteration (start-up varies by one or two) | %s |'
+                   'i.e. none per iteration (set-up outside the loop varies by a few) | %s |'
                    % (sc['iters'][0], sc['iters'][1],
                       '; '.join('%s %s: %d vs %d calls per rank (max), %+d'
                                 % (r['coll'], size_text(r['bytes']), r['calls'][0],
                                    r['calls'][1], r['extra']) for r in sc['rows']),
-                      more, max(extra, 0), verdict(extra <= 2)))
+                      more, max(extra, 0), verdict(extra < 16)))
     return out
 
 

@@ -725,7 +725,8 @@ static zc_status zc_client_exchange(zc__boot *b, uint32_t kind, const uint8_t *m
     uint32_t total = b->nranks * bytes, got_kind, len;
     zc_note_put(note, kind, &o, bytes);
     zc_plat_rc rc = zc_send_note(b->root_sock, note, mine, bytes, b->deadline_ns);
-    if (rc == ZC_PLAT_OK) rc = zc_plat_tcp_recv_all(b->root_sock, note, sizeof note, b->deadline_ns);
+    if (rc == ZC_PLAT_OK)
+        rc = zc_plat_tcp_recv_all(b->root_sock, note, sizeof note, b->deadline_ns);
     if (rc != ZC_PLAT_OK) return zc_io_fail(b, rc, 0, kind);
     zc_note_get(note, &got_kind, &o, &len);
     if (o.code != ZC_CODE_OK) return zc_outcome_fail(b, kind, &o);

@@ -34,7 +34,9 @@
 #define ZC_GPU_NONE 0xffffffffu                             /* "no buffer" registration number */
 #define ZC_GPU_STEPS 8u /* phase transitions of one request per progress call */
 
-typedef enum zc_gmem_state { ZC_GMEM_FREE = 0, ZC_GMEM_PENDING, ZC_GMEM_MAPPED, ZC_GMEM_FAILED } zc_gmem_state;
+typedef enum zc_gmem_state {
+    ZC_GMEM_FREE = 0, ZC_GMEM_PENDING, ZC_GMEM_MAPPED, ZC_GMEM_FAILED
+} zc_gmem_state;
 
 /* Per registration entry (parallel to comm->mems). */
 typedef struct zc_gmem {

@@ -190,12 +190,13 @@ void zc_config_default(zc_config *cfg);
  * match wins: zcrun's ZC_RANK/ZC_NRANKS/ZC_LOCAL_RANK/ZC_ROOT_ADDR/ZC_SECRET; torchrun's
  * RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT; Open MPI's OMPI_COMM_WORLD_RANK/SIZE/
  * LOCAL_RANK; Slurm's SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID. ZC_ROOT_ADDR and ZC_SECRET, when
- * set, apply under every launcher; MASTER_ADDR:(MASTER_PORT+1) is the rendezvous when (torchrun
- * keeps MASTER_PORT for its own store)
- * ZC_ROOT_ADDR is absent. Tunables: ZC_TIMEOUT_MS, ZC_SLOT_BYTES, ZC_SLOTS, ZC_MAX_REQUESTS,
- * ZC_SPIN_POLLS, ZC_TRANSPORT (auto|shm|ib), ZC_IB_DEVICE, ZC_IB_PORT, ZC_IB_GID_INDEX, ZC_IB_QPS_PER_PEER,
+ * set, apply under every launcher; MASTER_ADDR:(MASTER_PORT+1) is the rendezvous when
+ * ZC_ROOT_ADDR is absent (torchrun keeps MASTER_PORT for its own store). Tunables:
+ * ZC_TIMEOUT_MS, ZC_SLOT_BYTES, ZC_SLOTS, ZC_MAX_REQUESTS, ZC_SPIN_POLLS, ZC_TRANSPORT
+ * (auto|shm|ib), ZC_IB_DEVICE, ZC_IB_PORT, ZC_IB_GID_INDEX (or auto), ZC_IB_QPS_PER_PEER,
  * ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT, ZC_GPU_DEVICE (-2, -1 or an ordinal), ZC_GPU_STREAM_SLOTS,
- * ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES. No launcher variables at all leaves the single-rank default.
+ * ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES. No launcher variables at all leaves the
+ * single-rank default.
  * Malformed values (non-numeric, rank >= size, size 0, more than one rank without a
  * rendezvous address, a secret that is not 32 hex digits) return ZC_INVALID_ARG with a
  * sentence naming the variable in cfg->error_text; cfg is then unchanged but for error_text. */

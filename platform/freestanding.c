@@ -16,8 +16,9 @@
  *      shared-memory wire in process mode; tcp_* for the bootstrap; random for the job secret;
  *      pages_* for transport_ib (its registered rings and staging slots).
  *   Missing hooks: result functions return ZC_PLAT_UNSUPPORTED, now_ns/process_id/os_error
- *   return 0, cpus returns 0 (unknown), getenv returns NULL, log drops the line, cpu_relax falls back to a pause
- *   instruction, sleep_ns spins on now_ns (if installed), and panic traps and spins forever.
+ *   return 0, cpus returns 0 (unknown), getenv returns NULL, log drops the line, cpu_relax
+ *   falls back to a pause instruction, sleep_ns spins on now_ns (if installed), and panic
+ *   traps and spins forever.
  *   A hooks struct from an older zcoll (smaller struct_bytes) is accepted: the fields it lacks
  *   stay NULL.
  * Must not: include libc headers, allocate, or keep state beyond the installed hooks. */

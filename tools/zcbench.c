@@ -626,7 +626,8 @@ static void zb_run_coll(zb_bench *b, br_coll c) {
     if (c == BR_BARRIER) {
         allocs = zb_run_size(b, c, 0);
     } else {
-        for (uint64_t bytes = b->o.br.min_bytes; bytes <= b->o.br.max_bytes; bytes *= b->o.br.factor) {
+        for (uint64_t bytes = b->o.br.min_bytes; bytes <= b->o.br.max_bytes;
+             bytes *= b->o.br.factor) {
             int64_t a = zb_run_size(b, c, bytes);
             allocs = a < 0 || allocs < 0 ? -1 : allocs + a;
             if (bytes > b->o.br.max_bytes / b->o.br.factor) break;

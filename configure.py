@@ -461,7 +461,7 @@ def write_checks(n, cfg):
     # The static checks first, then every test (zctest, and the soft-RoCE guest suite when
     # transport_ib is built) with one combined summary line: README's and CI's test command.
     n.build(['check'], 'run', implicit=['FORCE', 'all'] + checks,
-            variables={'cmd': 'bash tests/check.sh'})
+            variables={'cmd': 'bash tests/check.sh' + (' --ib' if cfg.ib else '')})
     for target, path, cmd in SCRIPT_TARGETS:
         if os.path.isfile(path):
             n.build([target], 'run', implicit=['FORCE', 'all'], variables={'cmd': cmd})

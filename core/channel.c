@@ -32,7 +32,33 @@ uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k) {
            ZC_SLOT_HDR_BYTES;
 }
 
-zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes) {
+/* The communicator fails when the wire cannot post (what) message k to peer, saying why. */
+static zc_status zc_post_failed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
+                                const char *what, zc_status st) {
+    /* A wire posts or fails for good (its queues are sized so that a post always finds
+     * room): the message is lost, so the communicator fails, saying why. */
+    char why[160];
+    why[0] = '\0';
+    (void)comm->wire->peer_alive(comm->wire_state, peer, why, sizeof why);
+    zc__error(comm, st, "%s sequence %llu: the %s wire could not %s message %llu to rank %u "
+              "(%s)", zc__kind_name(r->s.kind), (unsigned long long)r->seq, comm->wire->name,
+              what, (unsigned long long)k, peer, why[0] ? why : zc_status_name(st));
+    zc__fail_comm(comm, st, r->seq);
+    return st;
+}
+
+zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
+                     const zc_wire_mr *mr, size_t bytes, uint64_t raddr, uint64_t rkey) {
+    uint64_t m = r->tx_base[peer] + k;
+    uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
+    ZC_ASSERT(zc_chan(comm, r->lane, peer)->tx_count == m && comm->wire->put);
+    zc_status st = comm->wire->put(comm->wire_state, r->lane, peer, slot, m + 1u, src, mr, bytes,
+                                   raddr, rkey);
+    return st == ZC_OK ? ZC_OK : zc_post_failed(comm, r, peer, k, "put the payload of", st);
+}
+
+static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
+                            uint32_t placed) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
     uint64_t m = r->tx_base[peer] + k;
     uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
@@ -49,24 +75,22 @@ zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_
     h->step = (uint32_t)k;
     h->bytes = (uint32_t)bytes;
     h->src = comm->rank;
+    h->placed = placed;
     zc_status st = comm->wire->post(comm->wire_state, r->lane, peer, slot,
-                                    ZC_SLOT_HDR_BYTES + bytes, m + 1u);
-    if (st != ZC_OK) {
-        /* A wire posts or fails for good (its queues are sized so that a post always finds
-         * room): the message is lost, so the communicator fails, saying why. */
-        char why[160];
-        why[0] = '\0';
-        (void)comm->wire->peer_alive(comm->wire_state, peer, why, sizeof why);
-        zc__error(comm, st, "%s sequence %llu: the %s wire could not post message %llu to "
-                  "rank %u (%s)", zc__kind_name(r->s.kind), (unsigned long long)r->seq,
-                  comm->wire->name, (unsigned long long)k, peer,
-                  why[0] ? why : zc_status_name(st));
-        zc__fail_comm(comm, st, r->seq);
-        return st;
-    }
+                                    ZC_SLOT_HDR_BYTES + (placed ? 0 : bytes), m + 1u);
+    if (st != ZC_OK) return zc_post_failed(comm, r, peer, k, "post", st);
     c->tx_count = m + 1u;
     r->tx_left--;
     return ZC_OK;
+}
+
+zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes) {
+    return zc_publish(comm, r, peer, k, bytes, 0);
+}
+
+zc_status zc__tx_end_placed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
+                            size_t bytes) {
+    return zc_publish(comm, r, peer, k, bytes, 1);
 }
 
 void zc__describe(char *buf, size_t cap, uint32_t kind, uint64_t count, uint32_t dtype,
@@ -87,7 +111,7 @@ static bool zc_matches(const zc_comm *comm, const zc__req *r, const zc__hdr *h, 
     uint32_t kind = r->s.kind == ZC_K_RECV ? ZC_K_SEND : r->s.kind;
     return h->comm_id == comm->comm_id && h->seq == r->seq && h->kind == kind &&
            h->count == r->s.count && h->dtype == r->s.dtype && h->op == r->s.op &&
-           h->root == r->s.root && h->alg == r->s.alg && h->src == peer && h->step == k &&
+           h->root == r->s.root && h->alg == r->s.alg && h->src == peer && h->step == (uint32_t)k &&
            h->bytes == expect_bytes;
 }
 

@@ -270,6 +270,43 @@ static zc_status zc_gpu_check_kind(zc_comm *c, struct zc__gpu *g, void *addr, si
     }
 }
 
+/* ZC_MEM_CUDA on the ib wire: the NIC registers the buffer, through a dma-buf export of its
+ * pages (GPUDirect RDMA), else by address (nvidia-peermem). Local: no exchange with peers. */
+static zc_status zc_gpu_register_nic(zc_comm *c, struct zc__gpu *g, uint32_t e, void *addr,
+                                     size_t bytes) {
+    char why[160], first[160];
+    int32_t fd = -1;
+    uint64_t off = 0;
+    zc__mem_entry *me = &c->mems[e];
+    zc_status st = g->ops->dmabuf_export(g->state, addr, bytes, &fd, &off);
+    if (st == ZC_OK) {
+        st = c->wire->mem_register(c->wire_state, addr, bytes, ZC_MEM_CUDA, fd, off, &me->mr,
+                                   why, sizeof why);
+        zc_plat_fd_close(fd); /* the registration holds its own reference */
+        if (st == ZC_OK) return ZC_OK;
+        zc__fmt(first, sizeof first, "%s", why);
+    } else {
+        zc__fmt(first, sizeof first, "dma-buf export: %s", g->ops->error_text(g->state));
+    }
+    st = c->wire->mem_register(c->wire_state, addr, bytes, ZC_MEM_CUDA, -1, 0, &me->mr, why,
+                               sizeof why);
+    if (st == ZC_OK) return ZC_OK;
+    return zc__error(c, st, "zc_mem_register: the NIC cannot register this device memory (%s; "
+                     "then %s)", first, why);
+}
+
+/* Fills the table entry of a CUDA registration that succeeded. */
+static zc_status zc_gpu_entry(struct zc__gpu *g, zc__mem_entry *me, void *addr, size_t bytes,
+                              zc_mem **mem_out) {
+    g->live++;
+    me->addr = addr;
+    me->bytes = bytes;
+    me->kind = ZC_MEM_CUDA;
+    me->gen++;
+    *mem_out = (zc_mem *)(void *)me;
+    return ZC_OK;
+}
+
 zc_status zc__gpu_mem_register(zc_comm *c, void *addr, size_t bytes, zc_mem **mem_out) {
     struct zc__gpu *g = c->gpu, *h = zc_gpu_header(c);
     if (!g)
@@ -280,18 +317,20 @@ zc_status zc__gpu_mem_register(zc_comm *c, void *addr, size_t bytes, zc_mem **me
     if (c->failed) return (zc_status)c->failed;
     zc_status st = zc_gpu_check_kind(c, g, addr, bytes);
     if (st != ZC_OK) return st;
-    if (c->cfg.transport == ZC_TRANSPORT_IB)
-        /* TODO(transport_ib): inter-host device buffers register through dma-buf
-         * (g->ops->dmabuf_export, then ibv_reg_dmabuf_mr in transport_ib); the wire interface
-         * has no registration hook yet, so device collectives are intra-host (CUDA IPC). */
-        return zc__error(c, ZC_UNSUPPORTED, "zc_mem_register: kind ZC_MEM_CUDA on the ib wire "
-                         "needs transport_ib's dma-buf registration, which is not there yet");
     uint32_t n = g->nranks, e;
     for (e = 0; e < c->cfg.max_mems && c->mems[e].addr; e++) {
     }
     if (e == c->cfg.max_mems)
         return zc__error(c, ZC_LIMIT, "zc_mem_register: all %u registration slots are taken "
                          "(cfg->max_mems)", c->cfg.max_mems);
+    zc__mem_entry *me = &c->mems[e];
+    me->mr = (zc_wire_mr){0};
+    if (c->wire->mem_register) { /* transport_ib: the NIC registers it; no CUDA IPC */
+        st = zc_gpu_register_nic(c, g, e, addr, bytes);
+        if (st != ZC_OK) return st;
+        g->mems[e].state = ZC_GMEM_FREE; /* nothing mapped from peers */
+        return zc_gpu_entry(g, me, addr, bytes, mem_out);
+    }
     zc_gpu_ipc *mine = &g->recs[(size_t)e * n + g->rank];
     zc__memset(mine, 0, sizeof *mine);
     if (n > 1 && g->ops->ipc_export(g->state, addr, bytes, mine) != ZC_OK)
@@ -312,14 +351,7 @@ zc_status zc__gpu_mem_register(zc_comm *c, void *addr, size_t bytes, zc_mem **me
         }
     }
     g->creg_next++;
-    g->live++;
-    zc__mem_entry *me = &c->mems[e];
-    me->addr = addr;
-    me->bytes = bytes;
-    me->kind = ZC_MEM_CUDA;
-    me->gen++;
-    *mem_out = (zc_mem *)(void *)me;
-    return ZC_OK;
+    return zc_gpu_entry(g, me, addr, bytes, mem_out);
 }
 
 zc_status zc__gpu_mem_deregister(zc_comm *c, zc__mem_entry *e) {
@@ -424,6 +456,11 @@ zc_status zc__gpu_route(zc_comm *c, zc__sched *s) {
         return zc__error(c, ZC_INVALID_ARG, "%s: %s is registered ZC_MEM_CUDA memory but %s is "
                          "not: both buffers of a device collective must be", name,
                          ds ? "send" : "recv", ds ? "recv" : "send");
+    if (c->wire->mem_register)
+        return zc__error(c, ZC_UNSUPPORTED, "%s: collectives on device memory over the %s wire "
+                         "are not supported yet (the buffers are registered with the NIC, but "
+                         "only ranks on one host, over shm, run device collectives)", name,
+                         c->wire->name);
     if (s->kind == ZC_K_SEND || s->kind == ZC_K_RECV)
         return zc__error(c, ZC_UNSUPPORTED, "%s: send/recv of device memory is not supported "
                          "yet (use broadcast or alltoall on device memory)", name);
@@ -487,6 +524,7 @@ static zc_status zc_gpu_issue(zc_comm *c, const zc__sched *s, int32_t plan, zc_r
     r->plan = plan;
     r->a = r->b = 0;
     r->lane = 0;
+    r->place = 0; /* device memory is never written in place by a wire */
     r->seq = c->seq++;
     uint64_t m = zc_gpu_msgs(s, q->rounds);
     r->tx_left = r->rx_left = 0;

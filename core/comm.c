@@ -78,6 +78,8 @@ static zc_status zc_carve(const zc_config *cfg, void *arena, size_t arena_bytes,
     for (uint32_t i = 0; i < cfg->max_requests; i++) {
         c->reqs[i].tx_base = bases + (size_t)i * 2u * cfg->nranks;
         c->reqs[i].rx_base = c->reqs[i].tx_base + cfg->nranks;
+        c->reqs[i].pl = (zc__place *)(void *)(bases + (size_t)cfg->max_requests * 2u *
+                                              cfg->nranks) + (size_t)i * cfg->nranks;
     }
     c->active = (uint32_t *)(void *)(a + L.active);
     c->plans = (zc__plan *)(void *)(a + L.plans);
@@ -169,6 +171,13 @@ static zc_status zc_check_hellos(const zc_comm *c, const zc_hello *all) {
     return ZC_OK;
 }
 
+/* After the wire is up: whether its streams may be written in place (engine.h). */
+static void zc_open_place(zc_comm *c) {
+    c->put_min = c->wire->put_min && c->wire->put && c->wire->put_done && c->wire->mem_register
+                     ? c->wire->put_min(c->wire_state) : 0;
+    c->placed_bytes = 0;
+}
+
 /* Wire setup between processes, synchronised through the bootstrap: create, all-gather the
  * address blobs (or just meet), attach, meet, seal. */
 static zc_status zc_open_wire(zc_comm *c, zc__boot *b) {
@@ -223,6 +232,7 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
     zc__boot_close(&boot);
     if (st != ZC_OK) return st;
     zc__gpu_open(c);
+    zc_open_place(c);
     c->magic = ZC_COMM_MAGIC;
     *comm_out = c;
     return ZC_OK;
@@ -254,6 +264,7 @@ static zc_status zc_inproc_group(const zc_config *cfg, uint32_t n, void *const a
                                               sizeof zc_init_err);
         if (st != ZC_OK) return st;
         zc__gpu_open(comms[r]);
+        zc_open_place(comms[r]);
         comms[r]->magic = ZC_COMM_MAGIC;
     }
     return ZC_OK;
@@ -285,6 +296,9 @@ zc_status zc_comm_abort(zc_comm *comm) {
 
 zc_status zc_comm_fini(zc_comm *comm) {
     if (!zc_comm_ok(comm)) return ZC_INVALID_ARG;
+    for (uint32_t i = 0; i < comm->cfg.max_mems; i++) /* before the wire's teardown */
+        if (comm->mems[i].mr.handle) comm->wire->mem_deregister(comm->wire_state,
+                                                                &comm->mems[i].mr);
     zc__gpu_close(comm);
     comm->wire->close(comm->wire_state);
     comm->magic = 0;
@@ -308,6 +322,13 @@ zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind k
     for (uint32_t i = 0; i < comm->cfg.max_mems; i++) {
         zc__mem_entry *e = &comm->mems[i];
         if (e->addr) continue;
+        e->mr = (zc_wire_mr){0};
+        if (comm->wire->mem_register && comm->put_min) { /* the wire writes into it */
+            char why[160];
+            zc_status st = comm->wire->mem_register(comm->wire_state, addr, bytes, ZC_MEM_HOST,
+                                                    -1, 0, &e->mr, why, sizeof why);
+            if (st != ZC_OK) return zc__error(comm, st, "zc_mem_register: %s", why);
+        }
         e->addr = addr;
         e->bytes = bytes;
         e->kind = (uint32_t)kind;
@@ -329,6 +350,7 @@ zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem) {
         zc_status st = zc__gpu_mem_deregister(comm, e);
         if (st != ZC_OK) return st;
     }
+    if (e->mr.handle) comm->wire->mem_deregister(comm->wire_state, &e->mr);
     e->addr = 0;
     e->bytes = 0;
     return ZC_OK;
@@ -433,6 +455,7 @@ zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t
     if (c && local == ZC_OK && st == ZC_OK) {
         c->wire->seal(c->wire_state);
         zc__gpu_open(c);
+        zc_open_place(c);
         c->magic = ZC_COMM_MAGIC;
         *child_out = c;
         return ZC_OK;

@@ -26,6 +26,7 @@ void zc_config_default(zc_config *cfg) {
     cfg->ib_gid_index = -1;
     cfg->ib_qps_per_peer = ZC_DEFAULT_IB_QPS_PER_PEER;
     cfg->ib_retry_cnt = ZC_DEFAULT_IB_RETRY_CNT;
+    cfg->ib_zcopy_min_bytes = ZC_DEFAULT_IB_ZCOPY_MIN_BYTES;
     cfg->gpu_device = -1;
     cfg->gpu_stream_slots = ZC_DEFAULT_GPU_STREAM_SLOTS;
     cfg->gpu_scratch_bytes = ZC_DEFAULT_GPU_SCRATCH_BYTES;
@@ -297,6 +298,8 @@ static bool zc_env_ib(zc_config *c, zc_env_err *err) {
     if (has) c->ib_timeout = (uint32_t)v;
     if (!zc_env_u64("ZC_IB_RETRY_CNT", 7u, &has, &v, err)) return false;
     if (has) c->ib_retry_cnt = (uint32_t)v;
+    if (!zc_env_u64("ZC_IB_ZCOPY_MIN_BYTES", UINT32_MAX, &has, &v, err)) return false;
+    if (has) c->ib_zcopy_min_bytes = (uint32_t)v;
     return true;
 }
 

@@ -83,13 +83,31 @@ typedef struct zc__req {
      * + timeout; 0: not stamped yet) and when it last saw the request move. */
     uint64_t start_ns, deadline_ns, moved_ns;
     uint32_t moved;      /* 1: moved since progress last read the clock */
-    uint32_t pad2_;
+    uint32_t place;      /* ZC_PLACE_*: this call has streams written in place (sched.c) */
     zc__sched s;
     uint64_t tx_left, rx_left; /* messages still to send / receive, all peers together */
     uint64_t a, b;       /* schedule counters (which: see the coll_*.c file) */
     uint64_t *tx_base;   /* [nranks] first message number on each peer's lane, sending */
     uint64_t *rx_base;   /* [nranks] the same, receiving */
+    struct zc__place *pl; /* [nranks] streams written in place, per peer (sched.c) */
 } zc__req;
+
+/* Placement (wires with put): a stream of at least comm->put_min bytes from a peer is preceded
+ * by one message the other way, the "ready" message, at channel number base - 1: the receiver
+ * says where the stream goes (address and key of its registered destination) or that it
+ * cannot take it in place (raddr 0). Both ends decide alike from the call alone. */
+#define ZC_PLACE_ON 1u        /* some stream of the call may be written in place */
+#define ZC_PLACE_HANDSHAKE 2u /* ready messages still to send or read */
+#define ZC_PLACE_DIRECT 4u    /* puts went from the caller's memory: finish after put_done */
+typedef struct zc__place {
+    uint64_t raddr, rkey; /* where my stream to this peer goes (raddr 0: through the slots) */
+    uint8_t ready_in;     /* 1: this peer sends me a ready message (I stream to it) */
+    uint8_t ready_out;    /* 1: I send it one (it streams to me) */
+    uint8_t offered;      /* 1: mine offered a destination */
+    uint8_t direct;       /* 1: a put to it went from the caller's memory */
+    uint8_t sent, got;    /* 1: my ready message went / its ready message was read */
+    uint8_t pad_[2];
+} zc__place;
 
 typedef struct zc__plan {
     uint32_t used;       /* 0 free, 1 held */
@@ -104,6 +122,7 @@ typedef struct zc__mem_entry {
     size_t bytes;
     uint32_t kind;       /* zc_mem_kind */
     uint32_t gen;        /* bumped at every registration */
+    zc_wire_mr mr;       /* the wire's registration (handle NULL: none, the wire has no put) */
 } zc__mem_entry;
 
 /* One direction of one lane with one peer is a channel; counters are message numbers. */
@@ -128,7 +147,8 @@ typedef struct zc__hdr {
     uint32_t step;       /* message index within the call on this channel */
     uint32_t bytes;      /* payload bytes */
     uint32_t src;        /* sender rank */
-    uint32_t pad_[3];
+    uint32_t placed;     /* 1: the payload was put at the receiver's destination already */
+    uint32_t pad_[2];
     uint64_t tag;        /* written by the wire when it publishes */
 } zc__hdr;
 _Static_assert(sizeof(zc__hdr) == ZC_SLOT_HDR_BYTES, "slot header is 64 bytes");
@@ -145,6 +165,8 @@ struct zc_comm {
     uint64_t empty_polls;  /* zc_progress calls in a row that moved nothing */
     uint64_t clock_polls;  /* zc_progress calls since it last read the clock */
     uint64_t liveness_ns;  /* last time peers' liveness was checked */
+    uint64_t put_min;      /* the wire's put_min (0: nothing is written in place) */
+    uint64_t placed_bytes; /* payload bytes peers put straight into this rank's buffers */
     const zc_wire_ops *wire;
     void *wire_state;
     uint8_t *addrs;        /* [nranks * addr_bytes] the wire's address blobs */
@@ -205,6 +227,17 @@ uint64_t zc__rx_done(const zc_comm *comm, const zc__req *r, uint32_t peer);
  * payload size the schedule expects. */
 const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
                            size_t expect_bytes);
+/* Placement: writes bytes from src (registered as mr, or NULL: staged) to the peer's memory at
+ * raddr/rkey ahead of message k, which zc__tx_end_placed then publishes with the header only.
+ * Failures fail the communicator (as zc__tx_end). */
+zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
+                     const zc_wire_mr *mr, size_t bytes, uint64_t raddr, uint64_t rkey);
+zc_status zc__tx_end_placed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
+                            size_t bytes);
+/* True when the payload that zc__rx_peek returned was put in place by the sender. */
+static inline bool zc__rx_placed(const uint8_t *payload) {
+    return ((const zc__hdr *)(const void *)(payload - ZC_SLOT_HDR_BYTES))->placed != 0;
+}
 /* Consumes the message peeked last from peer and returns its credit. */
 void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer);
 
@@ -216,6 +249,10 @@ zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, siz
 /* Messages r sends to / receives from peer in total (reserved at issue). */
 uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
 uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
+/* At issue, before the reservation, for a call of at least comm->put_min bytes per block:
+ * r->place, and when it is not 0 r->pl (which peers exchange ready messages with r;
+ * zc_reserve reserves them). */
+void zc__place_plan(zc_comm *comm, zc__req *r);
 /* Moves r forward within *budget messages; sets r->status to ZC_OK when finished. */
 void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget);
 

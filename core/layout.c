@@ -55,7 +55,8 @@ bool zc__layout(const zc_config *cfg, zc__arena_map *L) {
     L->group = zc_take(&end, n * sizeof(zc_comm *));
     L->chans = zc_take(&end, ZC_WIRE_LANES * n * sizeof(zc__chan));
     L->reqs = zc_take(&end, cfg->max_requests * sizeof(zc__req));
-    L->bases = zc_take(&end, (size_t)cfg->max_requests * 2u * n * sizeof(uint64_t));
+    L->bases = zc_take(&end, (size_t)cfg->max_requests * n *
+                                 (2u * sizeof(uint64_t) + sizeof(zc__place)));
     L->active = zc_take(&end, cfg->max_requests * sizeof(uint32_t));
     L->plans = zc_take(&end, cfg->max_plans * sizeof(zc__plan));
     L->mems = zc_take(&end, cfg->max_mems * sizeof(zc__mem_entry));

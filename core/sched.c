@@ -4,7 +4,13 @@
  * most s->chunk elements; the k-th message on a channel carries the stream's chunk k. Every
  * reduction is one zc__reduce over all n inputs of a chunk in rank order, so results do not
  * depend on the algorithm. State counters: r->a = chunks of local work done (reduced or
- * copied); r->b = barrier round phase. */
+ * copied); r->b = barrier round phase.
+ *
+ * Placement (wires with put, engine.h): a copy stream (chunks the receiver only copies into
+ * its result: broadcast, gather, scatter, all-gather, all-to-all, the all-gather half of
+ * all_reduce) of at least comm->put_min bytes starts with a ready message from its
+ * receiver, naming its registered destination or none; the sender then puts each chunk there
+ * and posts the chunk's message with the header only, and the receiver skips the copy. */
 #include "engine.h"
 #include "reduce.h"
 
@@ -90,6 +96,129 @@ static uint64_t zc_msgs_between(const zc__sched *s, uint32_t n, uint32_t from, u
     }
 }
 
+/* ---- placement ---- */
+
+typedef struct zc_stream {
+    uint64_t len;   /* elements */
+    uint64_t dst;   /* where it goes in the receiver's recv buffer (elements) */
+} zc_stream;
+
+/* The copy stream from rank `from` to rank `to` of a collective, if it has one. */
+static bool zc_copy_stream(const zc__sched *s, uint32_t n, uint32_t from, uint32_t to,
+                           zc_stream *o) {
+    o->dst = 0;
+    o->len = s->count;
+    switch (s->alg) {
+    case ZC_ALG_TREE:
+    case ZC_ALG_CHAIN: return zc_is_child(s, n, zc_rel(from, s->root, n), zc_rel(to, s->root, n));
+    case ZC_ALG_RSAG: /* RSGATHER's blocks are reduced straight into the slots: not copies */
+        o->len = zc_blen(s, n, from);
+        o->dst = zc__block_lo(s->count, n, from);
+        return true;
+    case ZC_ALG_DIRECT:
+        o->dst = (uint64_t)from * s->count;
+        switch (s->kind) {
+        case ZC_K_ALLGATHER:
+        case ZC_K_ALLTOALL: return true;
+        case ZC_K_GATHER: return to == s->root;
+        case ZC_K_SCATTER: o->dst = 0; return from == s->root;
+        default: return false; /* reduce, reduce_scatter: the receiver reduces */
+        }
+    default: return false;
+    }
+}
+
+/* Whether the stream from -> to is written in place (ready message and puts), and which.
+ * Collectives only: a ready message on the send/recv lane would share a channel with the data
+ * of the other direction's sends, and the two ends may issue sends and receives in different
+ * orders, so they would number that channel's messages differently. */
+static bool zc_placed_stream(const zc_comm *comm, const zc__sched *s, uint32_t from, uint32_t to,
+                             zc_stream *o) {
+    return zc_copy_stream(s, comm->nranks, from, to, o) && o->len &&
+           o->len * s->esize >= comm->put_min;
+}
+
+void zc__place_plan(zc_comm *comm, zc__req *r) {
+    const zc__sched *s = &r->s;
+    uint32_t me = comm->rank;
+    r->place = 0;
+    for (uint32_t p = 0; p < comm->nranks; p++) {
+        zc__place *pl = &r->pl[p];
+        zc_stream st;
+        *pl = (zc__place){0};
+        if (p == me) continue;
+        pl->ready_out = zc_placed_stream(comm, s, p, me, &st);
+        pl->ready_in = zc_placed_stream(comm, s, me, p, &st);
+        if (pl->ready_out || pl->ready_in) r->place = ZC_PLACE_ON | ZC_PLACE_HANDSHAKE;
+    }
+}
+
+/* The registration of the caller's memory holding [p, p+bytes) that the wire can put to and
+ * from; NULL when none does. */
+static const zc__mem_entry *zc_place_find(const zc_comm *comm, const void *p, uint64_t bytes) {
+    uintptr_t lo = (uintptr_t)p, hi = lo + bytes;
+    for (uint32_t i = 0; i < comm->cfg.max_mems; i++) {
+        const zc__mem_entry *e = &comm->mems[i];
+        if (e->mr.handle && e->kind == ZC_MEM_HOST && lo >= (uintptr_t)e->addr &&
+            hi <= (uintptr_t)e->addr + e->bytes)
+            return e;
+    }
+    return 0;
+}
+
+/* The ready messages: where each stream into this rank goes (its registered destination, or
+ * raddr 0) and, read from each peer this rank streams to, where its stream goes. */
+typedef struct zc_ready_msg {
+    uint64_t raddr, rkey;
+} zc_ready_msg;
+
+static void zc_place_handshake(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    const zc__sched *s = &r->s;
+    bool done = true;
+    for (uint32_t p = 0; p < comm->nranks && *budget; p++) {
+        zc__place *pl = &r->pl[p];
+        zc_ready_msg msg;
+        if (pl->ready_out && !pl->sent) {
+            uint8_t *out = zc__tx_begin(comm, r, p, UINT64_MAX);
+            if (out) {
+                zc_stream st;
+                zc_placed_stream(comm, s, p, comm->rank, &st);
+                uint8_t *dst = s->recv + st.dst * s->esize;
+                const zc__mem_entry *e = zc_place_find(comm, dst, st.len * s->esize);
+                msg.raddr = e ? (uint64_t)(uintptr_t)dst : 0;
+                msg.rkey = e ? e->mr.rkey : 0;
+                zc__memcpy(out, &msg, sizeof msg);
+                if (zc__tx_end(comm, r, p, UINT64_MAX, sizeof msg) != ZC_OK) return;
+                pl->sent = 1;
+                pl->offered = e != 0;
+                (*budget)--;
+            }
+        }
+        if (pl->ready_in && !pl->got) {
+            const uint8_t *in = zc__rx_peek(comm, r, p, UINT64_MAX, sizeof msg);
+            if (!in) {
+                if (comm->failed) return;
+            } else {
+                zc__memcpy(&msg, in, sizeof msg);
+                pl->raddr = msg.raddr;
+                pl->rkey = msg.rkey;
+                zc__rx_consume(comm, r, p);
+                pl->got = 1;
+                (*budget)--;
+            }
+        }
+        done = done && (!pl->ready_out || pl->sent) && (!pl->ready_in || pl->got);
+    }
+    if (done && *budget) r->place &= ~ZC_PLACE_HANDSHAKE;
+}
+
+/* Every put from the caller's memory has been read by the wire (the source may change). */
+static bool zc_puts_done(zc_comm *comm, const zc__req *r) {
+    for (uint32_t p = 0; p < comm->nranks; p++)
+        if (r->pl[p].direct && !comm->wire->put_done(comm->wire_state, p)) return false;
+    return true;
+}
+
 uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
     if (s->alg == ZC_ALG_P2P)
         return s->kind == ZC_K_SEND && p == s->root ? zc__msgs(s->count, s->chunk) : 0;
@@ -102,10 +231,18 @@ uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
     return zc_msgs_between(s, comm->nranks, p, comm->rank);
 }
 
+static void zc_send_placed(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t len,
+                           uint64_t first, uint64_t ready);
+
 /* Sends chunks of the stream [src, src+len) as channel messages first..first+msgs-1, but only
- * chunks below `ready`. */
+ * chunks below `ready`. A copy stream (copy: the receiver only copies it into its result) may
+ * be written in place instead. */
 static void zc_send_chunks(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t len,
-                           uint64_t first, uint64_t ready) {
+                           uint64_t first, uint64_t ready, bool copy) {
+    if (copy && x->r->place && x->r->pl[p].ready_in) {
+        zc_send_placed(x, p, src, len, first, ready);
+        return;
+    }
     uint64_t k = zc__tx_done(x->comm, x->r, p), total = zc__msgs(len, x->E);
     for (; *x->budget && k >= first && k - first < zc_min(total, ready); k++) {
         uint64_t j = k - first, elems = zc_chunk_len(x, len, j);
@@ -117,6 +254,35 @@ static void zc_send_chunks(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t l
     }
 }
 
+/* A stream written in place: waits for the receiver's ready message, then puts each chunk where
+ * it says (from src itself when src is registered), or goes through the slots when it said
+ * none. */
+static void zc_send_placed(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t len,
+                           uint64_t first, uint64_t ready) {
+    zc__place *pl = &x->r->pl[p];
+    if (!pl->got) return; /* the receiver has not said where yet */
+    if (!pl->raddr) {
+        zc_send_chunks(x, p, src, len, first, ready, false);
+        return;
+    }
+    uint64_t k = zc__tx_done(x->comm, x->r, p), total = zc__msgs(len, x->E);
+    if (!*x->budget || k < first || k - first >= zc_min(total, ready)) return;
+    const zc__mem_entry *from = zc_place_find(x->comm, src, len * x->es);
+    for (; *x->budget && k - first < zc_min(total, ready); k++) {
+        uint64_t j = k - first, bytes = zc_chunk_len(x, len, j) * x->es, off = j * x->E * x->es;
+        if (!zc__tx_begin(x->comm, x->r, p, k)) return;
+        if (zc__tx_put(x->comm, x->r, p, k, src + off, from ? &from->mr : 0, bytes,
+                       pl->raddr + off, pl->rkey) != ZC_OK)
+            return;
+        if (from) {
+            pl->direct = 1;
+            x->r->place |= ZC_PLACE_DIRECT;
+        }
+        if (zc__tx_end_placed(x->comm, x->r, p, k, bytes) != ZC_OK) return;
+        (*x->budget)--;
+    }
+}
+
 /* Receives the stream of len elements into dst from channel messages first.. onwards. */
 static void zc_recv_chunks(zc_ctx *x, uint32_t p, uint8_t *dst, uint64_t len, uint64_t first) {
     uint64_t k = zc__rx_done(x->comm, x->r, p), total = zc__msgs(len, x->E);
@@ -124,7 +290,17 @@ static void zc_recv_chunks(zc_ctx *x, uint32_t p, uint8_t *dst, uint64_t len, ui
         uint64_t j = k - first, elems = zc_chunk_len(x, len, j);
         const uint8_t *src = zc__rx_peek(x->comm, x->r, p, k, elems * x->es);
         if (!src) return;
-        if (x->stream)
+        if (zc__rx_placed(src)) { /* the sender put it in place already */
+            if (!x->r->place || !x->r->pl[p].offered) {
+                zc__error(x->comm, ZC_INTERNAL, "%s sequence %llu: rank %u put message %llu "
+                          "in place, but rank %u offered no destination", zc__kind_name(
+                          x->r->s.kind), (unsigned long long)x->r->seq, p,
+                          (unsigned long long)k, x->me);
+                zc__fail_comm(x->comm, ZC_INTERNAL, x->r->seq);
+                return;
+            }
+            x->comm->placed_bytes += elems * x->es;
+        } else if (x->stream)
             zc__copy_stream(dst + j * x->E * x->es, src, elems * x->es);
         else
             zc__memcpy(dst + j * x->E * x->es, src, elems * x->es);
@@ -195,7 +371,7 @@ static void zc_step_oneshot(zc_ctx *x) {
     bool reduces = s->kind == ZC_K_ALLREDUCE || x->me == s->root;
     for (uint32_t p = 0; p < x->n; p++)
         if (p != x->me && (s->kind == ZC_K_ALLREDUCE || p == s->root))
-            zc_send_chunks(x, p, s->send, s->count, 0, UINT64_MAX);
+            zc_send_chunks(x, p, s->send, s->count, 0, UINT64_MAX, false);
     if (reduces) {
         /* In place, chunk c of recv is also our input: reduce it only once sent to all. */
         uint64_t sent = UINT64_MAX;
@@ -227,10 +403,10 @@ static void zc_step_rs(zc_ctx *x) {
         if (p == x->me) continue;
         uint64_t lo = rs_only ? p * s->count : zc__block_lo(s->count, x->n, p);
         uint64_t len = rs_only ? s->count : zc_blen(s, x->n, p);
-        zc_send_chunks(x, p, s->send + lo * x->es, len, 0, UINT64_MAX);
+        zc_send_chunks(x, p, s->send + lo * x->es, len, 0, UINT64_MAX, false);
         if (s->alg == ZC_ALG_RSAG) /* all-gather phase of our reduced block */
             zc_send_chunks(x, p, s->recv + lo_me * x->es, blk_me, zc__msgs(len, x->E),
-                           x->r->a);
+                           x->r->a, true);
         if (s->alg == ZC_ALG_RSAG || (to_root && x->me == s->root))
             zc_recv_chunks(x, p, s->recv + lo * x->es, len, C_me);
     }
@@ -265,7 +441,7 @@ static void zc_step_bcast(zc_ctx *x) {
     }
     for (uint32_t c = 1; c < x->n; c++)
         if (zc_is_child(s, x->n, v, c))
-            zc_send_chunks(x, zc__add_mod(c, s->root, x->n), src, s->count, 0, ready);
+            zc_send_chunks(x, zc__add_mod(c, s->root, x->n), src, s->count, 0, ready, true);
     bool own = v != 0 || !s->recv || s->recv == s->send || x->r->a == C;
     if (zc_all_moved(x->r) && own) x->r->status = ZC_OK;
 }
@@ -278,7 +454,7 @@ static void zc_step_direct(zc_ctx *x) {
     switch (s->kind) {
     case ZC_K_GATHER:
         if (x->me != s->root) {
-            zc_send_chunks(x, s->root, s->send, s->count, 0, UINT64_MAX);
+            zc_send_chunks(x, s->root, s->send, s->count, 0, UINT64_MAX, true);
             break;
         }
         for (uint32_t p = 0; p < x->n; p++)
@@ -291,14 +467,15 @@ static void zc_step_direct(zc_ctx *x) {
             break;
         }
         for (uint32_t p = 0; p < x->n; p++)
-            if (p != x->me) zc_send_chunks(x, p, s->send + p * blk, s->count, 0, UINT64_MAX);
+            if (p != x->me)
+                zc_send_chunks(x, p, s->send + p * blk, s->count, 0, UINT64_MAX, true);
         own = zc_copy_own(x, s->recv, s->send + x->me * blk, s->count);
         break;
     default: { /* allgather, alltoall */
         bool a2a = s->kind == ZC_K_ALLTOALL;
         for (uint32_t p = 0; p < x->n; p++) {
             if (p == x->me) continue;
-            zc_send_chunks(x, p, s->send + (a2a ? p * blk : 0), s->count, 0, UINT64_MAX);
+            zc_send_chunks(x, p, s->send + (a2a ? p * blk : 0), s->count, 0, UINT64_MAX, true);
             zc_recv_chunks(x, p, s->recv + p * blk, s->count, 0);
         }
         own = zc_copy_own(x, s->recv + x->me * blk, s->send + (a2a ? x->me * blk : 0),
@@ -311,7 +488,8 @@ static void zc_step_direct(zc_ctx *x) {
 
 static void zc_step_p2p(zc_ctx *x) {
     const zc__sched *s = &x->r->s;
-    if (s->kind == ZC_K_SEND) zc_send_chunks(x, s->root, s->send, s->count, 0, UINT64_MAX);
+    if (s->kind == ZC_K_SEND)
+        zc_send_chunks(x, s->root, s->send, s->count, 0, UINT64_MAX, false);
     else zc_recv_chunks(x, s->root, s->recv, s->count, 0);
     if (zc_all_moved(x->r)) x->r->status = ZC_OK;
 }
@@ -340,6 +518,10 @@ static void zc_step_barrier(zc_ctx *x) {
 void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget) {
     zc_ctx x = {comm, r, budget, comm->rank, comm->nranks, r->s.chunk, r->s.esize,
                 zc_result_bytes(&r->s, comm->nranks) >= ZC_STREAM_COPY_MIN_BYTES};
+    if (r->place & ZC_PLACE_HANDSHAKE) {
+        zc_place_handshake(comm, r, budget);
+        if (comm->failed) return;
+    }
     switch (r->s.alg) {
     case ZC_ALG_LOCAL: r->status = ZC_OK; break;
     case ZC_ALG_ONESHOT: zc_step_oneshot(&x); break;
@@ -356,4 +538,6 @@ void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget) {
     case ZC_ALG_P2P: zc_step_p2p(&x); break;
     default: ZC_ASSERT(!"unknown algorithm");
     }
+    if (r->status == ZC_OK && (r->place & ZC_PLACE_DIRECT) && !zc_puts_done(comm, r))
+        r->status = ZC_IN_PROGRESS; /* the wire may still read the caller's source */
 }

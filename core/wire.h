@@ -9,13 +9,19 @@
  * word per (lane, peer) that the peer writes (how many of my messages it has consumed) and one
  * alarm word any peer may write (a job failure report). Message number m on a (lane, peer)
  * ring goes to slot m % slots and is published with tag m + 1; the credit protocol in the core
- * guarantees a slot is never rewritten before it was consumed. */
+ * guarantees a slot is never rewritten before it was consumed.
+ *
+ * Placement (optional; wires that can write into a peer's memory directly, transport_ib). The
+ * core registers the caller's buffers through mem_register; a receiver tells a sender where a
+ * stream goes (address and remote key) and the sender puts each chunk there before posting the
+ * chunk's message with a header only. A put is ordered before the message posted next into the
+ * same slot, so the message's arrival means the chunk is in place. */
 #ifndef ZC_WIRE_H
 #define ZC_WIRE_H
 
 #include "zcoll.h"
 
-#define ZC_WIRE_VERSION 2u
+#define ZC_WIRE_VERSION 3u
 #define ZC_WIRE_LANES 2u      /* lane 0: collectives; lane 1: send/recv */
 #define ZC_SLOT_HDR_BYTES 64u /* the header part of every slot; its last 8 bytes hold the tag */
 #define ZC_WIRE_MAX_ADDR_BYTES 65536u /* ceiling of a rank's address blob (see addr_bytes) */
@@ -32,6 +38,13 @@ typedef struct zc_wire_geom {
     const zc_config *cfg;  /* the communicator's configuration (device choice, timeouts);
                             * valid during create only: copy what is needed later */
 } zc_wire_geom;
+
+/* A registration of the caller's memory with the wire (mem_register fills it). */
+typedef struct zc_wire_mr {
+    void *handle;          /* the wire's own object (NULL: not registered) */
+    uint64_t lkey;         /* names it as a source of this rank's puts */
+    uint64_t rkey;         /* names it to peers, as the destination of their puts */
+} zc_wire_mr;
 
 typedef struct zc_wire_ops {
     uint32_t struct_bytes; /* sizeof(zc_wire_ops) */
@@ -73,6 +86,25 @@ typedef struct zc_wire_ops {
     uint64_t (*alarmed)(void *state);
     /* ZC_OK while peer's process lives, ZC_PEER_LOST once it is gone (err says how). */
     zc_status (*peer_alive)(void *state, uint32_t peer, char *err, size_t cap);
+    /* ---- placement: NULL (put_min, mem_register, put, put_done) in wires without it ---- */
+    /* Streams of at least this many bytes may be placed (0: never); the same on every rank
+     * (attach checked). */
+    uint64_t (*put_min)(void *state);
+    /* Registers [addr, addr+bytes) of kind zc_mem_kind; device memory comes with a dma-buf
+     * fd (and addr's offset in it), or fd -1 to try the address itself. Not on the data path:
+     * it may take a while; it never blocks on a peer. */
+    zc_status (*mem_register)(void *state, void *addr, size_t bytes, uint32_t kind, int32_t fd,
+                              uint64_t fd_offset, zc_wire_mr *out, char *err, size_t cap);
+    void (*mem_deregister)(void *state, zc_wire_mr *mr);
+    /* Writes bytes from src to raddr (rkey) in peer's memory, ordered before the message tagged
+     * tag that goes next into (lane, peer, slot). src in this rank's registered memory (mr)
+     * goes as is and must stay unchanged until put_done; with mr NULL it is copied into the
+     * slot's staging first (bytes <= slot_bytes). Fails only for good (as post). */
+    zc_status (*put)(void *state, uint32_t lane, uint32_t peer, uint32_t slot, uint64_t tag,
+                     const void *src, const zc_wire_mr *mr, size_t bytes, uint64_t raddr,
+                     uint64_t rkey);
+    /* True once every put to peer from registered memory has been read by the wire. */
+    bool (*put_done)(void *state, uint32_t peer);
 } zc_wire_ops;
 
 extern const zc_wire_ops zc_wire_shm;

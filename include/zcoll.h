@@ -123,6 +123,12 @@ typedef enum zc_transport {
 #define ZC_IB_DEVICE_BYTES 64u          /* ceiling of zc_config.ib_device, NUL included */
 #define ZC_DEFAULT_IB_QPS_PER_PEER 1u
 #define ZC_DEFAULT_IB_RETRY_CNT 7u
+/* transport_ib: a stream (a peer's block of a collective, a send) of at least this many bytes
+ * whose destination the receiver registered with zc_mem_register goes by RDMA WRITE straight
+ * into that destination (from the sender's buffer too when that is registered), with no copy
+ * through the slots; the receiver first tells the sender where (one extra message). Every rank
+ * needs the same value (init says ZC_MISMATCH otherwise). */
+#define ZC_DEFAULT_IB_ZCOPY_MIN_BYTES 262144u
 
 /* Device-memory collectives (CUDA builds). */
 #define ZC_DEFAULT_GPU_STREAM_SLOTS 16u
@@ -165,7 +171,9 @@ typedef struct zc_config {
     uint32_t ib_timeout;         /* QP local ACK timeout exponent (4.096 us * 2^v), 1..31;
                                   * 0 = derived so retries end within timeout_ns */
     uint32_t ib_retry_cnt;       /* QP transport retries, 0..7 */
-    uint32_t ib_pad_;
+    uint32_t ib_zcopy_min_bytes; /* streams of at least this many bytes into memory the
+                                  * receiver registered (zc_mem_register) are written there
+                                  * directly; 0 = never (see ZC_DEFAULT_IB_ZCOPY_MIN_BYTES) */
     /* gpu/ (CUDA builds; ignored by builds without CUDA): */
     int32_t gpu_device;          /* CUDA device of device-memory collectives: -1 (default) =
                                   * the device current in the thread that runs zc_comm_init
@@ -194,9 +202,9 @@ void zc_config_default(zc_config *cfg);
  * ZC_ROOT_ADDR is absent (torchrun keeps MASTER_PORT for its own store). Tunables:
  * ZC_TIMEOUT_MS, ZC_SLOT_BYTES, ZC_SLOTS, ZC_MAX_REQUESTS, ZC_SPIN_POLLS, ZC_TRANSPORT
  * (auto|shm|ib), ZC_IB_DEVICE, ZC_IB_PORT, ZC_IB_GID_INDEX (or auto), ZC_IB_QPS_PER_PEER,
- * ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT, ZC_GPU_DEVICE (-2, -1 or an ordinal), ZC_GPU_STREAM_SLOTS,
- * ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES. No launcher variables at all leaves the
- * single-rank default.
+ * ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT, ZC_IB_ZCOPY_MIN_BYTES, ZC_GPU_DEVICE (-2, -1 or an
+ * ordinal), ZC_GPU_STREAM_SLOTS, ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES. No launcher
+ * variables at all leaves the single-rank default.
  * Malformed values (non-numeric, rank >= size, size 0, more than one rank without a
  * rendezvous address, a secret that is not 32 hex digits) return ZC_INVALID_ARG with a
  * sentence naming the variable in cfg->error_text; cfg is then unchanged but for error_text. */
@@ -258,7 +266,13 @@ typedef struct zc_mem zc_mem;
 /* Registers [addr, addr+bytes) from the fixed table in the arena (ZC_LIMIT when full). Host
  * buffers need not be registered: unregistered host memory is staged through the slots, and the
  * shared-memory wire stages registered host memory too (it cannot write another process's
- * private pages).
+ * private pages). Over transport_ib (cfg->ib_zcopy_min_bytes not 0) the NIC registers host
+ * memory too (ibv_reg_mr; failures such as the locked-memory limit are returned, with the
+ * reason): a collective's stream of at least ib_zcopy_min_bytes from one peer (its block of an
+ * all-gather, gather, all-to-all or all_reduce's all-gather half, a broadcast, a scatter block)
+ * whose destination lies in one registration is written there by RDMA, read straight from the
+ * sender's buffer when that is registered too; send/recv still go through the slots. Local:
+ * ranks register independently. Deregister only what no request in flight uses.
  * ZC_MEM_CUDA: device memory from cudaMalloc on the communicator's device (cfg->gpu_device),
  * which every collective on device memory needs (ZC_INVALID_ARG for unregistered device memory,
  * host or managed memory registered as CUDA, or a range past its allocation). With more than
@@ -266,8 +280,10 @@ typedef struct zc_mem zc_mem;
  * may differ) and deregisters them in the same order; the call returns at once and the peers
  * map each other's buffers (CUDA IPC) during zc_progress, before the first collective that
  * uses them moves data. ZC_UNSUPPORTED without CUDA in this build or without a usable device
- * in this process (the error text says which and why), and across hosts until transport_ib
- * registers device memory through dma-buf. */
+ * in this process (the error text says which and why). Over transport_ib the NIC registers
+ * device memory instead (local, no exchange): through a dma-buf export of its pages
+ * (ibv_reg_dmabuf_mr, GPUDirect RDMA), else by address (nvidia-peermem); collectives on device
+ * memory over ib then say ZC_UNSUPPORTED (not implemented yet). */
 zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind kind,
                           zc_mem **mem_out);
 zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem);

@@ -193,6 +193,10 @@ void zc_plat_tcp_close(int sock) {
     if (zc_fs_hooks.tcp_close) zc_fs_hooks.tcp_close(zc_fs_hooks.user, sock);
 }
 
+void zc_plat_fd_close(int fd) {
+    if (zc_fs_hooks.fd_close) zc_fs_hooks.fd_close(zc_fs_hooks.user, fd);
+}
+
 /* ---- process and host -------------------------------------------------------------------- */
 
 const char *zc_plat_getenv(const char *name) {

@@ -80,6 +80,8 @@ zc_plat_rc zc_plat_tcp_send_all(int sock, const void *buf, size_t bytes, uint64_
 zc_plat_rc zc_plat_tcp_recv_all(int sock, void *buf, size_t bytes, uint64_t deadline_ns);
 zc_plat_rc zc_plat_tcp_recv_some(int sock, void *buf, size_t cap, size_t *got_out);
 void zc_plat_tcp_close(int sock);
+/* Closes a file descriptor another layer handed over (a GPU buffer's dma-buf export). */
+void zc_plat_fd_close(int fd);
 
 /* ---- process and host ---- */
 /* Value of an environment variable, or NULL when unset. The pointer stays valid until the
@@ -142,6 +144,7 @@ typedef struct zc_plat_hooks {
     uint32_t (*cpus)(void *user);
     zc_plat_rc (*pages_alloc)(void *user, size_t bytes, void **addr_out);
     zc_plat_rc (*pages_free)(void *user, void *addr, size_t bytes);
+    void (*fd_close)(void *user, int fd);
 } zc_plat_hooks;
 
 /* Installs the hooks (copied). Freestanding port only; call before any other zcoll function. */

@@ -447,6 +447,10 @@ void zc_plat_tcp_close(int sock) {
     if (sock >= 0) close(sock);
 }
 
+void zc_plat_fd_close(int fd) {
+    if (fd >= 0) close(fd);
+}
+
 /* ---- process and host -------------------------------------------------------------------- */
 
 const char *zc_plat_getenv(const char *name) { return name ? getenv(name) : NULL; }

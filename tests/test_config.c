@@ -34,7 +34,7 @@ static const char *const zt_env_vars[] = {
     "ZC_IB_DEVICE",     "ZC_IB_PORT",
     "ZC_IB_GID_INDEX",  "ZC_IB_QPS_PER_PEER",
     "ZC_IB_TIMEOUT",    "ZC_IB_RETRY_CNT",
-    "ZC_SPIN_POLLS",
+    "ZC_SPIN_POLLS",    "ZC_IB_ZCOPY_MIN_BYTES",
 };
 
 static void zt_env_clear(void) {
@@ -246,11 +246,13 @@ void config_from_env_reads_zcrun_variables(void) {
     ZT_CHECK_EQ(cfg.ib_gid_index, -1);
     ZT_CHECK_EQ(cfg.ib_qps_per_peer, ZC_DEFAULT_IB_QPS_PER_PEER);
     ZT_CHECK_EQ(cfg.ib_retry_cnt, ZC_DEFAULT_IB_RETRY_CNT);
+    ZT_CHECK_EQ(cfg.ib_zcopy_min_bytes, ZC_DEFAULT_IB_ZCOPY_MIN_BYTES);
 
     /* transport_ib's choices. */
     static const char *const ib[] = {
         "ZC_TRANSPORT=ib", "ZC_IB_DEVICE=rxe0", "ZC_IB_PORT=1", "ZC_IB_GID_INDEX=3",
-        "ZC_IB_QPS_PER_PEER=2", "ZC_IB_TIMEOUT=14", "ZC_IB_RETRY_CNT=3", NULL};
+        "ZC_IB_QPS_PER_PEER=2", "ZC_IB_TIMEOUT=14", "ZC_IB_RETRY_CNT=3",
+        "ZC_IB_ZCOPY_MIN_BYTES=0", NULL};
     zt_env_only(ib);
     zt_cfg_base(&cfg);
     ZT_FROM_ENV_OK(&cfg);
@@ -260,6 +262,7 @@ void config_from_env_reads_zcrun_variables(void) {
     ZT_CHECK_EQ(cfg.ib_gid_index, 3);
     ZT_CHECK_EQ(cfg.ib_qps_per_peer, 2);
     ZT_CHECK_EQ(cfg.ib_timeout, 14);
+    ZT_CHECK_EQ(cfg.ib_zcopy_min_bytes, 0);
     ZT_CHECK_EQ(cfg.ib_retry_cnt, 3);
     ZT_CHECK(zc_comm_arena_bytes(&cfg) > 0);
     ZT_CHECK(setenv("ZC_IB_GID_INDEX", "auto", 1) == 0);
@@ -545,6 +548,7 @@ static const zt_bad_env zt_bad_envs[] = {
     {{"ZC_IB_QPS_PER_PEER=0", NULL}, "cfg->ib_qps_per_peer"},
     {{"ZC_IB_TIMEOUT=32", NULL}, "ZC_IB_TIMEOUT"},
     {{"ZC_IB_RETRY_CNT=8", NULL}, "ZC_IB_RETRY_CNT"},
+    {{"ZC_IB_ZCOPY_MIN_BYTES=4294967296", NULL}, "ZC_IB_ZCOPY_MIN_BYTES"},
     /* well-formed numbers the config check refuses: it names the field */
     {{"ZC_SLOTS=3", NULL}, "cfg->slots"},
     {{"ZC_SLOTS=2048", NULL}, "cfg->slots"},

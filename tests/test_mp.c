@@ -11,6 +11,7 @@
  * programs print "mp-info:" lines that the tests check and echo. */
 #include "zt.h"
 
+#include "../core/engine.h" /* zc_comm's placed_bytes: what the wire put in place */
 #include "../core/reduce.h"
 #include "zcoll.h"
 
@@ -335,6 +336,7 @@ typedef struct mp_op {
     uint8_t *xs, *xr;    /* expected images of sbuf and rbuf after the call */
     const void *send;
     void *recv;
+    zc_mem *mem[2];      /* sbuf's and rbuf's registrations (MP_REGISTER), or NULL */
     int nreq;            /* 0 (no call), 1, or 2 for the ring's send and recv */
     zc_req req[2];
     zc_plan plan[2];
@@ -751,10 +753,31 @@ static void mp_draw_op(zt_rng *g, const mp_ctx *m, mp_op *o) {
     o->me = m->rank;
 }
 
+/* MP_REGISTER=1: registers (zc_mem_register, ZC_MEM_HOST) each buffer of a call with
+ * probability 3/4, this rank's own draw, so that streams go in place (transport_ib), from
+ * registered sources or through the staging, and through the slots where the receiver has no
+ * registration; deregisters them after the call. */
+static void mp_register(const mp_ctx *m, mp_op *o, zt_rng *g) {
+    uint8_t *bufs[2] = {o->sbuf, o->rbuf};
+    size_t bytes[2] = {o->sbytes, o->rbytes};
+    for (int i = 0; i < 2; i++) {
+        o->mem[i] = NULL;
+        if (!bufs[i] || !bytes[i] || zt_rng_below(g, 4) == 0) continue;
+        MP_ST(m, zc_mem_register(m->comm, bufs[i], bytes[i], ZC_MEM_HOST, &o->mem[i]), ZC_OK);
+    }
+}
+
+static void mp_deregister(const mp_ctx *m, mp_op *o) {
+    for (int i = 0; i < 2; i++)
+        if (o->mem[i]) MP_ST(m, zc_mem_deregister(m->comm, o->mem[i]), ZC_OK);
+}
+
 int mp_rank_sweep(void) {
     mp_ctx m;
     mp_config(&m, "mp_rank_sweep");
     mp_sweep_config(&m.cfg, m.n);
+    bool reg = mp_env_u32("MP_REGISTER", 0) != 0;
+    if (reg) m.cfg.max_mems = 16; /* 8 calls of 2 buffers at most */
     mp_init(&m);
     static const uint32_t default_batches[9] = {0, 800, 600, 150, 160, 250, 0, 0, 120};
     uint32_t batches = mp_env_u32("MP_BATCHES", m.n <= 8 ? default_batches[m.n] : 40);
@@ -780,6 +803,7 @@ int mp_rank_sweep(void) {
             ops[j].uid = mp_mix(mp_seed ^ ((uint64_t)b << 20) ^ (j << 4) ^ m.n);
             mp_op_alloc(&ops[j]);
             mp_op_fill(&ops[j], ops[j].sbuf, ops[j].rbuf);
+            if (reg) mp_register(&m, &ops[j], &local);
         }
         for (size_t j = 0; j < k; j++) {
             zc_status st = mp_op_issue(m.comm, &ops[j]);
@@ -798,18 +822,33 @@ int mp_rank_sweep(void) {
             calls++;
             per_kind[ops[j].kind]++;
             bytes += ops[j].sbytes > ops[j].rbytes ? ops[j].sbytes : ops[j].rbytes;
+            if (reg) mp_deregister(&m, &ops[j]);
             mp_op_free(&ops[j]);
         }
     }
     mp_barrier(&m);
+    /* Bytes the wire put straight into the ranks' buffers, all ranks together. */
+    uint64_t placed = m.comm->placed_bytes, placed_all = 0;
+    zc_req pr;
+    MP_ST(&m, zc_allreduce(m.comm, &placed, &placed_all, 1, ZC_UINT64, ZC_SUM, &pr), ZC_OK);
+    MP_ST(&m, zc_wait(m.comm, &pr), ZC_OK);
     if (m.rank == 0) {
         printf("mp-info: sweep n=%u slot_bytes=%u slots=%u: %u of %u batches, %llu calls (", m.n,
                m.cfg.slot_bytes, m.cfg.slots, b, batches, (unsigned long long)calls);
         for (int k = 0; k < MP_KIND_COUNT; k++)
             printf("%s%s %llu", k ? ", " : "", mp_kind_names[k], (unsigned long long)per_kind[k]);
-        printf("), %.1f MB per rank, %.1f s\n", (double)bytes / 1e6,
+        printf("), %.1f MB per rank, %.1f s", (double)bytes / 1e6,
                mp_ms(mp_now_ns() - t0) / 1000.0);
+        if (reg) printf("; buffers registered, %.1f MB put in place", (double)placed_all / 1e6);
+        printf("\n");
     }
+    /* MP_EXPECT_PLACED=1 (a wire with put): registration must have taken some streams in place;
+     * without put nothing may claim to be. */
+    if (mp_env_u32("MP_EXPECT_PLACED", 0))
+        MP_CHECK(&m, placed_all > 0, "buffers were registered but no stream was put in place");
+    else if (!reg || m.comm->put_min == 0)
+        MP_CHECK(&m, placed_all == 0, "%llu bytes put in place without registration or put",
+                 (unsigned long long)placed_all);
     mp_fini(&m);
     return 0;
 }
@@ -1613,6 +1652,12 @@ static void mp_job(uint32_t n, const char *prog, uint32_t timeout_s, const char 
 void mp_collectives_match_reference_n1(void) { mp_job(1, "mp_rank_sweep", 50, NULL, 0); }
 void mp_collectives_match_reference_n2(void) { mp_job(2, "mp_rank_sweep", 50, NULL, 0); }
 void mp_collectives_match_reference_n3(void) { mp_job(3, "mp_rank_sweep", 50, NULL, 0); }
+/* The sweep with registered buffers (MP_REGISTER): on shared memory registration changes no
+ * result and nothing is put in place; tests/rxe runs it over ib, where streams are. */
+void mp_registered_buffers_match_reference_n3(void) {
+    static const char *const env[] = {"MP_REGISTER=1", "MP_BATCHES=60", NULL};
+    mp_job(3, "mp_rank_sweep", 50, env, 0);
+}
 void mp_collectives_match_reference_n4(void) { mp_job(4, "mp_rank_sweep", 50, NULL, 0); }
 void mp_collectives_match_reference_n5(void) { mp_job(5, "mp_rank_sweep", 50, NULL, 0); }
 void mp_collectives_match_reference_n8(void) { mp_job(8, "mp_rank_sweep", 50, NULL, 0); }

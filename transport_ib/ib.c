@@ -9,10 +9,10 @@
  *
  * Queue sizing, per queue pair (d = ceil(slots / qps), the messages of one lane it can carry
  * at once): receive queue 2 d (both lanes; reposted as each arrives, before its credit can
- * go back, so it never runs dry); send queue 2 (2 d + 2 slots) + ZC_IB_SQ_SPARE (data in
- * flight, a burst of credit writes, the alarm) with every (send queue / 4)-th request
- * signalled; one completion queue of the sum of all queues (a flush after an error completes
- * every request). */
+ * go back, so it never runs dry); send queue 2 (4 d + 2 slots) + ZC_IB_SQ_SPARE (data in
+ * flight, each message with a put before it, a burst of credit writes, the alarm) with every
+ * (send queue / 4)-th request signalled, and every put from the caller's memory; one
+ * completion queue of the sum of all queues (a flush after an error completes every request). */
 #include "ib.h"
 
 #define ZC_IB_DRAIN_NS 50000000ull /* close: how long flushed completions are waited for */
@@ -34,6 +34,8 @@ typedef struct zc_ib_blob {
     uint64_t window, window_bytes;
     uint64_t host, pid;
     uint8_t gid[16];
+    uint32_t put_min;         /* cfg->ib_zcopy_min_bytes: must be the same everywhere */
+    uint32_t pad_;
 } zc_ib_blob;
 _Static_assert(sizeof(zc_ib_blob) <= ZC_IB_BLOB_HEAD, "blob head fits its bytes");
 _Static_assert(ZC_IB_BLOB_HEAD + (size_t)ZC_MAX_RANKS * ZC_IB_MAX_QPS * 8u <=
@@ -52,7 +54,7 @@ static void zc_ib_sizes(const zc_wire_geom *g, uint32_t qps, zc_ib_size *z) {
     uint32_t per = (g->slots + qps - 1u) / qps;
     z->qps = qps;
     z->rq = ZC_WIRE_LANES * per;
-    z->sq = 2u * (z->rq + ZC_WIRE_LANES * g->slots) + ZC_IB_SQ_SPARE;
+    z->sq = 2u * (2u * z->rq + ZC_WIRE_LANES * g->slots) + ZC_IB_SQ_SPARE;
     z->every = z->sq / 4u;
     z->cqe = (uint64_t)(n - 1u) * qps * (z->sq + z->rq);
     z->window = zc__ib_rings_off(g) + ZC_WIRE_LANES * n * ring;
@@ -180,6 +182,7 @@ static void zc_ib_write_blob(const zc_ib *s, uint8_t *out) {
     b.host = s->host;
     b.pid = s->pid;
     __builtin_memcpy(b.gid, s->dev.gid, 16);
+    b.put_min = s->put_min;
     __builtin_memset(out, 0, ZC_IB_BLOB_HEAD);
     __builtin_memcpy(out, &b, sizeof b);
     uint8_t *qp = out + ZC_IB_BLOB_HEAD;
@@ -225,6 +228,7 @@ static zc_status zc_ib_create(void *state, const zc_wire_geom *g, void *window, 
     s->retry_cnt = g->cfg->ib_retry_cnt < 6u ? g->cfg->ib_retry_cnt : 6u;
     s->timeout = g->cfg->ib_timeout ? g->cfg->ib_timeout
                                     : zc_ib_derive_timeout(g->cfg->timeout_ns, s->retry_cnt);
+    s->put_min = g->cfg->ib_zcopy_min_bytes;
     s->host = zc_ib_host_hash();
     s->pid = zc_plat_process_id();
     for (size_t i = 0; i < (size_t)ZC_WIRE_LANES * g->nranks * qps; i++)
@@ -264,6 +268,12 @@ static zc_status zc_ib_check_blob(const zc_ib *s, uint32_t p, const zc_ib_blob *
                    "but rank %u has nranks=%u slots=%u stride=%u ib_qps_per_peer=%u: every rank "
                    "needs the same geometry", p, b->nranks, b->slots, b->stride, b->qps,
                    s->g.rank, s->g.nranks, s->g.slots, s->g.stride, s->qps);
+        return ZC_MISMATCH;
+    }
+    if (b->put_min != s->put_min) {
+        zc__ib_fmt(err, cap, "ib: rank %u has ib_zcopy_min_bytes=%u but rank %u has %u: every "
+                   "rank needs the same (both ends of a stream decide alike whether it is "
+                   "written in place)", p, b->put_min, s->g.rank, s->put_min);
         return ZC_MISMATCH;
     }
     if (b->link_layer != s->dev.link_layer) {
@@ -355,6 +365,45 @@ static void zc_ib_close(void *state) {
     s->attached = 0;
 }
 
+/* ---- the caller's memory --------------------------------------------------------------------- */
+
+static uint64_t zc_ib_put_min(void *state) {
+    const zc_ib *s = state;
+    return s->attached ? s->put_min : 0;
+}
+
+static zc_status zc_ib_mem_register(void *state, void *addr, size_t bytes, uint32_t kind,
+                                    int32_t fd, uint64_t fd_offset, zc_wire_mr *out, char *err,
+                                    size_t cap) {
+    zc_ib *s = state;
+    struct ibv_mr *mr = 0;
+    out->handle = 0;
+    out->lkey = out->rkey = 0;
+    if (!s->dev.pd) {
+        zc__ib_fmt(err, cap, "ib: the wire is closed");
+        return ZC_INVALID_STATE;
+    }
+    if (bytes > s->dev.max_mr_size) {
+        zc__ib_fmt(err, cap, "ib: %llu bytes exceed %s's max_mr_size of %llu",
+                   (unsigned long long)bytes, s->dev.name,
+                   (unsigned long long)s->dev.max_mr_size);
+        return ZC_LIMIT;
+    }
+    zc_status st = zc__ib_reg_user(&s->dev, addr, bytes, kind == ZC_MEM_CUDA, fd, fd_offset, &mr,
+                                   err, cap);
+    if (st != ZC_OK) return st;
+    out->handle = mr;
+    out->lkey = zc__ib_mr_lkey(mr);
+    out->rkey = zc__ib_mr_rkey(mr);
+    return ZC_OK;
+}
+
+static void zc_ib_mem_deregister(void *state, zc_wire_mr *mr) {
+    (void)state;
+    zc__ib_dereg_user(mr->handle);
+    mr->handle = 0;
+}
+
 /* ---- the ops table (data path in path.c) ----------------------------------------------------- */
 
 const zc_wire_ops zc_wire_ib = {
@@ -364,4 +413,5 @@ const zc_wire_ops zc_wire_ib = {
     zc__ib_tx_slot, zc__ib_post, zc__ib_rx_slot,
     zc__ib_credit, zc__ib_credits,
     zc__ib_alarm, zc__ib_alarmed, zc__ib_peer_alive,
+    zc_ib_put_min, zc_ib_mem_register, zc_ib_mem_deregister, zc__ib_put, zc__ib_put_done,
 };

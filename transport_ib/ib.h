@@ -11,6 +11,9 @@
  *   window   [0] unused line, [1] alarm word, credit records [lane][peer] one line each, then
  *            rings [lane][src peer][slot] of `stride` bytes (the shm layout). Registered for
  *            remote write (and remote atomics when the device has them).
+ *   caller's the buffers zc_mem_register names (host memory, or device memory through
+ *            dma-buf): registered for local and remote write when the caller asks; puts
+ *            write from and into them.
  *   local    staging slots [lane][dst peer][slot] of `stride` bytes (tx_slot hands these out;
  *            post writes one into the peer's ring), then per queue pair a ring of sq_depth
  *            8-byte words, the sources of credit writes and the results of alarm
@@ -111,6 +114,8 @@ typedef struct zc_ib_peer {
     uint64_t credit_sent[ZC_WIRE_LANES]; /* last consumed count written to the peer */
     uint64_t credit_seen[ZC_WIRE_LANES]; /* last count the peer wrote to us, widened */
     uint64_t probe;           /* 1 + send request number of the last liveness probe; 0 none */
+    uint64_t put_wr[ZC_IB_MAX_QPS]; /* 1 + send request number of the last put from the
+                                     * caller's registered memory on each queue pair; 0 none */
     char why[ZC_IB_WHY_BYTES];           /* how it was lost */
 } zc_ib_peer;
 
@@ -123,6 +128,8 @@ typedef struct zc_ib {
     uint32_t timeout, retry_cnt; /* QP local ACK timeout exponent and transport retries */
     uint32_t credit_backlog;  /* 1: some credit could not be posted yet (send queue full) */
     uint32_t attached;        /* 1 once every queue pair reached RTS */
+    uint32_t put_min;         /* cfg->ib_zcopy_min_bytes (every rank's: attach checks) */
+    uint32_t pad_;
     uint8_t *win;             /* inbound window (platform pages) */
     uint8_t *loc;             /* staging slots and posted words (platform pages) */
     size_t win_bytes, loc_bytes;
@@ -177,6 +184,10 @@ zc_status zc__ib_peer_alive(void *state, uint32_t peer, char *err, size_t cap);
 void zc__ib_poll(zc_ib *s);
 /* Marks peer lost (the first reason wins) with a sentence from fmt (verbs.c's formatter). */
 void zc__ib_lose(zc_ib *s, uint32_t peer, const char *fmt, ...);
+zc_status zc__ib_put(void *state, uint32_t lane, uint32_t peer, uint32_t slot, uint64_t tag,
+                     const void *src, const zc_wire_mr *mr, size_t bytes, uint64_t raddr,
+                     uint64_t rkey);
+bool zc__ib_put_done(void *state, uint32_t peer);
 
 /* ---- verbs.c ---- */
 /* A small formatter for sentences (no libc here): %s, %u (unsigned), %d (int), %llu
@@ -211,6 +222,13 @@ const char *zc__ib_wc_text(uint32_t status);
 const char *zc__ib_errno_text(int e, char *buf, size_t cap);
 void zc__ib_qp_error(struct ibv_qp *qp);
 void zc__ib_qp_destroy(struct ibv_qp *qp);
+/* The caller's memory (zc_mem_register): host memory by address, device memory through a
+ * dma-buf fd (fd >= 0) or by address (nvidia-peermem). Local write and remote write. */
+zc_status zc__ib_reg_user(zc_ib_dev *d, void *addr, size_t bytes, int device, int32_t fd,
+                          uint64_t fd_offset, struct ibv_mr **mr, char *err, size_t cap);
+void zc__ib_dereg_user(struct ibv_mr *mr);
+uint32_t zc__ib_mr_lkey(const struct ibv_mr *mr);
+uint32_t zc__ib_mr_rkey(const struct ibv_mr *mr);
 /* Destroys what zc__ib_setup and zc__ib_open made (each part only if there). */
 void zc__ib_teardown(zc_ib_dev *d);
 

@@ -6,7 +6,11 @@
  * on devices without atomics) into every peer's alarm word. Any error completion, failed post
  * or out-of-sequence arrival loses that peer for good (peer_alive says how). While the core
  * asks about a peer's liveness, one probe write to it stays in flight, so that a peer that
- * died on another host shows as soon as the queue pair's retries run out.
+ * died on another host shows as soon as the queue pair's retries run out. A put is a plain
+ * RDMA WRITE into the peer's registered memory on the queue pair of the message it precedes
+ * (an RC queue pair executes writes in order, so the message's completion at the receiver
+ * means the put's data is in place); from the caller's registered memory it is always
+ * signalled, so put_done can tell when the source may change again.
  * Must not: block (every poll takes at most one batch of completions), or allocate.
  *
  * Send queue accounting: request w of a queue pair is signalled when w % signal_every is
@@ -217,6 +221,58 @@ zc_status zc__ib_post(void *state, uint32_t lane, uint32_t peer, uint32_t slot, 
     }
     q->sq_posted++;
     return ZC_OK;
+}
+
+zc_status zc__ib_put(void *state, uint32_t lane, uint32_t peer, uint32_t slot, uint64_t tag,
+                     const void *src, const zc_wire_mr *mr, size_t bytes, uint64_t raddr,
+                     uint64_t rkey) {
+    zc_ib *s = state;
+    zc_ib_peer *p = zc_peer(s, peer);
+    if (p->lost) return (zc_status)p->lost;
+    uint64_t m = tag - 1u;
+    if ((m & (s->g.slots - 1u)) != slot || bytes > UINT32_MAX ||
+        (!mr && bytes > s->g.slot_bytes))
+        zc_plat_panic(__FILE__, __LINE__, "a put precedes message m in slot m % slots; staged "
+                      "puts fit a slot");
+    uint32_t j = (uint32_t)(m % s->qps);
+    zc_ib_qp *q = zc__ib_qp(s, peer, j);
+    if (!zc_room(s, q)) return p->lost ? (zc_status)p->lost : ZC_AGAIN;
+    if (p->lost) return (zc_status)p->lost;
+    const void *from = src;
+    uint32_t lkey;
+    if (mr) {
+        lkey = (uint32_t)mr->lkey;
+    } else { /* the slot's staging payload: free until this slot's message is consumed */
+        uint8_t *stage = zc_staging(s, lane, peer, slot) + ZC_SLOT_HDR_BYTES;
+        __builtin_memcpy(stage, src, bytes);
+        from = stage;
+        lkey = s->dev.loc_lkey;
+    }
+    int e = zc__ib_post_write(q->qp, zc__ib_wr_id(ZC_IB_WR_SEND, peer, j, q->sq_posted),
+                              mr ? 1 : zc_signal(s, q), from, lkey, (uint32_t)bytes, raddr,
+                              (uint32_t)rkey, 0, 0);
+    if (e) {
+        char why[128];
+        zc__ib_lose(s, peer, "ib: posting a put on queue pair %u failed (%s)", j,
+                    zc__ib_errno_text(e, why, sizeof why));
+        return ZC_PEER_LOST;
+    }
+    if (mr) p->put_wr[j] = q->sq_posted + 1u;
+    q->sq_posted++;
+    return ZC_OK;
+}
+
+bool zc__ib_put_done(void *state, uint32_t peer) {
+    zc_ib *s = state;
+    zc_ib_peer *p = zc_peer(s, peer);
+    for (int pass = 0; pass < 2; pass++) {
+        uint32_t j = 0;
+        while (j < s->qps && p->put_wr[j] <= zc__ib_qp(s, peer, j)->sq_done) j++;
+        /* A lost peer's queue pairs are in error: nothing reads the source any more. */
+        if (j == s->qps || p->lost) return true;
+        if (pass == 0) zc_reap(s);
+    }
+    return false;
 }
 
 const void *zc__ib_rx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot,

@@ -3,7 +3,8 @@
  * checks the device limits, makes the protection domain, memory registrations, completion
  * queue and RC queue pairs, moves them INIT -> RTR -> RTS, posts and polls. libibverbs' error
  * space (errno, enum ibv_wc_status) stops here: callers get zc_status values and sentences.
- * Must not: allocate, or register memory after init (only ib.c's create calls zc__ib_setup).
+ * Must not: allocate, or register memory after init except the caller's explicit
+ * registrations (zc_mem_register reaches zc__ib_reg_user through the wire).
  * Inline verbs (ibv_post_send, ibv_post_recv, ibv_poll_cq) import no symbol; ibv_query_port
  * and ibv_reg_mr are macros (VERBS_NOTES.md section 2). */
 #include <errno.h>
@@ -320,6 +321,46 @@ zc_status zc__ib_setup(zc_ib_dev *d, void *win, size_t win_bytes, void *loc, siz
     if (!d->cq) return zc_verbs_fail(err, cap, ZC_TRANSPORT, "ibv_create_cq", d->name, errno);
     return ZC_OK;
 }
+
+zc_status zc__ib_reg_user(zc_ib_dev *d, void *addr, size_t bytes, int device, int32_t fd,
+                          uint64_t fd_offset, struct ibv_mr **mr, char *err, size_t cap) {
+    unsigned access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    *mr = 0;
+    if (fd >= 0) {
+        /* GPUDirect through dma-buf (kernel 5.12+, rdma-core 34+): the NIC maps the device
+         * pages the fd exports; iova = addr, so peers write to the buffer's own address. */
+        *mr = ibv_reg_dmabuf_mr(d->pd, fd_offset, bytes, (uint64_t)(uintptr_t)addr, fd,
+                                (int)access);
+        if (*mr) return ZC_OK;
+        int e = errno;
+        char why[128];
+        zc__ib_fmt(err, cap, "ib: ibv_reg_dmabuf_mr of %llu bytes of device memory on %s failed "
+                   "(%s)", (unsigned long long)bytes, d->name,
+                   zc__ib_errno_text(e, why, sizeof why));
+        return e == EOPNOTSUPP || e == ENOSYS || e == EPROTONOSUPPORT ? ZC_UNSUPPORTED
+                                                                      : ZC_TRANSPORT;
+    }
+    *mr = ibv_reg_mr(d->pd, addr, bytes, access);
+    if (*mr) return ZC_OK;
+    int e = errno;
+    if (device) {
+        /* Device memory by its address works only with nvidia-peermem loaded. */
+        char why[128];
+        zc__ib_fmt(err, cap, "ib: ibv_reg_mr of %llu bytes of device memory on %s failed (%s): "
+                   "GPUDirect RDMA needs dma-buf (CUDA 11.7+, an open kernel module) or the "
+                   "nvidia-peermem module", (unsigned long long)bytes, d->name,
+                   zc__ib_errno_text(e, why, sizeof why));
+        return ZC_UNSUPPORTED;
+    }
+    return zc_reg_fail(err, cap, d, "buffer", bytes, e);
+}
+
+void zc__ib_dereg_user(struct ibv_mr *mr) {
+    if (mr) (void)ibv_dereg_mr(mr);
+}
+
+uint32_t zc__ib_mr_lkey(const struct ibv_mr *mr) { return mr->lkey; }
+uint32_t zc__ib_mr_rkey(const struct ibv_mr *mr) { return mr->rkey; }
 
 void zc__ib_teardown(zc_ib_dev *d) {
     if (d->cq) ibv_destroy_cq(d->cq);

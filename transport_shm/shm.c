@@ -243,4 +243,5 @@ const zc_wire_ops zc_wire_shm = {
     zc_shm_tx_slot, zc_shm_post, zc_shm_rx_slot,
     zc_shm_credit, zc_shm_credits,
     zc_shm_alarm, zc_shm_alarmed, zc_shm_peer_alive,
+    0, 0, 0, 0, 0, /* no placement: a process cannot write into another's private pages */
 };

@@ -250,10 +250,11 @@ t_alloc_free() {
 
 # zcbench over ib: every collective at 64 KiB on 3 ranks with --check (each rank verifies each
 # timed iteration), 20 iterations. Every table must say "transport ib", show 0 in #wrong and
-# end with "# allocations during timed loops: 0".
+# end with "# allocations during timed loops: 0". Arguments: VAR=VALUEs for the environment
+# (zcbench registers its buffers: ZC_IB_ZCOPY_MIN_BYTES=4096 puts the streams in place).
 t_zcbench() {
     traffic_begin
-    ZC_TRANSPORT=ib ZC_IB_DEVICE=rxe0 timeout -s KILL 150 zcrun -n 3 --timeout 120 \
+    env ZC_TRANSPORT=ib ZC_IB_DEVICE=rxe0 "$@" timeout -s KILL 150 zcrun -n 3 --timeout 120 \
         zcbench -c all -b 64K -e 64K --check -n 20 >/tmp/bench.out 2>&1
     rc=$?
     tables=$(grep -c '^\[0\] # zcbench: .* transport ib,' /tmp/bench.out)
@@ -368,11 +369,16 @@ run_zctest_group ib_
 run_test ib/mp_collectives_match_reference_n2 t_mp 2 mp_rank_sweep 120
 run_test ib/mp_collectives_match_reference_n3 t_mp 3 mp_rank_sweep 120
 run_test ib/mp_allreduce_4mib_float32_matches_reference_n2 t_mp 2 mp_rank_allreduce_big 120 MP_MIB=4
+run_test ib/mp_registered_buffers_put_in_place_n2 t_mp 2 mp_rank_sweep 150 MP_REGISTER=1 \
+    MP_EXPECT_PLACED=1 ZC_IB_ZCOPY_MIN_BYTES=100
+run_test ib/mp_registered_buffers_put_in_place_n3 t_mp 3 mp_rank_sweep 150 MP_REGISTER=1 \
+    MP_EXPECT_PLACED=1 ZC_IB_ZCOPY_MIN_BYTES=100
 run_test ib/mp_persistent_plans_restart t_mp 3 mp_rank_plans 240
 run_test ib/mp_split_children_work_concurrently_with_parent t_mp 4 mp_rank_split 120
 run_test ib/mp_misuse_leaves_comm_usable t_mp 2 mp_rank_misuse 60
 run_test ib/mp_allocation_free_after_init t_alloc_free
 run_test zcbench/all_collectives_checked_over_ib_n3 t_zcbench
+run_test zcbench/all_collectives_checked_in_place_over_ib_n3 t_zcbench ZC_IB_ZCOPY_MIN_BYTES=4096
 run_test ib/mp_mismatch_is_reported_on_every_rank t_zctest mp_mismatch_is_reported_on_every_rank 1
 run_test ib/mp_rank_that_never_joins_times_out t_zctest mp_rank_that_never_joins_times_out 0
 run_test ib/mp_killed_peer_is_reported_as_peer_lost \

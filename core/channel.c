@@ -40,9 +40,12 @@ static zc_status zc_post_failed(zc_comm *comm, zc__req *r, uint32_t peer, uint64
     char why[160];
     why[0] = '\0';
     (void)comm->wire->peer_alive(comm->wire_state, peer, why, sizeof why);
-    zc__error(comm, st, "%s sequence %llu: the %s wire could not %s message %llu to rank %u "
-              "(%s)", zc__kind_name(r->s.kind), (unsigned long long)r->seq, comm->wire->name,
-              what, (unsigned long long)k, peer, why[0] ? why : zc_status_name(st));
+    char msg[48];
+    if (k == UINT64_MAX) zc__fmt(msg, sizeof msg, "the ready message"); /* sched.c: placement */
+    else zc__fmt(msg, sizeof msg, "message %llu", (unsigned long long)k);
+    zc__error(comm, st, "%s sequence %llu: the %s wire could not %s %s to rank %u (%s)",
+              zc__kind_name(r->s.kind), (unsigned long long)r->seq, comm->wire->name, what, msg,
+              peer, why[0] ? why : zc_status_name(st));
     zc__fail_comm(comm, st, r->seq);
     return st;
 }

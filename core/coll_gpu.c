@@ -272,12 +272,11 @@ static zc_status zc_gpu_check_kind(zc_comm *c, struct zc__gpu *g, void *addr, si
 
 /* ZC_MEM_CUDA on the ib wire: the NIC registers the buffer, through a dma-buf export of its
  * pages (GPUDirect RDMA), else by address (nvidia-peermem). Local: no exchange with peers. */
-static zc_status zc_gpu_register_nic(zc_comm *c, struct zc__gpu *g, uint32_t e, void *addr,
-                                     size_t bytes) {
+static zc_status zc_gpu_register_nic(zc_comm *c, struct zc__gpu *g, zc__mem_entry *me,
+                                     void *addr, size_t bytes) {
     char why[160], first[160];
     int32_t fd = -1;
     uint64_t off = 0;
-    zc__mem_entry *me = &c->mems[e];
     zc_status st = g->ops->dmabuf_export(g->state, addr, bytes, &fd, &off);
     if (st == ZC_OK) {
         st = c->wire->mem_register(c->wire_state, addr, bytes, ZC_MEM_CUDA, fd, off, &me->mr,
@@ -326,7 +325,7 @@ zc_status zc__gpu_mem_register(zc_comm *c, void *addr, size_t bytes, zc_mem **me
     zc__mem_entry *me = &c->mems[e];
     me->mr = (zc_wire_mr){0};
     if (c->wire->mem_register) { /* transport_ib: the NIC registers it; no CUDA IPC */
-        st = zc_gpu_register_nic(c, g, e, addr, bytes);
+        st = zc_gpu_register_nic(c, g, me, addr, bytes);
         if (st != ZC_OK) return st;
         g->mems[e].state = ZC_GMEM_FREE; /* nothing mapped from peers */
         return zc_gpu_entry(g, me, addr, bytes, mem_out);

@@ -542,7 +542,7 @@ static zc_status zc_gpu_issue(zc_comm *c, const zc__sched *s, int32_t plan, zc_r
     ptrs[c->rank] = (uint8_t *)(uintptr_t)s->send;
     ptrs[g->nranks + c->rank] = s->recv;
     r->start_ns = r->moved_ns = zc_plat_now_ns();
-    r->deadline_ns = r->start_ns + c->cfg.timeout_ns;
+    r->deadline_ns = zc__deadline_after(r->start_ns, c->cfg.timeout_ns);
     req->opaque_[0] = ZC_GPU_HANDLE_MAGIC | i;
     req->opaque_[1] = r->gen;
     req->opaque_[2] = (uint64_t)(uintptr_t)c;
@@ -761,7 +761,7 @@ static bool zc_gpu_advance(zc_comm *c, struct zc__gpu *g, zc__req *r, uint32_t i
         if (__atomic_load_n(start, __ATOMIC_ACQUIRE) != g->binds[q->gate - 1u].tick) return false;
         __atomic_store_n(start, 0u, __ATOMIC_RELAXED);
         r->start_ns = zc_plat_now_ns(); /* the deadline runs from when the stream got here */
-        r->deadline_ns = r->start_ns + c->cfg.timeout_ns;
+        r->deadline_ns = zc__deadline_after(r->start_ns, c->cfg.timeout_ns);
         q->phase = ZC_G_READY;
         return true;
     }

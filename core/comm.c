@@ -107,11 +107,20 @@ typedef struct zc_hello {
     uint32_t slots, slot_bytes, transport, pad_;
 } zc_hello;
 
-static uint64_t zc_host_hash(void) {
+/* A hash of this host's identity (never 0), or 0 when the platform cannot read it: then no
+ * rank can tell whether this one shares its host, and init fails on every rank (see
+ * zc_check_hellos) rather than guess. *why gets the cause. */
+static uint64_t zc_host_hash(char *why, size_t cap) {
     char id[256];
     uint8_t key[16] = {0};
-    if (zc_plat_host_id(id, sizeof id) != ZC_PLAT_OK) return 0;
-    return zc__siphash(key, id, zc__strlen(id));
+    zc_plat_rc rc = zc_plat_host_id(id, sizeof id);
+    if (rc != ZC_PLAT_OK) {
+        char os[96];
+        zc_plat_os_error_text(zc_plat_os_error(), os, sizeof os);
+        zc__fmt(why, cap, "%s (%s)", zc_plat_rc_name(rc), os);
+        return 0;
+    }
+    return zc__siphash(key, id, zc__strlen(id)) | 1u;
 }
 
 static const char *zc_transport_name(uint32_t t) {
@@ -151,7 +160,17 @@ static void zc_auto_spin(zc_comm *c, const zc_hello *all) {
     c->cfg.spin_polls = cpus && local > cpus ? 1u : ZC_DEFAULT_SPIN_POLLS;
 }
 
-static zc_status zc_check_hellos(const zc_comm *c, const zc_hello *all) {
+static zc_status zc_check_hellos(const zc_comm *c, const zc_hello *all, const char *host_why) {
+    for (uint32_t r = 0; r < c->nranks; r++) {
+        if (all[r].host) continue;
+        if (r == c->rank)
+            zc__set_init_error("cannot read this host's identity (hostname and boot id): %s; "
+                               "without it no rank can tell which wire reaches it", host_why);
+        else
+            zc__set_init_error("rank %u cannot read its host's identity (its own error says "
+                               "why), so no rank can tell which wire reaches it", r);
+        return ZC_SYSTEM;
+    }
     for (uint32_t r = 1; r < c->nranks; r++) {
         if (all[r].transport != all[0].transport) {
             zc__set_init_error("rank %u asks for transport %s but rank 0 for %s: every rank "
@@ -178,22 +197,57 @@ static void zc_open_place(zc_comm *c) {
     c->placed_bytes = 0;
 }
 
+/* What every rank tells the others once it tried to reach its peers: its status and, when it
+ * failed, its sentence (cut to fit), so that init ends with one verdict on every rank. */
+typedef struct zc_outcome {
+    int32_t status;
+    uint32_t step; /* where it failed: 1 create, 2 reaching the peers; 0 not at all */
+    char text[184];
+} zc_outcome;
+
+/* Every rank's outcome to every rank: the status and sentence of the rank that failed first
+ * (the earliest step, then the lowest rank: a create failure explains the attach failures it
+ * causes) become this rank's, so no rank returns ZC_OK from an init another rank failed. */
+static zc_status zc_agree(zc_comm *c, zc__boot *b, zc_status mine, uint32_t step) {
+    static zc_outcome all[ZC_MAX_RANKS];
+    zc_outcome me = {(int32_t)mine, mine != ZC_OK ? step : 0u, {0}};
+    if (mine != ZC_OK) zc__strlcpy(me.text, zc_init_err, sizeof me.text);
+    zc_status st = zc__boot_allgather(b, &me, all, sizeof me);
+    if (st != ZC_OK) return mine != ZC_OK ? mine : st;
+    uint32_t first = c->nranks;
+    for (uint32_t r = 0; r < c->nranks; r++)
+        if (all[r].status != ZC_OK && (first == c->nranks || all[r].step < all[first].step))
+            first = r;
+    if (first == c->nranks) return ZC_OK;
+    if (first != c->rank) {
+        all[first].text[sizeof all[first].text - 1] = '\0';
+        zc__set_init_error("rank %u could not set up the wire (%s): %s", first,
+                           zc_status_name((zc_status)all[first].status), all[first].text);
+    }
+    return (zc_status)all[first].status;
+}
+
 /* Wire setup between processes, synchronised through the bootstrap: create, all-gather the
- * address blobs (or just meet), attach, meet, seal. */
+ * address blobs (or just meet), attach, agree on the outcome, seal. */
 static zc_status zc_open_wire(zc_comm *c, zc__boot *b) {
     zc_wire_geom g = zc_geom(c, c->comm_id, 0);
     size_t ab = c->wire->addr_bytes(&g);
     ZC_ASSERT(ab <= c->addr_bytes && ab <= ZC_BOOT_MAX_BLOB);
     uint8_t *mine = ab ? c->addrs + (size_t)c->rank * ab : 0;
     zc_status st = c->wire->create(c->wire_state, &g, 0, mine, zc_init_err, sizeof zc_init_err);
+    uint32_t step = 1;
     uint8_t failed = 0xff; /* a rank whose create failed publishes a blob of 0xff bytes */
     if (st != ZC_OK && ab) __builtin_memset(mine, failed, ab);
     zc_status sync = ab ? zc__boot_allgather(b, mine, c->addrs, ab) : zc__boot_barrier(b);
-    if (st == ZC_OK) st = sync;
-    if (st == ZC_OK) st = c->wire->attach(c->wire_state, ab ? c->addrs : 0, zc_init_err,
-                                          sizeof zc_init_err);
-    sync = zc__boot_barrier(b); /* everyone attached: names can go */
-    if (st == ZC_OK) st = sync;
+    if (st == ZC_OK && sync != ZC_OK) { /* the bootstrap failed: no verdict to share */
+        c->wire->close(c->wire_state);
+        return sync;
+    }
+    if (st == ZC_OK) {
+        step = 2;
+        st = c->wire->attach(c->wire_state, ab ? c->addrs : 0, zc_init_err, sizeof zc_init_err);
+    }
+    st = zc_agree(c, b, st, step); /* everyone attached or knows who did not: seal */
     if (st == ZC_OK) c->wire->seal(c->wire_state);
     else c->wire->close(c->wire_state);
     return st;
@@ -214,15 +268,16 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
         return ZC_INVALID_ARG;
     }
     static zc__boot boot; /* init-time only; too large for small stacks */
-    uint64_t deadline = zc_plat_now_ns() + c->cfg.init_timeout_ns;
+    uint64_t deadline = zc__deadline_after(zc_plat_now_ns(), c->cfg.init_timeout_ns);
     st = zc__boot_open(&boot, cfg, deadline, zc_init_err, sizeof zc_init_err);
     if (st != ZC_OK) return st;
-    zc_hello mine = {zc_plat_process_id(), 0, zc_host_hash(), cfg->slots, cfg->slot_bytes,
-                     (uint32_t)cfg->transport, 0};
+    char host_why[128] = "";
+    zc_hello mine = {zc_plat_process_id(), 0, zc_host_hash(host_why, sizeof host_why),
+                     cfg->slots, cfg->slot_bytes, (uint32_t)cfg->transport, 0};
     static zc_hello all[ZC_MAX_RANKS];
     if (zc_plat_random(&mine.nonce, sizeof mine.nonce) != ZC_PLAT_OK) mine.nonce = mine.pid;
     st = zc__boot_allgather(&boot, &mine, all, sizeof mine);
-    if (st == ZC_OK) st = zc_check_hellos(c, all);
+    if (st == ZC_OK) st = zc_check_hellos(c, all, host_why);
     if (st == ZC_OK) st = zc_pick_wire(c, all);
     if (st == ZC_OK && !cfg->spin_polls) zc_auto_spin(c, all);
     if (st == ZC_OK) {

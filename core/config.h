@@ -13,4 +13,10 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap);
 /* Splits "host:port"; false unless both parts are there and the port is 1..65535. */
 bool zc__split_addr(const char *addr, char *host, size_t host_cap, uint16_t *port);
 
+/* The deadline span_ns after now_ns, saturated: a timeout too large to add is "no deadline
+ * within the clock's range", never a sum that wraps into the past. */
+static inline uint64_t zc__deadline_after(uint64_t now_ns, uint64_t span_ns) {
+    return span_ns > UINT64_MAX - now_ns ? UINT64_MAX : now_ns + span_ns;
+}
+
 #endif

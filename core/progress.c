@@ -120,7 +120,7 @@ static void zc_check_deadlines(zc_comm *comm, uint64_t now) {
         zc__req *r = &comm->reqs[comm->active[i]];
         if (!r->deadline_ns) { /* first clock read since issue: the deadline starts now */
             r->start_ns = r->moved_ns = now;
-            r->deadline_ns = now + comm->cfg.timeout_ns;
+            r->deadline_ns = zc__deadline_after(now, comm->cfg.timeout_ns);
         }
         if (r->moved) {
             r->moved_ns = now;

@@ -120,16 +120,22 @@ void zc_plat_sleep_ns(uint64_t ns) {
     while (zc_plat_now_ns() - start < ns) zc_plat_cpu_relax();
 }
 
-/* ---- named shared memory ----------------------------------------------------------------- */
+/* ---- shared memory ----------------------------------------------------------------------- */
 
-zc_plat_rc zc_plat_shm_create(const char *name, size_t bytes, void **addr_out) {
+zc_plat_rc zc_plat_shm_create(const char *name, size_t bytes, void **addr_out,
+                              zc_plat_shm_ref *ref_out) {
     if (!zc_fs_hooks.shm_create) return ZC_PLAT_UNSUPPORTED;
-    return zc_fs_hooks.shm_create(zc_fs_hooks.user, name, bytes, addr_out);
+    return zc_fs_hooks.shm_create(zc_fs_hooks.user, name, bytes, addr_out, ref_out);
 }
 
-zc_plat_rc zc_plat_shm_open(const char *name, size_t bytes, void **addr_out) {
+zc_plat_rc zc_plat_shm_open(const zc_plat_shm_ref *ref, size_t bytes, void **addr_out) {
     if (!zc_fs_hooks.shm_open) return ZC_PLAT_UNSUPPORTED;
-    return zc_fs_hooks.shm_open(zc_fs_hooks.user, name, bytes, addr_out);
+    return zc_fs_hooks.shm_open(zc_fs_hooks.user, ref, bytes, addr_out);
+}
+
+zc_plat_rc zc_plat_shm_seal(zc_plat_shm_ref *ref) {
+    if (!zc_fs_hooks.shm_seal) return ZC_PLAT_UNSUPPORTED;
+    return zc_fs_hooks.shm_seal(zc_fs_hooks.user, ref);
 }
 
 zc_plat_rc zc_plat_shm_unmap(void *addr, size_t bytes) {
@@ -137,10 +143,6 @@ zc_plat_rc zc_plat_shm_unmap(void *addr, size_t bytes) {
     return zc_fs_hooks.shm_unmap(zc_fs_hooks.user, addr, bytes);
 }
 
-zc_plat_rc zc_plat_shm_unlink(const char *name) {
-    if (!zc_fs_hooks.shm_unlink) return ZC_PLAT_UNSUPPORTED;
-    return zc_fs_hooks.shm_unlink(zc_fs_hooks.user, name);
-}
 
 /* ---- private pages ----------------------------------------------------------------------- */
 

@@ -47,15 +47,25 @@ void zc_plat_yield(void);               /* give the CPU to another runnable thre
 uint32_t zc_plat_cpus(void);            /* CPUs this process may run on; 0 = unknown */
 void zc_plat_sleep_ns(uint64_t ns);     /* sleep at least ns (blocks: init/tests only) */
 
-/* ---- named shared memory (init-time only) ----
- * Names are "/[A-Za-z0-9._-]{1,62}". create makes a new segment (exclusive, mode 0600),
- * sizes it to bytes (zero-filled) and maps it read-write; open maps an existing one, which must
- * be at least bytes long. unmap takes the address and size that create/open returned; unlink
- * removes the name (mappings stay valid). */
-zc_plat_rc zc_plat_shm_create(const char *name, size_t bytes, void **addr_out);
-zc_plat_rc zc_plat_shm_open(const char *name, size_t bytes, void **addr_out);
+/* ---- shared memory between the processes of one host (init-time only) ----
+ * create makes a new segment of bytes, zero-filled, with every page reserved now (a backing
+ * store that cannot hold it fails here with the OS's error, never later with a fault on first
+ * touch), maps it read-write and fills *ref with what another process of this host needs to
+ * map it. name (up to 62 of [A-Za-z0-9._-], after an optional '/') only labels the segment for
+ * diagnostics (/proc/PID/maps on Linux); it is never a name in a file system, so a process that
+ * dies at any moment leaves nothing behind. open maps the segment of a ref made by another (or
+ * this) process, which must be at least bytes long; it fails with ZC_PLAT_NOT_FOUND once the
+ * creator has sealed it or exited. seal, by the creator only, gives up the means to open the
+ * segment (mappings stay valid). unmap takes the address and size that create/open returned. */
+#define ZC_PLAT_SHM_REF_WORDS 4u
+typedef struct zc_plat_shm_ref {
+    uint64_t words[ZC_PLAT_SHM_REF_WORDS]; /* the port's own meaning (Linux: pid, fd, inode) */
+} zc_plat_shm_ref;
+zc_plat_rc zc_plat_shm_create(const char *name, size_t bytes, void **addr_out,
+                              zc_plat_shm_ref *ref_out);
+zc_plat_rc zc_plat_shm_open(const zc_plat_shm_ref *ref, size_t bytes, void **addr_out);
+zc_plat_rc zc_plat_shm_seal(zc_plat_shm_ref *ref);
 zc_plat_rc zc_plat_shm_unmap(void *addr, size_t bytes);
-zc_plat_rc zc_plat_shm_unlink(const char *name);
 
 /* ---- private pages (init-time only) ----
  * pages_alloc maps bytes (> 0, rounded up to whole pages) of zero-filled, page-aligned,
@@ -118,10 +128,12 @@ typedef struct zc_plat_hooks {
     void (*cpu_relax)(void *user);
     void (*yield)(void *user);
     void (*sleep_ns)(void *user, uint64_t ns);
-    zc_plat_rc (*shm_create)(void *user, const char *name, size_t bytes, void **addr_out);
-    zc_plat_rc (*shm_open)(void *user, const char *name, size_t bytes, void **addr_out);
+    zc_plat_rc (*shm_create)(void *user, const char *name, size_t bytes, void **addr_out,
+                             zc_plat_shm_ref *ref_out);
+    zc_plat_rc (*shm_open)(void *user, const zc_plat_shm_ref *ref, size_t bytes,
+                           void **addr_out);
+    zc_plat_rc (*shm_seal)(void *user, zc_plat_shm_ref *ref);
     zc_plat_rc (*shm_unmap)(void *user, void *addr, size_t bytes);
-    zc_plat_rc (*shm_unlink)(void *user, const char *name);
     zc_plat_rc (*tcp_listen)(void *user, const char *host, uint16_t port, int *sock_out,
                              uint16_t *port_out);
     zc_plat_rc (*tcp_accept)(void *user, int listen_sock, uint64_t deadline_ns, int *sock_out);

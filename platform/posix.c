@@ -1,6 +1,6 @@
 /* posix.c: the Linux port of platform.h, the only file of zcoll that calls libc and the
- * kernel: monotonic clock, named shared memory (shm_open + mmap), private pages (anonymous
- * mmap, for transport_ib's registered memory), non-blocking IPv4 TCP with
+ * kernel: monotonic clock, shared memory (memfd + mmap, opened by peers through /proc), private
+ * pages (anonymous mmap, for transport_ib's registered memory), non-blocking IPv4 TCP with
  * deadlines (poll), environment, getrandom, host and process identity, stderr logging, panic.
  * errno stops here: every failure that comes from the OS leaves its errno in a per-thread slot
  * read by zc_plat_os_error(), and the caller sees only zc_plat_rc values.
@@ -125,21 +125,25 @@ void zc_plat_sleep_ns(uint64_t ns) {
     while (nanosleep(&req, &rem) != 0 && errno == EINTR) req = rem;
 }
 
-/* ---- named shared memory ----------------------------------------------------------------- */
+/* ---- shared memory between processes ----------------------------------------------------
+ * A segment is a memfd: it has no name in any file system, so it disappears with the last
+ * descriptor and mapping, whenever and however its processes end. Another process of the same
+ * user opens it through the creator's descriptor, /proc/<pid>/fd/<fd>, for as long as the
+ * creator keeps that descriptor (until seal). ref = {pid, fd, inode, bytes}: the inode tells a
+ * reused pid and descriptor number from the segment. */
 
-/* "/[A-Za-z0-9._-]{1,62}" */
+/* "[/][A-Za-z0-9._-]{1,62}": a label, checked so that diagnostics stay printable. */
 static int zc_px_shm_name_ok(const char *name) {
-    if (!name || name[0] != '/') return 0;
-    size_t i = 1;
-    for (; name[i] && i <= 63; i++) {
+    if (!name) return 0;
+    if (name[0] == '/') name++;
+    size_t i = 0;
+    for (; name[i] && i <= 62; i++) {
         char c = name[i];
         int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
                  c == '.' || c == '_' || c == '-';
         if (!ok) return 0;
     }
-    /* "." and ".." would name the shm folder itself or its parent. */
-    if (strcmp(name, "/.") == 0 || strcmp(name, "/..") == 0) return 0;
-    return i >= 2 && i <= 63 && name[i] == '\0';
+    return i >= 1 && i <= 62 && name[i] == '\0';
 }
 
 static zc_plat_rc zc_px_map(int fd, size_t bytes, void **addr_out) {
@@ -149,36 +153,43 @@ static zc_plat_rc zc_px_map(int fd, size_t bytes, void **addr_out) {
     return ZC_PLAT_OK;
 }
 
-zc_plat_rc zc_plat_shm_create(const char *name, size_t bytes, void **addr_out) {
-    if (!zc_px_shm_name_ok(name) || bytes == 0 || bytes > (size_t)LLONG_MAX || !addr_out)
+zc_plat_rc zc_plat_shm_create(const char *name, size_t bytes, void **addr_out,
+                              zc_plat_shm_ref *ref_out) {
+    if (!zc_px_shm_name_ok(name) || bytes == 0 || bytes > (size_t)LLONG_MAX || !addr_out ||
+        !ref_out)
         return zc_px_fail(ZC_PLAT_INVALID, EINVAL);
-    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        int e = errno;
-        return zc_px_fail(e == EEXIST ? ZC_PLAT_EXISTS : ZC_PLAT_ERROR, e);
-    }
-    /* fchmod: the mode is exactly 0600 whatever the umask says. */
+    int fd = memfd_create(name[0] == '/' ? name + 1 : name, MFD_CLOEXEC); /* open until seal */
+    if (fd < 0) return zc_px_fail(ZC_PLAT_ERROR, errno);
+    /* fallocate, not ftruncate: every page is taken now, so a full memory or tmpfs limit is
+     * this call's error instead of a SIGBUS at the first store into an unbacked page. */
+    struct stat st;
     zc_plat_rc rc = ZC_PLAT_OK;
-    if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)bytes) != 0)
-        rc = zc_px_fail(ZC_PLAT_ERROR, errno);
-    else
-        rc = zc_px_map(fd, bytes, addr_out);
-    close(fd);
+    int e = 0;
+    do e = fallocate(fd, 0, 0, (off_t)bytes) != 0 ? errno : 0; while (e == EINTR);
+    if (e) rc = zc_px_fail(ZC_PLAT_ERROR, e);
+    else if (fstat(fd, &st) != 0) rc = zc_px_fail(ZC_PLAT_ERROR, errno);
+    else rc = zc_px_map(fd, bytes, addr_out);
     if (rc != ZC_PLAT_OK) {
-        int e = zc_px_errno;
-        shm_unlink(name);
+        e = zc_px_errno;
+        close(fd);
         zc_px_errno = e;
+        return rc;
     }
-    return rc;
+    *ref_out = (zc_plat_shm_ref){{(uint64_t)getpid(), (uint64_t)fd, (uint64_t)st.st_ino,
+                                  (uint64_t)bytes}};
+    return ZC_PLAT_OK;
 }
 
-/* A segment of size 0 is one whose creator has not sized it yet: reported as NOT_FOUND so that
- * a caller retrying "until it exists" also waits out that window. A segment shorter than bytes
- * (but not empty) belongs to someone else's layout: ZC_PLAT_INVALID. */
-zc_plat_rc zc_plat_shm_open(const char *name, size_t bytes, void **addr_out) {
-    if (!zc_px_shm_name_ok(name) || bytes == 0 || bytes > (size_t)LLONG_MAX || !addr_out)
+/* A ref whose process, descriptor or inode no longer names the segment is NOT_FOUND (the
+ * creator sealed it or exited); a segment shorter than bytes is ZC_PLAT_INVALID. */
+zc_plat_rc zc_plat_shm_open(const zc_plat_shm_ref *ref, size_t bytes, void **addr_out) {
+    if (!ref || bytes == 0 || bytes > (size_t)LLONG_MAX || !addr_out || ref->words[0] == 0 ||
+        ref->words[0] > INT_MAX || ref->words[1] > INT_MAX)
         return zc_px_fail(ZC_PLAT_INVALID, EINVAL);
-    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%llu/fd/%llu", (unsigned long long)ref->words[0],
+             (unsigned long long)ref->words[1]);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
         return zc_px_fail(e == ENOENT ? ZC_PLAT_NOT_FOUND : ZC_PLAT_ERROR, e);
@@ -187,7 +198,7 @@ zc_plat_rc zc_plat_shm_open(const char *name, size_t bytes, void **addr_out) {
     zc_plat_rc rc = ZC_PLAT_OK;
     if (fstat(fd, &st) != 0)
         rc = zc_px_fail(ZC_PLAT_ERROR, errno);
-    else if (st.st_size == 0)
+    else if ((uint64_t)st.st_ino != ref->words[2])
         rc = zc_px_fail(ZC_PLAT_NOT_FOUND, ENOENT);
     else if ((unsigned long long)st.st_size < (unsigned long long)bytes)
         rc = zc_px_fail(ZC_PLAT_INVALID, EINVAL);
@@ -197,18 +208,18 @@ zc_plat_rc zc_plat_shm_open(const char *name, size_t bytes, void **addr_out) {
     return rc;
 }
 
-zc_plat_rc zc_plat_shm_unmap(void *addr, size_t bytes) {
-    if (!addr || bytes == 0) return zc_px_fail(ZC_PLAT_INVALID, EINVAL);
-    if (munmap(addr, bytes) != 0) return zc_px_fail(ZC_PLAT_ERROR, errno);
+zc_plat_rc zc_plat_shm_seal(zc_plat_shm_ref *ref) {
+    if (!ref || ref->words[0] != (uint64_t)getpid() || ref->words[1] > INT_MAX)
+        return zc_px_fail(ZC_PLAT_INVALID, EINVAL);
+    int fd = (int)ref->words[1];
+    ref->words[1] = (uint64_t)INT_MAX + 1u; /* sealed: a second seal is INVALID */
+    if (close(fd) != 0) return zc_px_fail(ZC_PLAT_ERROR, errno);
     return ZC_PLAT_OK;
 }
 
-zc_plat_rc zc_plat_shm_unlink(const char *name) {
-    if (!zc_px_shm_name_ok(name)) return zc_px_fail(ZC_PLAT_INVALID, EINVAL);
-    if (shm_unlink(name) != 0) {
-        int e = errno;
-        return zc_px_fail(e == ENOENT ? ZC_PLAT_NOT_FOUND : ZC_PLAT_ERROR, e);
-    }
+zc_plat_rc zc_plat_shm_unmap(void *addr, size_t bytes) {
+    if (!addr || bytes == 0) return zc_px_fail(ZC_PLAT_INVALID, EINVAL);
+    if (munmap(addr, bytes) != 0) return zc_px_fail(ZC_PLAT_ERROR, errno);
     return ZC_PLAT_OK;
 }
 

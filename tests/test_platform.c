@@ -1,9 +1,8 @@
 /* test_platform.c: the Linux port (platform/posix.c) against platform.h's contracts: clock,
- * named shared memory (in one process and across processes under zcrun), private pages,
+ * shared memory (in one process and across processes under zcrun), private pages,
  * loopback TCP with its deadlines, randomness, host and process identity, environment, error
  * texts, log and panic.
- * Network traffic goes to 127.0.0.1 only. Shared-memory names carry the test's pid so that
- * parallel runs do not collide. */
+ * Network traffic goes to 127.0.0.1 only. Shared-memory labels carry the test's pid. */
 #define _GNU_SOURCE
 #include "zt.h"
 #include "platform.h"
@@ -14,6 +13,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -24,10 +25,35 @@
 
 static uint64_t pt_ms_since(uint64_t t0_ns) { return (zc_plat_now_ns() - t0_ns) / PT_MS; }
 
-/* "/zct-plat-<pid>-<tag>", with any stale segment of that name removed first. */
+/* "/zct-plat-<pid>-<tag>": a segment's label. */
 static void pt_shm_name(char *buf, size_t cap, const char *tag) {
     snprintf(buf, cap, "/zct-plat-%ld-%s", (long)getpid(), tag);
-    zc_plat_shm_unlink(buf);
+}
+
+/* 1 if the folder holds an entry whose name contains part. */
+static int pt_dir_has(const char *dir, const char *part) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d)) != NULL;)
+        found = strstr(e->d_name, part) != 0;
+    closedir(d);
+    return found;
+}
+
+/* 1 if /proc/<pid>/maps maps a memfd whose label contains part. */
+static int pt_maps_memfd(long pid, const char *part) {
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%ld/maps", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        char *m = strstr(line, "/memfd:");
+        found = m && strstr(m, part) != 0;
+    }
+    fclose(f);
+    return found;
 }
 
 /* ---- clock and scheduling ---------------------------------------------------------------- */
@@ -57,10 +83,11 @@ void platform_shm_create_then_open_sees_same_bytes(void) {
     pt_shm_name(name, sizeof name, "same");
     const size_t bytes = 3 * 4096 + 17;
     unsigned char *a = NULL, *b = NULL;
-    ZT_CHECK_ST(zc_plat_shm_create(name, bytes, (void **)&a), ZC_PLAT_OK);
+    zc_plat_shm_ref ref;
+    ZT_CHECK_ST(zc_plat_shm_create(name, bytes, (void **)&a, &ref), ZC_PLAT_OK);
     ZT_CHECK(a != NULL);
     for (size_t i = 0; i < bytes; i++) ZT_CHECK_EQ(a[i], 0); /* zero-filled */
-    ZT_CHECK_ST(zc_plat_shm_open(name, bytes, (void **)&b), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_shm_open(&ref, bytes, (void **)&b), ZC_PLAT_OK);
     ZT_CHECK(b != NULL && b != a);
     for (size_t i = 0; i < bytes; i++) a[i] = (unsigned char)(i * 7u + 3u);
     for (size_t i = 0; i < bytes; i++) ZT_CHECK_EQ(b[i], (unsigned char)(i * 7u + 3u));
@@ -68,94 +95,110 @@ void platform_shm_create_then_open_sees_same_bytes(void) {
     ZT_CHECK_EQ(a[5], 0xee);
     /* A smaller view of the same segment is fine; a larger one is not. */
     void *c = NULL;
-    ZT_CHECK_ST(zc_plat_shm_open(name, 4096, &c), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_shm_open(&ref, 4096, &c), ZC_PLAT_OK);
     ZT_CHECK_ST(zc_plat_shm_unmap(c, 4096), ZC_PLAT_OK);
-    ZT_CHECK_ST(zc_plat_shm_open(name, bytes + 4096 * 4, &c), ZC_PLAT_INVALID);
+    ZT_CHECK_ST(zc_plat_shm_open(&ref, bytes + 4096 * 4, &c), ZC_PLAT_INVALID);
+    ZT_CHECK_ST(zc_plat_shm_seal(&ref), ZC_PLAT_OK);
     ZT_CHECK_ST(zc_plat_shm_unmap(b, bytes), ZC_PLAT_OK);
     ZT_CHECK_ST(zc_plat_shm_unmap(a, bytes), ZC_PLAT_OK);
-    ZT_CHECK_ST(zc_plat_shm_unlink(name), ZC_PLAT_OK);
 }
 
-void platform_shm_create_of_existing_name_returns_exists(void) {
+void platform_shm_segment_has_no_name_in_any_folder(void) {
     char name[64];
-    pt_shm_name(name, sizeof name, "exists");
-    void *a = NULL, *b = NULL;
-    ZT_CHECK_ST(zc_plat_shm_create(name, 4096, &a), ZC_PLAT_OK);
-    ((unsigned char *)a)[0] = 42;
-    ZT_CHECK_ST(zc_plat_shm_create(name, 4096, &b), ZC_PLAT_EXISTS);
-    ZT_CHECK(b == NULL);
-    ZT_CHECK_EQ(((unsigned char *)a)[0], 42); /* the failed create left the segment alone */
-    ZT_CHECK_ST(zc_plat_shm_unmap(a, 4096), ZC_PLAT_OK);
-    ZT_CHECK_ST(zc_plat_shm_unlink(name), ZC_PLAT_OK);
-}
-
-void platform_shm_open_of_missing_name_returns_not_found(void) {
-    char name[64];
-    pt_shm_name(name, sizeof name, "missing");
+    pt_shm_name(name, sizeof name, "noname");
     void *a = NULL;
-    ZT_CHECK_ST(zc_plat_shm_open(name, 4096, &a), ZC_PLAT_NOT_FOUND);
-    ZT_CHECK(a == NULL);
-    ZT_CHECK_ST(zc_plat_shm_unlink(name), ZC_PLAT_NOT_FOUND);
+    zc_plat_shm_ref ref;
+    ZT_CHECK_ST(zc_plat_shm_create(name, 8192, &a, &ref), ZC_PLAT_OK);
+    ZT_CHECK(pt_maps_memfd((long)getpid(), name + 1)); /* the label shows where it is mapped */
+    ZT_CHECK(!pt_dir_has("/dev/shm", name + 1));       /* and nowhere else */
+    ZT_CHECK_EQ(ref.words[0], (uint64_t)getpid());
+    ZT_CHECK_ST(zc_plat_shm_seal(&ref), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_shm_unmap(a, 8192), ZC_PLAT_OK);
+    ZT_CHECK(!pt_maps_memfd((long)getpid(), name + 1));
 }
 
-void platform_shm_rejects_bad_names_and_arguments(void) {
+void platform_shm_open_after_seal_or_by_stale_ref_returns_not_found(void) {
+    char name[64];
+    pt_shm_name(name, sizeof name, "seal");
+    unsigned char *a = NULL;
+    void *b = NULL;
+    zc_plat_shm_ref ref, stale;
+    ZT_CHECK_ST(zc_plat_shm_create(name, 4096, (void **)&a, &ref), ZC_PLAT_OK);
+    stale = ref;
+    stale.words[2] ^= 1u; /* another inode behind the same pid and descriptor */
+    ZT_CHECK_ST(zc_plat_shm_open(&stale, 4096, &b), ZC_PLAT_NOT_FOUND);
+    stale = ref;
+    stale.words[1] = 999999; /* no such descriptor */
+    ZT_CHECK_ST(zc_plat_shm_open(&stale, 4096, &b), ZC_PLAT_NOT_FOUND);
+    ZT_CHECK(b == NULL);
+    zc_plat_shm_ref copy = ref;
+    ZT_CHECK_ST(zc_plat_shm_seal(&ref), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_shm_open(&copy, 4096, &b), ZC_PLAT_NOT_FOUND);
+    ZT_CHECK_ST(zc_plat_shm_seal(&ref), ZC_PLAT_INVALID); /* once only */
+    a[4095] = 9; /* the mapping outlives the seal */
+    ZT_CHECK_EQ(a[4095], 9);
+    ZT_CHECK_ST(zc_plat_shm_unmap(a, 4096), ZC_PLAT_OK);
+}
+
+void platform_shm_rejects_bad_labels_and_arguments(void) {
     char longest[64], too_long[65];
     longest[0] = too_long[0] = '/';
     for (int i = 1; i < 63; i++) longest[i] = 'a';
-    longest[63] = '\0'; /* 62 characters after the slash: the longest valid name */
+    longest[63] = '\0'; /* 62 characters after the slash: the longest valid label */
     for (int i = 1; i < 64; i++) too_long[i] = 'b';
     too_long[64] = '\0';
-    const char *bad[] = {"zct-no-slash", "/zct/second-slash", "/", "", "/zct space",
-                         "/zct*star", "/..", too_long};
+    const char *bad[] = {"/zct/second-slash", "/", "", "/zct space", "/zct*star", too_long};
     void *a = NULL;
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        ZT_CHECK_ST(zc_plat_shm_create(bad[i], 4096, &a), ZC_PLAT_INVALID);
-        ZT_CHECK_ST(zc_plat_shm_open(bad[i], 4096, &a), ZC_PLAT_INVALID);
-        ZT_CHECK_ST(zc_plat_shm_unlink(bad[i]), ZC_PLAT_INVALID);
-    }
+    zc_plat_shm_ref ref = {{0}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ZT_CHECK_ST(zc_plat_shm_create(bad[i], 4096, &a, &ref), ZC_PLAT_INVALID);
     ZT_CHECK(a == NULL);
-    ZT_CHECK_ST(zc_plat_shm_create(NULL, 4096, &a), ZC_PLAT_INVALID);
+    ZT_CHECK_ST(zc_plat_shm_create(NULL, 4096, &a, &ref), ZC_PLAT_INVALID);
     char name[64];
     pt_shm_name(name, sizeof name, "args");
-    ZT_CHECK_ST(zc_plat_shm_create(name, 0, &a), ZC_PLAT_INVALID);
-    ZT_CHECK_ST(zc_plat_shm_create(name, 4096, NULL), ZC_PLAT_INVALID);
-    ZT_CHECK_ST(zc_plat_shm_unlink(name), ZC_PLAT_NOT_FOUND); /* nothing was created */
-    /* The longest valid name works (after dropping a stale one). */
-    zc_plat_shm_unlink(longest);
-    ZT_CHECK_ST(zc_plat_shm_create(longest, 4096, &a), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_shm_create(name, 0, &a, &ref), ZC_PLAT_INVALID);
+    ZT_CHECK_ST(zc_plat_shm_create(name, 4096, NULL, &ref), ZC_PLAT_INVALID);
+    ZT_CHECK_ST(zc_plat_shm_create(name, 4096, &a, NULL), ZC_PLAT_INVALID);
+    ZT_CHECK_ST(zc_plat_shm_open(NULL, 4096, &a), ZC_PLAT_INVALID);
+    ZT_CHECK_ST(zc_plat_shm_open(&ref, 4096, &a), ZC_PLAT_INVALID); /* pid 0 */
+    ZT_CHECK_ST(zc_plat_shm_seal(&ref), ZC_PLAT_INVALID);            /* not this process's */
+    ZT_CHECK_ST(zc_plat_shm_seal(NULL), ZC_PLAT_INVALID);
+    /* The longest valid label works, with or without the slash. */
+    ZT_CHECK_ST(zc_plat_shm_create(longest, 4096, &a, &ref), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_shm_seal(&ref), ZC_PLAT_OK);
     ZT_CHECK_ST(zc_plat_shm_unmap(a, 4096), ZC_PLAT_OK);
-    ZT_CHECK_ST(zc_plat_shm_unlink(longest), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_shm_create("zct-no-slash", 4096, &a, &ref), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_shm_seal(&ref), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_shm_unmap(a, 4096), ZC_PLAT_OK);
     ZT_CHECK_ST(zc_plat_shm_unmap(NULL, 4096), ZC_PLAT_INVALID);
 }
 
-void platform_shm_segment_has_mode_0600(void) {
-    umask(0); /* the mode must not depend on the caller's umask */
-    char name[64], path[96];
-    pt_shm_name(name, sizeof name, "mode");
-    void *a = NULL;
-    ZT_CHECK_ST(zc_plat_shm_create(name, 8192, &a), ZC_PLAT_OK);
-    snprintf(path, sizeof path, "/dev/shm%s", name);
-    struct stat st;
-    ZT_CHECK(stat(path, &st) == 0);
-    ZT_CHECK_EQ(st.st_mode & 0777, 0600);
-    ZT_CHECK_EQ(st.st_size, 8192);
-    ZT_CHECK_EQ(st.st_uid, getuid());
-    ZT_CHECK_ST(zc_plat_shm_unmap(a, 8192), ZC_PLAT_OK);
-    ZT_CHECK_ST(zc_plat_shm_unlink(name), ZC_PLAT_OK);
-}
-
-void platform_shm_unlink_then_open_returns_not_found_and_mapping_stays(void) {
-    char name[64];
-    pt_shm_name(name, sizeof name, "unlink");
-    unsigned char *a = NULL;
-    void *b = NULL;
-    ZT_CHECK_ST(zc_plat_shm_create(name, 4096, (void **)&a), ZC_PLAT_OK);
-    ZT_CHECK_ST(zc_plat_shm_unlink(name), ZC_PLAT_OK);
-    ZT_CHECK_ST(zc_plat_shm_open(name, 4096, &b), ZC_PLAT_NOT_FOUND);
-    a[4095] = 9; /* the mapping outlives the name */
-    ZT_CHECK_EQ(a[4095], 9);
-    ZT_CHECK_ST(zc_plat_shm_unlink(name), ZC_PLAT_NOT_FOUND);
-    ZT_CHECK_ST(zc_plat_shm_unmap(a, 4096), ZC_PLAT_OK);
+/* A segment the backing store cannot hold fails at create with the OS's error; it never maps
+ * pages that a first store would fault on (SIGBUS). The file-size limit stands in for a full
+ * store: it refuses the reservation the same way, in a child so the limit stays there. */
+void platform_shm_create_reserves_its_pages_or_fails(void) {
+    pid_t child = fork();
+    ZT_CHECK(child >= 0);
+    if (child == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit lim = {65536, 65536};
+        if (setrlimit(RLIMIT_FSIZE, &lim) != 0) _exit(3);
+        void *a = NULL;
+        zc_plat_shm_ref ref;
+        char name[64];
+        pt_shm_name(name, sizeof name, "full");
+        if (zc_plat_shm_create(name, 1u << 20, &a, &ref) != ZC_PLAT_ERROR || a) _exit(4);
+        if (zc_plat_os_error() != EFBIG) _exit(5);
+        if (pt_maps_memfd((long)getpid(), name + 1)) _exit(6); /* nothing left mapped */
+        /* Within the limit the pages are there: every one can be written. */
+        if (zc_plat_shm_create(name, 65536, &a, &ref) != ZC_PLAT_OK) _exit(7);
+        memset(a, 1, 65536);
+        _exit(0);
+    }
+    int status = 0;
+    ZT_CHECK(waitpid(child, &status, 0) == child);
+    ZT_CHECK(WIFEXITED(status));
+    ZT_CHECK_EQ(WEXITSTATUS(status), 0);
 }
 
 /* ---- private pages --------------------------------------------------------------------- */
@@ -214,26 +257,40 @@ static int pt_wait_word(uint32_t *word, uint32_t want) {
     return 1;
 }
 
-static int pt_xshm_rank0(const char *name) {
+/* Rank 0 creates and publishes its ref through the file path (written whole, then renamed);
+ * rank 1 opens the segment by it. */
+static int pt_xshm_rank0(const char *path) {
     unsigned char *m = NULL;
-    zc_plat_rc rc = zc_plat_shm_create(name, PT_XSHM_BYTES, (void **)&m);
+    zc_plat_shm_ref ref;
+    zc_plat_rc rc = zc_plat_shm_create("/zct-xshm", PT_XSHM_BYTES, (void **)&m, &ref);
     if (rc != ZC_PLAT_OK) return pt_rank_fail(zc_plat_rc_name(rc));
     for (uint32_t i = PT_XSHM_DATA; i < PT_XSHM_BYTES; i++) m[i] = (unsigned char)(i * 13u + 5u);
     uint32_t *flag = (uint32_t *)(void *)m, *ack = flag + 1;
     __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f || fwrite(&ref, sizeof ref, 1, f) != 1 || fclose(f) != 0 || rename(tmp, path) != 0)
+        return pt_rank_fail("cannot publish the ref");
     int ok = pt_wait_word(ack, 1u);
-    zc_plat_shm_unlink(name);
+    unlink(path);
+    zc_plat_shm_seal(&ref);
     zc_plat_shm_unmap(m, PT_XSHM_BYTES);
     return ok ? 0 : pt_rank_fail("no ack from rank 1 within 10 s");
 }
 
-static int pt_xshm_rank1(const char *name) {
+static int pt_xshm_rank1(const char *path) {
     unsigned char *m = NULL;
+    zc_plat_shm_ref ref;
     uint64_t t0 = zc_plat_now_ns();
-    zc_plat_rc rc;
-    while ((rc = zc_plat_shm_open(name, PT_XSHM_BYTES, (void **)&m)) == ZC_PLAT_NOT_FOUND &&
-           zc_plat_now_ns() - t0 < 10000 * PT_MS)
+    FILE *f = NULL;
+    while (!(f = fopen(path, "rb")) && zc_plat_now_ns() - t0 < 10000 * PT_MS)
         zc_plat_sleep_ns(PT_MS);
+    if (!f) return pt_rank_fail("rank 0 published no ref within 10 s");
+    size_t got = fread(&ref, sizeof ref, 1, f);
+    fclose(f);
+    if (got != 1) return pt_rank_fail("short ref");
+    zc_plat_rc rc = zc_plat_shm_open(&ref, PT_XSHM_BYTES, (void **)&m);
     if (rc != ZC_PLAT_OK) return pt_rank_fail(zc_plat_rc_name(rc));
     uint32_t *flag = (uint32_t *)(void *)m, *ack = flag + 1;
     if (!pt_wait_word(flag, 1u)) return pt_rank_fail("no ready flag from rank 0 within 10 s");
@@ -247,10 +304,10 @@ static int pt_xshm_rank1(const char *name) {
 int platform_rank_shm_seen_across_processes(void) {
     const char *rank = getenv("ZC_RANK"), *secret = getenv("ZC_SECRET");
     if (!rank || !secret || strlen(secret) < 16) return pt_rank_fail("ZC_RANK/ZC_SECRET unset");
-    char name[64];
-    snprintf(name, sizeof name, "/zct-%.16s", secret);
-    if (strcmp(rank, "0") == 0) return pt_xshm_rank0(name);
-    if (strcmp(rank, "1") == 0) return pt_xshm_rank1(name);
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/zct-xshm-%.16s", secret);
+    if (strcmp(rank, "0") == 0) return pt_xshm_rank0(path);
+    if (strcmp(rank, "1") == 0) return pt_xshm_rank1(path);
     return pt_rank_fail("expected ranks 0 and 1 only");
 }
 

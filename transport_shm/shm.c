@@ -28,8 +28,9 @@ typedef struct zc_shm {
     uint8_t *mine;            /* this rank's window */
     size_t bytes;             /* bytes of every window */
     int mapped;               /* 1: windows are shared-memory mappings (process mode) */
-    int unlinked;
-    char name[ZC_SHM_NAME_BYTES];
+    int sealed;               /* 1: peers can no longer open my segment */
+    char name[ZC_SHM_NAME_BYTES]; /* my segment's label (zc-<comm id>-<rank>) */
+    zc_plat_shm_ref ref;      /* what peers open my segment by, until sealed */
     uint8_t **peers;          /* [nranks] every rank's window as seen here (peers[rank]==mine) */
     uint64_t *pids;           /* [nranks] */
 } zc_shm;
@@ -62,6 +63,20 @@ static uint64_t *zc_shm_credit_word(const zc_shm *s, uint8_t *w, uint32_t lane, 
 
 static uint64_t *zc_shm_alarm_word(uint8_t *w) { return (uint64_t *)(void *)(w + 64); }
 
+/* Decimal digits of v into buf (at least 21 bytes). */
+static const char *zc_shm_decimal(char *buf, uint64_t v) {
+    char digits[21];
+    size_t d = 0, n = 0;
+    do {
+        digits[d++] = (char)('0' + v % 10u);
+        v /= 10u;
+    } while (v);
+    while (d) buf[n++] = digits[--d];
+    buf[n] = '\0';
+    return buf;
+}
+
+/* "/zc-<comm id in hex>-<rank>": the label of a rank's segment in diagnostics. */
 static void zc_shm_name(char *buf, uint64_t comm_id, uint32_t rank) {
     static const char hex[] = "0123456789abcdef";
     const char *prefix = "/zc-";
@@ -69,21 +84,16 @@ static void zc_shm_name(char *buf, uint64_t comm_id, uint32_t rank) {
     while (*prefix) buf[n++] = *prefix++;
     for (int i = 15; i >= 0; i--) buf[n++] = hex[(comm_id >> (4 * i)) & 15u];
     buf[n++] = '-';
-    char digits[12];
-    size_t d = 0;
-    do {
-        digits[d++] = (char)('0' + rank % 10u);
-        rank /= 10u;
-    } while (rank);
-    while (d) buf[n++] = digits[--d];
-    buf[n] = '\0';
+    zc_shm_decimal(buf + n, rank);
 }
 
-static void zc_shm_err(char *err, size_t cap, const char *what, const char *name, zc_plat_rc rc) {
-    char os[96];
+static void zc_shm_err(char *err, size_t cap, const char *what, const char *name, size_t bytes,
+                       zc_plat_rc rc) {
+    char os[96], size[24];
     zc_plat_os_error_text(zc_plat_os_error(), os, sizeof os);
-    /* No formatter in transports: assemble "shm: <what> <name>: <rc> (<os>)". */
-    const char *parts[] = {"shm: ", what, " ", name, ": ", zc_plat_rc_name(rc), " (", os, ")"};
+    /* No formatter in transports: assemble "shm: <what> <name> (<bytes> bytes): <rc> (<os>)". */
+    const char *parts[] = {"shm: ", what, " ", name, " (", zc_shm_decimal(size, bytes),
+                           " bytes): ", zc_plat_rc_name(rc), " (", os, ")"};
     size_t n = 0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         for (const char *p = parts[i]; *p && n + 1 < cap; p++) err[n++] = *p;
@@ -94,15 +104,15 @@ static zc_status zc_shm_status(zc_plat_rc rc) {
     return rc == ZC_PLAT_INVALID ? ZC_INVALID_ARG : ZC_SYSTEM;
 }
 
+/* Between processes every rank publishes its segment's platform ref; in-process windows are
+ * handed over directly. */
 static size_t zc_shm_addr_bytes(const zc_wire_geom *g) {
-    (void)g; /* windows are found by name: nothing to exchange */
-    return 0;
+    return g->inproc_windows ? 0 : sizeof(zc_plat_shm_ref);
 }
 
 static zc_status zc_shm_create(void *state, const zc_wire_geom *g, void *window, void *blob,
                                char *err, size_t cap) {
     zc_shm *s = state;
-    (void)blob;
     uint8_t *tail = (uint8_t *)(s + 1);
     __builtin_memset(s, 0, sizeof *s);
     s->g = *g;
@@ -116,11 +126,12 @@ static zc_status zc_shm_create(void *state, const zc_wire_geom *g, void *window,
     } else {
         zc_shm_name(s->name, g->comm_id, g->rank);
         void *addr = 0;
-        zc_plat_rc rc = zc_plat_shm_create(s->name, s->bytes, &addr);
+        zc_plat_rc rc = zc_plat_shm_create(s->name, s->bytes, &addr, &s->ref);
         if (rc != ZC_PLAT_OK) {
-            zc_shm_err(err, cap, "cannot create segment", s->name, rc);
+            zc_shm_err(err, cap, "cannot create segment", s->name, s->bytes, rc);
             return zc_shm_status(rc);
         }
+        __builtin_memcpy(blob, &s->ref, sizeof s->ref);
         s->mine = addr;
         s->mapped = 1;
     }
@@ -132,7 +143,6 @@ static zc_status zc_shm_create(void *state, const zc_wire_geom *g, void *window,
 
 static zc_status zc_shm_attach(void *state, const void *addrs, char *err, size_t cap) {
     zc_shm *s = state;
-    (void)addrs;
     for (uint32_t p = 0; p < s->g.nranks; p++) {
         if (p == s->g.rank) {
             s->peers[p] = s->mine;
@@ -141,10 +151,12 @@ static zc_status zc_shm_attach(void *state, const void *addrs, char *err, size_t
         } else {
             char name[ZC_SHM_NAME_BYTES];
             void *addr = 0;
+            zc_plat_shm_ref ref;
+            __builtin_memcpy(&ref, (const uint8_t *)addrs + (size_t)p * sizeof ref, sizeof ref);
             zc_shm_name(name, s->g.comm_id, p);
-            zc_plat_rc rc = zc_plat_shm_open(name, s->bytes, &addr);
+            zc_plat_rc rc = zc_plat_shm_open(&ref, s->bytes, &addr);
             if (rc != ZC_PLAT_OK) {
-                zc_shm_err(err, cap, "cannot open peer segment", name, rc);
+                zc_shm_err(err, cap, "cannot open peer segment", name, s->bytes, rc);
                 return zc_shm_status(rc);
             }
             s->peers[p] = addr;
@@ -152,7 +164,8 @@ static zc_status zc_shm_attach(void *state, const void *addrs, char *err, size_t
         const zc_shm_head *h = (const zc_shm_head *)(const void *)s->peers[p];
         if (h->magic != ZC_SHM_MAGIC || h->comm_id != s->g.comm_id || h->rank != p ||
             h->nranks != s->g.nranks || h->slots != s->g.slots || h->stride != s->g.stride) {
-            zc_shm_err(err, cap, "peer window has another geometry or job", "", ZC_PLAT_INVALID);
+            zc_shm_err(err, cap, "peer window has another geometry or job", "", s->bytes,
+                       ZC_PLAT_INVALID);
             return ZC_MISMATCH;
         }
         s->pids[p] = h->pid;
@@ -162,8 +175,8 @@ static zc_status zc_shm_attach(void *state, const void *addrs, char *err, size_t
 
 static void zc_shm_seal(void *state) {
     zc_shm *s = state;
-    if (s->mapped && !s->unlinked) zc_plat_shm_unlink(s->name);
-    s->unlinked = 1;
+    if (s->mapped && !s->sealed) zc_plat_shm_seal(&s->ref);
+    s->sealed = 1;
 }
 
 static void zc_shm_close(void *state) {

@@ -11,7 +11,8 @@
  *
  *   rank 0 (root)                                 rank r > 0 (client)
  *   listens on root_addr's port                   connects; while refused, retries every
- *   accepts one connection at a time              5..20 ms until the deadline
+ *   greets each connection as it accepts it,      5..20 ms until the deadline; a listener
+ *   up to ZC_BOOT_PENDING handshakes at once      that sends no HELLO within 2 s is not rank 0
  *   HELLO    24 B: "ZCB1" u32 version nonce_s[16]  ->
  *                                              <-  PROOF 40 B: "ZCB1" u32 version u32 rank
  *                                                  u32 nranks nonce_c[16] u64 tag_c
@@ -38,12 +39,14 @@
  * Security. Nonces are fresh from the OS for each connection, so a recorded proof cannot be
  * replayed, and the "client"/"server" labels keep one side's tag from being reflected as the
  * other's. Tags are compared in constant time. A connection that fails the proof gets AUTH
- * and is closed, one WARN line is logged and the root goes on accepting: the job never notices.
- * Each handshake at the root has its own short deadline, min(job deadline, now + 2 s), and
- * garbage is dropped at the first wrong field. Accepting is one connection at a time, so a
- * silent or slow imposter delays the rendezvous by at most 2 s per connection it opens but
- * cannot block it (a flood of connections could still run the job into its deadline, as with
- * any listener on a reachable port). Only the connection is authenticated: later bytes carry
+ * and is closed, a WARN line is logged (the first 8 drops one line each, then a summary line
+ * a second at most) and the root goes on accepting: the job never notices. Handshakes overlap:
+ * each has its own short deadline, min(job deadline, accept + 2 s), the root never waits on
+ * one connection's bytes, garbage is dropped at the first wrong field, and when
+ * ZC_BOOT_PENDING handshakes are under way the oldest gives way to a new connection. So
+ * silent or slow connections do not delay the rendezvous; only a flood faster than a real
+ * rank's one round trip could crowd it out until the deadline, as with any listener on a
+ * reachable port. Only the connection is authenticated: later bytes carry
  * no tag, so a party that can inject into an established TCP stream is out of scope (use
  * loopback or a trusted network). A peer that proved the secret belongs to the job, so a
  * disagreement it reveals (rank count, a rank claimed twice) means the job is misconfigured:
@@ -80,6 +83,9 @@
 #define ZC_NOTIFY_NS 200000000ull     /* best-effort failure notes: 200 ms at most */
 #define ZC_RETRY_MIN_NS 5000000ull    /* connect retry pause while refused: 5..20 ms */
 #define ZC_RETRY_SPAN_NS 15000000ull
+#define ZC_SERVE_POLL_NS 200000ull    /* the root reads pending proofs at least this often */
+#define ZC_DROPS_LOGGED 8u            /* dropped connections logged one line each; then... */
+#define ZC_DROP_SUMMARY_NS 1000000000ull /* ...one summary line a second at most */
 #define ZC_STAGE_BYTES 8192u /* a note and a small payload leave in one send (no Nagle stall) */
 
 /* Larger payloads than the stage leave in a second send (wire address blobs, init only). */
@@ -340,75 +346,76 @@ static void zc_notify(const zc__boot *b, uint32_t kind, const zc_outcome *o, uin
                                                          deadline_ns);
 }
 
-/* ---- rank 0: admitting connections ---- */
+/* ---- rank 0: admitting connections ----
+ * Every accepted connection gets its greeting at once and joins the pending table; the root
+ * then reads whatever part of each proof has arrived, judging a proof once it is whole. So
+ * handshakes overlap: a silent or slow connection costs a table entry until its own deadline,
+ * never the others' time. */
 
-__attribute__((format(printf, 2, 3))) static void zc_drop(int sock, const char *fmt, ...) {
+/* One summary line for the drops not logged one by one (latest: the last one's reason, or
+ * NULL at the end of the rendezvous). */
+static void zc_drop_summary(zc__boot *b, const char *latest) {
+    if (!b->drops_unlogged) return;
+    char line[320];
+    zc__fmt(line, sizeof line, "bootstrap: rank 0 dropped %u more connection(s), %u in all%s%s",
+            b->drops_unlogged, b->drops, latest ? "; the latest: " : "", latest ? latest : "");
+    zc_plat_log(ZC_PLAT_LOG_WARN, line);
+    b->drops_unlogged = 0;
+    b->drops_logged_ns = zc_plat_now_ns();
+}
+
+/* Closes a connection rank 0 will not admit and logs why: the first ZC_DROPS_LOGGED one line
+ * each, later ones in a summary line at most once a second, so that a flood of intruders
+ * cannot flood the log. */
+__attribute__((format(printf, 3, 4))) static void zc_drop(zc__boot *b, int sock,
+                                                         const char *fmt, ...) {
     char line[224];
     size_t n = zc__strlcpy(line, "bootstrap: rank 0 dropped a connection: ", sizeof line);
     va_list ap;
     va_start(ap, fmt);
     zc__vfmt(line + n, sizeof line - n, fmt, ap);
     va_end(ap);
-    zc_plat_log(ZC_PLAT_LOG_WARN, line);
     zc_plat_tcp_close(sock);
+    if (++b->drops <= ZC_DROPS_LOGGED) {
+        zc_plat_log(ZC_PLAT_LOG_WARN, line);
+        b->drops_logged_ns = zc_plat_now_ns();
+        return;
+    }
+    b->drops_unlogged++;
+    if (zc_plat_now_ns() - b->drops_logged_ns >= ZC_DROP_SUMMARY_NS)
+        zc_drop_summary(b, line + n);
 }
 
-static void zc_drop_io(int sock, zc_plat_rc rc, const char *step) {
+static void zc_drop_io(zc__boot *b, int sock, zc_plat_rc rc, const char *step) {
     char why[128];
     if (rc == ZC_PLAT_TIMEOUT) zc__fmt(why, sizeof why, "nothing within %u ms",
                                        (unsigned)(ZC_HANDSHAKE_NS / 1000000u));
     else zc_rc_reason(rc, why, sizeof why);
-    zc_drop(sock, "%s: %s", step, why);
+    zc_drop(b, sock, "%s: %s", step, why);
 }
 
-static zc_plat_rc zc_send_verdict(int sock, uint32_t code, uint32_t value, const uint8_t *tag,
-                                  uint64_t deadline_ns) {
+/* A handshake message is tiny and its socket fresh: it is sent at once or the connection is
+ * dropped, so that no peer can make rank 0 wait on a send. */
+static zc_plat_rc zc_send_verdict(int sock, uint32_t code, uint32_t value, const uint8_t *tag) {
     uint8_t v[ZC_VERDICT_BYTES] = {0};
     zc_put32(v, code);
     zc_put32(v + 4, value);
     if (tag) __builtin_memcpy(v + 8, tag, ZC_TAG_BYTES);
-    return zc_plat_tcp_send_all(sock, v, sizeof v, deadline_ns);
+    return zc_plat_tcp_send_all(sock, v, sizeof v, 0);
 }
 
-/* Greets a fresh connection and reads its proof. False when it was dropped (logged). */
-static bool zc_read_proof(int sock, uint64_t deadline_ns, const uint8_t nonce_s[ZC_NONCE_BYTES],
-                          uint8_t proof[ZC_PROOF_BYTES]) {
-    uint8_t hello[ZC_HELLO_BYTES];
-    zc_put32(hello, ZC_BOOT_MAGIC);
-    zc_put32(hello + 4, ZC_BOOT_VERSION);
-    __builtin_memcpy(hello + 8, nonce_s, ZC_NONCE_BYTES);
-    zc_plat_rc rc = zc_plat_tcp_send_all(sock, hello, sizeof hello, deadline_ns);
-    if (rc != ZC_PLAT_OK) {
-        zc_drop_io(sock, rc, "sending the greeting");
-        return false;
-    }
-    rc = zc_plat_tcp_recv_all(sock, proof, ZC_PROOF_BYTES, deadline_ns);
-    if (rc != ZC_PLAT_OK) {
-        zc_drop_io(sock, rc, "waiting for its proof");
-        return false;
-    }
-    if (zc_get32(proof) != ZC_BOOT_MAGIC) {
-        zc_drop(sock, "it sent bytes that are not a zcoll bootstrap proof");
-        return false;
-    }
-    if (zc_get32(proof + 4) != ZC_BOOT_VERSION) {
-        (void)zc_send_verdict(sock, ZC_CODE_VERSION, ZC_BOOT_VERSION, NULL, deadline_ns);
-        zc_drop(sock, "it speaks bootstrap protocol version %u, rank 0 speaks %u",
-                zc_get32(proof + 4), ZC_BOOT_VERSION);
-        return false;
-    }
-    return true;
-}
-
-/* Runs the handshake on a fresh connection. Returns ZC_OK both when it was admitted
- * (socks[rank] = sock, ++*joined) and when it was dropped (an imposter or garbage: logged,
- * the job goes on); a failure only when the OS fails or a peer that proved the secret
- * disagrees with the job (then *o says how). */
-static zc_status zc_admit(zc__boot *b, int sock, uint32_t *joined, zc_outcome *o) {
-    uint8_t nonce_s[ZC_NONCE_BYTES], proof[ZC_PROOF_BYTES], tag[ZC_TAG_BYTES];
-    uint64_t now = zc_plat_now_ns(), deadline_ns = b->deadline_ns;
-    if (deadline_ns > now + ZC_HANDSHAKE_NS) deadline_ns = now + ZC_HANDSHAKE_NS;
-    zc_plat_rc rc = zc_plat_random(nonce_s, sizeof nonce_s);
+/* Greets a fresh connection and puts it in the pending table (when the table is full, the
+ * handshake that has waited longest gives way). A failure only when the OS fails. */
+static zc_status zc_greet(zc__boot *b, int sock, zc_outcome *o) {
+    zc__boot_pending *p = &b->pending[0];
+    for (uint32_t i = 0; i < ZC_BOOT_PENDING && p->sock >= 0; i++)
+        if (b->pending[i].sock < 0 || b->pending[i].deadline_ns < p->deadline_ns)
+            p = &b->pending[i];
+    if (p->sock >= 0)
+        zc_drop(b, p->sock, "%u handshakes were under way; this one had waited longest",
+                ZC_BOOT_PENDING);
+    p->sock = -1;
+    zc_plat_rc rc = zc_plat_random(p->nonce_s, sizeof p->nonce_s);
     if (rc != ZC_PLAT_OK) {
         char why[128];
         zc_rc_reason(rc, why, sizeof why);
@@ -416,13 +423,42 @@ static zc_status zc_admit(zc__boot *b, int sock, uint32_t *joined, zc_outcome *o
         *o = (zc_outcome){ZC_CODE_FAILED, 0, 0, 0};
         return zc_fail(b, ZC_SYSTEM, "rank 0 cannot draw a nonce: %s", why);
     }
-    if (!zc_read_proof(sock, deadline_ns, nonce_s, proof)) return ZC_OK;
+    uint8_t hello[ZC_HELLO_BYTES];
+    zc_put32(hello, ZC_BOOT_MAGIC);
+    zc_put32(hello + 4, ZC_BOOT_VERSION);
+    __builtin_memcpy(hello + 8, p->nonce_s, ZC_NONCE_BYTES);
+    rc = zc_plat_tcp_send_all(sock, hello, sizeof hello, 0);
+    if (rc != ZC_PLAT_OK) {
+        zc_drop_io(b, sock, rc, "sending the greeting");
+        return ZC_OK;
+    }
+    p->sock = sock;
+    p->got = 0;
+    p->deadline_ns = zc__deadline_after(zc_plat_now_ns(), ZC_HANDSHAKE_NS);
+    if (p->deadline_ns > b->deadline_ns) p->deadline_ns = b->deadline_ns;
+    return ZC_OK;
+}
+
+/* Judges a whole proof (p's connection, sock, already out of the table). Returns ZC_OK both
+ * when it was admitted (socks[rank] = sock, ++*joined) and when it was dropped (an imposter or
+ * garbage: logged, the job goes on); a failure only when a peer that proved the secret
+ * disagrees with the job (then *o says how). */
+static zc_status zc_judge(zc__boot *b, int sock, const zc__boot_pending *p, uint32_t *joined,
+                          zc_outcome *o) {
+    const uint8_t *proof = p->proof;
+    uint8_t tag[ZC_TAG_BYTES];
+    if (zc_get32(proof + 4) != ZC_BOOT_VERSION) {
+        (void)zc_send_verdict(sock, ZC_CODE_VERSION, ZC_BOOT_VERSION, NULL);
+        zc_drop(b, sock, "it speaks bootstrap protocol version %u, rank 0 speaks %u",
+                zc_get32(proof + 4), ZC_BOOT_VERSION);
+        return ZC_OK;
+    }
     uint32_t claim[3] = {zc_get32(proof + 8), zc_get32(proof + 12), 0};
     const uint8_t *nonce_c = proof + 16;
-    zc_tag(b, "client", nonce_s, nonce_c, claim, 2, tag);
+    zc_tag(b, "client", p->nonce_s, nonce_c, claim, 2, tag);
     if (!zc_same_tag(tag, proof + 32)) {
-        (void)zc_send_verdict(sock, ZC_CODE_AUTH, 0, NULL, deadline_ns);
-        zc_drop(sock, "a process claiming rank %u did not prove the job secret", claim[0]);
+        (void)zc_send_verdict(sock, ZC_CODE_AUTH, 0, NULL);
+        zc_drop(b, sock, "a process claiming rank %u did not prove the job secret", claim[0]);
         return ZC_OK;
     }
     *o = (zc_outcome){ZC_CODE_OK, claim[0], claim[1], b->nranks};
@@ -430,19 +466,67 @@ static zc_status zc_admit(zc__boot *b, int sock, uint32_t *joined, zc_outcome *o
     else if (claim[0] == 0 || claim[0] >= b->nranks) o->code = ZC_CODE_RANK;
     else if (b->socks[claim[0]] >= 0) o->code = ZC_CODE_DUPLICATE;
     uint32_t said[3] = {claim[0], o->code, b->nranks};
-    zc_tag(b, "server", nonce_c, nonce_s, said, 3, tag);
-    rc = zc_send_verdict(sock, o->code, b->nranks, tag, deadline_ns);
+    zc_tag(b, "server", nonce_c, p->nonce_s, said, 3, tag);
+    zc_plat_rc rc = zc_send_verdict(sock, o->code, b->nranks, tag);
     if (o->code != ZC_CODE_OK) {
         zc_plat_tcp_close(sock);
         return zc_outcome_fail(b, ZC_KIND_READY, o);
     }
     if (rc != ZC_PLAT_OK) {
-        zc_drop_io(sock, rc, "sending its verdict");
+        zc_drop_io(b, sock, rc, "sending its verdict");
         return ZC_OK;
     }
     b->socks[claim[0]] = sock;
     ++*joined;
     return ZC_OK;
+}
+
+/* Reads what has arrived of every pending proof without waiting; drops garbage at its first
+ * wrong field and handshakes past their own deadline; judges the proofs that are whole. */
+static zc_status zc_advance(zc__boot *b, uint32_t *joined, zc_outcome *o) {
+    uint64_t now = zc_plat_now_ns();
+    for (uint32_t i = 0; i < ZC_BOOT_PENDING; i++) {
+        zc__boot_pending *p = &b->pending[i];
+        if (p->sock < 0) continue;
+        int sock = p->sock;
+        size_t got = 0;
+        zc_plat_rc rc = zc_plat_tcp_recv_some(sock, p->proof + p->got,
+                                              ZC_PROOF_BYTES - p->got, &got);
+        p->got += (uint32_t)got;
+        if (rc == ZC_PLAT_AGAIN && now >= p->deadline_ns) rc = ZC_PLAT_TIMEOUT;
+        if (rc != ZC_PLAT_OK && rc != ZC_PLAT_AGAIN) {
+            p->sock = -1;
+            zc_drop_io(b, sock, rc, "waiting for its proof");
+        } else if (p->got >= 4u && zc_get32(p->proof) != ZC_BOOT_MAGIC) {
+            p->sock = -1;
+            zc_drop(b, sock, "it sent bytes that are not a zcoll bootstrap proof");
+        } else if (p->got == ZC_PROOF_BYTES) {
+            p->sock = -1;
+            zc_status st = zc_judge(b, sock, p, joined, o);
+            if (st != ZC_OK) return st;
+        }
+    }
+    return ZC_OK;
+}
+
+static bool zc_any_pending(const zc__boot *b) {
+    for (uint32_t i = 0; i < ZC_BOOT_PENDING; i++)
+        if (b->pending[i].sock >= 0) return true;
+    return false;
+}
+
+/* Closes the handshakes still under way (the rendezvous is over: they came too late); returns
+ * how many. */
+static uint32_t zc_close_pending(zc__boot *b) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < ZC_BOOT_PENDING; i++) {
+        if (b->pending[i].sock >= 0) {
+            zc_plat_tcp_close(b->pending[i].sock);
+            n++;
+        }
+        b->pending[i].sock = -1;
+    }
+    return n;
 }
 
 /* "localhost" listens on loopback, a numeric IPv4 address on itself, any other name on every
@@ -482,12 +566,16 @@ static zc_status zc_serve(zc__boot *b, const char *host, uint16_t port) {
     zc_status st = ZC_OK;
     zc_outcome o = {ZC_CODE_OK, 0, 0, b->nranks};
     uint32_t joined = 1;
-    /* Bounded by the deadline: accept waits until it at most, and each handshake is short. */
+    /* Bounded by the deadline: each pass waits for a connection until it at most (while
+     * handshakes are under way, ZC_SERVE_POLL_NS at most) and reads without waiting. */
     while (st == ZC_OK && joined < b->nranks) {
+        uint64_t now = zc_plat_now_ns(), wait_ns = b->deadline_ns;
+        if (zc_any_pending(b) && zc__deadline_after(now, ZC_SERVE_POLL_NS) < wait_ns)
+            wait_ns = now + ZC_SERVE_POLL_NS;
         int sock = -1;
-        rc = zc_plat_now_ns() >= b->deadline_ns
-                 ? ZC_PLAT_TIMEOUT : zc_plat_tcp_accept(b->listen_sock, b->deadline_ns, &sock);
-        if (rc == ZC_PLAT_TIMEOUT) {
+        rc = now >= b->deadline_ns ? ZC_PLAT_TIMEOUT
+                                   : zc_plat_tcp_accept(b->listen_sock, wait_ns, &sock);
+        if (rc == ZC_PLAT_TIMEOUT && zc_plat_now_ns() >= b->deadline_ns) {
             uint32_t missing = 1;
             while (missing < b->nranks && b->socks[missing] >= 0) missing++;
             o = (zc_outcome){ZC_CODE_TIMEOUT, missing, joined, b->nranks};
@@ -495,14 +583,23 @@ static zc_status zc_serve(zc__boot *b, const char *host, uint16_t port) {
                          "timed out after %llu ms with %u of %u ranks joined (rank %u never "
                          "came)", (unsigned long long)((zc_plat_now_ns() - t0) / 1000000u),
                          joined, b->nranks, missing);
-        } else if (rc != ZC_PLAT_OK) {
+        } else if (rc != ZC_PLAT_OK && rc != ZC_PLAT_TIMEOUT) {
             zc_rc_reason(rc, why, sizeof why);
             o = (zc_outcome){ZC_CODE_FAILED, 0, joined, b->nranks};
             st = zc_fail(b, zc_rc_status(rc), "rank 0 cannot accept on %s:%u: %s", lhost,
                          (unsigned)port, why);
-        } else {
-            st = zc_admit(b, sock, &joined, &o);
+        } else if (rc == ZC_PLAT_OK) {
+            st = zc_greet(b, sock, &o);
         }
+        if (st == ZC_OK) st = zc_advance(b, &joined, &o);
+    }
+    uint32_t late = zc_close_pending(b);
+    zc_drop_summary(b, NULL);
+    if (late) {
+        char line[160];
+        zc__fmt(line, sizeof line, "bootstrap: rank 0 closed %u connection(s) that had not "
+                "proved the secret when the rendezvous ended", late);
+        zc_plat_log(ZC_PLAT_LOG_WARN, line);
     }
     zc_plat_tcp_close(b->listen_sock); /* late connectors are refused, not left hanging */
     b->listen_sock = -1;
@@ -559,7 +656,16 @@ static zc_status zc_connect(zc__boot *b, const char *host, uint16_t port) {
 static zc_status zc_prove(zc__boot *b, const char *addr, uint8_t nonce_s[ZC_NONCE_BYTES],
                           uint8_t nonce_c[ZC_NONCE_BYTES]) {
     uint8_t hello[ZC_HELLO_BYTES], proof[ZC_PROOF_BYTES];
-    zc_plat_rc rc = zc_plat_tcp_recv_all(b->root_sock, hello, sizeof hello, b->deadline_ns);
+    /* Rank 0 greets every connection as it accepts it: a listener silent for a handshake's
+     * time is not rank 0 (another program holds the port), and waiting longer helps nobody. */
+    uint64_t greet_ns = zc__deadline_after(zc_plat_now_ns(), ZC_HANDSHAKE_NS);
+    zc_plat_rc rc = zc_plat_tcp_recv_all(b->root_sock, hello, sizeof hello,
+                                         greet_ns < b->deadline_ns ? greet_ns : b->deadline_ns);
+    if (rc == ZC_PLAT_TIMEOUT && greet_ns < b->deadline_ns)
+        return zc_fail(b, ZC_SYSTEM, "the listener at %s sent no greeting within %u ms: it is "
+                       "not a zcoll rank 0 (is another program using that port, or did rank 0 "
+                       "fail to listen? its error says)", addr,
+                       (unsigned)(ZC_HANDSHAKE_NS / 1000000u));
     if (rc != ZC_PLAT_OK) return zc_io_fail(b, rc, 0, ZC_KIND_READY);
     if (zc_get32(hello) != ZC_BOOT_MAGIC)
         return zc_fail(b, ZC_AUTH, "the listener at %s is not a zcoll rank 0 (bad greeting)",
@@ -644,6 +750,7 @@ zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t deadline_ns,
     b->listen_sock = -1;
     b->root_sock = -1;
     for (uint32_t r = 0; r < ZC_MAX_RANKS; r++) b->socks[r] = -1;
+    for (uint32_t i = 0; i < ZC_BOOT_PENDING; i++) b->pending[i].sock = -1;
     if (!cfg) return zc_fail(b, ZC_INVALID_ARG, "cfg is NULL");
     if (cfg->nranks < 1 || cfg->nranks > ZC_MAX_RANKS || cfg->rank >= cfg->nranks)
         return zc_fail(b, ZC_INVALID_ARG, "cfg->rank %u / cfg->nranks %u: need rank < nranks "
@@ -800,6 +907,7 @@ void zc__boot_close(zc__boot *b) {
     if (b->root_sock >= 0) zc_drain_close(b->root_sock);
     b->listen_sock = -1;
     b->root_sock = -1;
+    if (b->rank == 0) (void)zc_close_pending(b);
     uint32_t n = b->nranks <= ZC_MAX_RANKS ? b->nranks : ZC_MAX_RANKS;
     for (uint32_t r = 1; r < n; r++) {
         if (b->socks[r] >= 0) zc_drain_close(b->socks[r]);

@@ -11,6 +11,16 @@
 #include "zcoll.h"
 
 #define ZC_BOOT_MAX_BLOB 65536u /* ceiling of bytes_each in zc__boot_allgather */
+#define ZC_BOOT_PENDING 32u     /* handshakes rank 0 runs at once */
+
+/* Rank 0's view of one connection whose proof has not fully arrived. */
+typedef struct zc__boot_pending {
+    int sock;                /* -1: a free entry */
+    uint32_t got;            /* proof bytes read so far */
+    uint64_t deadline_ns;    /* this handshake's own deadline */
+    uint8_t nonce_s[16];     /* the nonce rank 0 greeted it with */
+    uint8_t proof[40];
+} zc__boot_pending;
 
 typedef struct zc__boot {
     uint32_t rank, nranks;
@@ -19,12 +29,17 @@ typedef struct zc__boot {
     int listen_sock;                 /* rank 0: the listening socket; -1 elsewhere */
     int root_sock;                   /* rank > 0: the connection to rank 0; -1 at rank 0 */
     int socks[ZC_MAX_RANKS];         /* rank 0: socks[r] is rank r's connection (r > 0) */
+    zc__boot_pending pending[ZC_BOOT_PENDING]; /* rank 0: handshakes under way */
+    uint32_t drops;                  /* rank 0: connections dropped so far */
+    uint32_t drops_unlogged;         /* rank 0: of those, not logged one by one */
+    uint64_t drops_logged_ns;        /* rank 0: when the last summary line was logged */
     char *err;                       /* where a failure's sentence goes (caller's buffer) */
     size_t err_cap;
 } zc__boot;
 
-/* Connects all ranks (collective; rank 0 accepts until every rank proved the secret, dropping
- * and logging imposters, then tells every rank the outcome). Returns ZC_OK, ZC_AUTH (this
+/* Connects all ranks (collective; rank 0 accepts until every rank proved the secret, running
+ * up to ZC_BOOT_PENDING handshakes at once, each with its own short deadline, and dropping
+ * imposters with a rate-limited log line; then it tells every rank the outcome). Returns ZC_OK, ZC_AUTH (this
  * process failed to prove the secret or the root failed to prove it to us), ZC_TIMED_OUT,
  * ZC_MISMATCH (rank count or protocol version differ), ZC_PEER_LOST (rank 0 went away),
  * ZC_SYSTEM, ZC_UNSUPPORTED (from the platform) or ZC_INVALID_ARG (root_addr unusable, zero

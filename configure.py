@@ -26,8 +26,11 @@ import tempfile
 MODES = {
     'release': {'opt': ['-O2', '-g'], 'sanitize': [], 'nvcc': ['-O2', '-lineinfo']},
     'debug': {'opt': ['-O0', '-g', '-fno-omit-frame-pointer'],
-              'sanitize': ['-fsanitize=address,undefined'],
+              'sanitize': ['-fsanitize=address,undefined', '-DZC_SANITIZED=1'],
               'nvcc': ['-O0', '-g', '-lineinfo']},
+    'tsan': {'opt': ['-O1', '-g', '-fno-omit-frame-pointer'],
+             'sanitize': ['-fsanitize=thread', '-DZC_SANITIZED=1'],
+             'nvcc': ['-O1', '-g', '-lineinfo']},
 }
 
 WARNINGS = ['-Wall', '-Wextra', '-Werror', '-Wshadow', '-Wconversion', '-Wvla',
@@ -77,7 +80,7 @@ ALLOWED_PREFIX = 'zc_'
 # transport_ib may also call libibverbs (and read errno after it): check-ib-symbols holds it to
 # that, and checks that every verbs symbol libzcoll.so imports binds to an IBVERBS_1.x version
 # that the system libibverbs.so.1 defines. Instrumentation of the debug build is allowed.
-IB_ALLOWED_PREFIXES = ('ibv_', '_ibv_', 'zc_', '__asan_', '__ubsan_', '__sanitizer_')
+IB_ALLOWED_PREFIXES = ('ibv_', '_ibv_', 'zc_', '__asan_', '__ubsan_', '__sanitizer_', '__tsan_')
 IB_ALLOWED_SYMBOLS = ALLOWED_SYMBOLS | LINKER_SYMBOLS | {'__errno_location', '__stack_chk_fail'}
 
 # Folders whose mtime build.ninja depends on ('.' catches new top-level folders).
@@ -587,7 +590,8 @@ def parse_args(argv):
         'guest suite, with one combined summary line). Also: demo, bench, test-rxe, check-gpu once their scripts exist. '
         'Probe details go to build/config.log.')
     ap.add_argument('--mode', choices=sorted(MODES), default='release',
-                    help='release: -O2 -g; debug: -O0 -g with ASan and UBSan (default release)')
+                    help='release: -O2 -g; debug: -O0 -g with ASan and UBSan; tsan: -O1 -g with '
+                         'ThreadSanitizer (default release)')
     ap.add_argument('--with-cuda', default='auto', metavar='auto|yes|no|PATH',
                     help='build gpu/ with nvcc; auto looks for /usr/local/cuda/bin/nvcc then '
                     'nvcc on PATH and builds without CUDA when absent; PATH is a CUDA root '

@@ -723,8 +723,8 @@ def target_lines(table):
         out.append('| zero allocations in the timed loop (2 ranks) | no zcoll result | '
                    'not measured |')
     elif any(a < 0 for a in allocs):
-        out.append('| zero allocations in the timed loop (2 ranks) | not counted (ASan build?) '
-                   '| not measured |')
+        out.append('| zero allocations in the timed loop (2 ranks) | not counted '
+                   '(sanitized build?) | not measured |')
     else:
         out.append('| zero allocations in the timed loop (2 ranks) | %d rows, largest count '
                    '%d | %s |' % (len(allocs), max(allocs), verdict(max(allocs) == 0)))

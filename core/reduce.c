@@ -356,6 +356,12 @@ void zc__reduce(void *out, const void *const *in, uint32_t n, size_t count, zc_d
 
 #if defined(__x86_64__) && defined(__SSE2__)
 typedef long long zc_v2di __attribute__((vector_size(16)));
+/* One 16-byte streaming store (movntdq), in each compiler's spelling. */
+#if defined(__clang__)
+#define zc_store_nt(p, v) __builtin_nontemporal_store((v), (p))
+#else
+#define zc_store_nt(p, v) __builtin_ia32_movntdq((p), (v))
+#endif
 
 void zc__copy_stream(void *dst, const void *src, size_t bytes) {
     uint8_t *d = dst;
@@ -372,10 +378,7 @@ void zc__copy_stream(void *dst, const void *src, size_t bytes) {
     for (; bytes >= 64u; bytes -= 64u, d += 64, s += 64) {
         zc_v2di v[4];
         __builtin_memcpy(v, s, sizeof v); /* unaligned loads */
-        __builtin_ia32_movntdq((zc_v2di *)(void *)d, v[0]);
-        __builtin_ia32_movntdq((zc_v2di *)(void *)(d + 16), v[1]);
-        __builtin_ia32_movntdq((zc_v2di *)(void *)(d + 32), v[2]);
-        __builtin_ia32_movntdq((zc_v2di *)(void *)(d + 48), v[3]);
+        for (int k = 0; k < 4; k++) zc_store_nt((zc_v2di *)(void *)(d + 16 * k), v[k]);
     }
     __builtin_memcpy(d, s, bytes);
     __builtin_ia32_sfence(); /* streaming stores are weakly ordered: publish them */

@@ -536,7 +536,7 @@ void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget) {
         break;
     case ZC_ALG_DISSEM: zc_step_barrier(&x); break;
     case ZC_ALG_P2P: zc_step_p2p(&x); break;
-    default: ZC_ASSERT(!"unknown algorithm");
+    default: zc_plat_panic(__FILE__, __LINE__, "unknown algorithm");
     }
     if (r->status == ZC_OK && (r->place & ZC_PLACE_DIRECT) && !zc_puts_done(comm, r))
         r->status = ZC_IN_PROGRESS; /* the wire may still read the caller's source */

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # tests/check.sh [--ib]: the whole test suite, as CI and README's test command run it (`ninja
 # check` runs it once the static checks passed, with --ib when configure.py built
-# transport_ib): build/zctest (unit, in-process and multi-process tests), then, with --ib, the
-# soft-RoCE suite in a QEMU guest (tests/rxe/run.sh). Prints both runners' output and then one combined final line
-# `N passed, N failed, N skipped`; exits non-zero if either runner failed.
-#   ZC_CHECK_RXE=0 leaves the guest suite out (it is then counted as one skipped test).
+# transport_ib): build/zctest (unit, in-process and multi-process tests), the same built by
+# clang and under ThreadSanitizer when clang is installed (tests/variants.sh),
+# then, with --ib, the soft-RoCE suite in a QEMU guest (tests/rxe/run.sh). Prints every
+# runner's output and then one combined final line `N passed, N failed, N skipped`; exits
+# non-zero if any runner failed.
+#   ZC_CHECK_RXE=0 leaves the guest suite out (it is then counted as one skipped test);
+#   ZC_CHECK_VARIANTS=0 the clang and TSan builds (two skipped).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +35,21 @@ echo "=== check: build/zctest ==="
 build/zctest 2>&1 | tee "$LOG/zctest"
 [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
 tally "$LOG/zctest" build/zctest
+
+# The same tests built by clang, and under ThreadSanitizer (about 5 minutes on 2 cores).
+if command -v clang >/dev/null 2>&1 && [ "${ZC_CHECK_VARIANTS:-1}" != 0 ]; then
+    echo "=== check: build/zctest built by clang (tests/variants.sh) ==="
+    bash tests/variants.sh clang "--cc clang" 2>&1 | tee "$LOG/clang"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
+    tally "$LOG/clang" "tests/variants.sh clang"
+    echo "=== check: build/zctest under ThreadSanitizer (tests/variants.sh) ==="
+    bash tests/variants.sh tsan "--cc clang --mode tsan" 2>&1 | tee "$LOG/tsan"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
+    tally "$LOG/tsan" "tests/variants.sh tsan"
+else
+    echo "=== check: clang and ThreadSanitizer builds skipped (no clang, or ZC_CHECK_VARIANTS=0) ==="
+    S=$((S + 2))
+fi
 
 if [ "${1:-}" = --ib ]; then
     if [ "${ZC_CHECK_RXE:-1}" = 0 ]; then

@@ -32,9 +32,10 @@
 
 /* ---- allocation counting ----------------------------------------------------------------
  * The release build replaces malloc & co. for the whole zctest binary with forwarders that
- * count calls while mp_counting is set (only inside mp_rank_alloc_free's measured loop). ASan
- * owns malloc in the debug build, so there the forwarders are left out and the test skips. */
-#if defined(__SANITIZE_ADDRESS__)
+ * count calls while mp_counting is set (only inside mp_rank_alloc_free's measured loop). A
+ * sanitizer owns malloc in the debug and tsan builds (ZC_SANITIZED), so there the forwarders
+ * are left out and the test skips. */
+#if defined(ZC_SANITIZED)
 #define MP_COUNTING_ALLOCS 0
 #else
 #define MP_COUNTING_ALLOCS 1

@@ -34,16 +34,12 @@ enum {
 
 /* ---- allocation counting -----------------------------------------------------------------
  * malloc & co. are replaced for the whole program by forwarders that count calls while
- * zb_counting is set (only around the timed loops). ASan owns malloc in sanitized builds, so
- * there the forwarders are left out and the count is reported as not counted. */
-#if defined(__SANITIZE_ADDRESS__)
+ * zb_counting is set (only around the timed loops). A sanitizer owns malloc in sanitized builds
+ * (configure.py's debug and tsan modes define ZC_SANITIZED), so there the forwarders are left
+ * out and the count is reported as not counted. */
+#if defined(ZC_SANITIZED)
 #define ZB_COUNT_ALLOCS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ZB_COUNT_ALLOCS 0
-#endif
-#endif
-#ifndef ZB_COUNT_ALLOCS
+#else
 #define ZB_COUNT_ALLOCS 1
 #endif
 
@@ -152,7 +148,7 @@ static void zb_help(void) {
           "--check), p50/p99/p99.9(us): percentiles (nearest rank) of the same per-iteration\n"
           "maxima. Each table ends with \"# allocations during timed loops: N\": malloc,\n"
           "calloc, realloc, free, mmap and munmap calls inside the timed loops summed over\n"
-          "ranks (must be 0; not counted in ASan builds).\n",
+          "ranks (must be 0; not counted in sanitized builds).\n",
           stdout);
     fputs("\nJSON keys: impl (\"zcoll\"), coll, bytes, count, dtype, op, root, ranks, mode,\n"
           "iters, time_us, algbw, busbw, p50_us, p99_us, p999_us, wrong (-1 without --check),\n"
@@ -635,7 +631,7 @@ static void zb_run_coll(zb_bench *b, br_coll c) {
     }
     if (b->rank != 0) return;
     if (allocs < 0)
-        fprintf(b->meta, "# allocations: not counted (ASan build)\n");
+        fprintf(b->meta, "# allocations: not counted (sanitized build)\n");
     else
         fprintf(b->meta, "# allocations during timed loops: %" PRId64 "\n", allocs);
     fflush(b->meta);

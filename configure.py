@@ -85,7 +85,7 @@ IB_ALLOWED_SYMBOLS = ALLOWED_SYMBOLS | LINKER_SYMBOLS | {'__errno_location', '__
 
 # Folders whose mtime build.ninja depends on ('.' catches new top-level folders).
 WATCHED = ['.', 'core', 'platform', 'transport_shm', 'transport_ib', 'gpu', 'tools',
-           'tests', 'tests/rxe', 'tests/gpu', 'examples']
+           'tests', 'tests/rxe', 'tests/gpu', 'tests/fuzz', 'examples']
 
 # Targets that run a script, defined only when the script exists: (target, file, command).
 SCRIPT_TARGETS = [
@@ -93,6 +93,7 @@ SCRIPT_TARGETS = [
     ('bench', 'bench/run_bench.py', '$python bench/run_bench.py'),
     ('test-rxe', 'tests/rxe/run.sh', 'bash tests/rxe/run.sh'),
     ('check-gpu', 'tests/gpu/run.sh', 'bash tests/gpu/run.sh'),
+    ('fuzz', 'tests/fuzz/run.sh', 'bash tests/fuzz/run.sh'),
 ]
 
 

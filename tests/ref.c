@@ -23,6 +23,19 @@ const char *zr_coll_name(zr_coll c) {
 
 bool zr_coll_reduces(zr_coll c) { return c == ZR_ALLREDUCE || c == ZR_REDUCE || c == ZR_RS; }
 
+void zr_group_config(zc_config *cfg, uint32_t n, uint32_t slot_bytes, uint32_t slots,
+                     uint64_t small_max, uint64_t timeout_ns) {
+    zc_config_default(cfg);
+    cfg->transport = ZC_TRANSPORT_INPROC;
+    cfg->nranks = n;
+    cfg->slot_bytes = slot_bytes;
+    cfg->slots = slots;
+    cfg->allreduce_oneshot_max_bytes = small_max;
+    cfg->reduce_direct_max_bytes = small_max;
+    cfg->bcast_tree_max_bytes = small_max;
+    if (timeout_ns) cfg->timeout_ns = timeout_ns;
+}
+
 /* ---- inputs ---- */
 
 static uint64_t zr_mix(uint64_t a, uint64_t b, uint64_t c) {

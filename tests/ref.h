@@ -38,6 +38,12 @@ typedef struct zr_case {
     bool in_place;
 } zr_case;
 
+/* A configuration for an in-process group of n ranks: slots rings of slot_bytes, every
+ * small-message threshold (one-shot allreduce, direct reduce, tree broadcast) at small_max
+ * bytes, and timeout_ns as the deadline (0: the default). */
+void zr_group_config(zc_config *cfg, uint32_t n, uint32_t slot_bytes, uint32_t slots,
+                     uint64_t small_max, uint64_t timeout_ns);
+
 /* Fills count elements of rank r's input, elements base.. of the seeded stream: small exact
  * fractions for floating types (so sums stay finite), any bits for integers. */
 void zr_fill(void *buf, size_t count, zc_dtype t, uint64_t seed, uint32_t r, size_t base);

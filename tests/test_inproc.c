@@ -24,15 +24,7 @@ static void group_open(group *g, uint32_t n, uint32_t slot_bytes, uint32_t slots
                        uint64_t oneshot_max, uint64_t timeout_ns) {
     memset(g, 0, sizeof *g);
     g->n = n;
-    zc_config_default(&g->cfg);
-    g->cfg.transport = ZC_TRANSPORT_INPROC;
-    g->cfg.nranks = n;
-    g->cfg.slot_bytes = slot_bytes;
-    g->cfg.slots = slots;
-    g->cfg.allreduce_oneshot_max_bytes = oneshot_max;
-    g->cfg.reduce_direct_max_bytes = oneshot_max;
-    g->cfg.bcast_tree_max_bytes = oneshot_max;
-    if (timeout_ns) g->cfg.timeout_ns = timeout_ns;
+    zr_group_config(&g->cfg, n, slot_bytes, slots, oneshot_max, timeout_ns);
     size_t bytes = zc_comm_arena_bytes(&g->cfg);
     ZT_CHECK(bytes > 0);
     for (uint32_t r = 0; r < n; r++) ZT_CHECK((g->arenas[r] = aligned_alloc(64, bytes)) != NULL);

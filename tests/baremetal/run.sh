@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/baremetal/run.sh [IMAGE]: boots the bare-metal aarch64 image (default
 # build/baremetal/zcoll.elf, built by `ninja check-baremetal`) in QEMU's `virt` machine with no
-# firmware and no OS (`-kernel`, semihosting for the exit status), two Cortex-A53 cores, and
+# firmware and no OS (`-kernel`, semihosting for the exit status), two Cortex-A53 cores run by
+# multi-threaded TCG (one host thread each, so the two-core part is truly concurrent), and
 # prints its UART output. The image prints `N passed, N failed` and exits with 0 when none
 # failed; this script then prints the same counts (plus `0 skipped`) and the boot-to-done wall
 # time, and exits non-zero on a failure, a missing summary line, a non-zero exit or a hang.
@@ -20,6 +21,7 @@ trap 'rm -f "$LOG"' EXIT
 
 START=$(date +%s%N)
 timeout "${ZC_BAREMETAL_TIMEOUT:-120}" qemu-system-aarch64 -M virt -cpu cortex-a53 -smp 2 \
+    -accel tcg,thread=multi \
     -m 128M -nographic -monitor none -serial stdio -semihosting -no-reboot \
     -kernel "$IMAGE" </dev/null 2>&1 | tr -d '\r' | tee "$LOG"
 RC=${PIPESTATUS[0]}

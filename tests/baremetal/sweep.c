@@ -3,8 +3,8 @@
  * against tests/ref.c, the reference build/zctest uses: every collective x dtype x op (ops for
  * the reducing ones) on 8 ranks, in place and not, with ragged counts and rotating roots, on two
  * geometries (one-shot/tree and pipelined algorithms); persistent plans restarted with fresh
- * inputs; a mismatch and a timeout; and, when a second core is there, two ranks on two cores
- * over the shared-memory wire. Prints one line per failure, per-part lines, then
+ * inputs; a mismatch and a timeout; and two ranks on two cores (QEMU -smp 2), each core
+ * driving its own rank, over the shared-memory wire with real concurrency. Prints one line per failure, per-part lines, then
  * `N passed, N failed`; returns the number failed (the image's exit status). Memory is static:
  * arenas come from one pool, buffers are fixed arrays. */
 #include "board.h"
@@ -223,6 +223,112 @@ static void timeout(void) {
     group_close(&g);
 }
 
+/* ---- two ranks on two cores ---- */
+
+#define SMP_BUF (2u * MAX_COUNT * 8u + 1u)
+#define SMP_CASES 468u /* the sweep's cases for 2 ranks: as many as for 8 */
+
+typedef struct smp_core {
+    uint8_t inputs[2][SMP_BUF]; /* both ranks' inputs, for the reference */
+    uint8_t send[SMP_BUF], recv[SMP_BUF], want[SMP_BUF];
+    uint8_t failed[SMP_CASES];  /* 1: this core's rank got a wrong result or status */
+    uint32_t cases;
+} smp_core;
+
+static smp_core smp[2];
+static group smp_group;
+static uint32_t smp_finished; /* set (release) by core 1 when its rank is done */
+
+/* The n-th case of the two-rank sweep: every collective x dtype x op, in place and not. */
+static bool smp_case(uint32_t i, zr_case *k) {
+    static const size_t counts[] = {0, 1, 5, 64, 200, 257};
+    uint32_t seen = 0;
+    for (uint32_t c = 0; c < ZR_COUNT; c++)
+        for (uint32_t t = 0; t < ZC_DTYPE_COUNT_; t++)
+            for (uint32_t op = 0; op < (zr_coll_reduces((zr_coll)c) ? ZC_OP_COUNT_ : 1u); op++)
+                for (uint32_t ip = 0; ip < (c == ZR_A2A ? 1u : 2u); ip++)
+                    if (seen++ == i) {
+                        *k = (zr_case){(zr_coll)c, 2, counts[i % 6u], (zc_dtype)t, (zc_op)op,
+                                       i % 2u, ip != 0};
+                        return true;
+                    }
+    return false;
+}
+
+/* One core's rank: every case in order, driving only its own communicator's progress
+ * (zc_progress + zc_test, never zc_wait, which would progress the other core's rank). */
+static void smp_rank(uint32_t cpu) {
+    smp_core *me = &smp[cpu];
+    zc_comm *cm = smp_group.c[cpu];
+    zr_case k;
+    for (uint32_t i = 0; i < SMP_CASES && smp_case(i, &k); i++, me->cases++) {
+        size_t bb = zr_buf_bytes(&k);
+        uint8_t *inputs[2] = {me->inputs[0], me->inputs[1]};
+        for (uint32_t r = 0; r < 2; r++) zr_fill(inputs[r], 2 * k.count, k.t, 5000u + i, r, 0);
+        __builtin_memcpy(me->send, inputs[cpu], bb - 1);
+        __builtin_memset(me->recv, 0xA5, bb);
+        __builtin_memset(me->want, 0xA5, bb);
+        zr_want(&k, inputs, cpu, me->want);
+        zc_req req;
+        zc_status st = zr_issue(&k, cm, cpu, me->send, me->recv, &req);
+        while (st == ZC_OK) {
+            (void)zc_progress(cm);
+            st = zc_test(cm, &req);
+            if (st != ZC_IN_PROGRESS) break;
+            st = ZC_OK;
+        }
+        size_t bytes;
+        const uint8_t *got = zr_result(&k, cpu, me->send, me->recv, &bytes);
+        me->failed[i] = st != ZC_OK || zr_first_diff(got, me->want, bytes) != bytes;
+        if (st != ZC_OK) break; /* the communicator has failed: later cases cannot run */
+    }
+}
+
+static void smp_secondary(uint32_t cpu) {
+    smp_rank(cpu);
+    __atomic_store_n(&smp_finished, 1u, __ATOMIC_RELEASE);
+}
+
+/* Rank 1 on core 1 (started through PSCI), rank 0 here; then every case is tallied once, as
+ * failed when either core's rank failed it. */
+static void two_cores(void) {
+    if (!group_open(&smp_group, 2, 256, 1024, 0)) {
+        tally(false);
+        return;
+    }
+    uint64_t t0 = zc_board_now_ns();
+    int rc = zc_board_start_cpu(1, smp_secondary);
+    if (rc != 0) {
+        say("FAIL two cores: PSCI CPU_ON of core 1 returned %d (run with -smp 2)\n", rc);
+        tally(false);
+        group_close(&smp_group);
+        return;
+    }
+    smp_rank(0);
+    uint64_t limit = zc_board_now_ns() + 60000000000ull; /* past every request's deadline */
+    while (!__atomic_load_n(&smp_finished, __ATOMIC_ACQUIRE) && zc_board_now_ns() < limit) {
+    }
+    bool joined = __atomic_load_n(&smp_finished, __ATOMIC_ACQUIRE) != 0;
+    uint32_t bad = 0;
+    for (uint32_t i = 0; i < SMP_CASES; i++) {
+        bool ok = joined && i < smp[0].cases && i < smp[1].cases && !smp[0].failed[i] &&
+                  !smp[1].failed[i];
+        if (!ok && bad++ < 5) {
+            zr_case k;
+            char what[128] = "?";
+            if (smp_case(i, &k)) zr_describe(&k, what, sizeof what);
+            say("FAIL two cores: case %u %s (core 0: %s, core 1: %s)\n", i, what,
+                i < smp[0].cases ? (smp[0].failed[i] ? "wrong" : "ok") : "not run",
+                !joined ? "did not finish" : i < smp[1].cases ? (smp[1].failed[i] ? "wrong" : "ok")
+                                                              : "not run");
+        }
+        tally(ok);
+    }
+    say("two cores, one rank each, shared-memory wire: %u cases, %u failed (%llu ms)\n",
+        SMP_CASES, bad, (unsigned long long)((zc_board_now_ns() - t0) / 1000000u));
+    group_close(&smp_group);
+}
+
 int zc_app_main(void) {
     uint64_t t0 = zc_board_now_ns();
     say("zcoll bare-metal: aarch64, no OS, in-process transport, %u ranks\n", NR);
@@ -231,6 +337,7 @@ int zc_app_main(void) {
     plans();
     mismatch();
     timeout();
+    two_cores();
     say("largest arena %zu bytes per rank, boot to done %llu ms\n", arena_bytes_seen,
         (unsigned long long)((zc_board_now_ns() - t0) / 1000000u));
     say("%u passed, %u failed\n", passed, failed);

@@ -15,7 +15,7 @@
 #define NR 8u                     /* ranks of the sweep */
 #define MAX_COUNT 257u            /* elements per block, at most */
 #define BUF_BYTES (NR * MAX_COUNT * 8u + 1u)
-#define POOL_BYTES (8u << 20)     /* arenas of every group at once */
+#define POOL_BYTES (1u << 20)     /* arenas of one group: 8 x 91264 bytes used */
 
 static uint8_t send_buf[NR][BUF_BYTES], recv_buf[NR][BUF_BYTES], want_buf[NR][BUF_BYTES];
 static uint8_t pool[POOL_BYTES] __attribute__((aligned(64)));
@@ -151,8 +151,9 @@ static void sweep(uint32_t slot_bytes, uint64_t small_max) {
                     if (!ok) goto out; /* a failed request leaves the group failed */
                 }
 out:
-    say("sweep slot_bytes=%u small_max=%llu: %u cases, %u failed (%llu ms)\n", slot_bytes,
-        (unsigned long long)small_max, cases, failed - before,
+    say("sweep slot_bytes=%u small_max=%llu, arena %zu bytes per rank: %u cases, %u failed "
+        "(%llu ms)\n", slot_bytes, (unsigned long long)small_max, zc_comm_arena_bytes(&g.cfg),
+        cases, failed - before,
         (unsigned long long)((zc_board_now_ns() - t0) / 1000000u));
     group_close(&g);
 }

@@ -22,7 +22,7 @@ trap 'rm -f "$LOG"' EXIT
 START=$(date +%s%N)
 timeout "${ZC_BAREMETAL_TIMEOUT:-120}" qemu-system-aarch64 -M virt -cpu cortex-a53 -smp 2 \
     -accel tcg,thread=multi \
-    -m 128M -nographic -monitor none -serial stdio -semihosting -no-reboot \
+    -m 128M -nographic -monitor none -serial stdio -nic none -semihosting -no-reboot \
     -kernel "$IMAGE" </dev/null 2>&1 | tr -d '\r' | tee "$LOG"
 RC=${PIPESTATUS[0]}
 MS=$((($(date +%s%N) - START) / 1000000))

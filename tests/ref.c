@@ -36,6 +36,23 @@ void zr_group_config(zc_config *cfg, uint32_t n, uint32_t slot_bytes, uint32_t s
     if (timeout_ns) cfg->timeout_ns = timeout_ns;
 }
 
+bool zr_sweep_case(uint32_t i, uint32_t n, const size_t *counts, uint32_t ncounts,
+                   zr_case *k) {
+    uint32_t j = i;
+    for (uint32_t c = 0; c < ZR_COUNT; c++) {
+        uint32_t ops = zr_coll_reduces((zr_coll)c) ? ZC_OP_COUNT_ : 1u;
+        uint32_t forms = c == ZR_A2A ? 1u : 2u; /* not in place, in place */
+        if (j >= ZC_DTYPE_COUNT_ * ops * forms) {
+            j -= ZC_DTYPE_COUNT_ * ops * forms;
+            continue;
+        }
+        *k = (zr_case){(zr_coll)c, n, counts[i % ncounts], (zc_dtype)(j / (ops * forms)),
+                       (zc_op)(j / forms % ops), i % n, j % forms == 1};
+        return true;
+    }
+    return false;
+}
+
 /* ---- inputs ---- */
 
 static uint64_t zr_mix(uint64_t a, uint64_t b, uint64_t c) {

@@ -44,6 +44,15 @@ typedef struct zr_case {
 void zr_group_config(zc_config *cfg, uint32_t n, uint32_t slot_bytes, uint32_t slots,
                      uint64_t small_max, uint64_t timeout_ns);
 
+/* Cases in the full sweep: every collective x dtype x op (ops only for the reducing
+ * collectives), in place and not (alltoall has no in-place form). */
+#define ZR_SWEEP_CASES 468u
+/* Case i (< ZR_SWEEP_CASES) of the full sweep on n ranks, in the order collective, dtype, op,
+ * in place; the count rotates through counts[0..ncounts-1] and the root through 0..n-1.
+ * False when i is past the last case. */
+bool zr_sweep_case(uint32_t i, uint32_t n, const size_t *counts, uint32_t ncounts,
+                   zr_case *k);
+
 /* Fills count elements of rank r's input, elements base.. of the seeded stream: small exact
  * fractions for floating types (so sums stay finite), any bits for integers. */
 void zr_fill(void *buf, size_t count, zc_dtype t, uint64_t seed, uint32_t r, size_t base);

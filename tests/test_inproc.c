@@ -130,6 +130,23 @@ void inproc_every_collective_matches_reference_large_groups(void) {
     sweep(64, 12, 256, 1u << 20);
 }
 
+/* tests/ref.c's full sweep (every collective x dtype x op, in place and not), the one the
+ * bare-metal image runs, on 8 ranks and both sides of the small-message thresholds. */
+void inproc_full_sweep_of_every_collective_dtype_op_on_8_ranks(void) {
+    static const size_t counts[] = {0, 1, 3, 17, 61, 130, 257};
+    zr_case k;
+    ZT_CHECK(zr_sweep_case(ZR_SWEEP_CASES - 1, 8, counts, 7, &k));
+    ZT_CHECK(!zr_sweep_case(ZR_SWEEP_CASES, 8, counts, 7, &k));
+    const struct { uint32_t slot; uint64_t small_max; } geoms[] = {{256, 1024}, {1024, 0}};
+    for (size_t gi = 0; gi < sizeof geoms / sizeof geoms[0]; gi++) {
+        group g;
+        group_open(&g, 8, geoms[gi].slot, 4, geoms[gi].small_max, 0);
+        for (uint32_t i = 0; zr_sweep_case(i, 8, counts, 7, &k); i++)
+            run_one(&g, k.c, k.count, k.t, k.op, k.root, k.in_place, zt_seed() + i);
+        group_close(&g);
+    }
+}
+
 /* The same allreduce gives the same bits whatever algorithm, chunk size or rank computes it. */
 void inproc_allreduce_bits_identical_across_thresholds_and_chunks(void) {
     enum { n = 5 };

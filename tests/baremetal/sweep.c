@@ -1,12 +1,13 @@
 /* sweep.c: the test program of the bare-metal image (board: platform/baremetal/). With no OS
  * underneath, it runs the core with the in-process transport and checks every result bitwise
- * against tests/ref.c, the reference build/zctest uses: every collective x dtype x op (ops for
- * the reducing ones) on 8 ranks, in place and not, with ragged counts and rotating roots, on two
- * geometries (one-shot/tree and pipelined algorithms); persistent plans restarted with fresh
- * inputs; a mismatch and a timeout; and two ranks on two cores (QEMU -smp 2), each core
- * driving its own rank, over the shared-memory wire with real concurrency. Prints one line per failure, per-part lines, then
- * `N passed, N failed`; returns the number failed (the image's exit status). Memory is static:
- * arenas come from one pool, buffers are fixed arrays. */
+ * against tests/ref.c, the reference build/zctest uses: its full sweep (every collective x
+ * dtype x op, in place and not, ragged counts, rotating roots) on 8 ranks and two geometries
+ * (one-shot/tree and pipelined algorithms); persistent plans restarted with fresh inputs; a
+ * mismatch and a timeout; and the full sweep again with two ranks on two cores (QEMU -smp 2),
+ * each core driving its own rank, over the shared-memory wire with real concurrency.
+ * Prints one line per failure and per part, then `N passed, N failed` (one test per
+ * collective and part, plus the misuse cases); returns 1 when any failed (the exit status).
+ * Memory is static: arenas come from one pool, buffers are fixed arrays. */
 #include "board.h"
 #include "ref.h"
 #include "text.h"
@@ -131,36 +132,31 @@ static bool run_case(group *g, const zr_case *k, uint64_t seed) {
 
 /* ---- the parts ---- */
 
-/* Every collective x dtype x op, in place and not, counts and roots rotating: one test per
- * collective, failed when any of its cases is (a failed case ends the sweep: the group has
- * failed, so the collectives not reached count as failed too). */
+/* The full sweep of tests/ref.c (every collective x dtype x op, in place and not, counts and
+ * roots rotating): one test per collective, failed when any of its cases is. A failed case
+ * ends the sweep (the group has failed), so the collectives not reached count as failed. */
 static void sweep(uint32_t slot_bytes, uint64_t small_max) {
     static const size_t counts[] = {0, 1, 3, 17, 61, 130, 257};
     group g;
-    uint32_t cases = 0, bad = 0;
     if (!group_open(&g, NR, slot_bytes, small_max, 0)) {
         tally(false);
         return;
     }
+    bool coll_ok[ZR_COUNT];
+    for (uint32_t c = 0; c < ZR_COUNT; c++) coll_ok[c] = true;
     uint64_t t0 = zc_board_now_ns();
-    for (uint32_t c = 0; c < ZR_COUNT; c++) {
-        bool ok = bad == 0;
-        for (uint32_t t = 0; t < ZC_DTYPE_COUNT_ && ok; t++)
-            for (uint32_t op = 0; op < (zr_coll_reduces((zr_coll)c) ? ZC_OP_COUNT_ : 1u) && ok;
-                 op++)
-                for (uint32_t ip = 0; ip < (c == ZR_A2A ? 1u : 2u) && ok; ip++) {
-                    zr_case k = {(zr_coll)c, NR, counts[cases % 7u], (zc_dtype)t, (zc_op)op,
-                                 cases % NR, ip != 0};
-                    ok = run_case(&g, &k, 1000u + cases++);
-                }
+    uint32_t cases = 0, bad = 0;
+    zr_case k;
+    while (zr_sweep_case(cases, NR, counts, 7, &k) && !bad) {
+        bool ok = run_case(&g, &k, 1000u + cases++);
+        for (uint32_t c = k.c; c < ZR_COUNT && !ok; c++) coll_ok[c] = false;
         bad += !ok;
-        tally(ok);
     }
+    for (uint32_t c = 0; c < ZR_COUNT; c++) tally(coll_ok[c]);
     checked += cases;
-    say("sweep slot_bytes=%u small_max=%llu, arena %zu bytes per rank: %u cases, %u of %u "
-        "collectives failed (%llu ms)\n", slot_bytes, (unsigned long long)small_max,
-        zc_comm_arena_bytes(&g.cfg), cases, bad, (unsigned)ZR_COUNT,
-        (unsigned long long)((zc_board_now_ns() - t0) / 1000000u));
+    say("sweep slot_bytes=%u small_max=%llu, arena %zu bytes per rank: %u cases, %u failed "
+        "(%llu ms)\n", slot_bytes, (unsigned long long)small_max, zc_comm_arena_bytes(&g.cfg),
+        cases, bad, (unsigned long long)((zc_board_now_ns() - t0) / 1000000u));
     group_close(&g);
 }
 
@@ -235,7 +231,7 @@ static void timeout(void) {
 /* ---- two ranks on two cores ---- */
 
 #define SMP_BUF (2u * MAX_COUNT * 8u + 1u)
-#define SMP_CASES 468u /* the sweep's cases for 2 ranks: as many as for 8 */
+#define SMP_CASES ZR_SWEEP_CASES
 
 typedef struct smp_core {
     uint8_t inputs[2][SMP_BUF]; /* both ranks' inputs, for the reference */
@@ -248,20 +244,10 @@ static smp_core smp[2];
 static group smp_group;
 static uint32_t smp_finished; /* set (release) by core 1 when its rank is done */
 
-/* The n-th case of the two-rank sweep: every collective x dtype x op, in place and not. */
+/* The n-th case of the two-rank sweep: tests/ref.c's full sweep on 2 ranks. */
 static bool smp_case(uint32_t i, zr_case *k) {
     static const size_t counts[] = {0, 1, 5, 64, 200, 257};
-    uint32_t seen = 0;
-    for (uint32_t c = 0; c < ZR_COUNT; c++)
-        for (uint32_t t = 0; t < ZC_DTYPE_COUNT_; t++)
-            for (uint32_t op = 0; op < (zr_coll_reduces((zr_coll)c) ? ZC_OP_COUNT_ : 1u); op++)
-                for (uint32_t ip = 0; ip < (c == ZR_A2A ? 1u : 2u); ip++)
-                    if (seen++ == i) {
-                        *k = (zr_case){(zr_coll)c, 2, counts[i % 6u], (zc_dtype)t, (zc_op)op,
-                                       i % 2u, ip != 0};
-                        return true;
-                    }
-    return false;
+    return zr_sweep_case(i, 2, counts, 6, k);
 }
 
 /* One core's rank: every case in order, driving only its own communicator's progress

@@ -83,9 +83,25 @@ ALLOWED_PREFIX = 'zc_'
 IB_ALLOWED_PREFIXES = ('ibv_', '_ibv_', 'zc_', '__asan_', '__ubsan_', '__sanitizer_', '__tsan_')
 IB_ALLOWED_SYMBOLS = ALLOWED_SYMBOLS | LINKER_SYMBOLS | {'__errno_location', '__stack_chk_fail'}
 
+# The bare-metal aarch64 image (`ninja check-baremetal`, tests/baremetal/run.sh): the
+# freestanding sources, the board (startup, hooks, mem*), the shared test reference and the test
+# program, built with a cross compiler, -nostdlib, and booted by QEMU with no firmware or OS.
+BAREMETAL_SOURCES = FREE_SOURCES + [('platform/baremetal', '*.c'), ('platform/baremetal', '*.S'),
+                                    ('tests', 'ref.c'), ('tests/baremetal', '*.c')]
+BAREMETAL_CFLAGS = ['-std=c11'] + WARNINGS + [
+    '-O2', '-g', '-ffreestanding', '-nostdinc', '-fno-stack-protector', '-fno-pic',
+    '-mcpu=cortex-a53', '-mno-outline-atomics',  # atomics inline, not libgcc's helpers
+    '-fno-tree-loop-distribute-patterns',  # mem.c's loops must not become calls to themselves
+    '-Iinclude', '-Iplatform', '-Icore', '-Iplatform/baremetal', '-Itests']
+# libgcc is the only library linked (the compiler's runtime: 128-bit division in tests/ref.c).
+BAREMETAL_LDFLAGS = ['-nostdlib', '-static', '-no-pie', '-T', 'platform/baremetal/link.ld',
+                     '-Wl,--gc-sections', '-Wl,--build-id=none', '-Wl,--no-warn-rwx-segments']
+BAREMETAL_PACKAGES = 'gcc-aarch64-linux-gnu qemu-system-arm'
+
 # Folders whose mtime build.ninja depends on ('.' catches new top-level folders).
 WATCHED = ['.', 'core', 'platform', 'transport_shm', 'transport_ib', 'gpu', 'tools',
-           'tests', 'tests/rxe', 'tests/gpu', 'tests/fuzz', 'examples']
+           'tests', 'tests/rxe', 'tests/gpu', 'tests/fuzz', 'examples', 'platform/baremetal',
+           'tests/baremetal']
 
 # Targets that run a script, defined only when the script exists: (target, file, command).
 SCRIPT_TARGETS = [
@@ -246,6 +262,26 @@ def probe_ib(p, cc, want):
         fail('libibverbs headers not found: apt-get install libibverbs-dev rdma-core '
              '(details: build/config.log)')
     print('ib: not found (apt-get install libibverbs-dev), building without')
+    return False
+
+
+def probe_baremetal(p, cross_cc, want):
+    """The cross compiler's own header folder when it links a -nostdlib aarch64 program and
+    QEMU is there, else False."""
+    if want == 'no':
+        return False
+    src = p.write('bm.c', 'void _start(void);\nvoid _start(void) {\n    for (;;) {\n    }\n}\n')
+    ok, _ = p.run([cross_cc, '-ffreestanding', '-nostdlib', '-static', src, '-o', 'bm.out'])
+    qemu = shutil.which('qemu-system-aarch64')
+    include = probe_freestanding_include(p, cross_cc) if ok else None
+    if include and qemu:
+        return include
+    why = ('%s cannot link a -nostdlib program' % cross_cc) if not include else \
+        'qemu-system-aarch64 not found'
+    if want == 'yes':
+        fail('%s: apt-get install %s (details: build/config.log)' % (why, BAREMETAL_PACKAGES))
+    print('baremetal: %s (apt-get install %s), check-baremetal skipped'
+          % (why, BAREMETAL_PACKAGES))
     return False
 
 
@@ -464,11 +500,48 @@ def write_checks(n, cfg):
     n.build(['test'], 'run', implicit=['FORCE', 'all'], variables={'cmd': 'build/zctest'})
     # The static checks first, then every test (zctest, and the soft-RoCE guest suite when
     # transport_ib is built) with one combined summary line: README's and CI's test command.
+    if cfg.baremetal:  # the image and its symbol check; check.sh boots it
+        checks.append('build/check/baremetal-symbols.stamp')
     n.build(['check'], 'run', implicit=['FORCE', 'all'] + checks,
-            variables={'cmd': 'bash tests/check.sh' + (' --ib' if cfg.ib else '')})
+            variables={'cmd': 'bash tests/check.sh' + (' --ib' if cfg.ib else '')
+                       + (' --baremetal' if cfg.baremetal else '')})
     for target, path, cmd in SCRIPT_TARGETS:
         if os.path.isfile(path):
             n.build([target], 'run', implicit=['FORCE', 'all'], variables={'cmd': cmd})
+    n.newline()
+
+
+def write_baremetal(n, cfg):
+    """build/baremetal/zcoll.elf from BAREMETAL_SOURCES; check-baremetal checks its symbols,
+    then boots it (tests/baremetal/run.sh). Without the cross tools the target says what to
+    install."""
+    if not cfg.baremetal:
+        n.build(['check-baremetal'], 'fail', variables={
+            'msg': 'check-baremetal needs aarch64-linux-gnu-gcc and qemu-system-aarch64: '
+                   'apt-get install %s, then ./configure.py' % BAREMETAL_PACKAGES})
+        n.newline()
+        return
+    n.variable('bm_cc', shlex.quote(cfg.cross_cc))
+    n.variable('bm_cflags', BAREMETAL_CFLAGS + ['-isystem', shlex.quote(cfg.baremetal)])
+    n.variable('bm_ldflags', BAREMETAL_LDFLAGS)
+    n.rule('bm_cc', '$bm_cc -MD -MF $out.d $bm_cflags -c $in -o $out',
+           description='CC (bare-metal) $out', depfile='$out.d', deps='gcc')
+    n.rule('bm_link', '$bm_cc $bm_ldflags -o $out $in -lgcc', description='LINK $out')
+    n.variable('bm_nm', shlex.quote(cfg.cross_cc[:-len('gcc')] + 'nm'
+                                    if cfg.cross_cc.endswith('gcc') else 'nm'))
+    n.rule('bm_symbols', 'NM=$bm_nm BM_CC=$bm_cc $python configure.py '
+           '--check-baremetal-symbols $in && touch $out',
+           description='CHECK bare-metal image symbols')
+    srcs = [s for folder, pat in BAREMETAL_SOURCES for s in sources(folder, pat)]
+    objs = [obj_path(s, 'build/baremetal/obj') for s in srcs]
+    for src, obj in zip(srcs, objs):
+        n.build([obj], 'bm_cc', [src])
+    image = 'build/baremetal/zcoll.elf'
+    n.build([image], 'bm_link', objs, implicit=['platform/baremetal/link.ld'])
+    n.build(['build/check/baremetal-symbols.stamp'], 'bm_symbols', [image] + objs,
+            implicit=['configure.py'])
+    n.build(['check-baremetal'], 'run', implicit=['FORCE', 'build/check/baremetal-symbols.stamp'],
+            variables={'cmd': 'bash tests/baremetal/run.sh'})
     n.newline()
 
 
@@ -488,6 +561,7 @@ def write_ninja(cfg):
     write_library(n, cfg)
     write_programs(n, cfg)
     write_checks(n, cfg)
+    write_baremetal(n, cfg)
     write_regenerate(n, cfg)
     # Written in place (no rename): a rename would touch '.', which build.ninja depends on.
     with open('build.ninja', 'w') as f:
@@ -514,6 +588,43 @@ def check_symbols(objects):
               (bad, ' '.join(sorted(ALLOWED_SYMBOLS)), ALLOWED_PREFIX))
         return 1
     return 0
+
+
+def check_baremetal_symbols(files):
+    """check-baremetal: files = the image, then its objects. Every symbol the image defines
+    comes from one of those objects or from libgcc (the compiler's runtime), none is left
+    undefined, and none is a C library's: the proof that no libc went in."""
+    nm = os.environ.get('NM', 'nm')
+    image, objects = files[0], files[1:]
+
+    def names(args):
+        out = subprocess.run([nm] + args, capture_output=True, text=True, check=True).stdout
+        return {line.split()[0] for line in out.splitlines()
+                if line.split() and not line.startswith(('$', '.'))}
+
+    ours = names(['--defined-only', '-P'] + objects)
+    image_syms = names(['--defined-only', '-P', image])
+    undefined = names(['-u', '-P', image])
+    cc = os.environ.get('BM_CC', 'aarch64-linux-gnu-gcc')
+    libgcc = subprocess.run([cc, '-print-libgcc-file-name'], capture_output=True,
+                            text=True).stdout.strip()
+    runtime = names(['--defined-only', '-P', libgcc]) if os.path.isfile(libgcc) else set()
+    linker = {s for s in image_syms if s.startswith('__') and s.endswith(('_start', '_end',
+                                                                          '_top'))}
+    foreign = image_syms - ours - linker
+    not_runtime = foreign - runtime
+    bad = []
+    if undefined:
+        bad.append('undefined in the image: ' + ' '.join(sorted(undefined)))
+    if not_runtime:
+        bad.append('defined by neither zcoll nor libgcc (%s): %s'
+                   % (libgcc or 'not found', ' '.join(sorted(not_runtime))))
+    for line in bad:
+        print('check-baremetal-symbols: ' + line)
+    if not bad:
+        print('check-baremetal-symbols: %d symbols, all from zcoll\'s objects but %d from '
+              'libgcc: %s' % (len(image_syms), len(foreign), ' '.join(sorted(foreign))))
+    return 1 if bad else 0
 
 
 def ib_library(shared):
@@ -603,6 +714,14 @@ def parse_args(argv):
                     help='C compiler (default $CC or cc)')
     ap.add_argument('--cxx', default=os.environ.get('CXX') or 'c++',
                     help='C++ compiler, used only by check-headers (default $CXX or c++)')
+    ap.add_argument('--with-baremetal', choices=['auto', 'yes', 'no'], default='auto',
+                    help='build the bare-metal aarch64 image and boot it in `ninja check` '
+                    '(needs %s; default auto)' % BAREMETAL_PACKAGES)
+    ap.add_argument('--cross-cc', default='aarch64-linux-gnu-gcc',
+                    help='aarch64 compiler for the bare-metal image (default '
+                    'aarch64-linux-gnu-gcc)')
+    ap.add_argument('--check-baremetal-symbols', nargs='+', metavar='FILE',
+                    help='internal, run by `ninja check-baremetal`: the image, then its objects')
     ap.add_argument('--check-ib-symbols', nargs='+', metavar='FILE',
                     help='internal, run by `ninja check-ib-symbols`: libzcoll.so, then '
                     'transport_ib objects (see check_ib_symbols)')
@@ -619,6 +738,8 @@ def main(argv):
         return check_symbols(args.check_symbols)
     if args.check_ib_symbols is not None:
         return check_ib_symbols(args.check_ib_symbols)
+    if args.check_baremetal_symbols is not None:
+        return check_baremetal_symbols(args.check_baremetal_symbols)
     os.makedirs('build', exist_ok=True)
     p = Prober('build/config.log')
     try:
@@ -628,18 +749,22 @@ def main(argv):
         cfg.cxx_ok = probe_cxx(p, cfg.cxx)
         cfg.ib = probe_ib(p, cfg.cc, cfg.with_ib)
         cfg.cuda = probe_cuda(p, cfg.cc, cfg.with_cuda)
+        cfg.baremetal = probe_baremetal(p, cfg.cross_cc, cfg.with_baremetal)
     finally:
         p.close()
     cfg.configure_args = shlex.join(['--mode', cfg.mode, '--with-cuda', cfg.with_cuda,
-                                     '--with-ib', cfg.with_ib, '--cc', cfg.cc, '--cxx', cfg.cxx])
+                                     '--with-ib', cfg.with_ib, '--cc', cfg.cc, '--cxx', cfg.cxx,
+                                     '--with-baremetal', cfg.with_baremetal,
+                                     '--cross-cc', cfg.cross_cc])
     if not cfg.cxx_ok:
         print('c++: %s not found (apt-get install g++), check-headers will fail' % cfg.cxx)
     if not cfg.free_include:
         print('freestanding: no compiler include folder, check-freestanding will fail')
     write_ninja(cfg)
     cuda = 'yes (%s, release %s)' % (cfg.cuda['nvcc'], cfg.cuda['version']) if cfg.cuda else 'no'
-    print('mode: %s\ncc:   %s (%s)\ncuda: %s\nib:   %s\nwrote build.ninja'
-          % (cfg.mode, cfg.cc, cfg.cc_version, cuda, 'yes (libibverbs)' if cfg.ib else 'no'))
+    print('mode: %s\ncc:   %s (%s)\ncuda: %s\nib:   %s\nbaremetal: %s\nwrote build.ninja'
+          % (cfg.mode, cfg.cc, cfg.cc_version, cuda, 'yes (libibverbs)' if cfg.ib else 'no',
+             'yes (%s, qemu-system-aarch64)' % cfg.cross_cc if cfg.baremetal else 'no'))
     return 0
 
 

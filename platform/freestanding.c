@@ -21,6 +21,23 @@
  *   traps and spins forever.
  *   A hooks struct from an older zcoll (smaller struct_bytes) is accepted: the fields it lacks
  *   stay NULL.
+ *
+ * Worked example: platform/baremetal/ hosts zcoll on a 64-bit Arm core with no OS at all
+ * (QEMU virt, `ninja check-baremetal`). Its board file, board.c, is what a firmware team
+ * writes: three hooks, nothing else, enough for the in-process transport (every rank in one
+ * address space, on one core or one per core):
+ *       static uint64_t now(void *u) { return cntvct / cntfrq in ns; }    generic timer
+ *       static void log(void *u, zc_plat_log_level l, const char *line)   PL011 UART
+ *       static void panic(void *u, const char *file, int line, const char *what)
+ *                                                     print, then end (semihosting exit)
+ *       zc_plat_hooks h = {.struct_bytes = sizeof h, .now_ns = now, .log = log,
+ *                          .panic = panic};
+ *       zc_plat_install_hooks(&h);                    then zc_comm_init_inproc, ...
+ *   Around it: start.S (stack, BSS, FP/SIMD enabled because the reductions use floating point,
+ *   MMU on so atomics and unaligned copies behave, a vector that prints faults), link.ld, and
+ *   mem.c (memcpy/memset/memmove/memcmp, the only C library the core calls). The image links
+ *   -nostdlib: libgcc is its only library (tests/ref.c's 128-bit division); a check lists the
+ *   image's symbols to prove no libc came in.
  * Must not: include libc headers, allocate, or keep state beyond the installed hooks. */
 #include "platform.h"
 

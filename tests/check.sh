@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
-# tests/check.sh [--ib]: the whole test suite, as CI and README's test command run it (`ninja
-# check` runs it once the static checks passed, with --ib when configure.py built
-# transport_ib): build/zctest (unit, in-process and multi-process tests), the same built by
-# clang and under ThreadSanitizer and a short pass of the fuzz targets when clang is installed
-# (tests/variants.sh, tests/fuzz/run.sh),
-# then, with --ib, the soft-RoCE suite in a QEMU guest (tests/rxe/run.sh). Prints every
-# runner's output and then one combined final line `N passed, N failed, N skipped`; exits
+# tests/check.sh [--ib] [--baremetal]: the whole test suite, as CI and README's test command
+# run it (`ninja check` runs it once the static checks passed, with --ib when configure.py built
+# transport_ib, --baremetal when it built the bare-metal aarch64 image): build/zctest (unit,
+# in-process and multi-process tests); the same built by clang and under ThreadSanitizer, and a
+# short pass of the fuzz targets, when clang is installed (tests/variants.sh,
+# tests/fuzz/run.sh); then, with --ib, the soft-RoCE suite in a QEMU guest (tests/rxe/run.sh);
+# then, with --baremetal, the image booted with no OS (tests/baremetal/run.sh). Prints the
+# runners' output and then one combined final line `N passed, N failed, N skipped`; exits
 # non-zero if any runner failed.
 #   ZC_CHECK_RXE=0 leaves the guest suite out (it is then counted as one skipped test);
 #   ZC_CHECK_VARIANTS=0 the clang and TSan builds and the fuzz pass (three skipped).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+IB=0 BAREMETAL=0
+for arg in "$@"; do
+    case "$arg" in
+    --ib) IB=1 ;;
+    --baremetal) BAREMETAL=1 ;;
+    esac
+done
 
 P=0 F=0 S=0 RC=0
 # Adds the counts of a runner's final `N passed, N failed[, N skipped]` line.
@@ -57,7 +66,7 @@ else
     S=$((S + 3))
 fi
 
-if [ "${1:-}" = --ib ]; then
+if [ "$IB" = 1 ]; then
     if [ "${ZC_CHECK_RXE:-1}" = 0 ]; then
         echo "=== check: soft-RoCE suite left out (ZC_CHECK_RXE=0) ==="
         S=$((S + 1))
@@ -69,6 +78,16 @@ if [ "${1:-}" = --ib ]; then
     fi
 else
     echo "=== check: no transport_ib in this build: soft-RoCE suite skipped ==="
+    S=$((S + 1))
+fi
+
+if [ "$BAREMETAL" = 1 ]; then
+    echo "=== check: tests/baremetal/run.sh (the core on aarch64 with no OS, in QEMU) ==="
+    bash tests/baremetal/run.sh 2>&1 | tee "$LOG/baremetal"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
+    tally "$LOG/baremetal" tests/baremetal/run.sh
+else
+    echo "=== check: no bare-metal image in this build (configure.py: baremetal: no): skipped ==="
     S=$((S + 1))
 fi
 

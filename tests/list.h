@@ -93,6 +93,7 @@ ZT_TEST(boot_rank_leaving_during_allgather_is_peer_lost, 30)
 /* tests/test_inproc.c */
 ZT_TEST(inproc_every_collective_matches_reference_small_groups, 120)
 ZT_TEST(inproc_every_collective_matches_reference_large_groups, 180)
+ZT_TEST(inproc_full_sweep_of_every_collective_dtype_op_on_8_ranks, 120)
 ZT_TEST(inproc_allreduce_bits_identical_across_thresholds_and_chunks, 60)
 ZT_TEST(inproc_sixteen_requests_in_flight_complete_in_any_wait_order, 30)
 ZT_TEST(inproc_pool_exhaustion_is_again_and_recovers, 30)

@@ -64,15 +64,6 @@ void zt_skip(const char *why) {
     _exit(77);
 }
 
-uint64_t zt_rng_next(zt_rng *r) {
-    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-uint64_t zt_rng_below(zt_rng *r, uint64_t bound) { return zt_rng_next(r) % bound; }
-
 uint64_t zt_seed(void) {
     const char *s = getenv("ZT_SEED");
     return s ? strtoull(s, NULL, 0) : 20261121ull;

@@ -1,10 +1,11 @@
 /* test_inproc.c: the engine with all ranks in one process (zc_comm_init_inproc), progressed in
  * turn by this thread: seeded sweeps of every collective against a plain reference for up to
  * 64 ranks, bitwise identity across algorithm thresholds and chunk sizes, misuse, timeouts and
- * split. Inputs are a function of (seed, rank, index), so the reference is computed here. */
+ * split. Inputs are a function of (seed, rank, index) and the reference is tests/ref.c, the one
+ * the bare-metal image (tests/baremetal/) checks against too. */
 #include "zt.h"
 #include "zcoll.h"
-#include "../core/reduce.h"
+#include "ref.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,15 +24,7 @@ static void group_open(group *g, uint32_t n, uint32_t slot_bytes, uint32_t slots
                        uint64_t oneshot_max, uint64_t timeout_ns) {
     memset(g, 0, sizeof *g);
     g->n = n;
-    zc_config_default(&g->cfg);
-    g->cfg.transport = ZC_TRANSPORT_INPROC;
-    g->cfg.nranks = n;
-    g->cfg.slot_bytes = slot_bytes;
-    g->cfg.slots = slots;
-    g->cfg.allreduce_oneshot_max_bytes = oneshot_max;
-    g->cfg.reduce_direct_max_bytes = oneshot_max;
-    g->cfg.bcast_tree_max_bytes = oneshot_max;
-    if (timeout_ns) g->cfg.timeout_ns = timeout_ns;
+    zr_group_config(&g->cfg, n, slot_bytes, slots, oneshot_max, timeout_ns);
     size_t bytes = zc_comm_arena_bytes(&g->cfg);
     ZT_CHECK(bytes > 0);
     for (uint32_t r = 0; r < n; r++) ZT_CHECK((g->arenas[r] = aligned_alloc(64, bytes)) != NULL);
@@ -61,245 +54,51 @@ static void wait_all(group *g, zc_req *reqs, zc_status want) {
     }
 }
 
-/* ---- inputs and the reference ---- */
-
-static uint64_t mix(uint64_t a, uint64_t b, uint64_t c) {
-    zt_rng r = {a * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full ^ c};
-    return zt_rng_next(&r);
-}
-
-/* Element i of rank r's input: finite floats (small fractions), any bits for integers. */
-static void fill(void *buf, size_t count, zc_dtype t, uint64_t seed, uint32_t r, size_t base) {
-    for (size_t i = 0; i < count; i++) {
-        uint64_t v = mix(seed, r, base + i);
-        float f = (float)((int64_t)(v % 2001) - 1000) / 8.0f;
-        uint8_t *p = (uint8_t *)buf + i * zc_dtype_bytes(t);
-        switch (t) {
-        case ZC_FLOAT16: { uint16_t h = zc__f32_to_fp16(f); memcpy(p, &h, 2); break; }
-        case ZC_BFLOAT16: { uint16_t h = zc__f32_to_bf16(f); memcpy(p, &h, 2); break; }
-        case ZC_FP8_E4M3: *p = zc__f32_to_e4m3(f / 8.0f); break;
-        case ZC_FP8_E5M2: *p = zc__f32_to_e5m2(f); break;
-        case ZC_FLOAT32: memcpy(p, &f, 4); break;
-        case ZC_FLOAT64: { double d = (double)f + (double)(v >> 40) * 1e-9; memcpy(p, &d, 8); break; }
-        default: memcpy(p, &v, zc_dtype_bytes(t)); break;
-        }
-    }
-}
-
-static float to_f(const uint8_t *p, zc_dtype t) {
-    uint16_t h;
-    float f;
-    switch (t) {
-    case ZC_FLOAT16: memcpy(&h, p, 2); return zc__fp16_to_f32(h);
-    case ZC_BFLOAT16: memcpy(&h, p, 2); return zc__bf16_to_f32(h);
-    case ZC_FP8_E4M3: return zc__e4m3_to_f32(*p);
-    case ZC_FP8_E5M2: return zc__e5m2_to_f32(*p);
-    default: memcpy(&f, p, 4); return f;
-    }
-}
-
-static void from_f(uint8_t *p, zc_dtype t, float f) {
-    uint16_t h;
-    switch (t) {
-    case ZC_FLOAT16: h = zc__f32_to_fp16(f); memcpy(p, &h, 2); break;
-    case ZC_BFLOAT16: h = zc__f32_to_bf16(f); memcpy(p, &h, 2); break;
-    case ZC_FP8_E4M3: *p = zc__f32_to_e4m3(f); break;
-    case ZC_FP8_E5M2: *p = zc__f32_to_e5m2(f); break;
-    default: memcpy(p, &f, 4); break;
-    }
-}
-
-static double fold_d(double a, double b, zc_op op) {
-    switch (op) {
-    case ZC_PROD: return a * b;
-    case ZC_MIN: return b < a ? b : a;
-    case ZC_MAX: return b > a ? b : a;
-    default: return a + b;
-    }
-}
-
-static float fold_f(float a, float b, zc_op op) {
-    switch (op) {
-    case ZC_PROD: return a * b;
-    case ZC_MIN: return b < a ? b : a;
-    case ZC_MAX: return b > a ? b : a;
-    default: return a + b;
-    }
-}
-
-/* Integers as 128-bit values: signed types sign-extended, unsigned zero-extended. */
-static __int128 to_i(const uint8_t *p, zc_dtype t) {
-    switch (t) {
-    case ZC_INT8: return (int8_t)*p;
-    case ZC_UINT8: return *p;
-    case ZC_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
-    case ZC_UINT32: { uint32_t v; memcpy(&v, p, 4); return v; }
-    case ZC_INT64: { int64_t v; memcpy(&v, p, 8); return v; }
-    default: { uint64_t v; memcpy(&v, p, 8); return v; }
-    }
-}
-
-static bool is_int(zc_dtype t) { return t <= ZC_UINT64; }
-static bool is_signed(zc_dtype t) { return t == ZC_INT8 || t == ZC_INT32 || t == ZC_INT64; }
-
-/* out[i] = fold over in[0..n-1][i] in rank order, with API.md's accumulation rules. */
-static void ref_reduce(uint8_t *out, uint8_t *const *in, uint32_t n, size_t count, zc_dtype t,
-                       zc_op op) {
-    size_t es = zc_dtype_bytes(t);
-    for (size_t i = 0; i < count; i++) {
-        const size_t o = i * es;
-        if (is_int(t)) {
-            __int128 acc = to_i(in[0] + o, t);
-            unsigned __int128 wrap = (unsigned __int128)acc;
-            for (uint32_t r = 1; r < n; r++) {
-                __int128 v = to_i(in[r] + o, t);
-                if (op == ZC_MIN) acc = v < acc ? v : acc;
-                else if (op == ZC_MAX) acc = v > acc ? v : acc;
-                else if (op == ZC_PROD) wrap *= (unsigned __int128)v;
-                else { acc += v; wrap += (unsigned __int128)v; }
-            }
-            if (op == ZC_AVG) acc /= n; /* C division truncates toward zero */
-            else if (op == ZC_SUM || op == ZC_PROD) acc = (__int128)wrap;
-            (void)is_signed;
-            memcpy(out + o, &acc, es); /* little endian: the low bytes wrap */
-        } else if (t == ZC_FLOAT64) {
-            double acc, v;
-            memcpy(&acc, in[0] + o, 8);
-            for (uint32_t r = 1; r < n; r++) {
-                memcpy(&v, in[r] + o, 8);
-                acc = fold_d(acc, v, op == ZC_AVG ? ZC_SUM : op);
-            }
-            if (op == ZC_AVG) acc /= (double)n;
-            memcpy(out + o, &acc, 8);
-        } else {
-            float acc = to_f(in[0] + o, t);
-            for (uint32_t r = 1; r < n; r++)
-                acc = fold_f(acc, to_f(in[r] + o, t), op == ZC_AVG ? ZC_SUM : op);
-            if (op == ZC_AVG) acc /= (float)n;
-            from_f(out + o, t, acc);
-        }
-    }
-}
-
 static void check_bytes(const void *got, const void *want, size_t bytes, const char *what,
                         uint32_t rank) {
-    if (memcmp(got, want, bytes) == 0) return;
-    size_t i = 0;
-    while (((const uint8_t *)got)[i] == ((const uint8_t *)want)[i]) i++;
+    size_t i = zr_first_diff(got, want, bytes);
+    if (i == bytes) return;
     char d[160];
     snprintf(d, sizeof d, "%s differs at rank %u byte %zu of %zu (seed %llu)", what, rank, i,
              bytes, (unsigned long long)zt_seed());
     zt_fail(__FILE__, __LINE__, "memcmp(got, want) == 0", d);
 }
 
-/* ---- one collective on every rank against the reference ---- */
-
-typedef enum coll { C_ALLREDUCE, C_REDUCE, C_BCAST, C_RS, C_AG, C_GATHER, C_SCATTER, C_A2A,
-                    C_COUNT } coll;
-
-static const char *coll_name(coll c) {
-    static const char *names[] = {"allreduce", "reduce", "broadcast", "reduce_scatter",
-                                  "allgather", "gather", "scatter", "alltoall"};
-    return names[c];
-}
+/* ---- one collective on every rank against the reference (tests/ref.c) ---- */
 
 typedef struct bufs {
     uint8_t *send[MAXR], *recv[MAXR], *want[MAXR];
 } bufs;
 
 /* Runs collective c with count elements (per block where blocked) on every rank of g. */
-static void run_one(group *g, coll c, size_t count, zc_dtype t, zc_op op, uint32_t root,
+static void run_one(group *g, zr_coll c, size_t count, zc_dtype t, zc_op op, uint32_t root,
                     bool in_place, uint64_t seed) {
+    const zr_case k = {c, g->n, count, t, op, root, in_place};
     uint32_t n = g->n;
-    size_t es = zc_dtype_bytes(t), nb = n * count * es, cb = count * es;
+    size_t bb = zr_buf_bytes(&k);
     bufs b;
     zc_req reqs[MAXR];
     for (uint32_t r = 0; r < n; r++) {
-        b.send[r] = malloc(nb + 1);
-        b.recv[r] = malloc(nb + 1);
-        b.want[r] = malloc(nb + 1);
-        fill(b.send[r], n * count, t, seed, r, 0);
-        memset(b.recv[r], 0xA5, nb + 1);
-        memset(b.want[r], 0xA5, nb + 1);
+        b.send[r] = malloc(bb);
+        b.recv[r] = malloc(bb);
+        b.want[r] = malloc(bb);
+        zr_fill(b.send[r], n * count, t, seed, r, 0);
+        memset(b.recv[r], 0xA5, bb);
+        memset(b.want[r], 0xA5, bb);
     }
-    uint8_t *tmp = malloc(nb + 1);
+    for (uint32_t r = 0; r < n; r++) zr_want(&k, b.send, r, b.want[r]);
     for (uint32_t r = 0; r < n; r++) {
-        uint8_t *in[MAXR];
-        switch (c) {
-        case C_ALLREDUCE:
-        case C_REDUCE:
-            for (uint32_t q = 0; q < n; q++) in[q] = b.send[q];
-            if (c == C_ALLREDUCE || r == root) ref_reduce(b.want[r], in, n, count, t, op);
-            break;
-        case C_BCAST: memcpy(b.want[r], b.send[root], cb); break;
-        case C_RS:
-            for (uint32_t q = 0; q < n; q++) in[q] = b.send[q] + r * cb;
-            ref_reduce(b.want[r], in, n, count, t, op);
-            break;
-        case C_AG:
-            for (uint32_t q = 0; q < n; q++) memcpy(b.want[r] + q * cb, b.send[q], cb);
-            break;
-        case C_GATHER:
-            if (r == root)
-                for (uint32_t q = 0; q < n; q++) memcpy(b.want[r] + q * cb, b.send[q], cb);
-            break;
-        case C_SCATTER: memcpy(b.want[r], b.send[root] + r * cb, cb); break;
-        default:
-            for (uint32_t q = 0; q < n; q++) memcpy(b.want[r] + q * cb, b.send[q] + r * cb, cb);
-            break;
-        }
-    }
-    (void)tmp;
-    free(tmp);
-    for (uint32_t r = 0; r < n; r++) {
-        uint8_t *s = b.send[r], *v = b.recv[r];
-        zc_comm *cm = g->c[r];
-        zc_status st = ZC_INVALID_ARG;
-        switch (c) {
-        case C_ALLREDUCE: st = zc_allreduce(cm, s, in_place ? s : v, count, t, op, &reqs[r]); break;
-        case C_REDUCE:
-            st = zc_reduce(cm, s, in_place && r == root ? s : v, count, t, op, root, &reqs[r]);
-            break;
-        case C_BCAST:
-            if (r == root && !in_place) memcpy(v, s, cb), memset(v, 0xA5, cb);
-            st = zc_broadcast(cm, s, in_place && r == root ? s : v, count, t, root, &reqs[r]);
-            break;
-        case C_RS:
-            st = zc_reduce_scatter(cm, s, in_place ? s + r * cb : v, count, t, op, &reqs[r]);
-            break;
-        case C_AG:
-            if (in_place) memcpy(v + r * cb, s, cb);
-            st = zc_allgather(cm, in_place ? v + r * cb : s, v, count, t, &reqs[r]);
-            break;
-        case C_GATHER:
-            if (in_place && r == root) memcpy(v + r * cb, s, cb);
-            st = zc_gather(cm, in_place && r == root ? v + r * cb : s, v, count, t, root, &reqs[r]);
-            break;
-        case C_SCATTER:
-            st = zc_scatter(cm, s, in_place && r == root ? s + r * cb : v, count, t, root, &reqs[r]);
-            break;
-        default: st = zc_alltoall(cm, s, v, count, t, &reqs[r]); break;
-        }
-        if (st != ZC_OK) printf("    %s rank %u: %s\n", coll_name(c), r, zc_comm_error_text(cm));
+        zc_status st = zr_issue(&k, g->c[r], r, b.send[r], b.recv[r], &reqs[r]);
+        if (st != ZC_OK) printf("    %s rank %u: %s\n", zr_coll_name(c), r,
+                                zc_comm_error_text(g->c[r]));
         ZT_CHECK_ST(st, ZC_OK);
     }
     wait_all(g, reqs, ZC_OK);
     for (uint32_t r = 0; r < n; r++) {
-        const uint8_t *got = b.recv[r];
-        size_t bytes = cb;
-        if (in_place) {
-            if (c == C_ALLREDUCE || (c == C_REDUCE && r == root) || (c == C_BCAST && r == root))
-                got = b.send[r];
-            if (c == C_RS) got = b.send[r] + r * cb;
-            if (c == C_SCATTER && r == root) got = b.send[r] + r * cb;
-        }
-        if (c == C_AG || c == C_A2A || (c == C_GATHER && r == root)) bytes = nb;
-        if (c == C_REDUCE && r != root) bytes = nb + 1; /* untouched: still the 0xA5 fill */
-        if (c == C_GATHER && r != root) bytes = nb + 1;
-        if (c == C_BCAST && r == root && in_place) got = b.send[r];
+        size_t bytes;
+        const uint8_t *got = zr_result(&k, r, b.send[r], b.recv[r], &bytes);
         char what[128];
-        snprintf(what, sizeof what, "%s n=%u count=%zu %s %s root=%u%s", coll_name(c), n,
-                 count, zc_dtype_name(t), zc_op_name(op), root, in_place ? " in place" : "");
+        zr_describe(&k, what, sizeof what);
         check_bytes(got, b.want[r], bytes, what, r);
     }
     for (uint32_t r = 0; r < n; r++) free(b.send[r]), free(b.recv[r]), free(b.want[r]);
@@ -310,12 +109,12 @@ static void sweep(uint32_t n, uint32_t rounds, uint32_t slot_bytes, uint64_t one
     group_open(&g, n, slot_bytes, 4, oneshot_max, 0);
     zt_rng rng = {zt_seed() ^ n};
     for (uint32_t i = 0; i < rounds; i++) {
-        coll c = (coll)zt_rng_below(&rng, C_COUNT);
+        zr_coll c = (zr_coll)zt_rng_below(&rng, ZR_COUNT);
         zc_dtype t = (zc_dtype)zt_rng_below(&rng, ZC_DTYPE_COUNT_);
         zc_op op = (zc_op)zt_rng_below(&rng, ZC_OP_COUNT_);
         size_t count = (size_t)zt_rng_below(&rng, 4) == 0 ? 0 : zt_rng_below(&rng, 3000);
         uint32_t root = (uint32_t)zt_rng_below(&rng, n);
-        bool in_place = c != C_A2A && zt_rng_below(&rng, 2);
+        bool in_place = c != ZR_A2A && zt_rng_below(&rng, 2);
         run_one(&g, c, count, t, op, root, in_place, zt_seed() + i);
     }
     group_close(&g);
@@ -331,6 +130,23 @@ void inproc_every_collective_matches_reference_large_groups(void) {
     sweep(64, 12, 256, 1u << 20);
 }
 
+/* tests/ref.c's full sweep (every collective x dtype x op, in place and not), the one the
+ * bare-metal image runs, on 8 ranks and both sides of the small-message thresholds. */
+void inproc_full_sweep_of_every_collective_dtype_op_on_8_ranks(void) {
+    static const size_t counts[] = {0, 1, 3, 17, 61, 130, 257};
+    zr_case k;
+    ZT_CHECK(zr_sweep_case(ZR_SWEEP_CASES - 1, 8, counts, 7, &k));
+    ZT_CHECK(!zr_sweep_case(ZR_SWEEP_CASES, 8, counts, 7, &k));
+    const struct { uint32_t slot; uint64_t small_max; } geoms[] = {{256, 1024}, {1024, 0}};
+    for (size_t gi = 0; gi < sizeof geoms / sizeof geoms[0]; gi++) {
+        group g;
+        group_open(&g, 8, geoms[gi].slot, 4, geoms[gi].small_max, 0);
+        for (uint32_t i = 0; zr_sweep_case(i, 8, counts, 7, &k); i++)
+            run_one(&g, k.c, k.count, k.t, k.op, k.root, k.in_place, zt_seed() + i);
+        group_close(&g);
+    }
+}
+
 /* The same allreduce gives the same bits whatever algorithm, chunk size or rank computes it. */
 void inproc_allreduce_bits_identical_across_thresholds_and_chunks(void) {
     enum { n = 5 };
@@ -342,8 +158,8 @@ void inproc_allreduce_bits_identical_across_thresholds_and_chunks(void) {
         zc_dtype t = types[ti];
         size_t bytes = count * zc_dtype_bytes(t);
         uint8_t *in[n], *ref = malloc(bytes), *first = malloc(bytes);
-        for (uint32_t r = 0; r < n; r++) fill(in[r] = malloc(bytes), count, t, 77, r, 0);
-        ref_reduce(ref, in, n, count, t, ZC_SUM);
+        for (uint32_t r = 0; r < n; r++) zr_fill(in[r] = malloc(bytes), count, t, 77, r, 0);
+        zr_reduce(ref, in, n, count, t, ZC_SUM);
         for (size_t k = 0; k < sizeof cfgs / sizeof cfgs[0]; k++) {
             group g;
             group_open(&g, n, cfgs[k].slot, 4, cfgs[k].oneshot, 0);

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ref.h"
+
 /* Ends the current test as failed (exit code 1) after printing where and what. */
 _Noreturn void zt_fail(const char *file, int line, const char *expr, const char *detail);
 /* Ends the current test as skipped (exit code 77), printing why. */
@@ -55,11 +57,7 @@ int zt_run(const char *const argv[], const char *const env[], char *out, size_t 
 int zt_run_ranks(uint32_t nranks, const char *rank_fn_name, uint32_t timeout_s,
                  const char *const env[], char *out, size_t cap);
 
-/* A deterministic pseudo-random stream (splitmix64) for seeded sweeps. */
-typedef struct zt_rng { uint64_t state; } zt_rng;
-uint64_t zt_rng_next(zt_rng *r);
-/* Uniform in [0, bound) (bound > 0). */
-uint64_t zt_rng_below(zt_rng *r, uint64_t bound);
+/* zt_rng, the seeded stream (zt_rng_next, zt_rng_below), is in ref.h with the reference. */
 /* The seed of this run: ZT_SEED from the environment, else a fixed default. Printed by the
  * runner so a failing sweep can be replayed. */
 uint64_t zt_seed(void);

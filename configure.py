@@ -110,6 +110,7 @@ SCRIPT_TARGETS = [
     ('test-rxe', 'tests/rxe/run.sh', 'bash tests/rxe/run.sh'),
     ('check-gpu', 'tests/gpu/run.sh', 'bash tests/gpu/run.sh'),
     ('fuzz', 'tests/fuzz/run.sh', 'bash tests/fuzz/run.sh'),
+    ('soak', 'tests/soak.sh', 'bash tests/soak.sh'),
 ]
 
 

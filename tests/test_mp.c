@@ -15,8 +15,10 @@
 #include "../core/reduce.h"
 #include "zcoll.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -727,9 +729,11 @@ static void mp_sweep_config(zc_config *cfg, uint32_t n) {
     if (sb) cfg->slot_bytes = sb;
 }
 
+/* MP_MAX_COUNT (the soak's 1M elements): the largest draws reach it instead of 128 KiB. */
 static size_t mp_draw_count(zt_rng *g, uint32_t n, size_t es, uint32_t slot_bytes) {
     uint64_t r = zt_rng_below(g, 100);
-    size_t per_slot = slot_bytes / es, big = 65536 / es;
+    size_t per_slot = slot_bytes / es, big = 65536 / es, most = mp_env_u32("MP_MAX_COUNT", 0);
+    if (r >= 88 && most > big + 1) return big + 1 + (size_t)zt_rng_below(g, most - big - 1);
     if (r < 6) return 0;
     if (r < 14) return 1;
     if (r < 48) return 2 + (size_t)zt_rng_below(g, 60);
@@ -773,6 +777,59 @@ static void mp_deregister(const mp_ctx *m, mp_op *o) {
         if (o->mem[i]) MP_ST(m, zc_mem_deregister(m->comm, o->mem[i]), ZC_OK);
 }
 
+/* ---- the soak's resource samples ---------------------------------------------------------- */
+
+typedef struct mp_usage {
+    uint64_t rss_bytes; /* resident set */
+    uint32_t fds;       /* open descriptors */
+} mp_usage;
+
+static mp_usage mp_sample_usage(void) {
+    mp_usage u = {0, 0};
+    unsigned long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%lu %lu", &pages, &rss) == 2) u.rss_bytes = (uint64_t)rss * 4096u;
+        fclose(f);
+    }
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        for (struct dirent *e; (e = readdir(d)) != NULL;) u.fds += e->d_name[0] != '.';
+        closedir(d);
+        u.fds--; /* the descriptor of the listing itself */
+    }
+    return u;
+}
+
+/* MP_SOAK=1: after a warm-up (a tenth of the budget) the resident set may not grow by more
+ * than 16 MiB and the descriptor count not at all; samples once a second, between batches. */
+typedef struct mp_soak {
+    bool on;
+    uint64_t warm_ns, next_ns;
+    mp_usage warm, last;
+    uint32_t samples;
+} mp_soak;
+
+static void mp_soak_sample(mp_soak *k, uint64_t now, uint64_t t0) {
+    if (!k->on || now < k->next_ns) return;
+    k->next_ns = now + 1000 * MP_MS;
+    k->last = mp_sample_usage();
+    if (now - t0 < k->warm_ns || !k->samples++) k->warm = k->last;
+}
+
+static void mp_soak_check(const mp_ctx *m, const mp_soak *k) {
+    if (!k->on) return;
+    printf("mp-info: soak rank %u: %u samples after warm-up: resident %.1f -> %.1f MiB, "
+           "descriptors %u -> %u\n", m->rank, k->samples, (double)k->warm.rss_bytes / 1048576.0,
+           (double)k->last.rss_bytes / 1048576.0, k->warm.fds, k->last.fds);
+    MP_CHECK(m, k->samples >= 2, "the soak ran too short to sample (%u samples)", k->samples);
+    MP_CHECK(m, k->last.rss_bytes <= k->warm.rss_bytes + 16u * 1048576u,
+             "the resident set grew from %llu to %llu bytes",
+             (unsigned long long)k->warm.rss_bytes, (unsigned long long)k->last.rss_bytes);
+    MP_CHECK(m, k->last.fds == k->warm.fds, "open descriptors went from %u to %u",
+             k->warm.fds, k->last.fds);
+}
+
 int mp_rank_sweep(void) {
     mp_ctx m;
     mp_config(&m, "mp_rank_sweep");
@@ -791,8 +848,13 @@ int mp_rank_sweep(void) {
     /* A time budget keeps slow (sanitizer, loaded) runs inside the limits; rank 0 decides and
      * broadcasts it, so every rank runs the same batches. */
     uint64_t budget_ns = mp_env_u32("MP_BUDGET_MS", 20000) * MP_MS;
+    mp_soak soak = {mp_env_u32("MP_SOAK", 0) != 0, budget_ns / 10u, 0, {0, 0}, {0, 0}, 0};
+    /* Buffers of 64 KiB and more straight from and back to the OS, so that the samples (taken
+     * between batches, when no call's buffer is live) see zcoll's memory, not malloc's cache. */
+    if (soak.on) (void)(mallopt(M_MMAP_THRESHOLD, 65536) && mallopt(M_TRIM_THRESHOLD, 65536));
     uint32_t b = 0;
     for (; b < batches; b++) {
+        mp_soak_sample(&soak, mp_now_ns(), t0);
         int32_t go = mp_now_ns() - t0 < budget_ns;
         zc_req gr;
         MP_ST(&m, zc_broadcast(m.comm, &go, &go, 1, ZC_INT32, 0, &gr), ZC_OK);
@@ -845,6 +907,7 @@ int mp_rank_sweep(void) {
     }
     /* MP_EXPECT_PLACED=1 (a wire with put): registration must have taken some streams in place;
      * without put nothing may claim to be. */
+    mp_soak_check(&m, &soak);
     if (mp_env_u32("MP_EXPECT_PLACED", 0))
         MP_CHECK(&m, placed_all > 0, "buffers were registered but no stream was put in place");
     else if (!reg || m.comm->put_min == 0)

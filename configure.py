@@ -31,6 +31,9 @@ MODES = {
     'tsan': {'opt': ['-O1', '-g', '-fno-omit-frame-pointer'],
              'sanitize': ['-fsanitize=thread', '-DZC_SANITIZED=1'],
              'nvcc': ['-O1', '-g', '-lineinfo']},
+    # platform/faults.c in front of posix.c: ZC_PLAT_FAULT fails a chosen platform call.
+    'faults': {'opt': ['-O2', '-g', '-DZC_PLAT_FAULTS=1'], 'sanitize': [],
+               'nvcc': ['-O2', '-lineinfo']},
 }
 
 WARNINGS = ['-Wall', '-Wextra', '-Werror', '-Wshadow', '-Wconversion', '-Wvla',
@@ -64,6 +67,7 @@ CUDA_ARCHS = ['-gencode', 'arch=compute_80,code=sm_80',
 LIB_SOURCES = [
     ('core', '*.c', None),
     ('platform', 'posix.c', None),
+    ('platform', 'faults.c', None),
     ('transport_shm', '*.c', None),
     ('transport_ib', '*.c', 'ib'),
     ('gpu', '*.c', 'cuda'),
@@ -704,7 +708,8 @@ def parse_args(argv):
         'Probe details go to build/config.log.')
     ap.add_argument('--mode', choices=sorted(MODES), default='release',
                     help='release: -O2 -g; debug: -O0 -g with ASan and UBSan; tsan: -O1 -g with '
-                         'ThreadSanitizer (default release)')
+                         'ThreadSanitizer; faults: release with platform/faults.c, which '
+                         'fails the platform call that ZC_PLAT_FAULT names (default release)')
     ap.add_argument('--with-cuda', default='auto', metavar='auto|yes|no|PATH',
                     help='build gpu/ with nvcc; auto looks for /usr/local/cuda/bin/nvcc then '
                     'nvcc on PATH and builds without CUDA when absent; PATH is a CUDA root '

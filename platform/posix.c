@@ -11,6 +11,10 @@
  * send_all/recv_all that try may already have moved part of the buffer, so deadline 0 there is
  * only for probing a connection whose stream position no longer matters. */
 #define _GNU_SOURCE
+#ifdef ZC_PLAT_FAULTS /* the faults build: platform/faults.c fronts the calls that can fail */
+#define ZC_PX_RENAME
+#include "faults.h"
+#endif
 #include "platform.h"
 
 #include <errno.h>
@@ -60,6 +64,10 @@ const char *zc_plat_rc_name(zc_plat_rc rc) {
 }
 
 int zc_plat_os_error(void) { return zc_px_errno; }
+
+#ifdef ZC_PLAT_FAULTS
+void zc_px_set_os_error(int os_error) { zc_px_errno = os_error; }
+#endif
 
 static void zc_px_copy(char *buf, size_t cap, const char *text) {
     size_t n = strlen(text);

@@ -2,14 +2,14 @@
 # tests/check.sh [--ib] [--baremetal]: the whole test suite, as CI and README's test command
 # run it (`ninja check` runs it once the static checks passed, with --ib when configure.py built
 # transport_ib, --baremetal when it built the bare-metal aarch64 image): build/zctest (unit,
-# in-process and multi-process tests); the same built by clang and under ThreadSanitizer, and a
-# short pass of the fuzz targets, when clang is installed (tests/variants.sh,
-# tests/fuzz/run.sh); then, with --ib, the soft-RoCE suite in a QEMU guest (tests/rxe/run.sh);
+# in-process and multi-process tests); the same built by clang and under ThreadSanitizer, the
+# fault-injection build (every platform call failed in turn), and a short pass of the fuzz
+# targets, when clang is installed (tests/variants.sh, tests/fuzz/run.sh); then, with --ib, the soft-RoCE suite in a QEMU guest (tests/rxe/run.sh);
 # then, with --baremetal, the image booted with no OS (tests/baremetal/run.sh). Prints the
 # runners' output and then one combined final line `N passed, N failed, N skipped`; exits
 # non-zero if any runner failed.
 #   ZC_CHECK_RXE=0 leaves the guest suite out (it is then counted as one skipped test);
-#   ZC_CHECK_VARIANTS=0 the clang and TSan builds and the fuzz pass (three skipped).
+#   ZC_CHECK_VARIANTS=0 the clang, TSan and faults builds and the fuzz pass (four skipped).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,14 +56,18 @@ if command -v clang >/dev/null 2>&1 && [ "${ZC_CHECK_VARIANTS:-1}" != 0 ]; then
     bash tests/variants.sh tsan "--cc clang --mode tsan" 2>&1 | tee "$LOG/tsan"
     [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
     tally "$LOG/tsan" "tests/variants.sh tsan"
+    echo "=== check: every platform call failed in turn (tests/variants.sh faults) ==="
+    bash tests/variants.sh faults "--mode faults" faults_ 2>&1 | tee "$LOG/faults"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
+    tally "$LOG/faults" "tests/variants.sh faults"
     echo "=== check: a 10-second pass of every fuzz target (tests/fuzz/run.sh) ==="
     bash tests/fuzz/run.sh 10 2>&1 | tee "$LOG/fuzz"
     [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
     tally "$LOG/fuzz" "tests/fuzz/run.sh"
 else
-    echo "=== check: clang, ThreadSanitizer and fuzz runs skipped (no clang, or" \
-        "ZC_CHECK_VARIANTS=0) ==="
-    S=$((S + 3))
+    echo "=== check: clang, ThreadSanitizer, fault-injection and fuzz runs skipped (no clang," \
+        "or ZC_CHECK_VARIANTS=0) ==="
+    S=$((S + 4))
 fi
 
 if [ "$IB" = 1 ]; then

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -142,6 +143,17 @@ int zt_run(const char *const argv[], const char *const env[], char *out, size_t 
     if (out) close(fds[0]);
     if (elapsed_ms) *elapsed_ms = (uint32_t)(zt_now_ms() - t0);
     return rc;
+}
+
+int zt_rank_fail(const char *what, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s FAILED: rank %s: ", what, getenv("ZC_RANK") ? getenv("ZC_RANK") : "?");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    fflush(stdout);
+    return 1;
 }
 
 int zt_run_ranks(uint32_t nranks, const char *rank_fn_name, uint32_t timeout_s,

@@ -12,7 +12,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -22,16 +21,7 @@
 
 static char rel_out[65536];
 
-static int rel_fail(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("rel FAILED: rank %s: ", getenv("ZC_RANK") ? getenv("ZC_RANK") : "?");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    fflush(stdout);
-    return 1;
-}
+#define rel_fail(...) zt_rank_fail("rel", __VA_ARGS__)
 
 /* zc_comm_init from the environment (and init_timeout_ns unless 0) into a malloc'd arena; the
  * status, comm and arena out. */

@@ -42,6 +42,10 @@ _Noreturn void zt_fail_status(const char *file, int line, const char *expr, int 
 
 #define ZT_SKIP(why) zt_skip(why)
 
+/* For rank programs: prints "<what> FAILED: rank <ZC_RANK>: <message>" on stdout, flushed,
+ * and returns 1 (the rank's exit status). */
+int zt_rank_fail(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Path of the build directory (the folder of the zctest binary), for zcrun and friends. */
 const char *zt_build_dir(void);
 

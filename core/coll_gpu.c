@@ -94,7 +94,9 @@ struct zc__gpu {
     void *state;           /* the provider's, in the arena */
     uint32_t nranks, rank;
     uint32_t creg_next;    /* next CUDA registration number */
-    uint32_t live;         /* CUDA registrations now (0: host calls skip every device check) */
+    uint32_t used;         /* 1 once a CUDA registration was made (0: host calls skip every
+                            * device check; after one, unregistered device memory is refused
+                            * even when every registration was dropped again) */
     uint32_t pad_;
     uint32_t nbinds;
     uint32_t *flags;       /* host view of the 2 * nbinds flag words */
@@ -119,12 +121,23 @@ typedef struct zc_gmap {
 
 static size_t zc_galign(size_t v) { return (v + 63u) & ~(size_t)63u; }
 
-static const zc_gpu_ops *zc_gpu_provider(const zc_config *cfg) {
+/* The provider cfg asks for; NULL: none (gpu_device -2, or CUDA asked of a build without). */
+static const zc_gpu_ops *zc_gpu_pick(const zc_config *cfg) {
+    if (cfg->gpu_device == -2) return 0;
+    if (cfg->gpu_provider == ZC_GPU_PROVIDER_SIM) return &zc_gpu_sim;
 #ifdef ZC_HAVE_CUDA
-    if (cfg->gpu_device != -2) return &zc_gpu_cuda;
-#endif
-    (void)cfg;
+    return &zc_gpu_cuda;
+#else
     return 0;
+#endif
+}
+
+/* Why a communicator has no gpu provider state at all (zc_gpu_provider gave none). */
+static const char *zc_gpu_absent(const zc_comm *c) {
+    return c->cfg.gpu_device == -2 ? "cfg->gpu_device is -2 (no GPU state)"
+                                   : "this build of zcoll has no CUDA support (configure.py "
+                                     "found no nvcc; ZC_GPU_PROVIDER=sim selects the simulated "
+                                     "device)";
 }
 
 static zc_gpu_geom zc_gpu_geometry(const zc_config *cfg) {
@@ -137,7 +150,7 @@ static zc_gpu_geom zc_gpu_geometry(const zc_config *cfg) {
  * ZC_GPU_MAX_SRCS ranks (more ranks run no device collectives, zc__gpu_open says so; the size
  * stays that of the ceiling so the arena never shrinks as nranks grows). */
 static bool zc_gpu_layout(const zc_config *cfg, zc_gmap *m) {
-    const zc_gpu_ops *ops = zc_gpu_provider(cfg);
+    const zc_gpu_ops *ops = zc_gpu_pick(cfg);
     size_t end = zc_galign(sizeof(struct zc__gpu));
     size_t n = cfg->nranks < ZC_GPU_MAX_SRCS ? cfg->nranks : ZC_GPU_MAX_SRCS;
     *m = (zc_gmap){0};
@@ -172,7 +185,7 @@ void zc__gpu_open(zc_comm *c) {
     uint8_t *a = c->gpu_area;
     zc__memset(a, 0, m.total);
     struct zc__gpu *g = (struct zc__gpu *)(void *)a;
-    g->ops = zc_gpu_provider(&c->cfg);
+    g->ops = zc_gpu_pick(&c->cfg);
     if (g->ops->struct_bytes != sizeof(zc_gpu_ops) || g->ops->version != ZC_GPU_VERSION) {
         zc__fmt(g->why, sizeof g->why, "the gpu provider %s has interface version %u, the "
                 "core expects %u", g->ops->name, g->ops->version, ZC_GPU_VERSION);
@@ -297,7 +310,7 @@ static zc_status zc_gpu_register_nic(zc_comm *c, struct zc__gpu *g, zc__mem_entr
 /* Fills the table entry of a CUDA registration that succeeded. */
 static zc_status zc_gpu_entry(struct zc__gpu *g, zc__mem_entry *me, void *addr, size_t bytes,
                               zc_mem **mem_out) {
-    g->live++;
+    g->used = 1;
     me->addr = addr;
     me->bytes = bytes;
     me->kind = ZC_MEM_CUDA;
@@ -310,9 +323,7 @@ zc_status zc__gpu_mem_register(zc_comm *c, void *addr, size_t bytes, zc_mem **me
     struct zc__gpu *g = c->gpu, *h = zc_gpu_header(c);
     if (!g)
         return zc__error(c, ZC_UNSUPPORTED, "zc_mem_register: kind ZC_MEM_CUDA: %s",
-                         !h ? "this build of zcoll has no CUDA support (configure.py found no "
-                              "nvcc) or cfg->gpu_device is -2"
-                            : h->why);
+                         !h ? zc_gpu_absent(c) : h->why);
     if (c->failed) return (zc_status)c->failed;
     zc_status st = zc_gpu_check_kind(c, g, addr, bytes);
     if (st != ZC_OK) return st;
@@ -362,7 +373,6 @@ zc_status zc__gpu_mem_deregister(zc_comm *c, zc__mem_entry *e) {
                          "CUDA registration are still being exchanged (progress first)");
     if (g->mems[i].state == ZC_GMEM_MAPPED) zc_gpu_unmap(c, g, i);
     g->mems[i].state = ZC_GMEM_FREE;
-    g->live--;
     return ZC_OK;
 }
 
@@ -438,7 +448,7 @@ zc_status zc__gpu_route(zc_comm *c, zc__sched *s) {
     const char *name = zc__kind_name(s->kind);
     uint64_t sblk, rblk;
     /* The hot path of host calls: one load when nothing is registered ZC_MEM_CUDA. */
-    if (!c->gpu || !c->gpu->live || s->kind == ZC_K_BARRIER || s->count == 0) return ZC_OK;
+    if (!c->gpu || !c->gpu->used || s->kind == ZC_K_BARRIER || s->count == 0) return ZC_OK;
     zc_gpu_extents(s, c->nranks, c->rank, &sblk, &rblk);
     size_t sb = (size_t)(sblk * s->count * s->esize), rb = (size_t)(rblk * s->count * s->esize);
     bool sp = false, rp = false;
@@ -898,7 +908,6 @@ void zc__gpu_progress(zc_comm *c) {
     zc_gpu_poll_binds(c, g);
 }
 
-#ifdef ZC_HAVE_CUDA
 /* Enqueues a stream-ordered call on the caller's stream: [captured: done = tick - 1]
  * start = tick; wait until done >= tick. Not captured: the request is issued now (it takes its
  * place in the call order now) and waits at its gate for the start flag. Captured in a graph:
@@ -911,7 +920,7 @@ static zc_status zc_gpu_stream_start(zc_comm *c, zc__sched *s, void *stream) {
     bool captured = false;
     if (!g)
         return zc__error(c, ZC_UNSUPPORTED, "%s_stream: %s", name,
-                         h ? h->why : "cfg->gpu_device is -2 (no GPU state)");
+                         h ? h->why : zc_gpu_absent(c));
     if (!zc__gpu_alg(s->alg)) {
         if (s->kind != ZC_K_BARRIER && s->count != 0)
             return zc__error(c, ZC_INVALID_ARG, "%s_stream: the buffers must be registered "
@@ -1006,4 +1015,3 @@ zc_status zc_recv_stream(zc_comm *comm, void *buf, size_t count, zc_dtype dtype,
 zc_status zc_barrier_stream(zc_comm *comm, void *cuda_stream) {
     return zc_stream_call(comm, ZC_K_BARRIER, 0, 0, 0, ZC_UINT8, ZC_SUM, 0, cuda_stream);
 }
-#endif

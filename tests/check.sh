@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/check.sh [--ib]: the whole test suite, as CI and README's test command run it (`ninja
 # check` runs it once the static checks passed, with --ib when configure.py built
-# transport_ib): build/zctest (unit, in-process and multi-process tests), then, with --ib, the
+# transport_ib): build/zctest (unit, in-process and multi-process tests), build/zcgputest on the
+# simulated device (tests/gpu), then, with --ib, the
 # soft-RoCE suite in a QEMU guest (tests/rxe/run.sh). Prints both runners' output and then one combined final line
 # `N passed, N failed, N skipped`; exits non-zero if either runner failed.
 #   ZC_CHECK_RXE=0 leaves the guest suite out (it is then counted as one skipped test).
@@ -32,6 +33,13 @@ echo "=== check: build/zctest ==="
 build/zctest 2>&1 | tee "$LOG/zctest"
 [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
 tally "$LOG/zctest" build/zctest
+
+# The device-memory suite on the simulated device (gpu/sim.c; every build): every device
+# schedule at 1, 2 and 4 ranks, stream forms, an injected fault. `ninja check-gpu` runs it on CUDA.
+echo "=== check: build/zcgputest on the simulated device (ZC_GPU_PROVIDER=sim) ==="
+ZC_GPU_PROVIDER=sim build/zcgputest 2>&1 | tee "$LOG/zcgputest"
+[ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
+tally "$LOG/zcgputest" build/zcgputest
 
 if [ "${1:-}" = --ib ]; then
     if [ "${ZC_CHECK_RXE:-1}" = 0 ]; then

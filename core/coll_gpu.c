@@ -19,10 +19,14 @@
  * Reductions are the provider's kernels: rank order 0..n-1, the host kernels' exact semantics,
  * so device and host results are bitwise equal.
  *
- * Device requests use the core's request slots (zc_test/zc_wait work unchanged) and reserve
- * channel numbers like zc__issue, but are not on comm->active: zc__gpu_progress (called first by
- * every zc_progress) steps them, checks their deadlines and fails them when the communicator
- * fails.
+ * Device requests are requests of the one engine: zc__issue takes their slot, sequence number
+ * and channel numbers and puts them on comm->active; zc_progress steps them through zc__step
+ * (zc__gpu_step here: one budget unit per phase transition), stamps and checks their deadlines
+ * and peers' liveness, and zc__fail_comm fails them, like host requests. This file adds only
+ * their device state (zc_grq, per request slot) and the phases. A stream-ordered call is
+ * issued "held" (no deadline) until its stream reaches it. zc__gpu_progress (called first by
+ * every zc_progress) maps registrations' peer buffers and starts / finishes stream-ordered
+ * calls.
  *
  * Must not: include CUDA headers, block, allocate, or record a CUDA error twice (the provider's
  * sentence is copied once into the communicator by zc_gpu_fail). */
@@ -32,7 +36,6 @@
 
 #define ZC_GPU_HANDLE_MAGIC ((uint64_t)ZC_REQ_MAGIC << 48) /* progress.c's request handles */
 #define ZC_GPU_NONE 0xffffffffu                             /* "no buffer" registration number */
-#define ZC_GPU_STEPS 8u /* phase transitions of one request per progress call */
 
 typedef enum zc_gmem_state {
     ZC_GMEM_FREE = 0, ZC_GMEM_PENDING, ZC_GMEM_MAPPED, ZC_GMEM_FAILED
@@ -102,7 +105,6 @@ struct zc__gpu {
     uint32_t *flags;       /* host view of the 2 * nbinds flag words */
     uint8_t *scratch;
     uint64_t scratch_bytes;
-    uint64_t liveness_ns;
     uint64_t pid;
     zc_gmem *mems;         /* [max_mems] */
     zc_gpu_ipc *recs;      /* [max_mems * nranks] every rank's export of each registration */
@@ -498,8 +500,10 @@ static uint32_t zc_gpu_rounds(const zc_comm *c, const zc__sched *s, uint64_t *ro
     return (uint32_t)((s->count + per - 1) / per);
 }
 
-/* Messages to (and from) every peer. */
-static uint64_t zc_gpu_msgs(const zc__sched *s, uint32_t rounds) {
+/* Signals to (and from) every peer. */
+uint64_t zc__gpu_msgs(const zc_comm *c, const zc__sched *s) {
+    uint64_t re;
+    uint32_t rounds = zc_gpu_rounds(c, s, &re);
     switch (s->alg) {
     case ZC_ALG_GPU_ONESHOT: return 1u + (uint64_t)rounds;
     case ZC_ALG_GPU_RSAG: return 2u + 2u * (uint64_t)rounds;
@@ -507,18 +511,17 @@ static uint64_t zc_gpu_msgs(const zc__sched *s, uint32_t rounds) {
     }
 }
 
+/* zc__issue (slot, sequence, channel numbers, the active list), then the device state; gate:
+ * the stream slot + 1 whose start flag holds the request (0: none). */
 static zc_status zc_gpu_issue(zc_comm *c, const zc__sched *s, int32_t plan, zc_req *req,
                               uint32_t gate) {
     struct zc__gpu *g = c->gpu;
-    uint32_t i;
-    if (c->failed) return (zc_status)c->failed;
     ZC_ASSERT(g && zc__gpu_alg(s->alg));
-    for (i = 0; i < c->cfg.max_requests && c->reqs[i].state != ZC_REQ_FREE; i++) {
-    }
-    if (i == c->cfg.max_requests)
-        return zc__error(c, ZC_AGAIN, "%s: all %u request slots are in flight; progress and "
-                         "finish one first", zc__kind_name(s->kind), c->cfg.max_requests);
+    zc_status st = zc__issue(c, s, plan, req);
+    if (st != ZC_OK) return st;
+    uint32_t i = c->active[c->nreqs_active - 1u];
     zc__req *r = &c->reqs[i];
+    ZC_ASSERT(r->seq == req->opaque_[3] && r->lane == 0 && r->place == 0);
     zc_grq *q = &g->rqs[i];
     uint64_t re;
     *q = (zc_grq){0};
@@ -527,36 +530,11 @@ static zc_status zc_gpu_issue(zc_comm *c, const zc__sched *s, int32_t plan, zc_r
     q->in_place = s->kind == ZC_K_ALLREDUCE && s->send == s->recv;
     q->gate = gate;
     q->phase = gate ? ZC_G_GATE : ZC_G_READY;
-    r->state = ZC_REQ_ACTIVE;
-    r->status = ZC_IN_PROGRESS;
-    r->s = *s;
-    r->plan = plan;
-    r->a = r->b = 0;
-    r->lane = 0;
-    r->place = 0; /* device memory is never written in place by a wire */
-    r->seq = c->seq++;
-    uint64_t m = zc_gpu_msgs(s, q->rounds);
-    r->tx_left = r->rx_left = 0;
-    for (uint32_t p = 0; p < c->nranks; p++) {
-        zc__chan *ch = &c->chans[p];
-        r->tx_base[p] = ch->tx_reserved;
-        r->rx_base[p] = ch->rx_reserved;
-        if (p == c->rank) continue;
-        ch->tx_reserved += m;
-        ch->rx_reserved += m;
-        r->tx_left += m;
-        r->rx_left += m;
-    }
+    r->held = gate != 0;
     uint8_t **ptrs = g->ptrs + (size_t)i * 2u * g->nranks;
     for (uint32_t p = 0; p < 2u * g->nranks; p++) ptrs[p] = 0;
     ptrs[c->rank] = (uint8_t *)(uintptr_t)s->send;
     ptrs[g->nranks + c->rank] = s->recv;
-    r->start_ns = r->moved_ns = zc_plat_now_ns();
-    r->deadline_ns = r->start_ns + c->cfg.timeout_ns;
-    req->opaque_[0] = ZC_GPU_HANDLE_MAGIC | i;
-    req->opaque_[1] = r->gen;
-    req->opaque_[2] = (uint64_t)(uintptr_t)c;
-    req->opaque_[3] = r->seq;
     return ZC_OK;
 }
 
@@ -770,8 +748,8 @@ static bool zc_gpu_advance(zc_comm *c, struct zc__gpu *g, zc__req *r, uint32_t i
         uint32_t *start = &g->flags[2u * (q->gate - 1u)];
         if (__atomic_load_n(start, __ATOMIC_ACQUIRE) != g->binds[q->gate - 1u].tick) return false;
         __atomic_store_n(start, 0u, __ATOMIC_RELAXED);
-        r->start_ns = zc_plat_now_ns(); /* the deadline runs from when the stream got here */
-        r->deadline_ns = r->start_ns + c->cfg.timeout_ns;
+        r->held = 0; /* the deadline runs from progress's next clock read */
+        r->deadline_ns = 0;
         q->phase = ZC_G_READY;
         return true;
     }
@@ -821,41 +799,14 @@ static bool zc_gpu_advance(zc_comm *c, struct zc__gpu *g, zc__req *r, uint32_t i
     }
 }
 
-static void zc_gpu_step(zc_comm *c, struct zc__gpu *g, zc__req *r, uint32_t idx, uint64_t now) {
-    for (uint32_t i = 0; i < ZC_GPU_STEPS && !c->failed; i++) {
-        if (!zc_gpu_advance(c, g, r, idx)) break;
-        r->moved_ns = now;
-    }
+void zc__gpu_step(zc_comm *c, zc__req *r, uint32_t *budget) {
+    struct zc__gpu *g = c->gpu;
+    uint32_t idx = (uint32_t)(r - c->reqs);
+    ZC_ASSERT(g && idx < c->cfg.max_requests);
+    while (*budget && !c->failed && zc_gpu_advance(c, g, r, idx)) (*budget)--;
     if (!c->failed && g->rqs[idx].phase == ZC_G_FINISHED) {
         ZC_ASSERT(r->tx_left == 0 && r->rx_left == 0);
         r->status = ZC_OK;
-        r->state = ZC_REQ_DONE;
-    }
-}
-
-/* Deadlines and peers' liveness of the device requests (progress.c checks the host ones). */
-static void zc_gpu_check_time(zc_comm *c, struct zc__gpu *g, zc__req *r, uint32_t idx,
-                              uint64_t now) {
-    if (g->rqs[idx].phase == ZC_G_GATE) return; /* the caller's stream is not there */
-    if (now > r->deadline_ns) {
-        zc__error(c, ZC_TIMED_OUT, "%s sequence %llu on device memory timed out after %llu ms "
-                  "(%llu signals unsent, %llu not received): a peer did not join or stalled",
-                  zc__kind_name(r->s.kind), (unsigned long long)r->seq,
-                  (unsigned long long)((now - r->start_ns) / 1000000u),
-                  (unsigned long long)r->tx_left, (unsigned long long)r->rx_left);
-        zc__fail_comm(c, ZC_TIMED_OUT, r->seq);
-        return;
-    }
-    if (now - r->moved_ns <= ZC_LIVENESS_NS || now - g->liveness_ns <= ZC_LIVENESS_NS) return;
-    g->liveness_ns = now;
-    for (uint32_t p = 0; p < c->nranks; p++) {
-        char why[128];
-        if (p == c->rank || c->wire->peer_alive(c->wire_state, p, why, sizeof why) == ZC_OK)
-            continue;
-        zc__error(c, ZC_PEER_LOST, "%s sequence %llu: rank %u is gone (%s)",
-                  zc__kind_name(r->s.kind), (unsigned long long)r->seq, p, why);
-        zc__fail_comm(c, ZC_PEER_LOST, r->seq);
-        return;
     }
 }
 
@@ -890,21 +841,7 @@ static void zc_gpu_poll_binds(zc_comm *c, struct zc__gpu *g) {
 void zc__gpu_progress(zc_comm *c) {
     struct zc__gpu *g = c->gpu;
     if (!g) return;
-    uint64_t now = zc_plat_now_ns();
     zc_gpu_poll_mems(c, g);
-    for (uint32_t i = 0; i < c->cfg.max_requests; i++) {
-        zc__req *r = &c->reqs[i];
-        if (r->state != ZC_REQ_ACTIVE || !zc__gpu_alg(r->s.alg)) continue;
-        if (!c->failed) zc_gpu_step(c, g, r, i, now);
-        if (!c->failed && r->state == ZC_REQ_ACTIVE) zc_gpu_check_time(c, g, r, i, now);
-    }
-    if (c->failed) /* zc__fail_comm fails the requests on comm->active; these are not there */
-        for (uint32_t i = 0; i < c->cfg.max_requests; i++) {
-            zc__req *r = &c->reqs[i];
-            if (r->state != ZC_REQ_ACTIVE || !zc__gpu_alg(r->s.alg)) continue;
-            r->status = c->failed;
-            r->state = ZC_REQ_DONE;
-        }
     zc_gpu_poll_binds(c, g);
 }
 

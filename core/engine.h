@@ -77,7 +77,8 @@ typedef struct zc__req {
     int32_t status;      /* ZC_IN_PROGRESS while active, then the result */
     uint32_t lane;       /* 0 collectives, 1 send/recv */
     int32_t plan;        /* plan slot that started it, -1 for none */
-    uint32_t pad_;
+    uint32_t held;       /* 1: a stream-ordered device call whose stream has not reached it
+                          * (coll_gpu.c): no deadline runs and none is checked until then */
     uint64_t seq;        /* collective sequence number (p2p: the pair's op number) */
     /* When progress first looked at the clock after issue (0: not yet), the deadline (start
      * + timeout; 0: not stamped yet) and when it last saw the request move. */
@@ -263,13 +264,18 @@ size_t zc__gpu_bytes(const zc_config *cfg);
  * communicator: without a usable device comm->gpu stays NULL and registrations say why. */
 void zc__gpu_open(zc_comm *comm);
 void zc__gpu_close(zc_comm *comm);
-/* Called first by every zc_progress: steps device requests, CUDA registrations and
- * stream-ordered starts, and fails them once the communicator failed. Never blocks. */
+/* Called first by every zc_progress: maps the peers' buffers of CUDA registrations whose
+ * exchange finished and starts / finishes stream-ordered calls. Never blocks. Device requests
+ * themselves are on comm->active like host ones (zc__issue, zc__step, deadlines, failure). */
 void zc__gpu_progress(zc_comm *comm);
+/* Signals a device schedule exchanges with each peer, each way (zc__tx_total/zc__rx_total). */
+uint64_t zc__gpu_msgs(const zc_comm *comm, const zc__sched *s);
+/* zc__step of a device schedule: phase transitions, one unit of *budget each. */
+void zc__gpu_step(zc_comm *comm, zc__req *r, uint32_t *budget);
 /* From zc__build: picks the device algorithm when the buffers are registered ZC_MEM_CUDA;
  * refuses unregistered device memory and mixed host/device buffers. */
 zc_status zc__gpu_route(zc_comm *comm, zc__sched *s);
-/* zc__issue for a device schedule (zc__gpu_alg(s->alg)). */
+/* zc__issue for a device schedule (zc__gpu_alg(s->alg)), then its device state. */
 zc_status zc__gpu_issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req);
 zc_status zc__gpu_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem **mem_out);
 zc_status zc__gpu_mem_deregister(zc_comm *comm, zc__mem_entry *e);

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "reduce.h"
 
@@ -344,12 +345,71 @@ int zg_rank_fault(void) {
     printf("rank %u: %s after %.2f s: %s\n", me, zc_status_name(st), took, why);
     ZG_CHECK(st != ZC_OK && why[0] != '\0');
     if (me == 1) ZG_CHECK(st == ZC_GPU && strstr(why, "simulated fault") != NULL);
+    else ZG_CHECK(strstr(why, "called zc_allreduce") != NULL); /* its device call was found */
     ZG_CHECK(took < 8.0); /* the deadline is 10 s: seen before it, not by it */
     (void)zc_comm_fini(c);
     zg_dev_free(dsend);
     zg_dev_free(drecv);
     return 0;
 }
+
+/* ---- a peer that leaves or stalls: device requests under the engine's deadline and liveness
+ * checks ---- */
+
+/* ZC_RANK_ACT: "exit" (rank 1 leaves after one all_reduce) or "stall" (rank 1 sleeps past
+ * rank 0's 1.5 s deadline). Rank 0's second device all_reduce must fail with the right status. */
+int zg_rank_peer_trouble(void) {
+    enum { N = 256 };
+    const char *act = getenv("ZG_ACT") ? getenv("ZG_ACT") : "exit";
+    bool stall = strcmp(act, "stall") == 0;
+    setenv("ZC_TIMEOUT_MS", stall ? "1500" : "20000", 1);
+    zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
+    uint32_t me = zc_comm_rank(c);
+    float *dsend = zg_dev_alloc(N * 4), *drecv = zg_dev_alloc(N * 4);
+    zc_mem *m1, *m2;
+    ZG_CHECK_ST(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
+    ZG_CHECK_ST(c, zc_mem_register(c, drecv, N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
+    zc_req req;
+    ZG_CHECK_ST(c, zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, &req), &req),
+                ZC_OK);
+    if (me == 1) {
+        if (!stall) { /* gone without a word (its names unlinked; rank 0's mappings stay) */
+            zg_dev_free(dsend);
+            zg_dev_free(drecv);
+            _exit(0);
+        }
+        usleep(3000000);
+        (void)zc_comm_fini(c);
+        zg_dev_free(dsend);
+        zg_dev_free(drecv);
+        return 0;
+    }
+    double t0 = zg_now_s();
+    zc_status st = zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, &req), &req);
+    double took = zg_now_s() - t0;
+    printf("rank 0: %s after %.2f s: %s\n", zc_status_name(st), took, zc_comm_error_text(c));
+    if (stall) {
+        ZG_CHECK(st == ZC_TIMED_OUT && strstr(zc_comm_error_text(c), "timed out") != NULL);
+        ZG_CHECK(took > 1.4 && took < 3.0);
+    } else {
+        ZG_CHECK(st == ZC_PEER_LOST && strstr(zc_comm_error_text(c), "rank 1") != NULL);
+        ZG_CHECK(took < 5.0); /* seen by liveness, long before the 20 s deadline */
+    }
+    (void)zc_comm_fini(c);
+    zg_dev_free(dsend);
+    zg_dev_free(drecv);
+    return 0;
+}
+
+static void zg_peer_trouble(const char *act) {
+    zg_need_device();
+    setenv("ZG_ACT", act, 1);
+    int rc = zg_run_ranks(2, "zg_rank_peer_trouble", 60);
+    ZG_CHECK(rc == 0);
+}
+
+void gpu_dead_peer_fails_device_allreduce_with_peer_lost_2_ranks(void) { zg_peer_trouble("exit"); }
+void gpu_stalled_peer_times_device_allreduce_out_2_ranks(void) { zg_peer_trouble("stall"); }
 
 void gpu_injected_device_fault_fails_every_rank_with_a_sentence_2_ranks(void) {
     if (!zg_sim()) zg_skip("fault injection is the simulated device's (ZC_GPU_SIM_FAULT)");

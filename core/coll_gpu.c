@@ -16,6 +16,9 @@
  *   GPU_RSAG (larger all_reduce): per round, reduce block `rank` of the round's region (into
  *     recv, or scratch in place), then copy every peer's reduced block from its recv.
  *   GPU_DIRECT (every other collective): one launch of what this rank needs, then DONE.
+ *   GPU_REGISTER (internal, a CUDA registration with more than one rank): my zc_gpu_ipc record
+ *     as message 0 to every peer, every peer's into the registration's row of recs, then MAP
+ *     (ipc_open of each peer's buffer); its slot frees itself when it finishes.
  * Reductions are the provider's kernels: rank order 0..n-1, the host kernels' exact semantics,
  * so device and host results are bitwise equal.
  *
@@ -25,8 +28,7 @@
  * and peers' liveness, and zc__fail_comm fails them, like host requests. This file adds only
  * their device state (zc_grq, per request slot) and the phases. A stream-ordered call is
  * issued "held" (no deadline) until its stream reaches it. zc__gpu_progress (called first by
- * every zc_progress) maps registrations' peer buffers and starts / finishes stream-ordered
- * calls.
+ * every zc_progress) only starts and finishes stream-ordered calls.
  *
  * Must not: include CUDA headers, block, allocate, or record a CUDA error twice (the provider's
  * sentence is copied once into the communicator by zc_gpu_fail). */
@@ -34,7 +36,6 @@
 #include "gpu.h"
 
 
-#define ZC_GPU_HANDLE_MAGIC ((uint64_t)ZC_REQ_MAGIC << 48) /* progress.c's request handles */
 #define ZC_GPU_NONE 0xffffffffu                             /* "no buffer" registration number */
 
 typedef enum zc_gmem_state {
@@ -45,7 +46,6 @@ typedef enum zc_gmem_state {
 typedef struct zc_gmem {
     uint32_t state;  /* zc_gmem_state */
     uint32_t creg;   /* CUDA registration number on this communicator */
-    zc_req req;      /* the exchange of zc_gpu_ipc records (an allgather) while PENDING */
 } zc_gmem;
 
 typedef enum zc_gphase {
@@ -60,6 +60,7 @@ typedef enum zc_gphase {
     ZC_G_GATHER,       /* RS+AG: copy the peers' reduced blocks */
     ZC_G_GATHER_WAIT,
     ZC_G_SYNC_DONE,    /* done reading everything of yours */
+    ZC_G_MAP,          /* registration: map the peers' buffers from their records */
     ZC_G_FINISHED
 } zc_gphase;
 
@@ -69,7 +70,7 @@ typedef struct zc_grq {
     uint32_t round, rounds;
     uint32_t in_place;    /* all_reduce with send == recv */
     uint32_t gate;        /* stream slot + 1 whose start flag gates the request; 0: none */
-    uint32_t pad_;
+    uint32_t mem;         /* registration: its entry in comm->mems */
     uint64_t round_elems; /* elements per round (RS+AG: per region of n blocks) */
 } zc_grq;
 
@@ -114,6 +115,9 @@ struct zc__gpu {
     zc_gbind *binds;       /* [nbinds] */
     char why[ZC_ERROR_TEXT_BYTES]; /* why comm->gpu is NULL */
 };
+
+static zc_status zc_gpu_issue_register(zc_comm *c, uint32_t e, const zc_gpu_ipc *mine,
+                                       zc_gpu_ipc *recs);
 
 /* ---- the region ---- */
 
@@ -356,7 +360,7 @@ zc_status zc__gpu_mem_register(zc_comm *c, void *addr, size_t bytes, zc_mem **me
     gm->creg = g->creg_next;
     gm->state = n > 1 ? ZC_GMEM_PENDING : ZC_GMEM_MAPPED;
     if (n > 1) { /* collective: every rank registers its CUDA buffers in the same order */
-        st = zc_allgather(c, mine, &g->recs[(size_t)e * n], sizeof *mine, ZC_UINT8, &gm->req);
+        st = zc_gpu_issue_register(c, e, mine, &g->recs[(size_t)e * n]);
         if (st != ZC_OK) {
             gm->state = ZC_GMEM_FREE;
             return st;
@@ -378,38 +382,34 @@ zc_status zc__gpu_mem_deregister(zc_comm *c, zc__mem_entry *e) {
     return ZC_OK;
 }
 
-/* Maps the peers' buffers of registrations whose exchange finished. */
-static void zc_gpu_poll_mems(zc_comm *c, struct zc__gpu *g) {
-    for (uint32_t e = 0; e < c->cfg.max_mems && !c->failed; e++) {
-        zc_gmem *gm = &g->mems[e];
-        if (gm->state != ZC_GMEM_PENDING) continue;
-        zc_status st = zc_test(c, &gm->req);
-        if (st == ZC_IN_PROGRESS) continue;
-        gm->state = ZC_GMEM_FAILED;
-        if (st != ZC_OK) continue;
-        for (uint32_t p = 0; p < g->nranks; p++) {
-            size_t i = (size_t)e * g->nranks + p;
-            zc_gpu_ipc *rec = &g->recs[i];
-            if (!rec->valid || rec->creg != gm->creg) {
-                zc__error(c, ZC_MISMATCH, "zc_mem_register: rank %u's CUDA registration number "
-                          "%u met rank %u's number %u: every rank registers its CUDA buffers "
-                          "in the same order", p, rec->creg, g->rank, gm->creg);
-                zc__fail_comm(c, ZC_MISMATCH, c->seq);
-                return;
-            }
-            if (p == g->rank || rec->pid == g->pid) {
-                g->mapped[i] = (uint8_t *)(uintptr_t)rec->addr; /* one address space */
-                continue;
-            }
-            void *m = 0;
-            if (g->ops->ipc_open(g->state, rec, &m) != ZC_OK) {
-                zc_gpu_fail(c, g, ZC_GPU, "zc_mem_register: mapping a peer's buffer", c->seq);
-                return;
-            }
-            g->mapped[i] = m;
+/* The registration schedule's last phase: maps the peers' buffers of entry e from the records
+ * its exchange brought; false when that failed the communicator. */
+static bool zc_gpu_map(zc_comm *c, struct zc__gpu *g, uint32_t e) {
+    zc_gmem *gm = &g->mems[e];
+    gm->state = ZC_GMEM_FAILED;
+    for (uint32_t p = 0; p < g->nranks; p++) {
+        size_t i = (size_t)e * g->nranks + p;
+        zc_gpu_ipc *rec = &g->recs[i];
+        if (!rec->valid || rec->creg != gm->creg) {
+            zc__error(c, ZC_MISMATCH, "zc_mem_register: rank %u's CUDA registration number %u "
+                      "met rank %u's number %u: every rank registers its CUDA buffers in the "
+                      "same order", p, rec->creg, g->rank, gm->creg);
+            zc__fail_comm(c, ZC_MISMATCH, c->seq);
+            return false;
         }
-        gm->state = ZC_GMEM_MAPPED;
+        if (p == g->rank || rec->pid == g->pid) {
+            g->mapped[i] = (uint8_t *)(uintptr_t)rec->addr; /* one address space */
+            continue;
+        }
+        void *m = 0;
+        if (g->ops->ipc_open(g->state, rec, &m) != ZC_OK) {
+            zc_gpu_fail(c, g, ZC_GPU, "zc_mem_register: mapping a peer's buffer", c->seq);
+            return false;
+        }
+        g->mapped[i] = m;
     }
+    gm->state = ZC_GMEM_MAPPED;
+    return true;
 }
 
 /* ---- routing and issue ---- */
@@ -492,7 +492,8 @@ zc_status zc__gpu_route(zc_comm *c, zc__sched *s) {
 static uint32_t zc_gpu_rounds(const zc_comm *c, const zc__sched *s, uint64_t *round_elems) {
     uint64_t per = c->cfg.gpu_scratch_bytes / (s->esize ? s->esize : 1u);
     if (s->alg == ZC_ALG_GPU_RSAG) per *= c->nranks;
-    if (s->alg == ZC_ALG_GPU_DIRECT || per == 0 || s->count == 0) {
+    if (s->alg == ZC_ALG_GPU_DIRECT || s->alg == ZC_ALG_GPU_REGISTER || per == 0 ||
+        s->count == 0) {
         *round_elems = s->count;
         return 1;
     }
@@ -507,6 +508,7 @@ uint64_t zc__gpu_msgs(const zc_comm *c, const zc__sched *s) {
     switch (s->alg) {
     case ZC_ALG_GPU_ONESHOT: return 1u + (uint64_t)rounds;
     case ZC_ALG_GPU_RSAG: return 2u + 2u * (uint64_t)rounds;
+    case ZC_ALG_GPU_REGISTER: return 1;
     default: return 2;
     }
 }
@@ -536,6 +538,26 @@ static zc_status zc_gpu_issue(zc_comm *c, const zc__sched *s, int32_t plan, zc_r
     ptrs[c->rank] = (uint8_t *)(uintptr_t)s->send;
     ptrs[g->nranks + c->rank] = s->recv;
     return ZC_OK;
+}
+
+/* The internal schedule of a CUDA registration (entry e): my record to every peer and every
+ * peer's record into recs[0..n), then the mapping (ZC_G_MAP). Takes a sequence number like the
+ * collective it replaces; nobody tests it (ZC_PLAN_INTERNAL): its slot frees itself. */
+static zc_status zc_gpu_issue_register(zc_comm *c, uint32_t e, const zc_gpu_ipc *mine,
+                                       zc_gpu_ipc *recs) {
+    zc__sched s = {0};
+    zc_req req;
+    s.kind = ZC_K_ALLGATHER;
+    s.alg = ZC_ALG_GPU_REGISTER;
+    s.dtype = ZC_UINT8;
+    s.esize = 1;
+    s.chunk = c->cfg.slot_bytes;
+    s.count = sizeof *mine;
+    s.send = (const uint8_t *)mine;
+    s.recv = (uint8_t *)recs;
+    zc_status st = zc_gpu_issue(c, &s, ZC_PLAN_INTERNAL, &req, 0);
+    if (st == ZC_OK) c->gpu->rqs[c->active[c->nreqs_active - 1u]].mem = e;
+    return st;
 }
 
 zc_status zc__gpu_issue(zc_comm *c, const zc__sched *s, int32_t plan, zc_req *req) {
@@ -594,24 +616,27 @@ static bool zc_gpu_take_hello(zc_comm *c, zc__req *r, uint32_t idx, uint32_t p,
 /* Sends message k to every peer (READY's payload for k == 0) and consumes message k from every
  * peer; true once both are done for all. */
 static bool zc_gpu_exchange(zc_comm *c, zc__req *r, uint32_t idx, uint64_t k) {
-    bool all = true;
+    bool all = true, reg = r->s.alg == ZC_ALG_GPU_REGISTER;
     zc_ghello h = {0};
-    if (k == 0) {
+    if (k == 0 && !reg) {
         zc_gpu_ref(c, r->s.send, &h.send_creg, &h.send_off);
         zc_gpu_ref(c, r->s.recv, &h.recv_creg, &h.recv_off);
         h.round_elems = c->gpu->rqs[idx].round_elems;
     }
-    size_t bytes = k == 0 ? sizeof h : 0;
+    /* Message 0's payload: READY, or a registration's record (the schedule's send). */
+    const void *out = reg ? (const void *)r->s.send : (const void *)&h;
+    size_t bytes = k != 0 ? 0 : reg ? sizeof(zc_gpu_ipc) : sizeof h;
     for (uint32_t p = 0; p < c->nranks && !c->failed; p++) {
         if (p == c->rank) continue;
         if (zc__tx_done(c, r, p) == k) {
             uint8_t *dst = zc__tx_begin(c, r, p, k);
-            if (dst && bytes) zc__memcpy(dst, &h, bytes);
+            if (dst && bytes) zc__memcpy(dst, out, bytes);
             if (dst) (void)zc__tx_end(c, r, p, k, bytes);
         }
         if (zc__rx_done(c, r, p) == k) {
             const uint8_t *src = zc__rx_peek(c, r, p, k, bytes);
-            if (src && (k != 0 || zc_gpu_take_hello(c, r, idx, p, src)))
+            if (src && reg) zc__memcpy(r->s.recv + (size_t)p * bytes, src, bytes);
+            if (src && (k != 0 || reg || zc_gpu_take_hello(c, r, idx, p, src)))
                 zc__rx_consume(c, r, p);
         }
         if (zc__tx_done(c, r, p) <= k || zc__rx_done(c, r, p) <= k) all = false;
@@ -755,7 +780,11 @@ static bool zc_gpu_advance(zc_comm *c, struct zc__gpu *g, zc__req *r, uint32_t i
     }
     case ZC_G_READY:
         if (!zc_gpu_exchange(c, r, idx, 0)) return false;
-        q->phase = ZC_G_MAIN;
+        q->phase = r->s.alg == ZC_ALG_GPU_REGISTER ? ZC_G_MAP : ZC_G_MAIN;
+        return true;
+    case ZC_G_MAP:
+        if (!zc_gpu_map(c, g, q->mem)) return false;
+        q->phase = ZC_G_FINISHED;
         return true;
     case ZC_G_MAIN:
         if (!zc_gpu_launched(c, g, r, idx, zc_gpu_launch_main(c, g, r, q, ptrs))) return false;
@@ -841,7 +870,6 @@ static void zc_gpu_poll_binds(zc_comm *c, struct zc__gpu *g) {
 void zc__gpu_progress(zc_comm *c) {
     struct zc__gpu *g = c->gpu;
     if (!g) return;
-    zc_gpu_poll_mems(c, g);
     zc_gpu_poll_binds(c, g);
 }
 

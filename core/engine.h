@@ -50,7 +50,9 @@ typedef enum zc__alg {
      * only zero-payload-size signals (readiness, done reading) travel the channels. */
     ZC_ALG_GPU_ONESHOT, /* all_reduce: every rank reduces all n inputs */
     ZC_ALG_GPU_RSAG,    /* all_reduce: reduce-scatter, then all-gather of the blocks */
-    ZC_ALG_GPU_DIRECT   /* every other collective: each rank pulls what it needs */
+    ZC_ALG_GPU_DIRECT,  /* every other collective: each rank pulls what it needs */
+    ZC_ALG_GPU_REGISTER /* internal: a CUDA registration's IPC records to and from every
+                         * peer, then the mapping of the peers' buffers */
 } zc__alg;
 
 static inline bool zc__gpu_alg(uint32_t alg) { return alg >= ZC_ALG_GPU_ONESHOT; }
@@ -70,6 +72,10 @@ typedef struct zc__sched {
 } zc__sched;
 
 typedef enum zc__req_state { ZC_REQ_FREE = 0, ZC_REQ_ACTIVE, ZC_REQ_DONE } zc__req_state;
+
+/* zc__req.plan of an internal request (no caller holds its handle): its slot is freed as soon
+ * as it finishes instead of waiting for zc_test. */
+#define ZC_PLAN_INTERNAL (-2)
 
 typedef struct zc__req {
     uint32_t state;      /* zc__req_state */
@@ -264,9 +270,9 @@ size_t zc__gpu_bytes(const zc_config *cfg);
  * communicator: without a usable device comm->gpu stays NULL and registrations say why. */
 void zc__gpu_open(zc_comm *comm);
 void zc__gpu_close(zc_comm *comm);
-/* Called first by every zc_progress: maps the peers' buffers of CUDA registrations whose
- * exchange finished and starts / finishes stream-ordered calls. Never blocks. Device requests
- * themselves are on comm->active like host ones (zc__issue, zc__step, deadlines, failure). */
+/* Called first by every zc_progress: starts and finishes stream-ordered calls. Never blocks.
+ * Device requests (and a CUDA registration's exchange, an internal schedule) are on
+ * comm->active like host ones (zc__issue, zc__step, deadlines, liveness, failure). */
 void zc__gpu_progress(zc_comm *comm);
 /* Signals a device schedule exchanges with each peer, each way (zc__tx_total/zc__rx_total). */
 uint64_t zc__gpu_msgs(const zc_comm *comm, const zc__sched *s);

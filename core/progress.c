@@ -169,6 +169,10 @@ zc_status zc_progress(zc_comm *comm) {
         if (comm->failed) break; /* the step failed the communicator (a mismatch) */
         if (r->status != ZC_IN_PROGRESS) {
             r->state = ZC_REQ_DONE;
+            if (r->plan == ZC_PLAN_INTERNAL) { /* nobody will test it: the slot is free now */
+                r->state = ZC_REQ_FREE;
+                r->gen++;
+            }
             zc_retire(comm, i);
             finished++;
         } else {

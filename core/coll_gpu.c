@@ -547,7 +547,7 @@ static zc_status zc_gpu_issue_register(zc_comm *c, uint32_t e, const zc_gpu_ipc 
                                        zc_gpu_ipc *recs) {
     zc__sched s = {0};
     zc_req req;
-    s.kind = ZC_K_ALLGATHER;
+    s.kind = ZC_K_REGISTER;
     s.alg = ZC_ALG_GPU_REGISTER;
     s.dtype = ZC_UINT8;
     s.esize = 1;

@@ -33,7 +33,9 @@
 typedef enum zc__kind {
     ZC_K_NONE = 0, ZC_K_ALLREDUCE, ZC_K_REDUCE, ZC_K_BROADCAST, ZC_K_REDUCE_SCATTER,
     ZC_K_ALLGATHER, ZC_K_GATHER, ZC_K_SCATTER, ZC_K_ALLTOALL, ZC_K_SEND, ZC_K_RECV,
-    ZC_K_BARRIER, ZC_K_COUNT_
+    ZC_K_BARRIER,
+    ZC_K_REGISTER, /* internal: a CUDA registration's exchange (coll_gpu.c's GPU_REGISTER) */
+    ZC_K_COUNT_
 } zc__kind;
 
 typedef enum zc__alg {

@@ -161,3 +161,13 @@ bool zg_stream_done(void *stream) {
 #endif
     return true;
 }
+
+void zg_stream_destroy(void *stream) {
+    if (zg_sim()) {
+        free(stream);
+        return;
+    }
+#ifdef ZC_HAVE_CUDA
+    ZG_CUDA(cudaStreamDestroy((cudaStream_t)stream));
+#endif
+}

@@ -58,6 +58,10 @@ void gpu_registration_refuses_host_managed_partial_and_unregistered_memory(void)
     ZG_CHECK_ST(c, zc_comm_fini(c), ZC_OK);
     zg_dev_free(dev);
     zg_dev_free(dev2);
+    free(host);
+    free(in);
+    free(want);
+    free(got);
 }
 
 /* ---- the collective sweep ---- */
@@ -195,6 +199,9 @@ int zg_rank_collectives(void) {
     ZG_CHECK_ST(c, zc_comm_fini(c), ZC_OK);
     zg_dev_free(dsend);
     zg_dev_free(drecv);
+    for (uint32_t r = 0; r < n; r++) free(in[r]);
+    free(want);
+    free(got);
     return 0;
 }
 
@@ -304,6 +311,8 @@ int zg_rank_stream_forms(void) {
     zg_dev_free(dsend);
     zg_dev_free(drecv);
     zg_dev_free(dag);
+    zg_stream_destroy(s);
+    free(hag);
     return 0;
 }
 
@@ -410,6 +419,35 @@ static void zg_peer_trouble(const char *act) {
 
 void gpu_dead_peer_fails_device_allreduce_with_peer_lost_2_ranks(void) { zg_peer_trouble("exit"); }
 void gpu_stalled_peer_times_device_allreduce_out_2_ranks(void) { zg_peer_trouble("stall"); }
+
+/* Rank 1 skips a registration that rank 0 makes: rank 0's registration exchange meets rank 1's
+ * all_reduce, and both fail with ZC_MISMATCH and a sentence instead of hanging. */
+int zg_rank_register_mismatch(void) {
+    enum { N = 64 };
+    setenv("ZC_TIMEOUT_MS", "20000", 1);
+    zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
+    uint32_t me = zc_comm_rank(c);
+    float *dev = zg_dev_alloc(N * 4), host[N] = {0};
+    zc_mem *m;
+    zc_req req;
+    zc_status st;
+    if (me == 0) {
+        ZG_CHECK_ST(c, zc_mem_register(c, dev, N * 4, ZC_MEM_CUDA, &m), ZC_OK);
+        st = zg_wait(c, zc_allreduce(c, host, host, N, ZC_FLOAT32, ZC_SUM, &req), &req);
+    } else {
+        st = zg_wait(c, zc_allreduce(c, host, host, N, ZC_FLOAT32, ZC_SUM, &req), &req);
+    }
+    printf("rank %u: %s: %s\n", me, zc_status_name(st), zc_comm_error_text(c));
+    ZG_CHECK(st == ZC_MISMATCH && strstr(zc_comm_error_text(c), "zc_mem_register") != NULL);
+    (void)zc_comm_fini(c);
+    zg_dev_free(dev);
+    return 0;
+}
+
+void gpu_registration_order_mismatch_fails_both_ranks_2_ranks(void) {
+    zg_need_device();
+    ZG_CHECK(zg_run_ranks(2, "zg_rank_register_mismatch", 60) == 0);
+}
 
 void gpu_injected_device_fault_fails_every_rank_with_a_sentence_2_ranks(void) {
     if (!zg_sim()) zg_skip("fault injection is the simulated device's (ZC_GPU_SIM_FAULT)");

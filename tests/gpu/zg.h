@@ -53,6 +53,7 @@ void zg_dev_memset(void *p, int v, size_t bytes);
 void *zg_stream_create(void);
 void zg_add_i32(void *p, size_t n, int32_t v, void *stream);
 bool zg_stream_done(void *stream);
+void zg_stream_destroy(void *stream);
 /* Managed memory (CUDA only; NULL with the simulated device). */
 void *zg_managed_alloc(size_t bytes);
 /* Runs `zcrun -n nranks --timeout T zcgputest --rank name`; returns its exit status (0 ok,

@@ -414,26 +414,6 @@ static bool zc_gpu_map(zc_comm *c, struct zc__gpu *g, uint32_t e) {
 
 /* ---- routing and issue ---- */
 
-/* Blocks of count elements in rank `me`'s send and recv buffers (coll.c's rule). */
-static void zc_gpu_extents(const zc__sched *s, uint32_t n, uint32_t me, uint64_t *sb,
-                           uint64_t *rb) {
-    bool root = me == s->root;
-    *sb = *rb = 1;
-    switch (s->kind) {
-    case ZC_K_REDUCE: *rb = root; break;
-    case ZC_K_BROADCAST: *sb = root; break;
-    case ZC_K_REDUCE_SCATTER: *sb = n; break;
-    case ZC_K_ALLGATHER: *rb = n; break;
-    case ZC_K_GATHER: *rb = root ? n : 0; break;
-    case ZC_K_SCATTER: *sb = root ? n : 0; break;
-    case ZC_K_ALLTOALL: *sb = *rb = n; break;
-    case ZC_K_SEND: *rb = 0; break;
-    case ZC_K_RECV: *sb = 0; break;
-    case ZC_K_BARRIER: *sb = *rb = 0; break;
-    default: break;
-    }
-}
-
 static zc_status zc_gpu_unregistered(zc_comm *c, const char *name, const char *which,
                                      const void *p, size_t bytes) {
     uint32_t kind = ZC_GPU_MEM_HOST;
@@ -451,7 +431,7 @@ zc_status zc__gpu_route(zc_comm *c, zc__sched *s) {
     uint64_t sblk, rblk;
     /* The hot path of host calls: one load when nothing is registered ZC_MEM_CUDA. */
     if (!c->gpu || !c->gpu->used || s->kind == ZC_K_BARRIER || s->count == 0) return ZC_OK;
-    zc_gpu_extents(s, c->nranks, c->rank, &sblk, &rblk);
+    zc__extents(c, s->kind, s->root, &sblk, &rblk);
     size_t sb = (size_t)(sblk * s->count * s->esize), rb = (size_t)(rblk * s->count * s->esize);
     bool sp = false, rp = false;
     bool ds = sb && zc_gpu_find(c, s->send, sb, &sp) >= 0;

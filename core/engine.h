@@ -255,6 +255,10 @@ void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer);
  * collective, _init and _stream form runs first. */
 zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, size_t count,
                     zc_dtype dtype, zc_op op, uint32_t root, zc__sched *s);
+/* Blocks of count elements in the send and recv buffers of a call of kind at this rank (0: not
+ * used here); the host checks and the device routing read the same rule. */
+void zc__extents(const zc_comm *c, uint32_t kind, uint32_t root, uint64_t *sblocks,
+                 uint64_t *rblocks);
 /* Messages r sends to / receives from peer in total (reserved at issue). */
 uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
 uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);

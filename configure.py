@@ -48,8 +48,8 @@ FOLDER_CFLAGS = {
     'transport_shm': ['-Icore'],
     'transport_ib': ['-Icore'],
     'gpu': ['-Icore'],
-    'tests': ['-Icore', '-D_GNU_SOURCE='],
-    'tests/gpu': ['-Icore', '-D_GNU_SOURCE='],
+    'tests': ['-Icore', '-Igpu', '-D_GNU_SOURCE='],
+    'tests/gpu': ['-Icore', '-Igpu', '-D_GNU_SOURCE='],
 }
 # Folders whose C files may include CUDA headers (never core/, platform/ or the transports).
 CUDA_HEADER_FOLDERS = ('gpu', 'tools', 'tests', 'tests/gpu', 'examples')
@@ -70,6 +70,7 @@ LIB_SOURCES = [
     ('platform', 'faults.c', None),
     ('transport_shm', '*.c', None),
     ('transport_ib', '*.c', 'ib'),
+    ('gpu', 'sim.c', None),  # the simulated device: every build (tests run device schedules)
     ('gpu', '*.c', 'cuda'),
     ('gpu', '*.cu', 'cuda'),
 ]
@@ -434,10 +435,12 @@ def compile_all(n, cfg, srcs, free=False):
 
 def write_library(n, cfg):
     enabled = {'ib': cfg.ib, 'cuda': cfg.cuda}
-    objs = []
+    objs, seen = [], set()
     for folder, pattern, needs in LIB_SOURCES:
         if needs is None or enabled[needs]:
-            objs += compile_all(n, cfg, sources(folder, pattern))
+            srcs = [f for f in sources(folder, pattern) if f not in seen]
+            seen.update(srcs)
+            objs += compile_all(n, cfg, srcs)
     n.build(['build/libzcoll.a'], 'ar', objs)
     n.build(['build/libzcoll.so'], 'solink', objs)
     n.build(['lib'], 'phony', ['build/libzcoll.a', 'build/libzcoll.so'])
@@ -456,11 +459,12 @@ def write_programs(n, cfg):
     for src in sources('examples', '*.c'):
         examples.append('build/examples/' + stem(src))
         n.build([examples[-1]], 'link', compile_all(n, cfg, [src]) + ['build/libzcoll.a'])
-    gpu_tests = []
-    if cfg.cuda:  # tests/gpu: device-memory suite run by `ninja check-gpu` (tests/gpu/run.sh)
-        gpu_tests = ['build/zcgputest']
-        objs = compile_all(n, cfg, sources('tests/gpu', '*.c') + sources('tests/gpu', '*.cu'))
-        n.build(gpu_tests, 'link', objs + ['build/libzcoll.a'])
+    # tests/gpu: the device-memory suite, every build (on the simulated device in `ninja check`,
+    # on CUDA in `ninja check-gpu`); its .cu files only with CUDA.
+    gpu_tests = ['build/zcgputest']
+    objs = compile_all(n, cfg, sources('tests/gpu', '*.c')
+                       + (sources('tests/gpu', '*.cu') if cfg.cuda else []))
+    n.build(gpu_tests, 'link', objs + ['build/libzcoll.a'])
     n.build(['all-tools'], 'phony', tools)
     n.build(['all-examples'], 'phony', examples)
     n.build(['zctest'], 'phony', ['build/zctest'])

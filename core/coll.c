@@ -23,12 +23,12 @@ static bool zc_reduces(zc__kind k) {
     return k == ZC_K_ALLREDUCE || k == ZC_K_REDUCE || k == ZC_K_REDUCE_SCATTER;
 }
 
-/* Blocks of count elements in the send and recv buffers at this rank (0: not used here). */
-static void zc_extents(const zc_comm *c, const zc_call *a, uint64_t *sblocks, uint64_t *rblocks) {
+void zc__extents(const zc_comm *c, uint32_t kind, uint32_t root_rank, uint64_t *sblocks,
+                 uint64_t *rblocks) {
     uint64_t n = c->nranks;
-    bool root = c->rank == a->root;
+    bool root = c->rank == root_rank;
     *sblocks = *rblocks = 1;
-    switch (a->kind) {
+    switch (kind) {
     case ZC_K_REDUCE: *rblocks = root; break;
     case ZC_K_BROADCAST: *sblocks = root; break;
     case ZC_K_REDUCE_SCATTER: *sblocks = n; break;
@@ -73,7 +73,7 @@ static const char *zc_in_place_rule(zc__kind k) {
 static zc_status zc_check_buffers(zc_comm *c, const zc_call *a, uint64_t es) {
     const char *name = zc__kind_name(a->kind);
     uint64_t sblk, rblk;
-    zc_extents(c, a, &sblk, &rblk);
+    zc__extents(c, a->kind, a->root, &sblk, &rblk);
     /* count * blocks * es must fit in size_t (checked without a division: this is the hot
      * path of every small call). */
     uint64_t sb, rb;

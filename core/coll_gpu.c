@@ -16,13 +16,19 @@
  *   GPU_RSAG (larger all_reduce): per round, reduce block `rank` of the round's region (into
  *     recv, or scratch in place), then copy every peer's reduced block from its recv.
  *   GPU_DIRECT (every other collective): one launch of what this rank needs, then DONE.
+ *   GPU_REGISTER (internal, a CUDA registration with more than one rank): my zc_gpu_ipc record
+ *     as message 0 to every peer, every peer's into the registration's row of recs, then MAP
+ *     (ipc_open of each peer's buffer); its slot frees itself when it finishes.
  * Reductions are the provider's kernels: rank order 0..n-1, the host kernels' exact semantics,
  * so device and host results are bitwise equal.
  *
- * Device requests use the core's request slots (zc_test/zc_wait work unchanged) and reserve
- * channel numbers like zc__issue, but are not on comm->active: zc__gpu_progress (called first by
- * every zc_progress) steps them, checks their deadlines and fails them when the communicator
- * fails.
+ * Device requests are requests of the one engine: zc__issue takes their slot, sequence number
+ * and channel numbers and puts them on comm->active; zc_progress steps them through zc__step
+ * (zc__gpu_step here: one budget unit per phase transition), stamps and checks their deadlines
+ * and peers' liveness, and zc__fail_comm fails them, like host requests. This file adds only
+ * their device state (zc_grq, per request slot) and the phases. A stream-ordered call is
+ * issued "held" (no deadline) until its stream reaches it. zc__gpu_progress (called first by
+ * every zc_progress) only starts and finishes stream-ordered calls.
  *
  * Must not: include CUDA headers, block, allocate, or record a CUDA error twice (the provider's
  * sentence is copied once into the communicator by zc_gpu_fail). */
@@ -30,9 +36,7 @@
 #include "gpu.h"
 
 
-#define ZC_GPU_HANDLE_MAGIC ((uint64_t)ZC_REQ_MAGIC << 48) /* progress.c's request handles */
 #define ZC_GPU_NONE 0xffffffffu                             /* "no buffer" registration number */
-#define ZC_GPU_STEPS 8u /* phase transitions of one request per progress call */
 
 typedef enum zc_gmem_state {
     ZC_GMEM_FREE = 0, ZC_GMEM_PENDING, ZC_GMEM_MAPPED, ZC_GMEM_FAILED
@@ -42,7 +46,6 @@ typedef enum zc_gmem_state {
 typedef struct zc_gmem {
     uint32_t state;  /* zc_gmem_state */
     uint32_t creg;   /* CUDA registration number on this communicator */
-    zc_req req;      /* the exchange of zc_gpu_ipc records (an allgather) while PENDING */
 } zc_gmem;
 
 typedef enum zc_gphase {
@@ -57,6 +60,7 @@ typedef enum zc_gphase {
     ZC_G_GATHER,       /* RS+AG: copy the peers' reduced blocks */
     ZC_G_GATHER_WAIT,
     ZC_G_SYNC_DONE,    /* done reading everything of yours */
+    ZC_G_MAP,          /* registration: map the peers' buffers from their records */
     ZC_G_FINISHED
 } zc_gphase;
 
@@ -66,7 +70,7 @@ typedef struct zc_grq {
     uint32_t round, rounds;
     uint32_t in_place;    /* all_reduce with send == recv */
     uint32_t gate;        /* stream slot + 1 whose start flag gates the request; 0: none */
-    uint32_t pad_;
+    uint32_t mem;         /* registration: its entry in comm->mems */
     uint64_t round_elems; /* elements per round (RS+AG: per region of n blocks) */
 } zc_grq;
 
@@ -94,13 +98,14 @@ struct zc__gpu {
     void *state;           /* the provider's, in the arena */
     uint32_t nranks, rank;
     uint32_t creg_next;    /* next CUDA registration number */
-    uint32_t live;         /* CUDA registrations now (0: host calls skip every device check) */
+    uint32_t used;         /* 1 once a CUDA registration was made (0: host calls skip every
+                            * device check; after one, unregistered device memory is refused
+                            * even when every registration was dropped again) */
     uint32_t pad_;
     uint32_t nbinds;
     uint32_t *flags;       /* host view of the 2 * nbinds flag words */
     uint8_t *scratch;
     uint64_t scratch_bytes;
-    uint64_t liveness_ns;
     uint64_t pid;
     zc_gmem *mems;         /* [max_mems] */
     zc_gpu_ipc *recs;      /* [max_mems * nranks] every rank's export of each registration */
@@ -111,6 +116,9 @@ struct zc__gpu {
     char why[ZC_ERROR_TEXT_BYTES]; /* why comm->gpu is NULL */
 };
 
+static zc_status zc_gpu_issue_register(zc_comm *c, uint32_t e, const zc_gpu_ipc *mine,
+                                       zc_gpu_ipc *recs);
+
 /* ---- the region ---- */
 
 typedef struct zc_gmap {
@@ -119,12 +127,23 @@ typedef struct zc_gmap {
 
 static size_t zc_galign(size_t v) { return (v + 63u) & ~(size_t)63u; }
 
-static const zc_gpu_ops *zc_gpu_provider(const zc_config *cfg) {
+/* The provider cfg asks for; NULL: none (gpu_device -2, or CUDA asked of a build without). */
+static const zc_gpu_ops *zc_gpu_pick(const zc_config *cfg) {
+    if (cfg->gpu_device == -2) return 0;
+    if (cfg->gpu_provider == ZC_GPU_PROVIDER_SIM) return &zc_gpu_sim;
 #ifdef ZC_HAVE_CUDA
-    if (cfg->gpu_device != -2) return &zc_gpu_cuda;
-#endif
-    (void)cfg;
+    return &zc_gpu_cuda;
+#else
     return 0;
+#endif
+}
+
+/* Why a communicator has no gpu provider state at all (zc_gpu_provider gave none). */
+static const char *zc_gpu_absent(const zc_comm *c) {
+    return c->cfg.gpu_device == -2 ? "cfg->gpu_device is -2 (no GPU state)"
+                                   : "this build of zcoll has no CUDA support (configure.py "
+                                     "found no nvcc; ZC_GPU_PROVIDER=sim selects the simulated "
+                                     "device)";
 }
 
 static zc_gpu_geom zc_gpu_geometry(const zc_config *cfg) {
@@ -137,7 +156,7 @@ static zc_gpu_geom zc_gpu_geometry(const zc_config *cfg) {
  * ZC_GPU_MAX_SRCS ranks (more ranks run no device collectives, zc__gpu_open says so; the size
  * stays that of the ceiling so the arena never shrinks as nranks grows). */
 static bool zc_gpu_layout(const zc_config *cfg, zc_gmap *m) {
-    const zc_gpu_ops *ops = zc_gpu_provider(cfg);
+    const zc_gpu_ops *ops = zc_gpu_pick(cfg);
     size_t end = zc_galign(sizeof(struct zc__gpu));
     size_t n = cfg->nranks < ZC_GPU_MAX_SRCS ? cfg->nranks : ZC_GPU_MAX_SRCS;
     *m = (zc_gmap){0};
@@ -172,7 +191,7 @@ void zc__gpu_open(zc_comm *c) {
     uint8_t *a = c->gpu_area;
     zc__memset(a, 0, m.total);
     struct zc__gpu *g = (struct zc__gpu *)(void *)a;
-    g->ops = zc_gpu_provider(&c->cfg);
+    g->ops = zc_gpu_pick(&c->cfg);
     if (g->ops->struct_bytes != sizeof(zc_gpu_ops) || g->ops->version != ZC_GPU_VERSION) {
         zc__fmt(g->why, sizeof g->why, "the gpu provider %s has interface version %u, the "
                 "core expects %u", g->ops->name, g->ops->version, ZC_GPU_VERSION);
@@ -297,7 +316,7 @@ static zc_status zc_gpu_register_nic(zc_comm *c, struct zc__gpu *g, zc__mem_entr
 /* Fills the table entry of a CUDA registration that succeeded. */
 static zc_status zc_gpu_entry(struct zc__gpu *g, zc__mem_entry *me, void *addr, size_t bytes,
                               zc_mem **mem_out) {
-    g->live++;
+    g->used = 1;
     me->addr = addr;
     me->bytes = bytes;
     me->kind = ZC_MEM_CUDA;
@@ -310,9 +329,7 @@ zc_status zc__gpu_mem_register(zc_comm *c, void *addr, size_t bytes, zc_mem **me
     struct zc__gpu *g = c->gpu, *h = zc_gpu_header(c);
     if (!g)
         return zc__error(c, ZC_UNSUPPORTED, "zc_mem_register: kind ZC_MEM_CUDA: %s",
-                         !h ? "this build of zcoll has no CUDA support (configure.py found no "
-                              "nvcc) or cfg->gpu_device is -2"
-                            : h->why);
+                         !h ? zc_gpu_absent(c) : h->why);
     if (c->failed) return (zc_status)c->failed;
     zc_status st = zc_gpu_check_kind(c, g, addr, bytes);
     if (st != ZC_OK) return st;
@@ -343,7 +360,7 @@ zc_status zc__gpu_mem_register(zc_comm *c, void *addr, size_t bytes, zc_mem **me
     gm->creg = g->creg_next;
     gm->state = n > 1 ? ZC_GMEM_PENDING : ZC_GMEM_MAPPED;
     if (n > 1) { /* collective: every rank registers its CUDA buffers in the same order */
-        st = zc_allgather(c, mine, &g->recs[(size_t)e * n], sizeof *mine, ZC_UINT8, &gm->req);
+        st = zc_gpu_issue_register(c, e, mine, &g->recs[(size_t)e * n]);
         if (st != ZC_OK) {
             gm->state = ZC_GMEM_FREE;
             return st;
@@ -362,65 +379,40 @@ zc_status zc__gpu_mem_deregister(zc_comm *c, zc__mem_entry *e) {
                          "CUDA registration are still being exchanged (progress first)");
     if (g->mems[i].state == ZC_GMEM_MAPPED) zc_gpu_unmap(c, g, i);
     g->mems[i].state = ZC_GMEM_FREE;
-    g->live--;
     return ZC_OK;
 }
 
-/* Maps the peers' buffers of registrations whose exchange finished. */
-static void zc_gpu_poll_mems(zc_comm *c, struct zc__gpu *g) {
-    for (uint32_t e = 0; e < c->cfg.max_mems && !c->failed; e++) {
-        zc_gmem *gm = &g->mems[e];
-        if (gm->state != ZC_GMEM_PENDING) continue;
-        zc_status st = zc_test(c, &gm->req);
-        if (st == ZC_IN_PROGRESS) continue;
-        gm->state = ZC_GMEM_FAILED;
-        if (st != ZC_OK) continue;
-        for (uint32_t p = 0; p < g->nranks; p++) {
-            size_t i = (size_t)e * g->nranks + p;
-            zc_gpu_ipc *rec = &g->recs[i];
-            if (!rec->valid || rec->creg != gm->creg) {
-                zc__error(c, ZC_MISMATCH, "zc_mem_register: rank %u's CUDA registration number "
-                          "%u met rank %u's number %u: every rank registers its CUDA buffers "
-                          "in the same order", p, rec->creg, g->rank, gm->creg);
-                zc__fail_comm(c, ZC_MISMATCH, c->seq);
-                return;
-            }
-            if (p == g->rank || rec->pid == g->pid) {
-                g->mapped[i] = (uint8_t *)(uintptr_t)rec->addr; /* one address space */
-                continue;
-            }
-            void *m = 0;
-            if (g->ops->ipc_open(g->state, rec, &m) != ZC_OK) {
-                zc_gpu_fail(c, g, ZC_GPU, "zc_mem_register: mapping a peer's buffer", c->seq);
-                return;
-            }
-            g->mapped[i] = m;
+/* The registration schedule's last phase: maps the peers' buffers of entry e from the records
+ * its exchange brought; false when that failed the communicator. */
+static bool zc_gpu_map(zc_comm *c, struct zc__gpu *g, uint32_t e) {
+    zc_gmem *gm = &g->mems[e];
+    gm->state = ZC_GMEM_FAILED;
+    for (uint32_t p = 0; p < g->nranks; p++) {
+        size_t i = (size_t)e * g->nranks + p;
+        zc_gpu_ipc *rec = &g->recs[i];
+        if (!rec->valid || rec->creg != gm->creg) {
+            zc__error(c, ZC_MISMATCH, "zc_mem_register: rank %u's CUDA registration number %u "
+                      "met rank %u's number %u: every rank registers its CUDA buffers in the "
+                      "same order", p, rec->creg, g->rank, gm->creg);
+            zc__fail_comm(c, ZC_MISMATCH, c->seq);
+            return false;
         }
-        gm->state = ZC_GMEM_MAPPED;
+        if (p == g->rank || rec->pid == g->pid) {
+            g->mapped[i] = (uint8_t *)(uintptr_t)rec->addr; /* one address space */
+            continue;
+        }
+        void *m = 0;
+        if (g->ops->ipc_open(g->state, rec, &m) != ZC_OK) {
+            zc_gpu_fail(c, g, ZC_GPU, "zc_mem_register: mapping a peer's buffer", c->seq);
+            return false;
+        }
+        g->mapped[i] = m;
     }
+    gm->state = ZC_GMEM_MAPPED;
+    return true;
 }
 
 /* ---- routing and issue ---- */
-
-/* Blocks of count elements in rank `me`'s send and recv buffers (coll.c's rule). */
-static void zc_gpu_extents(const zc__sched *s, uint32_t n, uint32_t me, uint64_t *sb,
-                           uint64_t *rb) {
-    bool root = me == s->root;
-    *sb = *rb = 1;
-    switch (s->kind) {
-    case ZC_K_REDUCE: *rb = root; break;
-    case ZC_K_BROADCAST: *sb = root; break;
-    case ZC_K_REDUCE_SCATTER: *sb = n; break;
-    case ZC_K_ALLGATHER: *rb = n; break;
-    case ZC_K_GATHER: *rb = root ? n : 0; break;
-    case ZC_K_SCATTER: *sb = root ? n : 0; break;
-    case ZC_K_ALLTOALL: *sb = *rb = n; break;
-    case ZC_K_SEND: *rb = 0; break;
-    case ZC_K_RECV: *sb = 0; break;
-    case ZC_K_BARRIER: *sb = *rb = 0; break;
-    default: break;
-    }
-}
 
 static zc_status zc_gpu_unregistered(zc_comm *c, const char *name, const char *which,
                                      const void *p, size_t bytes) {
@@ -438,8 +430,8 @@ zc_status zc__gpu_route(zc_comm *c, zc__sched *s) {
     const char *name = zc__kind_name(s->kind);
     uint64_t sblk, rblk;
     /* The hot path of host calls: one load when nothing is registered ZC_MEM_CUDA. */
-    if (!c->gpu || !c->gpu->live || s->kind == ZC_K_BARRIER || s->count == 0) return ZC_OK;
-    zc_gpu_extents(s, c->nranks, c->rank, &sblk, &rblk);
+    if (!c->gpu || !c->gpu->used || s->kind == ZC_K_BARRIER || s->count == 0) return ZC_OK;
+    zc__extents(c, s->kind, s->root, &sblk, &rblk);
     size_t sb = (size_t)(sblk * s->count * s->esize), rb = (size_t)(rblk * s->count * s->esize);
     bool sp = false, rp = false;
     bool ds = sb && zc_gpu_find(c, s->send, sb, &sp) >= 0;
@@ -480,7 +472,8 @@ zc_status zc__gpu_route(zc_comm *c, zc__sched *s) {
 static uint32_t zc_gpu_rounds(const zc_comm *c, const zc__sched *s, uint64_t *round_elems) {
     uint64_t per = c->cfg.gpu_scratch_bytes / (s->esize ? s->esize : 1u);
     if (s->alg == ZC_ALG_GPU_RSAG) per *= c->nranks;
-    if (s->alg == ZC_ALG_GPU_DIRECT || per == 0 || s->count == 0) {
+    if (s->alg == ZC_ALG_GPU_DIRECT || s->alg == ZC_ALG_GPU_REGISTER || per == 0 ||
+        s->count == 0) {
         *round_elems = s->count;
         return 1;
     }
@@ -488,27 +481,29 @@ static uint32_t zc_gpu_rounds(const zc_comm *c, const zc__sched *s, uint64_t *ro
     return (uint32_t)((s->count + per - 1) / per);
 }
 
-/* Messages to (and from) every peer. */
-static uint64_t zc_gpu_msgs(const zc__sched *s, uint32_t rounds) {
+/* Signals to (and from) every peer. */
+uint64_t zc__gpu_msgs(const zc_comm *c, const zc__sched *s) {
+    uint64_t re;
+    uint32_t rounds = zc_gpu_rounds(c, s, &re);
     switch (s->alg) {
     case ZC_ALG_GPU_ONESHOT: return 1u + (uint64_t)rounds;
     case ZC_ALG_GPU_RSAG: return 2u + 2u * (uint64_t)rounds;
+    case ZC_ALG_GPU_REGISTER: return 1;
     default: return 2;
     }
 }
 
+/* zc__issue (slot, sequence, channel numbers, the active list), then the device state; gate:
+ * the stream slot + 1 whose start flag holds the request (0: none). */
 static zc_status zc_gpu_issue(zc_comm *c, const zc__sched *s, int32_t plan, zc_req *req,
                               uint32_t gate) {
     struct zc__gpu *g = c->gpu;
-    uint32_t i;
-    if (c->failed) return (zc_status)c->failed;
     ZC_ASSERT(g && zc__gpu_alg(s->alg));
-    for (i = 0; i < c->cfg.max_requests && c->reqs[i].state != ZC_REQ_FREE; i++) {
-    }
-    if (i == c->cfg.max_requests)
-        return zc__error(c, ZC_AGAIN, "%s: all %u request slots are in flight; progress and "
-                         "finish one first", zc__kind_name(s->kind), c->cfg.max_requests);
+    zc_status st = zc__issue(c, s, plan, req);
+    if (st != ZC_OK) return st;
+    uint32_t i = c->active[c->nreqs_active - 1u];
     zc__req *r = &c->reqs[i];
+    ZC_ASSERT(r->seq == req->opaque_[3] && r->lane == 0 && r->place == 0);
     zc_grq *q = &g->rqs[i];
     uint64_t re;
     *q = (zc_grq){0};
@@ -517,37 +512,32 @@ static zc_status zc_gpu_issue(zc_comm *c, const zc__sched *s, int32_t plan, zc_r
     q->in_place = s->kind == ZC_K_ALLREDUCE && s->send == s->recv;
     q->gate = gate;
     q->phase = gate ? ZC_G_GATE : ZC_G_READY;
-    r->state = ZC_REQ_ACTIVE;
-    r->status = ZC_IN_PROGRESS;
-    r->s = *s;
-    r->plan = plan;
-    r->a = r->b = 0;
-    r->lane = 0;
-    r->place = 0; /* device memory is never written in place by a wire */
-    r->seq = c->seq++;
-    uint64_t m = zc_gpu_msgs(s, q->rounds);
-    r->tx_left = r->rx_left = 0;
-    for (uint32_t p = 0; p < c->nranks; p++) {
-        zc__chan *ch = &c->chans[p];
-        r->tx_base[p] = ch->tx_reserved;
-        r->rx_base[p] = ch->rx_reserved;
-        if (p == c->rank) continue;
-        ch->tx_reserved += m;
-        ch->rx_reserved += m;
-        r->tx_left += m;
-        r->rx_left += m;
-    }
+    r->held = gate != 0;
     uint8_t **ptrs = g->ptrs + (size_t)i * 2u * g->nranks;
     for (uint32_t p = 0; p < 2u * g->nranks; p++) ptrs[p] = 0;
     ptrs[c->rank] = (uint8_t *)(uintptr_t)s->send;
     ptrs[g->nranks + c->rank] = s->recv;
-    r->start_ns = r->moved_ns = zc_plat_now_ns();
-    r->deadline_ns = zc__deadline_after(r->start_ns, c->cfg.timeout_ns);
-    req->opaque_[0] = ZC_GPU_HANDLE_MAGIC | i;
-    req->opaque_[1] = r->gen;
-    req->opaque_[2] = (uint64_t)(uintptr_t)c;
-    req->opaque_[3] = r->seq;
     return ZC_OK;
+}
+
+/* The internal schedule of a CUDA registration (entry e): my record to every peer and every
+ * peer's record into recs[0..n), then the mapping (ZC_G_MAP). Takes a sequence number like the
+ * collective it replaces; nobody tests it (ZC_PLAN_INTERNAL): its slot frees itself. */
+static zc_status zc_gpu_issue_register(zc_comm *c, uint32_t e, const zc_gpu_ipc *mine,
+                                       zc_gpu_ipc *recs) {
+    zc__sched s = {0};
+    zc_req req;
+    s.kind = ZC_K_REGISTER;
+    s.alg = ZC_ALG_GPU_REGISTER;
+    s.dtype = ZC_UINT8;
+    s.esize = 1;
+    s.chunk = c->cfg.slot_bytes;
+    s.count = sizeof *mine;
+    s.send = (const uint8_t *)mine;
+    s.recv = (uint8_t *)recs;
+    zc_status st = zc_gpu_issue(c, &s, ZC_PLAN_INTERNAL, &req, 0);
+    if (st == ZC_OK) c->gpu->rqs[c->active[c->nreqs_active - 1u]].mem = e;
+    return st;
 }
 
 zc_status zc__gpu_issue(zc_comm *c, const zc__sched *s, int32_t plan, zc_req *req) {
@@ -606,24 +596,27 @@ static bool zc_gpu_take_hello(zc_comm *c, zc__req *r, uint32_t idx, uint32_t p,
 /* Sends message k to every peer (READY's payload for k == 0) and consumes message k from every
  * peer; true once both are done for all. */
 static bool zc_gpu_exchange(zc_comm *c, zc__req *r, uint32_t idx, uint64_t k) {
-    bool all = true;
+    bool all = true, reg = r->s.alg == ZC_ALG_GPU_REGISTER;
     zc_ghello h = {0};
-    if (k == 0) {
+    if (k == 0 && !reg) {
         zc_gpu_ref(c, r->s.send, &h.send_creg, &h.send_off);
         zc_gpu_ref(c, r->s.recv, &h.recv_creg, &h.recv_off);
         h.round_elems = c->gpu->rqs[idx].round_elems;
     }
-    size_t bytes = k == 0 ? sizeof h : 0;
+    /* Message 0's payload: READY, or a registration's record (the schedule's send). */
+    const void *out = reg ? (const void *)r->s.send : (const void *)&h;
+    size_t bytes = k != 0 ? 0 : reg ? sizeof(zc_gpu_ipc) : sizeof h;
     for (uint32_t p = 0; p < c->nranks && !c->failed; p++) {
         if (p == c->rank) continue;
         if (zc__tx_done(c, r, p) == k) {
             uint8_t *dst = zc__tx_begin(c, r, p, k);
-            if (dst && bytes) zc__memcpy(dst, &h, bytes);
+            if (dst && bytes) zc__memcpy(dst, out, bytes);
             if (dst) (void)zc__tx_end(c, r, p, k, bytes);
         }
         if (zc__rx_done(c, r, p) == k) {
             const uint8_t *src = zc__rx_peek(c, r, p, k, bytes);
-            if (src && (k != 0 || zc_gpu_take_hello(c, r, idx, p, src)))
+            if (src && reg) zc__memcpy(r->s.recv + (size_t)p * bytes, src, bytes);
+            if (src && (k != 0 || reg || zc_gpu_take_hello(c, r, idx, p, src)))
                 zc__rx_consume(c, r, p);
         }
         if (zc__tx_done(c, r, p) <= k || zc__rx_done(c, r, p) <= k) all = false;
@@ -760,14 +753,18 @@ static bool zc_gpu_advance(zc_comm *c, struct zc__gpu *g, zc__req *r, uint32_t i
         uint32_t *start = &g->flags[2u * (q->gate - 1u)];
         if (__atomic_load_n(start, __ATOMIC_ACQUIRE) != g->binds[q->gate - 1u].tick) return false;
         __atomic_store_n(start, 0u, __ATOMIC_RELAXED);
-        r->start_ns = zc_plat_now_ns(); /* the deadline runs from when the stream got here */
-        r->deadline_ns = zc__deadline_after(r->start_ns, c->cfg.timeout_ns);
+        r->held = 0; /* the deadline runs from progress's next clock read */
+        r->deadline_ns = 0;
         q->phase = ZC_G_READY;
         return true;
     }
     case ZC_G_READY:
         if (!zc_gpu_exchange(c, r, idx, 0)) return false;
-        q->phase = ZC_G_MAIN;
+        q->phase = r->s.alg == ZC_ALG_GPU_REGISTER ? ZC_G_MAP : ZC_G_MAIN;
+        return true;
+    case ZC_G_MAP:
+        if (!zc_gpu_map(c, g, q->mem)) return false;
+        q->phase = ZC_G_FINISHED;
         return true;
     case ZC_G_MAIN:
         if (!zc_gpu_launched(c, g, r, idx, zc_gpu_launch_main(c, g, r, q, ptrs))) return false;
@@ -811,41 +808,14 @@ static bool zc_gpu_advance(zc_comm *c, struct zc__gpu *g, zc__req *r, uint32_t i
     }
 }
 
-static void zc_gpu_step(zc_comm *c, struct zc__gpu *g, zc__req *r, uint32_t idx, uint64_t now) {
-    for (uint32_t i = 0; i < ZC_GPU_STEPS && !c->failed; i++) {
-        if (!zc_gpu_advance(c, g, r, idx)) break;
-        r->moved_ns = now;
-    }
+void zc__gpu_step(zc_comm *c, zc__req *r, uint32_t *budget) {
+    struct zc__gpu *g = c->gpu;
+    uint32_t idx = (uint32_t)(r - c->reqs);
+    ZC_ASSERT(g && idx < c->cfg.max_requests);
+    while (*budget && !c->failed && zc_gpu_advance(c, g, r, idx)) (*budget)--;
     if (!c->failed && g->rqs[idx].phase == ZC_G_FINISHED) {
         ZC_ASSERT(r->tx_left == 0 && r->rx_left == 0);
         r->status = ZC_OK;
-        r->state = ZC_REQ_DONE;
-    }
-}
-
-/* Deadlines and peers' liveness of the device requests (progress.c checks the host ones). */
-static void zc_gpu_check_time(zc_comm *c, struct zc__gpu *g, zc__req *r, uint32_t idx,
-                              uint64_t now) {
-    if (g->rqs[idx].phase == ZC_G_GATE) return; /* the caller's stream is not there */
-    if (now > r->deadline_ns) {
-        zc__error(c, ZC_TIMED_OUT, "%s sequence %llu on device memory timed out after %llu ms "
-                  "(%llu signals unsent, %llu not received): a peer did not join or stalled",
-                  zc__kind_name(r->s.kind), (unsigned long long)r->seq,
-                  (unsigned long long)((now - r->start_ns) / 1000000u),
-                  (unsigned long long)r->tx_left, (unsigned long long)r->rx_left);
-        zc__fail_comm(c, ZC_TIMED_OUT, r->seq);
-        return;
-    }
-    if (now - r->moved_ns <= ZC_LIVENESS_NS || now - g->liveness_ns <= ZC_LIVENESS_NS) return;
-    g->liveness_ns = now;
-    for (uint32_t p = 0; p < c->nranks; p++) {
-        char why[128];
-        if (p == c->rank || c->wire->peer_alive(c->wire_state, p, why, sizeof why) == ZC_OK)
-            continue;
-        zc__error(c, ZC_PEER_LOST, "%s sequence %llu: rank %u is gone (%s)",
-                  zc__kind_name(r->s.kind), (unsigned long long)r->seq, p, why);
-        zc__fail_comm(c, ZC_PEER_LOST, r->seq);
-        return;
     }
 }
 
@@ -880,25 +850,9 @@ static void zc_gpu_poll_binds(zc_comm *c, struct zc__gpu *g) {
 void zc__gpu_progress(zc_comm *c) {
     struct zc__gpu *g = c->gpu;
     if (!g) return;
-    uint64_t now = zc_plat_now_ns();
-    zc_gpu_poll_mems(c, g);
-    for (uint32_t i = 0; i < c->cfg.max_requests; i++) {
-        zc__req *r = &c->reqs[i];
-        if (r->state != ZC_REQ_ACTIVE || !zc__gpu_alg(r->s.alg)) continue;
-        if (!c->failed) zc_gpu_step(c, g, r, i, now);
-        if (!c->failed && r->state == ZC_REQ_ACTIVE) zc_gpu_check_time(c, g, r, i, now);
-    }
-    if (c->failed) /* zc__fail_comm fails the requests on comm->active; these are not there */
-        for (uint32_t i = 0; i < c->cfg.max_requests; i++) {
-            zc__req *r = &c->reqs[i];
-            if (r->state != ZC_REQ_ACTIVE || !zc__gpu_alg(r->s.alg)) continue;
-            r->status = c->failed;
-            r->state = ZC_REQ_DONE;
-        }
     zc_gpu_poll_binds(c, g);
 }
 
-#ifdef ZC_HAVE_CUDA
 /* Enqueues a stream-ordered call on the caller's stream: [captured: done = tick - 1]
  * start = tick; wait until done >= tick. Not captured: the request is issued now (it takes its
  * place in the call order now) and waits at its gate for the start flag. Captured in a graph:
@@ -911,7 +865,7 @@ static zc_status zc_gpu_stream_start(zc_comm *c, zc__sched *s, void *stream) {
     bool captured = false;
     if (!g)
         return zc__error(c, ZC_UNSUPPORTED, "%s_stream: %s", name,
-                         h ? h->why : "cfg->gpu_device is -2 (no GPU state)");
+                         h ? h->why : zc_gpu_absent(c));
     if (!zc__gpu_alg(s->alg)) {
         if (s->kind != ZC_K_BARRIER && s->count != 0)
             return zc__error(c, ZC_INVALID_ARG, "%s_stream: the buffers must be registered "
@@ -1006,4 +960,3 @@ zc_status zc_recv_stream(zc_comm *comm, void *buf, size_t count, zc_dtype dtype,
 zc_status zc_barrier_stream(zc_comm *comm, void *cuda_stream) {
     return zc_stream_call(comm, ZC_K_BARRIER, 0, 0, 0, ZC_UINT8, ZC_SUM, 0, cuda_stream);
 }
-#endif

@@ -27,7 +27,7 @@ const char *zc__kind_name(uint32_t kind) {
     static const char *const names[ZC_K_COUNT_] = {
         "none", "zc_allreduce", "zc_reduce", "zc_broadcast", "zc_reduce_scatter",
         "zc_allgather", "zc_gather", "zc_scatter", "zc_alltoall", "zc_send", "zc_recv",
-        "zc_barrier"};
+        "zc_barrier", "zc_mem_register"};
     return kind < ZC_K_COUNT_ ? names[kind] : "unknown";
 }
 

@@ -31,6 +31,7 @@ void zc_config_default(zc_config *cfg) {
     cfg->gpu_stream_slots = ZC_DEFAULT_GPU_STREAM_SLOTS;
     cfg->gpu_scratch_bytes = ZC_DEFAULT_GPU_SCRATCH_BYTES;
     cfg->gpu_oneshot_max_bytes = ZC_DEFAULT_GPU_ONESHOT_MAX_BYTES;
+    cfg->gpu_provider = ZC_GPU_PROVIDER_AUTO;
 }
 
 static bool zc_has_nul(const char *s, size_t cap) {
@@ -104,6 +105,8 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
                 cfg->ib_retry_cnt);
     ZC_REQUIRE_(cfg->gpu_device >= -2, "cfg->gpu_device is %d, must be -2 (none), -1 (current) "
                 "or a device ordinal", (int)cfg->gpu_device);
+    ZC_REQUIRE_(cfg->gpu_provider <= ZC_GPU_PROVIDER_SIM, "cfg->gpu_provider is %u, must be "
+                "0 (auto), 1 (cuda) or 2 (sim)", cfg->gpu_provider);
     ZC_REQUIRE_(cfg->gpu_stream_slots <= ZC_MAX_GPU_STREAM_SLOTS,
                 "cfg->gpu_stream_slots is %u, must be 0..%u", cfg->gpu_stream_slots,
                 ZC_MAX_GPU_STREAM_SLOTS);
@@ -315,6 +318,15 @@ static bool zc_env_gpu(zc_config *c, zc_env_err *err) {
     } else if (dev) {
         if (!zc_env_u64("ZC_GPU_DEVICE", 1023u, &has, &v, err)) return false;
         c->gpu_device = (int32_t)v;
+    }
+    const char *prov = zc_plat_getenv("ZC_GPU_PROVIDER");
+    if (prov && zc__streq(prov, "auto")) c->gpu_provider = ZC_GPU_PROVIDER_AUTO;
+    else if (prov && zc__streq(prov, "cuda")) c->gpu_provider = ZC_GPU_PROVIDER_CUDA;
+    else if (prov && zc__streq(prov, "sim")) c->gpu_provider = ZC_GPU_PROVIDER_SIM;
+    else if (prov) {
+        zc__fmt(err->text, err->cap, "ZC_GPU_PROVIDER=\"%s\" is not one of auto, cuda, sim",
+                prov);
+        return false;
     }
     if (!zc_env_u64("ZC_GPU_STREAM_SLOTS", UINT32_MAX, &has, &v, err)) return false;
     if (has) c->gpu_stream_slots = (uint32_t)v;

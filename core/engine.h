@@ -33,7 +33,9 @@
 typedef enum zc__kind {
     ZC_K_NONE = 0, ZC_K_ALLREDUCE, ZC_K_REDUCE, ZC_K_BROADCAST, ZC_K_REDUCE_SCATTER,
     ZC_K_ALLGATHER, ZC_K_GATHER, ZC_K_SCATTER, ZC_K_ALLTOALL, ZC_K_SEND, ZC_K_RECV,
-    ZC_K_BARRIER, ZC_K_COUNT_
+    ZC_K_BARRIER,
+    ZC_K_REGISTER, /* internal: a CUDA registration's exchange (coll_gpu.c's GPU_REGISTER) */
+    ZC_K_COUNT_
 } zc__kind;
 
 typedef enum zc__alg {
@@ -50,7 +52,9 @@ typedef enum zc__alg {
      * only zero-payload-size signals (readiness, done reading) travel the channels. */
     ZC_ALG_GPU_ONESHOT, /* all_reduce: every rank reduces all n inputs */
     ZC_ALG_GPU_RSAG,    /* all_reduce: reduce-scatter, then all-gather of the blocks */
-    ZC_ALG_GPU_DIRECT   /* every other collective: each rank pulls what it needs */
+    ZC_ALG_GPU_DIRECT,  /* every other collective: each rank pulls what it needs */
+    ZC_ALG_GPU_REGISTER /* internal: a CUDA registration's IPC records to and from every
+                         * peer, then the mapping of the peers' buffers */
 } zc__alg;
 
 static inline bool zc__gpu_alg(uint32_t alg) { return alg >= ZC_ALG_GPU_ONESHOT; }
@@ -71,13 +75,18 @@ typedef struct zc__sched {
 
 typedef enum zc__req_state { ZC_REQ_FREE = 0, ZC_REQ_ACTIVE, ZC_REQ_DONE } zc__req_state;
 
+/* zc__req.plan of an internal request (no caller holds its handle): its slot is freed as soon
+ * as it finishes instead of waiting for zc_test. */
+#define ZC_PLAN_INTERNAL (-2)
+
 typedef struct zc__req {
     uint32_t state;      /* zc__req_state */
     uint32_t gen;        /* bumped at every reuse: stale zc_req handles are refused */
     int32_t status;      /* ZC_IN_PROGRESS while active, then the result */
     uint32_t lane;       /* 0 collectives, 1 send/recv */
     int32_t plan;        /* plan slot that started it, -1 for none */
-    uint32_t pad_;
+    uint32_t held;       /* 1: a stream-ordered device call whose stream has not reached it
+                          * (coll_gpu.c): no deadline runs and none is checked until then */
     uint64_t seq;        /* collective sequence number (p2p: the pair's op number) */
     /* When progress first looked at the clock after issue (0: not yet), the deadline (start
      * + timeout; 0: not stamped yet) and when it last saw the request move. */
@@ -246,6 +255,10 @@ void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer);
  * collective, _init and _stream form runs first. */
 zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, size_t count,
                     zc_dtype dtype, zc_op op, uint32_t root, zc__sched *s);
+/* Blocks of count elements in the send and recv buffers of a call of kind at this rank (0: not
+ * used here); the host checks and the device routing read the same rule. */
+void zc__extents(const zc_comm *c, uint32_t kind, uint32_t root, uint64_t *sblocks,
+                 uint64_t *rblocks);
 /* Messages r sends to / receives from peer in total (reserved at issue). */
 uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
 uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
@@ -263,13 +276,18 @@ size_t zc__gpu_bytes(const zc_config *cfg);
  * communicator: without a usable device comm->gpu stays NULL and registrations say why. */
 void zc__gpu_open(zc_comm *comm);
 void zc__gpu_close(zc_comm *comm);
-/* Called first by every zc_progress: steps device requests, CUDA registrations and
- * stream-ordered starts, and fails them once the communicator failed. Never blocks. */
+/* Called first by every zc_progress: starts and finishes stream-ordered calls. Never blocks.
+ * Device requests (and a CUDA registration's exchange, an internal schedule) are on
+ * comm->active like host ones (zc__issue, zc__step, deadlines, liveness, failure). */
 void zc__gpu_progress(zc_comm *comm);
+/* Signals a device schedule exchanges with each peer, each way (zc__tx_total/zc__rx_total). */
+uint64_t zc__gpu_msgs(const zc_comm *comm, const zc__sched *s);
+/* zc__step of a device schedule: phase transitions, one unit of *budget each. */
+void zc__gpu_step(zc_comm *comm, zc__req *r, uint32_t *budget);
 /* From zc__build: picks the device algorithm when the buffers are registered ZC_MEM_CUDA;
  * refuses unregistered device memory and mixed host/device buffers. */
 zc_status zc__gpu_route(zc_comm *comm, zc__sched *s);
-/* zc__issue for a device schedule (zc__gpu_alg(s->alg)). */
+/* zc__issue for a device schedule (zc__gpu_alg(s->alg)), then its device state. */
 zc_status zc__gpu_issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req);
 zc_status zc__gpu_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem **mem_out);
 zc_status zc__gpu_mem_deregister(zc_comm *comm, zc__mem_entry *e);

@@ -62,6 +62,7 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req
     zc_reserve(comm, r);
     r->start_ns = r->moved_ns = r->deadline_ns = 0; /* stamped by progress's next clock read */
     r->moved = 0;
+    r->held = 0;
     comm->active[comm->nreqs_active++] = index;
     req->opaque_[0] = ZC_HANDLE_MAGIC | index;
     req->opaque_[1] = r->gen;
@@ -118,6 +119,7 @@ static void zc_check_alarm(zc_comm *comm) {
 static void zc_check_deadlines(zc_comm *comm, uint64_t now) {
     for (uint32_t i = 0; i < comm->nreqs_active; i++) {
         zc__req *r = &comm->reqs[comm->active[i]];
+        if (r->held) continue; /* a stream-ordered call its stream has not reached: no clock */
         if (!r->deadline_ns) { /* first clock read since issue: the deadline starts now */
             r->start_ns = r->moved_ns = now;
             r->deadline_ns = zc__deadline_after(now, comm->cfg.timeout_ns);
@@ -167,6 +169,10 @@ zc_status zc_progress(zc_comm *comm) {
         if (comm->failed) break; /* the step failed the communicator (a mismatch) */
         if (r->status != ZC_IN_PROGRESS) {
             r->state = ZC_REQ_DONE;
+            if (r->plan == ZC_PLAN_INTERNAL) { /* nobody will test it: the slot is free now */
+                r->state = ZC_REQ_FREE;
+                r->gen++;
+            }
             zc_retire(comm, i);
             finished++;
         } else {

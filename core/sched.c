@@ -220,12 +220,14 @@ static bool zc_puts_done(zc_comm *comm, const zc__req *r) {
 }
 
 uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
+    if (zc__gpu_alg(s->alg)) return zc__gpu_msgs(comm, s); /* signals, as many each way */
     if (s->alg == ZC_ALG_P2P)
         return s->kind == ZC_K_SEND && p == s->root ? zc__msgs(s->count, s->chunk) : 0;
     return zc_msgs_between(s, comm->nranks, comm->rank, p);
 }
 
 uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
+    if (zc__gpu_alg(s->alg)) return zc__gpu_msgs(comm, s);
     if (s->alg == ZC_ALG_P2P)
         return s->kind == ZC_K_RECV && p == s->root ? zc__msgs(s->count, s->chunk) : 0;
     return zc_msgs_between(s, comm->nranks, p, comm->rank);
@@ -516,6 +518,10 @@ static void zc_step_barrier(zc_ctx *x) {
 }
 
 void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    if (zc__gpu_alg(r->s.alg)) { /* device memory: coll_gpu.c's phases, the same budget */
+        zc__gpu_step(comm, r, budget);
+        return;
+    }
     zc_ctx x = {comm, r, budget, comm->rank, comm->nranks, r->s.chunk, r->s.esize,
                 zc_result_bytes(&r->s, comm->nranks) >= ZC_STREAM_COPY_MIN_BYTES};
     if (r->place & ZC_PLACE_HANDSHAKE) {

@@ -130,10 +130,18 @@ typedef enum zc_transport {
  * needs the same value (init says ZC_MISMATCH otherwise). */
 #define ZC_DEFAULT_IB_ZCOPY_MIN_BYTES 262144u
 
-/* Device-memory collectives (CUDA builds). */
+/* Device-memory collectives. */
 #define ZC_DEFAULT_GPU_STREAM_SLOTS 16u
 #define ZC_DEFAULT_GPU_SCRATCH_BYTES (8u << 20)
 #define ZC_DEFAULT_GPU_ONESHOT_MAX_BYTES (256u << 10)
+
+/* Which gpu provider runs device-memory collectives (zc_config.gpu_provider). */
+typedef enum zc_gpu_provider {
+    ZC_GPU_PROVIDER_AUTO = 0, /* CUDA in CUDA builds, none otherwise */
+    ZC_GPU_PROVIDER_CUDA = 1, /* CUDA (ZC_UNSUPPORTED at registration in builds without it) */
+    ZC_GPU_PROVIDER_SIM = 2   /* the simulated device of every build (gpu/sim.h): host memory
+                               * from zc_gpu_sim_alloc stands for device memory, for tests */
+} zc_gpu_provider;
 
 #define ZC_CONFIG_VERSION 1u
 
@@ -174,7 +182,7 @@ typedef struct zc_config {
     uint32_t ib_zcopy_min_bytes; /* streams of at least this many bytes into memory the
                                   * receiver registered (zc_mem_register) are written there
                                   * directly; 0 = never (see ZC_DEFAULT_IB_ZCOPY_MIN_BYTES) */
-    /* gpu/ (CUDA builds; ignored by builds without CUDA): */
+    /* gpu/ (CUDA builds, or the simulated device of gpu_provider ZC_GPU_PROVIDER_SIM): */
     int32_t gpu_device;          /* CUDA device of device-memory collectives: -1 (default) =
                                   * the device current in the thread that runs zc_comm_init
                                   * if the process already has a CUDA context there (else none:
@@ -188,6 +196,8 @@ typedef struct zc_config {
                                   * all_reduce. Must be equal on every rank */
     uint64_t gpu_oneshot_max_bytes; /* device all_reduce: one-shot up to this many bytes,
                                      * reduce-scatter + all-gather above */
+    uint32_t gpu_provider;       /* zc_gpu_provider: ZC_GPU_PROVIDER_AUTO (default), _CUDA or
+                                  * _SIM (the simulated device; every rank must use the same) */
     char error_text[ZC_ERROR_TEXT_BYTES]; /* written by zc_config_from_env on failure */
 } zc_config;
 
@@ -203,7 +213,8 @@ void zc_config_default(zc_config *cfg);
  * ZC_TIMEOUT_MS, ZC_SLOT_BYTES, ZC_SLOTS, ZC_MAX_REQUESTS, ZC_SPIN_POLLS, ZC_TRANSPORT
  * (auto|shm|ib), ZC_IB_DEVICE, ZC_IB_PORT, ZC_IB_GID_INDEX (or auto), ZC_IB_QPS_PER_PEER,
  * ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT, ZC_IB_ZCOPY_MIN_BYTES, ZC_GPU_DEVICE (-2, -1 or an
- * ordinal), ZC_GPU_STREAM_SLOTS, ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES. No launcher
+ * ordinal), ZC_GPU_STREAM_SLOTS, ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES, ZC_GPU_PROVIDER
+ * (auto|cuda|sim). No launcher
  * variables at all leaves the single-rank default.
  * Malformed values (non-numeric, rank >= size, size 0, more than one rank without a
  * rendezvous address, a secret that is not 32 hex digits) return ZC_INVALID_ARG with a
@@ -279,8 +290,9 @@ typedef struct zc_mem zc_mem;
  * one rank it is collective: every rank registers its CUDA buffers in the same order (sizes
  * may differ) and deregisters them in the same order; the call returns at once and the peers
  * map each other's buffers (CUDA IPC) during zc_progress, before the first collective that
- * uses them moves data. ZC_UNSUPPORTED without CUDA in this build or without a usable device
- * in this process (the error text says which and why). Over transport_ib the NIC registers
+ * uses them moves data. ZC_UNSUPPORTED without CUDA in this build (and gpu_provider not
+ * ZC_GPU_PROVIDER_SIM) or without a usable device in this process (the error text says which
+ * and why). With the simulated device, "device memory" is what zc_gpu_sim_alloc returned. Over transport_ib the NIC registers
  * device memory instead (local, no exchange): through a dma-buf export of its pages
  * (ibv_reg_dmabuf_mr, GPUDirect RDMA), else by address (nvidia-peermem); collectives on device
  * memory over ib then say ZC_UNSUPPORTED (not implemented yet). */
@@ -375,16 +387,16 @@ zc_status zc_barrier_init(zc_comm *comm, zc_plan *plan);
 zc_status zc_start(zc_comm *comm, zc_plan *plan, zc_req *req);
 zc_status zc_plan_release(zc_comm *comm, zc_plan *plan);
 
-/* ---- collectives on device memory and stream-ordered forms (CUDA builds) -------------------
+/* ---- collectives on device memory and stream-ordered forms (CUDA, or the simulated device) --
  * Every collective above also runs on registered ZC_MEM_CUDA buffers (all buffers of the call;
  * send/recv: ZC_UNSUPPORTED for now): ranks read each other's inputs through CUDA IPC and
  * reduce them in rank order with device kernels whose results are bitwise those of the host
  * kernels. The non-stream forms read the inputs as they are when the call is made (synchronize
  * the producing stream first) and the outputs are complete when zc_test says ZC_OK.
  *
- * The _stream forms below (declared when ZC_HAVE_CUDA is defined: zcoll's CUDA build defines it;
- * programs built against it add -DZC_HAVE_CUDA=1) take the same arguments with the final
- * zc_req * replaced by cuda_stream (a cudaStream_t; NULL is the legacy default stream). Each
+ * The _stream forms below take the same arguments with the final zc_req * replaced by
+ * cuda_stream (a cudaStream_t, NULL being the legacy default stream; with the simulated device
+ * a zc_gpu_sim_stream *). Each
  * enqueues on that stream: "start after the work queued before" and "wait until the collective
  * finished"; it never blocks the calling thread and returns ZC_OK once enqueued, and the caller
  * keeps driving zc_progress (no hidden thread) until the stream passed it. A call takes its
@@ -394,8 +406,8 @@ zc_status zc_plan_release(zc_comm *comm, zc_plan *plan);
  * every rank must replay its graphs in the same order). ZC_AGAIN when every stream slot is in
  * use. A failure after the call is reported by zc_progress and the communicator's error text;
  * the stream then goes on (its wait is released) rather than hang. Buffers must be registered
- * ZC_MEM_CUDA memory (barrier and count 0 need none). */
-#ifdef ZC_HAVE_CUDA
+ * ZC_MEM_CUDA memory (barrier and count 0 need none). Without a gpu provider they return
+ * ZC_UNSUPPORTED with a sentence. */
 zc_status zc_allreduce_stream(zc_comm *comm, const void *send, void *recv, size_t count,
                               zc_dtype dtype, zc_op op, void *cuda_stream);
 zc_status zc_reduce_stream(zc_comm *comm, const void *send, void *recv, size_t count,
@@ -418,7 +430,6 @@ zc_status zc_send_stream(zc_comm *comm, const void *buf, size_t count, zc_dtype 
 zc_status zc_recv_stream(zc_comm *comm, void *buf, size_t count, zc_dtype dtype, uint32_t peer,
                          void *cuda_stream);
 zc_status zc_barrier_stream(zc_comm *comm, void *cuda_stream);
-#endif
 
 #ifdef __cplusplus
 }

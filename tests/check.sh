@@ -2,12 +2,13 @@
 # tests/check.sh [--ib] [--baremetal]: the whole test suite, as CI and README's test command
 # run it (`ninja check` runs it once the static checks passed, with --ib when configure.py built
 # transport_ib, --baremetal when it built the bare-metal aarch64 image): build/zctest (unit,
-# in-process and multi-process tests); the same built by clang and under ThreadSanitizer, the
-# fault-injection build (every platform call failed in turn), and a short pass of the fuzz
-# targets, when clang is installed (tests/variants.sh, tests/fuzz/run.sh); then, with --ib, the soft-RoCE suite in a QEMU guest (tests/rxe/run.sh);
-# then, with --baremetal, the image booted with no OS (tests/baremetal/run.sh). Prints the
-# runners' output and then one combined final line `N passed, N failed, N skipped`; exits
-# non-zero if any runner failed.
+# in-process and multi-process tests); build/zcgputest on the simulated device (tests/gpu); the
+# same zctest built by clang and under ThreadSanitizer, the fault-injection build (every
+# platform call failed in turn), and a short pass of the fuzz targets, when clang is installed
+# (tests/variants.sh, tests/fuzz/run.sh); then, with --ib, the soft-RoCE suite in a QEMU guest
+# (tests/rxe/run.sh); then, with --baremetal, the image booted with no OS
+# (tests/baremetal/run.sh). Prints the runners' output and then one combined final line
+# `N passed, N failed, N skipped`; exits non-zero if any runner failed.
 #   ZC_CHECK_RXE=0 leaves the guest suite out (it is then counted as one skipped test);
 #   ZC_CHECK_VARIANTS=0 the clang, TSan and faults builds and the fuzz pass (four skipped).
 set -uo pipefail
@@ -45,6 +46,13 @@ echo "=== check: build/zctest ==="
 build/zctest 2>&1 | tee "$LOG/zctest"
 [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
 tally "$LOG/zctest" build/zctest
+
+# The device-memory suite on the simulated device (gpu/sim.c; every build): every device
+# schedule at 1, 2 and 4 ranks, stream forms, an injected fault. `ninja check-gpu` runs it on CUDA.
+echo "=== check: build/zcgputest on the simulated device (ZC_GPU_PROVIDER=sim) ==="
+ZC_GPU_PROVIDER=sim build/zcgputest 2>&1 | tee "$LOG/zcgputest"
+[ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
+tally "$LOG/zcgputest" build/zcgputest
 
 # The same tests built by clang, and under ThreadSanitizer (about 5 minutes on 2 cores).
 if command -v clang >/dev/null 2>&1 && [ "${ZC_CHECK_VARIANTS:-1}" != 0 ]; then

@@ -9,7 +9,7 @@ __global__ void zg_add_kernel(int32_t *p, size_t n, int32_t v) {
         p[i] += v;
 }
 
-extern "C" int zg_add_i32(void *p, size_t n, int32_t v, cudaStream_t s) {
+extern "C" int zg_cuda_add_i32(void *p, size_t n, int32_t v, cudaStream_t s) {
     zg_add_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(static_cast<int32_t *>(p), n, v);
     return (int)cudaGetLastError();
 }

@@ -2,8 +2,11 @@
  * test of tests/gpu/list.h (or those named on the command line, by prefix) in a forked child
  * with its time limit, one line each, then `N passed, N failed, N skipped`; exit 1 if one
  * failed. `zcgputest --rank NAME` runs a rank program (zcrun starts those). The parent never
- * touches CUDA, so every child starts with a fresh context. */
+ * touches CUDA, so every child starts with a fresh context. ZC_GPU_PROVIDER (sim or cuda)
+ * picks the device; unset, main sets it: cuda in CUDA builds, sim otherwise. */
 #include "zg.h"
+
+#include "sim.h"
 
 #include <errno.h>
 #include <math.h>
@@ -42,6 +45,7 @@ static const zg_rank_entry zg_ranks[] = {
 static char zg_self[4096];
 
 void zg_fail(const char *file, int line, const char *expr, const char *detail) {
+    zc_gpu_sim_free_all(); /* simulated device memory is named shared memory: unlink it */
     printf("    %s:%d: check failed: %s%s%s\n", file, line, expr, detail ? "  -- " : "",
            detail ? detail : "");
     fflush(stdout);
@@ -58,21 +62,6 @@ double zg_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-void zg_need_device(void) {
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0) {
-        char why[256];
-        snprintf(why, sizeof why, "no usable CUDA device (cudaGetDeviceCount: %s)",
-                 e != cudaSuccess ? cudaGetErrorName(e) : "0 devices");
-        zg_skip(why);
-    }
-    const char *lr = getenv("ZC_LOCAL_RANK");
-    int dev = lr ? atoi(lr) % count : 0;
-    ZG_CUDA(cudaSetDevice(dev));
-    ZG_CUDA(cudaFree(0)); /* the context zcoll's gpu_device -1 looks for */
 }
 
 int zg_run_ranks(uint32_t nranks, const char *name, uint32_t timeout_s) {
@@ -104,7 +93,7 @@ zc_comm *zg_comm_from_env(uint64_t gpu_scratch_bytes, uint64_t oneshot_max_bytes
                                                    cfg.error_text);
     cfg.gpu_scratch_bytes = gpu_scratch_bytes;
     cfg.gpu_oneshot_max_bytes = oneshot_max_bytes;
-    cfg.timeout_ns = 60000000000ull;
+    if (!getenv("ZC_TIMEOUT_MS")) cfg.timeout_ns = 60000000000ull;
     size_t need = zc_comm_arena_bytes(&cfg);
     ZG_CHECK(need > 0 && need <= sizeof zg_arena);
     zc_status st = zc_comm_init(&cfg, zg_arena, sizeof zg_arena, &zg_comm);
@@ -163,6 +152,11 @@ int main(int argc, char **argv) {
     ssize_t n = readlink("/proc/self/exe", zg_self, sizeof zg_self - 1);
     if (n <= 0) snprintf(zg_self, sizeof zg_self, "%s", argv[0]);
     setvbuf(stdout, NULL, _IOLBF, 0);
+#ifdef ZC_HAVE_CUDA
+    setenv("ZC_GPU_PROVIDER", "cuda", 0);
+#else
+    setenv("ZC_GPU_PROVIDER", "sim", 0);
+#endif
     if (argc == 3 && strcmp(argv[1], "--rank") == 0) {
         for (const zg_rank_entry *r = zg_ranks; r->name; r++)
             if (strcmp(r->name, argv[2]) == 0) return r->fn();
@@ -170,6 +164,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     unsigned passed = 0, failed = 0, skipped = 0;
+    printf("device: %s\n", zg_sim() ? "simulated (ZC_GPU_PROVIDER=sim)" : "CUDA");
     for (size_t i = 0; i < sizeof zg_tests / sizeof zg_tests[0]; i++) {
         const zg_entry *t = &zg_tests[i];
         bool wanted = argc < 2;

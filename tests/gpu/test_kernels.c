@@ -1,6 +1,8 @@
 /* test_kernels.c: the provider's device reductions against the host kernels, bitwise, for every
  * dtype x op, 1..64 inputs, vector and scalar paths, in place; and their bandwidth against a
- * device memcpy. Drives core/gpu.h's zc_gpu_cuda directly (no communicator). */
+ * device memcpy (CUDA). The simulated device's own promises: work deferred until queried and
+ * run in order, the eager and fault knobs, memory kinds, IPC by name, no dma-buf. Drives the
+ * provider (core/gpu.h) directly, no communicator. */
 #include "zg.h"
 
 #include <stdlib.h>
@@ -8,6 +10,9 @@
 
 #include "gpu.h"
 #include "reduce.h"
+#include "sim.h"
+
+#include "zg_cuda.h"
 
 #define ZG_MAXC 5003u
 #define ZG_MAXN 64u
@@ -15,7 +20,7 @@
 static uint64_t zg_state[(1u << 16) / 8];
 
 static const zc_gpu_ops *zg_provider(uint32_t events) {
-    const zc_gpu_ops *o = &zc_gpu_cuda;
+    const zc_gpu_ops *o = zg_ops();
     zc_gpu_geom g = {0, 1, events, 2, 0, -1, 0};
     ZG_CHECK(o->state_bytes(&g) <= sizeof zg_state);
     if (o->init(zg_state, &g) != ZC_OK) zg_fail(__FILE__, __LINE__, "init", o->error_text(zg_state));
@@ -37,9 +42,8 @@ void gpu_reduce_kernels_match_host_bitwise_every_dtype_op(void) {
     zg_need_device();
     const zc_gpu_ops *o = zg_provider(1);
     size_t stride = ZG_MAXC * 8u + 64u;
-    uint8_t *dev = NULL, *host = malloc(stride * (ZG_MAXN + 2u));
+    uint8_t *dev = zg_dev_alloc(stride * (ZG_MAXN + 1u)), *host = malloc(stride * (ZG_MAXN + 2u));
     ZG_CHECK(host != NULL);
-    ZG_CUDA(cudaMalloc((void **)&dev, stride * (ZG_MAXN + 1u)));
     unsigned cases = 0;
     for (int dt = 0; dt < ZC_DTYPE_COUNT_; dt++)
         for (int op = 0; op < ZC_OP_COUNT_; op++)
@@ -54,8 +58,7 @@ void gpu_reduce_kernels_match_host_bitwise_every_dtype_op(void) {
                         for (uint32_t k = 0; k < n; k++) {
                             uint8_t *h = host + k * stride + off;
                             zg_fill(h, count, (zc_dtype)dt, cases * 131u + k);
-                            ZG_CUDA(cudaMemcpy(dev + k * stride + off, h, count * es,
-                                               cudaMemcpyHostToDevice));
+                            zg_h2d(dev + k * stride + off, h, count * es);
                             hin[k] = h;
                             din[k] = dev + k * stride + off;
                         }
@@ -66,7 +69,7 @@ void gpu_reduce_kernels_match_host_bitwise_every_dtype_op(void) {
                             ZC_OK)
                             zg_fail(__FILE__, __LINE__, "reduce", o->error_text(zg_state));
                         zg_wait_event(o);
-                        ZG_CUDA(cudaMemcpy(got, ddst, count * es, cudaMemcpyDeviceToHost));
+                        zg_d2h(got, ddst, count * es);
                         for (size_t i = 0; i < count * es; i++) {
                             if (got[i] == want[i]) continue;
                             char d[200];
@@ -81,13 +84,15 @@ void gpu_reduce_kernels_match_host_bitwise_every_dtype_op(void) {
     printf("    %u cases bitwise equal (12 dtypes x 5 ops x 1..64 inputs, vector and scalar "
            "paths, in place)\n", cases);
     o->fini(zg_state);
-    ZG_CUDA(cudaFree(dev));
+    zg_dev_free(dev);
     free(host);
 }
 
 void gpu_reduce_bandwidth_at_least_80_percent_of_device_memcpy(void) {
+#ifdef ZC_HAVE_CUDA
     const size_t bytes = 256u << 20;
     const int iters = 20;
+    if (zg_sim()) zg_skip("bandwidth is a GPU's to measure, not the simulated device's");
     zg_need_device();
     const zc_gpu_ops *o = zg_provider(1);
     uint8_t *a = NULL, *b = NULL, *out = NULL;
@@ -121,4 +126,118 @@ void gpu_reduce_bandwidth_at_least_80_percent_of_device_memcpy(void) {
            "(target >= 80%%)\n", bw_red, bw_cpy, 100.0 * bw_red / bw_cpy);
     ZG_CHECK(bw_red >= 0.8 * bw_cpy);
     o->fini(zg_state);
+#else
+    zg_skip("bandwidth is a GPU's to measure (this build has no CUDA)");
+#endif
+}
+
+/* ---- the simulated device ---- */
+
+static void zg_need_sim(void) {
+    if (!zg_sim()) zg_skip("a property of the simulated device (ZC_GPU_PROVIDER=sim)");
+}
+
+void gpu_sim_defers_work_until_queried_and_runs_it_in_order(void) {
+    zg_need_sim();
+    const zc_gpu_ops *o = zg_provider(2);
+    int32_t *a = zg_dev_alloc(4096), *b = zg_dev_alloc(4096);
+    for (int i = 0; i < 1024; i++) a[i] = i;
+    const void *srcs[2] = {a, a};
+    ZG_CHECK(o->reduce(zg_state, b, srcs, 2, 1024, ZC_INT32, ZC_SUM) == ZC_OK); /* b = 2a */
+    ZG_CHECK(o->copy(zg_state, a, b, 4096) == ZC_OK);                         /* a = b */
+    ZG_CHECK(o->event_record(zg_state, 1) == ZC_OK);
+    ZG_CHECK(b[5] == 0 && a[5] == 5); /* nothing ran at the calls */
+    ZG_CHECK(o->event_query(zg_state, 1) == ZC_IN_PROGRESS); /* runs the reduce only */
+    ZG_CHECK(b[5] == 10 && a[5] == 5);
+    ZG_CHECK(o->event_query(zg_state, 1) == ZC_IN_PROGRESS); /* the copy */
+    ZG_CHECK(a[5] == 10);
+    ZG_CHECK(o->event_query(zg_state, 1) == ZC_OK);          /* the event itself */
+    ZG_CHECK(o->event_query(zg_state, 0) == ZC_OK);          /* never recorded: complete */
+    /* A caller's stream: a flag wait holds back what follows it until the flag is written. */
+    zc_gpu_sim_stream s;
+    zc_gpu_sim_stream_init(&s);
+    uint32_t *flags = o->flags(zg_state);
+    ZG_CHECK(o->stream_wait_flag(zg_state, &s, 0, 7) == ZC_OK);
+    ZG_CHECK(o->stream_write_flag(zg_state, &s, 1, 9) == ZC_OK);
+    ZG_CHECK(zc_gpu_sim_stream_query(&s) == ZC_IN_PROGRESS && flags[1] == 0);
+    __atomic_store_n(&flags[0], 7u, __ATOMIC_RELEASE);
+    ZG_CHECK(zc_gpu_sim_stream_query(&s) == ZC_OK && flags[1] == 9);
+    bool cap = true;
+    ZG_CHECK(o->stream_capturing(zg_state, &s, &cap) == ZC_OK && !cap);
+    ZG_CHECK(o->stream_capturing(zg_state, a, &cap) == ZC_INVALID_ARG); /* not a stream */
+    ZG_CHECK(strstr(o->error_text(zg_state), "zc_gpu_sim_stream") != NULL);
+    o->fini(zg_state);
+    zg_dev_free(a);
+    zg_dev_free(b);
+}
+
+void gpu_sim_eager_knob_runs_work_at_the_call(void) {
+    zg_need_sim();
+    setenv("ZC_GPU_SIM_EAGER", "1", 1);
+    const zc_gpu_ops *o = zg_provider(1);
+    int32_t *a = zg_dev_alloc(64), *b = zg_dev_alloc(64);
+    a[3] = 21;
+    const void *srcs[2] = {a, a};
+    ZG_CHECK(o->reduce(zg_state, b, srcs, 2, 16, ZC_INT32, ZC_SUM) == ZC_OK);
+    ZG_CHECK(b[3] == 42);
+    ZG_CHECK(o->event_record(zg_state, 0) == ZC_OK);
+    ZG_CHECK(o->event_query(zg_state, 0) == ZC_OK);
+    o->fini(zg_state);
+    zg_dev_free(a);
+    zg_dev_free(b);
+}
+
+void gpu_sim_fault_knob_fails_the_nth_operation_sticky(void) {
+    zg_need_sim();
+    setenv("ZC_GPU_SIM_FAULT", "2", 1);
+    const zc_gpu_ops *o = zg_provider(1);
+    uint8_t *a = zg_dev_alloc(64), *b = zg_dev_alloc(64);
+    memset(a, 1, 64);
+    ZG_CHECK(o->copy(zg_state, b, a, 16) == ZC_OK);        /* operation 1 */
+    ZG_CHECK(o->copy(zg_state, b + 16, a, 16) == ZC_OK);   /* operation 2: faults when run */
+    ZG_CHECK(o->copy(zg_state, b + 32, a, 16) == ZC_OK);   /* never runs */
+    ZG_CHECK(o->event_record(zg_state, 0) == ZC_OK);
+    zc_status st;
+    while ((st = o->event_query(zg_state, 0)) == ZC_IN_PROGRESS) {
+    }
+    ZG_CHECK(st == ZC_GPU);
+    ZG_CHECK(strstr(o->error_text(zg_state), "operation 2") != NULL);
+    ZG_CHECK(b[0] == 1 && b[16] == 0 && b[32] == 0);
+    /* Sticky: every later call fails with the same sentence. */
+    ZG_CHECK(o->copy(zg_state, b, a, 16) == ZC_GPU);
+    ZG_CHECK(o->event_query(zg_state, 0) == ZC_GPU);
+    ZG_CHECK(strstr(o->error_text(zg_state), "sticky") != NULL);
+    o->fini(zg_state);
+    zg_dev_free(a);
+    zg_dev_free(b);
+}
+
+void gpu_sim_memory_kinds_ipc_and_dmabuf(void) {
+    zg_need_sim();
+    const zc_gpu_ops *o = zg_provider(1);
+    static uint8_t host[4096];
+    uint8_t *d = zg_dev_alloc(8192);
+    uint32_t kind = 99;
+    ZG_CHECK(o->mem_query(zg_state, d + 100, 1000, &kind) == ZC_OK && kind == ZC_GPU_MEM_DEVICE);
+    ZG_CHECK(o->mem_query(zg_state, d + 8000, 1000, &kind) == ZC_OK &&
+             kind == ZC_GPU_MEM_PARTIAL);
+    ZG_CHECK(o->mem_query(zg_state, host, sizeof host, &kind) == ZC_OK &&
+             kind == ZC_GPU_MEM_HOST);
+    zc_gpu_ipc rec;
+    memset(&rec, 0, sizeof rec);
+    ZG_CHECK(o->ipc_export(zg_state, d + 256, 512, &rec) == ZC_OK && rec.offset == 256);
+    ZG_CHECK(o->ipc_export(zg_state, host, 16, &rec) == ZC_GPU);
+    ZG_CHECK(o->ipc_export(zg_state, d + 256, 512, &rec) == ZC_OK);
+    void *m = NULL;
+    ZG_CHECK(o->ipc_open(zg_state, &rec, &m) == ZC_OK && m != d + 256); /* a second mapping */
+    d[256] = 77;
+    ZG_CHECK(((uint8_t *)m)[0] == 77); /* of the same memory */
+    o->ipc_close(zg_state, &rec, m);
+    int32_t fd = -1;
+    uint64_t off = 0;
+    ZG_CHECK(o->dmabuf_export(zg_state, d, 64, &fd, &off) == ZC_UNSUPPORTED && fd == -1);
+    ZG_CHECK(strstr(o->error_text(zg_state), "dma-buf") != NULL);
+    o->fini(zg_state);
+    zg_dev_free(d);
+    ZG_CHECK(o->mem_query(zg_state, d + 100, 1, &kind) == ZC_OK && kind == ZC_GPU_MEM_HOST);
 }

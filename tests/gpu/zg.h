@@ -1,13 +1,18 @@
 /* zg.h: the device-memory suite's runner interface (tests/gpu/main.c) and shared helpers.
- * Each test needs a CUDA device; zg_need_device() skips (exit 77) where there is none. */
+ * The suite runs on the device ZC_GPU_PROVIDER names (inherited by the ranks zcrun starts):
+ * "sim", the simulated device of every build (`ninja check`), or "cuda" (`ninja check-gpu`);
+ * unset, it is cuda in CUDA builds and sim otherwise. Device memory, copies and streams go
+ * through the zg_dev_* helpers (tests/gpu/dev.c), so every test is written once for both.
+ * zg_need_device() skips (exit 77) where the chosen device is not usable. */
 #ifndef ZG_H
 #define ZG_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include <cuda_runtime.h>
+#include "gpu.h"
 
 #include "zcoll.h"
 
@@ -29,15 +34,28 @@ _Noreturn void zg_skip(const char *why);
             zg_fail(__FILE__, __LINE__, #call, zg_d_);                                        \
         }                                                                                     \
     } while (0)
-#define ZG_CUDA(call)                                                                         \
-    do {                                                                                      \
-        cudaError_t zg_e_ = (call);                                                           \
-        if (zg_e_ != cudaSuccess) zg_fail(__FILE__, __LINE__, #call, cudaGetErrorName(zg_e_)); \
-    } while (0)
-
-/* Skips the test unless a CUDA device is usable; makes device `local_rank % count` current
- * and creates its context (zcoll's gpu_device -1 takes that device). */
+/* Skips the test unless the chosen device is usable; with CUDA makes device
+ * `local_rank % count` current and creates its context (zcoll's gpu_device -1 takes it). */
 void zg_need_device(void);
+/* True when the suite runs on the simulated device. */
+bool zg_sim(void);
+/* The provider under test (core/gpu.h), for tests that drive it without a communicator. */
+const zc_gpu_ops *zg_ops(void);
+/* Device memory (cudaMalloc, or zc_gpu_sim_alloc), copies to and from it, memset; each fails
+ * the test on error. */
+void *zg_dev_alloc(size_t bytes);
+void zg_dev_free(void *p);
+void zg_h2d(void *dst, const void *src, size_t bytes);
+void zg_d2h(void *dst, const void *src, size_t bytes);
+void zg_dev_memset(void *p, int v, size_t bytes);
+/* A caller's stream (a cudaStream_t, or a zc_gpu_sim_stream *) for the _stream forms;
+ * p[i] += v for i < n enqueued on it; a query: true once everything enqueued ran. */
+void *zg_stream_create(void);
+void zg_add_i32(void *p, size_t n, int32_t v, void *stream);
+bool zg_stream_done(void *stream);
+void zg_stream_destroy(void *stream);
+/* Managed memory (CUDA only; NULL with the simulated device). */
+void *zg_managed_alloc(size_t bytes);
 /* Runs `zcrun -n nranks --timeout T zcgputest --rank name`; returns its exit status (0 ok,
  * 77 skipped). */
 int zg_run_ranks(uint32_t nranks, const char *name, uint32_t timeout_s);
@@ -56,8 +74,6 @@ static inline uint64_t zg_next(uint64_t *s) {
  * for integers. */
 void zg_fill(void *buf, size_t count, zc_dtype dtype, uint64_t seed);
 double zg_now_s(void);
-/* p[i] += v for i < n, enqueued on s (tests/gpu/kernels.cu); returns the cudaError_t. */
-int zg_add_i32(void *p, size_t n, int32_t v, cudaStream_t s);
 
 #define ZG_TEST(name, timeout_s) void name(void);
 #define ZG_RANK(name) int name(void);

@@ -48,6 +48,25 @@ else
     S=$((S + 1))
 fi
 
+# The zcoll_torch suite (backend "zcoll" of torch.distributed) with the first python3 that
+# imports torch (Debian's python3-torch lives in /usr/bin/python3); one skipped test without.
+TORCH_PY=""
+for py in python3 /usr/bin/python3; do
+    if command -v "$py" >/dev/null && "$py" -c 'import torch' 2>/dev/null; then
+        TORCH_PY=$py
+        break
+    fi
+done
+if [ -n "$TORCH_PY" ]; then
+    echo "=== check: tests/python/run.py (zcoll_torch with $TORCH_PY) ==="
+    "$TORCH_PY" tests/python/run.py 2>&1 | tee "$LOG/python"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
+    tally "$LOG/python" tests/python/run.py
+else
+    echo "=== check: no python3 with torch (apt-get install python3-torch): zcoll_torch suite skipped ==="
+    S=$((S + 1))
+fi
+
 [ "$F" -eq 0 ] || RC=1
 echo "$P passed, $F failed, $S skipped"
 exit "$RC"

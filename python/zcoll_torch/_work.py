@@ -38,6 +38,10 @@ class ZcollWork(dist.Work):
         if self._done:
             return True
         g = self._group
+        if not blocking:   # zc_test only reads a request: move them all first
+            st = _lib.lib.zc_progress(g.comm)
+            if st != _lib.ZC_OK:
+                g._fail(self.name, st)
         while self._open:
             req = self._reqs[len(self._reqs) - self._open]
             st = _lib.lib.zc_wait(g.comm, req) if blocking else _lib.lib.zc_test(g.comm, req)

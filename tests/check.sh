@@ -67,6 +67,15 @@ else
     S=$((S + 1))
 fi
 
+# Install tree (ninja install into a DESTDIR) used through pkg-config only; real launchers.
+for suite in tests/install/run.sh tests/launchers/run.sh; do
+    [ -f "$suite" ] || continue
+    echo "=== check: $suite ==="
+    bash "$suite" 2>&1 | tee "$LOG/$(basename "$(dirname "$suite")")"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
+    tally "$LOG/$(basename "$(dirname "$suite")")" "$suite"
+done
+
 [ "$F" -eq 0 ] || RC=1
 echo "$P passed, $F failed, $S skipped"
 exit "$RC"

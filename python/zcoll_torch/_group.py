@@ -23,6 +23,8 @@ from ._work import ZcollWork
 
 lib = _lib.lib
 _byref = ctypes.byref
+_allreduce = lib.zc_allreduce
+_SUM = dist.ReduceOp.SUM
 
 # torch dtype -> zcoll dtype: the types zcoll reduces. Other types move as bytes (ZC_UINT8) in
 # the collectives that do not reduce, and are refused by the ones that do.
@@ -234,17 +236,23 @@ class ProcessGroupZcoll(dist.ProcessGroup):
 
     # -- collectives --------------------------------------------------------------------------
     def allreduce(self, tensors, opts=None):
-        if self.failed is not None:
-            self._check()
-        t = tensors[0] if len(tensors) == 1 else self._one(tensors, 'all_reduce')
-        op = zc_op(opts.reduceOp) if opts is not None else _lib.ZC_SUM
-        if t.is_contiguous() and t.device.type == 'cpu':
-            p = t.data_ptr()
+        # The common case first, with as few Python and pybind steps as possible: one
+        # contiguous CPU tensor of a type zcoll reduces, SUM.
+        if self.failed is None and len(tensors) == 1:
+            t = tensors[0]
             dt = DTYPES.get(t.dtype)
-            if dt is None:
-                zc_dtype(t, 'all_reduce')
-            req = self._start('all_reduce', lib.zc_allreduce, p, p, t.numel(), dt, op)
-            return self._work('all_reduce', [req], tensors, None, tensors)
+            if dt is not None and not t.is_cuda and t.is_contiguous():
+                r = opts.reduceOp if opts is not None else _SUM
+                op = _lib.ZC_SUM if r == _SUM else zc_op(r)
+                p = t.data_ptr()
+                req = _lib.Req()
+                if _allreduce(self.comm, p, p, t.numel(), dt, op, _byref(req)) == _lib.ZC_OK:
+                    work = ZcollWork(self, 'all_reduce', [req], tensors, None, tensors)
+                    self._inflight[id(work)] = work
+                    return work
+        self._check()
+        t = self._one(tensors, 'all_reduce')
+        op = zc_op(opts.reduceOp) if opts is not None else _lib.ZC_SUM
         return self._inplace('all_reduce', t, tensors, lambda c, p, n, dt, cb: (
             'allreduce', (p, p, n, dt, op)), reduce=True)
 

@@ -76,6 +76,8 @@ class ZcollWork(dist.Work):
 
     # -- dist.Work ----------------------------------------------------------------------------
     def wait(self, timeout=None):
+        if self._done:
+            return True
         self._raise_if_failed()
         try:
             self._complete(True)

@@ -12,7 +12,7 @@ import os
 import secrets
 import socket
 import weakref
-from collections import deque
+from sys import getrefcount as _getrefcount
 from datetime import timedelta
 
 import torch
@@ -38,8 +38,6 @@ OPS = [('SUM', _lib.ZC_SUM), ('PRODUCT', _lib.ZC_PROD), ('MIN', _lib.ZC_MIN),
        ('MAX', _lib.ZC_MAX), ('AVG', _lib.ZC_AVG)]
 # Requests one group may have in flight (async calls not yet waited, DDP buckets).
 MAX_REQUESTS = 256
-# Completed Works kept referenced a while: C++ holders may still call them.
-RECENT_WORKS = 16
 
 
 def zc_op(reduce_op):
@@ -160,7 +158,7 @@ class ProcessGroupZcoll(dist.ProcessGroup):
         self._rank, self._size = rank, size
         self.failed = None              # the sentence of the failure that ended this group
         self._inflight = {}             # id -> ZcollWork not finished yet
-        self._recent = deque(maxlen=RECENT_WORKS)
+        self._spare = None              # the last finished Work, kept for C++ holders and reuse
         self._cuda = None               # _cuda.Staging once a CUDA tensor was seen
 
     # -- bookkeeping --------------------------------------------------------------------------
@@ -191,7 +189,7 @@ class ProcessGroupZcoll(dist.ProcessGroup):
 
     def _retire(self, work):
         self._inflight.pop(id(work), None)
-        self._recent.append(work)
+        self._spare = work
 
     def _start(self, call, fn, *args):
         """Starts one zcoll call; while every request slot is taken, progresses and retries."""
@@ -207,7 +205,14 @@ class ProcessGroupZcoll(dist.ProcessGroup):
                 self._fail(call, st)
 
     def _work(self, call, reqs, keep, finish=None, result=None, event=None):
-        w = ZcollWork(self, call, reqs, keep, finish, result, event)
+        w = self._spare
+        # Reuse the last finished Work when only self._spare (and this frame and getrefcount's
+        # argument) refer to it: its caller has dropped it.
+        if w is not None and _getrefcount(w) == 3:
+            self._spare = None
+            w._reset(call, reqs, keep, finish, result, event)
+        else:
+            w = ZcollWork(self, call, reqs, keep, finish, result, event)
         self._inflight[id(w)] = w
         return w
 
@@ -247,9 +252,7 @@ class ProcessGroupZcoll(dist.ProcessGroup):
                 p = t.data_ptr()
                 req = _lib.Req()
                 if _allreduce(self.comm, p, p, t.numel(), dt, op, _byref(req)) == _lib.ZC_OK:
-                    work = ZcollWork(self, 'all_reduce', [req], tensors, None, tensors)
-                    self._inflight[id(work)] = work
-                    return work
+                    return self._work('all_reduce', [req], tensors, None, tensors)
         self._check()
         t = self._one(tensors, 'all_reduce')
         op = zc_op(opts.reduceOp) if opts is not None else _lib.ZC_SUM

@@ -2,7 +2,9 @@
 # tests/check.sh [--ib]: the whole test suite, as CI and README's test command run it (`ninja
 # check` runs it once the static checks passed, with --ib when configure.py built
 # transport_ib): build/zctest (unit, in-process and multi-process tests), then, with --ib, the
-# soft-RoCE suite in a QEMU guest (tests/rxe/run.sh). Prints both runners' output and then one combined final line
+# soft-RoCE suite in a QEMU guest (tests/rxe/run.sh), then the zcoll_torch suite
+# (tests/python/run.py, when a python3 imports torch), the install test (tests/install/run.sh)
+# and the launcher tests (tests/launchers/run.sh). Prints both runners' output and then one combined final line
 # `N passed, N failed, N skipped`; exits non-zero if either runner failed.
 #   ZC_CHECK_RXE=0 leaves the guest suite out (it is then counted as one skipped test).
 set -uo pipefail

@@ -8,9 +8,8 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 TOP=$PWD
-P=0 F=0 S=0
-pass() { echo "PASS $1"; P=$((P + 1)); }
-fail() { echo "FAIL $1"; F=$((F + 1)); }
+# shellcheck source=tests/suite.sh
+source tests/suite.sh
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -48,7 +47,7 @@ for py in python3 /usr/bin/python3; do
     if "$py" -c 'import torch' 2>/dev/null; then PY=$py; break; fi
 done
 if [ -z "$PY" ]; then
-    echo "SKIP installed zcoll_torch (no python3 with torch)"; S=$((S + 1))
+    skip "installed zcoll_torch (no python3 with torch)"
 else
     cat > "$TMP/use.py" <<'PY'
 import os, sys, torch, torch.distributed as dist, torch.multiprocessing as mp
@@ -72,5 +71,4 @@ PY
         fail "installed zcoll_torch"; cat "$TMP/py.log"
     fi
 fi
-echo "$P passed, $F failed, $S skipped"
-[ "$F" -eq 0 ]
+summary

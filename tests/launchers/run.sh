@@ -12,10 +12,8 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 TOP=$PWD
-P=0 F=0 S=0
-pass() { echo "PASS $1"; P=$((P + 1)); }
-fail() { echo "FAIL $1"; F=$((F + 1)); }
-skip() { echo "SKIP $1"; S=$((S + 1)); }
+# shellcheck source=tests/suite.sh
+source tests/suite.sh
 
 TMP=$(mktemp -d)
 cleanup() {
@@ -30,7 +28,7 @@ trap cleanup EXIT
 HELLO=$TMP/zchello
 mkdir -p "$TMP/lib" && ln -s "$TOP/build/libzcoll.so" "$TMP/lib/libzcoll.so.0"
 cc -std=c11 -Iinclude -o "$HELLO" tests/install/zchello.c -Lbuild -lzcoll \
-    -Wl,-rpath,"$TMP/lib" || { fail "build zchello"; echo "$P passed, $F failed, $S skipped"; exit 1; }
+    -Wl,-rpath,"$TMP/lib" || { fail "build zchello"; summary; exit 1; }
 PY=""
 for py in python3 /usr/bin/python3; do
     if "$py" -c 'import torch' 2>/dev/null; then PY=$py; break; fi
@@ -152,5 +150,4 @@ else
     skip "srun (apt-get install slurm-wlm munge)"
 fi
 
-echo "$P passed, $F failed, $S skipped"
-[ "$F" -eq 0 ]
+summary

@@ -166,6 +166,12 @@ def seed_examples(tally):
                 ['[%d] say hi!' % r for r in range(4)] + ['[0] data = 4.0'] +
                 ['[%d] data = %d.0' % (r, r + 1) for r in range(4)] +
                 ['[0] data = ' + four] + ['[%d] data = tensor([0.])' % r for r in range(4)])
+    run_example(tally, 'seed003_patterns',
+                ['[1] received tensor([42])'] + ['[%d] broadcast tensor([42])' % r for r in range(3)] +
+                ['[%d] all_reduce tensor([6])' % r for r in range(3)] +
+                ['[%d] bias.grad after averaging tensor([2.])' % r for r in range(3)] +
+                ['[%d] avg_loss 1.0' % r for r in range(3)] +
+                ['[1] received activations tensor([0., 1., 2., 3.])'])
     run_example(tally, 'seed004_primitives',
                 ['Rank %d has data: 1.0' % r for r in range(4)] +
                 ['Rank %d final tensor: 10.0' % r for r in range(4)] +

@@ -90,7 +90,7 @@ start_slurm() {
     local sport=$(port) dport=$(port)
     cat > "$d/slurm.conf" <<CONF
 ClusterName=zctest
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmUser=$(id -un)
 SlurmdUser=$(id -un)
 SlurmctldPort=$sport
@@ -114,7 +114,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
-NodeName=$host CPUs=$cpus State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
 PartitionName=zc Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
 CONF
     export SLURM_CONF=$d/slurm.conf

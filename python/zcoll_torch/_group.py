@@ -256,7 +256,7 @@ class ProcessGroupZcoll(dist.ProcessGroup):
         self._check()
         t = self._one(tensors, 'all_reduce')
         op = zc_op(opts.reduceOp) if opts is not None else _lib.ZC_SUM
-        return self._inplace('all_reduce', t, tensors, lambda c, p, n, dt, cb: (
+        return self._inplace('all_reduce', t, tensors, lambda p, n, dt: (
             'allreduce', (p, p, n, dt, op)), reduce=True)
 
     def broadcast(self, tensors, opts):
@@ -264,28 +264,29 @@ class ProcessGroupZcoll(dist.ProcessGroup):
         t = self._one(tensors, 'broadcast')
         root = opts.rootRank
         return self._inplace('broadcast', t, tensors,
-                             lambda c, p, n, dt, cb: ('broadcast', (p, p, n, dt, root)))
+                             lambda p, n, dt: ('broadcast', (p, p, n, dt, root)))
 
     def reduce(self, tensors, opts):
         self._check()
         t = self._one(tensors, 'reduce')
         op, root = zc_op(opts.reduceOp), opts.rootRank
         return self._inplace('reduce', t, tensors,
-                             lambda c, p, n, dt, cb: ('reduce', (p, p, n, dt, op, root)),
+                             lambda p, n, dt: ('reduce', (p, p, n, dt, op, root)),
                              reduce=True)
 
     def _inplace(self, call, t, result, args_of, reduce=False):
         """One in-place call on tensor t (a contiguous copy when t is not contiguous, copied
-        back once done). args_of gives (collective, zcoll arguments before the request)."""
+        back once done). args_of(pointer, count, dtype) gives (collective, its zcoll arguments
+        before the request)."""
         if reduce:
             n, dt = t.numel(), zc_dtype(t, call)
         else:
             n, dt = moved(t)
         if self._device([t], call) == 'cuda':
-            coll, args = args_of(None, None, n, dt, None)
+            coll, args = args_of(None, n, dt)
             return self._staging().inplace(call, coll, t, args, result)
         buf = t if t.is_contiguous() else t.contiguous()
-        coll, args = args_of(None, buf.data_ptr(), n, dt, None)
+        coll, args = args_of(buf.data_ptr(), n, dt)
         req = self._start(call, getattr(lib, 'zc_' + coll), *args)
         finish = None if buf is t else (lambda: t.copy_(buf))
         return self._work(call, [req], [t, buf], finish, result)

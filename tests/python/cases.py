@@ -1,7 +1,6 @@
 """cases.py: the test cases of tests/python/run.py. Each runs on every rank of a job whose
 default process group is backend "zcoll"; it raises (assert) on a wrong result."""
 
-import os
 import time
 
 import torch

@@ -10,7 +10,6 @@ everything is one skipped test.
 """
 
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -22,7 +21,7 @@ sys.path.insert(0, os.path.join(TOP, 'python'))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 try:
-    import torch
+    import torch  # noqa: F401  (is torch there?)
     import torch.distributed as dist
     import torch.multiprocessing as mp
 except ImportError:

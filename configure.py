@@ -388,7 +388,7 @@ def write_rules(n, cfg):
         n.rule('nvcc', '$nvcc -MD -MF $out.d $nvcc_flags -c $in -o $out',
                description='NVCC $out', **dep)
     n.rule('ar', 'rm -f $out && ar crs $out $in', description='AR $out')
-    n.rule('solink', '$cc -shared -Wl,-z,defs -o $out $in $ldflags $libs',
+    n.rule('solink', '$cc -shared -Wl,-z,defs -Wl,-soname,$soname -o $out $in $ldflags $libs',
            description='LINK $out')
     n.rule('link', '$cc -o $out $in $ldflags $libs -lm', description='LINK $out')
     n.rule('header_c', '$cc -std=c11 -Wall -Wextra -Werror -pedantic -Wshadow -Wconversion '
@@ -433,6 +433,15 @@ def compile_all(n, cfg, srcs, free=False):
     return objs
 
 
+def version_major():
+    """ZC_VERSION_MAJOR of include/zcoll.h: the number in the shared library's SONAME."""
+    with open('include/zcoll.h') as f:
+        for line in f:
+            if line.startswith('#define ZC_VERSION_MAJOR '):
+                return line.split()[2]
+    fail('include/zcoll.h has no ZC_VERSION_MAJOR')
+
+
 def write_library(n, cfg):
     enabled = {'ib': cfg.ib, 'cuda': cfg.cuda}
     objs, seen = [], set()
@@ -442,7 +451,8 @@ def write_library(n, cfg):
             seen.update(srcs)
             objs += compile_all(n, cfg, srcs)
     n.build(['build/libzcoll.a'], 'ar', objs)
-    n.build(['build/libzcoll.so'], 'solink', objs)
+    n.build(['build/libzcoll.so'], 'solink', objs,
+            variables={'soname': 'libzcoll.so.%s' % version_major()})
     n.build(['lib'], 'phony', ['build/libzcoll.a', 'build/libzcoll.so'])
     n.newline()
 
@@ -514,6 +524,9 @@ def write_checks(n, cfg):
     n.build(['check'], 'run', implicit=['FORCE', 'all'] + checks,
             variables={'cmd': 'bash tests/check.sh' + (' --ib' if cfg.ib else '')
                        + (' --baremetal' if cfg.baremetal else '')})
+    # `ninja install` (DESTDIR from the environment): tools/install.sh with --prefix.
+    n.build(['install'], 'run', implicit=['FORCE', 'all'],
+            variables={'cmd': 'bash tools/install.sh ' + shlex.quote(cfg.prefix)})
     for target, path, cmd in SCRIPT_TARGETS:
         if os.path.isfile(path):
             n.build([target], 'run', implicit=['FORCE', 'all'], variables={'cmd': cmd})
@@ -720,6 +733,9 @@ def parse_args(argv):
                     'or an nvcc (default auto)')
     ap.add_argument('--with-ib', choices=['auto', 'yes', 'no'], default='auto',
                     help='build transport_ib/ against libibverbs (default auto)')
+    ap.add_argument('--prefix', default='/usr/local',
+                    help='where `ninja install` puts lib/, include/, bin/ and the Python '
+                    'package (default /usr/local; DESTDIR is honoured)')
     ap.add_argument('--cc', default=os.environ.get('CC') or 'cc',
                     help='C compiler (default $CC or cc)')
     ap.add_argument('--cxx', default=os.environ.get('CXX') or 'c++',
@@ -763,7 +779,8 @@ def main(argv):
     finally:
         p.close()
     cfg.configure_args = shlex.join(['--mode', cfg.mode, '--with-cuda', cfg.with_cuda,
-                                     '--with-ib', cfg.with_ib, '--cc', cfg.cc, '--cxx', cfg.cxx,
+                                     '--with-ib', cfg.with_ib, '--prefix', cfg.prefix,
+                                     '--cc', cfg.cc, '--cxx', cfg.cxx,
                                      '--with-baremetal', cfg.with_baremetal,
                                      '--cross-cc', cfg.cross_cc])
     if not cfg.cxx_ok:

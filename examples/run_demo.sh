@@ -49,6 +49,27 @@ for src in examples/*.c; do
     fi
 done
 
+# The tutorials' own Python programs (examples/*.py, backend "zcoll"), when a python3 with
+# torch is installed (Debian: apt-get install python3-torch; it is /usr/bin/python3).
+TORCH_PY=""
+for py in python3 /usr/bin/python3; do
+    if "$py" -c 'import torch' 2>/dev/null; then TORCH_PY=$py; break; fi
+done
+for src in examples/*.py; do
+    [ -e "$src" ] || continue
+    name=$(basename "$src")
+    if [ -z "$TORCH_PY" ]; then
+        echo "=== $name: skipped (no python3 with torch) ==="
+        continue
+    fi
+    count=$((count + 1))
+    echo "=== $name: $TORCH_PY $src (backend zcoll) ==="
+    if ! MASTER_PORT=$((20000 + RANDOM % 20000)) timeout "$TIMEOUT_S" "$TORCH_PY" "$src"; then
+        echo "run_demo.sh: $name failed" >&2
+        failed+=("$name")
+    fi
+done
+
 # The benchmark on local ranks: every collective, 8 B to 1 MiB, results checked (--check).
 # The full comparison with Open MPI, MPICH and Gloo is `ninja bench` (bench/README.md).
 BENCH=(build/zcbench -c all -b 8 -e 1M -f 32 --check)
@@ -65,4 +86,4 @@ if [ "${#failed[@]}" -ne 0 ]; then
     echo "=== demo FAILED: ${failed[*]} ===" >&2
     exit 1
 fi
-echo "=== demo passed: $count programs (the examples and zcbench) ==="
+echo "=== demo passed: $count programs (the examples, C and Python, and zcbench) ==="

@@ -7,7 +7,9 @@
 # platform call failed in turn), and a short pass of the fuzz targets, when clang is installed
 # (tests/variants.sh, tests/fuzz/run.sh); then, with --ib, the soft-RoCE suite in a QEMU guest
 # (tests/rxe/run.sh); then, with --baremetal, the image booted with no OS
-# (tests/baremetal/run.sh). Prints the runners' output and then one combined final line
+# (tests/baremetal/run.sh); then the zcoll_torch suite (tests/python/run.py, when a python3
+# imports torch), the install test (tests/install/run.sh) and the launcher tests
+# (tests/launchers/run.sh). Prints the runners' output and then one combined final line
 # `N passed, N failed, N skipped`; exits non-zero if any runner failed.
 #   ZC_CHECK_RXE=0 leaves the guest suite out (it is then counted as one skipped test);
 #   ZC_CHECK_VARIANTS=0 the clang, TSan and faults builds and the fuzz pass (four skipped).
@@ -102,6 +104,34 @@ else
     echo "=== check: no bare-metal image in this build (configure.py: baremetal: no): skipped ==="
     S=$((S + 1))
 fi
+
+# The zcoll_torch suite (backend "zcoll" of torch.distributed) with the first python3 that
+# imports torch (Debian's python3-torch lives in /usr/bin/python3); one skipped test without.
+TORCH_PY=""
+for py in python3 /usr/bin/python3; do
+    if command -v "$py" >/dev/null && "$py" -c 'import torch' 2>/dev/null; then
+        TORCH_PY=$py
+        break
+    fi
+done
+if [ -n "$TORCH_PY" ]; then
+    echo "=== check: tests/python/run.py (zcoll_torch with $TORCH_PY) ==="
+    "$TORCH_PY" tests/python/run.py 2>&1 | tee "$LOG/python"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
+    tally "$LOG/python" tests/python/run.py
+else
+    echo "=== check: no python3 with torch (apt-get install python3-torch): zcoll_torch suite skipped ==="
+    S=$((S + 1))
+fi
+
+# Install tree (ninja install into a DESTDIR) used through pkg-config only; real launchers.
+for suite in tests/install/run.sh tests/launchers/run.sh; do
+    [ -f "$suite" ] || continue
+    echo "=== check: $suite ==="
+    bash "$suite" 2>&1 | tee "$LOG/$(basename "$(dirname "$suite")")"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
+    tally "$LOG/$(basename "$(dirname "$suite")")" "$suite"
+done
 
 [ "$F" -eq 0 ] || RC=1
 echo "$P passed, $F failed, $S skipped"

@@ -43,11 +43,10 @@ static zc_status zc_post_failed(zc_comm *comm, zc__req *r, uint32_t peer, uint64
     char msg[48];
     if (k == UINT64_MAX) zc__fmt(msg, sizeof msg, "the ready message"); /* sched.c: placement */
     else zc__fmt(msg, sizeof msg, "message %llu", (unsigned long long)k);
-    zc__error(comm, st, "%s sequence %llu: the %s wire could not %s %s to rank %u (%s)",
-              zc__kind_name(r->s.kind), (unsigned long long)r->seq, comm->wire->name, what, msg,
-              peer, why[0] ? why : zc_status_name(st));
-    zc__fail_comm(comm, st, r->seq);
-    return st;
+    return zc__fail(comm, st, r->seq, (int32_t)peer, 0, "%s sequence %llu: the %s wire could "
+                    "not %s %s to rank %u (%s)", zc__kind_name(r->s.kind),
+                    (unsigned long long)r->seq, comm->wire->name, what, msg, peer,
+                    why[0] ? why : zc_status_name(st));
 }
 
 zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
@@ -96,18 +95,6 @@ zc_status zc__tx_end_placed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
     return zc_publish(comm, r, peer, k, bytes, 1);
 }
 
-void zc__describe(char *buf, size_t cap, uint32_t kind, uint64_t count, uint32_t dtype,
-                  uint32_t op, uint32_t root) {
-    bool reduces = kind == ZC_K_ALLREDUCE || kind == ZC_K_REDUCE || kind == ZC_K_REDUCE_SCATTER;
-    bool rooted = kind == ZC_K_REDUCE || kind == ZC_K_BROADCAST || kind == ZC_K_GATHER ||
-                  kind == ZC_K_SCATTER;
-    size_t n = zc__fmt(buf, cap, "%s(count %llu, %s", zc__kind_name(kind),
-                       (unsigned long long)count, zc_dtype_name((zc_dtype)dtype));
-    if (reduces) n += zc__fmt(buf + n, cap - n, ", %s", zc_op_name((zc_op)op));
-    if (rooted) n += zc__fmt(buf + n, cap - n, ", root %u", root);
-    zc__fmt(buf + n, cap - n, ")");
-}
-
 static bool zc_matches(const zc_comm *comm, const zc__req *r, const zc__hdr *h, uint32_t peer,
                        uint64_t k, size_t expect_bytes) {
     /* A receive matches the peer's send; its root field names the sender, as ours does. */
@@ -123,16 +110,15 @@ static void zc_mismatch(zc_comm *comm, zc__req *r, const zc__hdr *h, uint32_t pe
     zc__describe(mine, sizeof mine, r->s.kind, r->s.count, r->s.dtype, r->s.op, r->s.root);
     zc__describe(theirs, sizeof theirs, h->kind, h->count, h->dtype, h->op, h->root);
     if (h->seq != r->seq)
-        zc__error(comm, ZC_MISMATCH,
-                  "mismatch at sequence %llu: rank %u called %s but rank %u sent %s of its "
-                  "sequence %llu",
-                  (unsigned long long)r->seq, comm->rank, mine, peer, theirs,
-                  (unsigned long long)h->seq);
+        zc__fail(comm, ZC_MISMATCH, r->seq, (int32_t)peer, 0,
+                 "mismatch at sequence %llu: rank %u called %s but rank %u sent %s of its "
+                 "sequence %llu",
+                 (unsigned long long)r->seq, comm->rank, mine, peer, theirs,
+                 (unsigned long long)h->seq);
     else
-        zc__error(comm, ZC_MISMATCH,
-                  "mismatch at sequence %llu: rank %u called %s but rank %u called %s",
-                  (unsigned long long)r->seq, comm->rank, mine, peer, theirs);
-    zc__fail_comm(comm, ZC_MISMATCH, r->seq);
+        zc__fail(comm, ZC_MISMATCH, r->seq, (int32_t)peer, 0,
+                 "mismatch at sequence %llu: rank %u called %s but rank %u called %s",
+                 (unsigned long long)r->seq, comm->rank, mine, peer, theirs);
 }
 
 const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,

@@ -1,35 +1,8 @@
 /* comm.c: the communicator's life: init (bootstrap, wire windows, carve of the arena), the
- * in-process group, split, abort, fini, accessors, error records and memory registration.
+ * in-process group, split, abort, fini, accessors and memory registration.
  * Init-time work only blocks with a deadline; nothing is allocated: the arena is the memory. */
 #include "bootstrap.h"
 #include "engine.h"
-
-static char zc_init_err[ZC_ERROR_TEXT_BYTES];
-
-const char *zc_init_error_text(void) { return zc_init_err; }
-
-void zc__set_init_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    zc__vfmt(zc_init_err, sizeof zc_init_err, fmt, ap);
-    va_end(ap);
-}
-
-zc_status zc__error(zc_comm *comm, zc_status status, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    zc__vfmt(comm->err, sizeof comm->err, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-const char *zc__kind_name(uint32_t kind) {
-    static const char *const names[ZC_K_COUNT_] = {
-        "none", "zc_allreduce", "zc_reduce", "zc_broadcast", "zc_reduce_scatter",
-        "zc_allgather", "zc_gather", "zc_scatter", "zc_alltoall", "zc_send", "zc_recv",
-        "zc_barrier"};
-    return kind < ZC_K_COUNT_ ? names[kind] : "unknown";
-}
 
 static bool zc_comm_ok(const zc_comm *comm) { return comm && comm->magic == ZC_COMM_MAGIC; }
 
@@ -39,23 +12,25 @@ const char *zc_comm_error_text(const zc_comm *comm) {
     return zc_comm_ok(comm) ? comm->err : "not a communicator";
 }
 
-/* Checks the arena and carves the communicator's state from it (no communication). */
-static zc_status zc_carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_comm **out) {
+/* Checks the arena and carves the communicator's state from it (no communication). A failure
+ * is said in err (ZC_ERROR_TEXT_BYTES). */
+static zc_status zc_carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_comm **out,
+                          char *err) {
     char why[ZC_ERROR_TEXT_BYTES];
     zc__arena_map L;
     if (!zc__config_check(cfg, why, sizeof why)) {
-        zc__set_init_error("invalid configuration: %s", why);
+        zc__fmt(err, ZC_ERROR_TEXT_BYTES, "invalid configuration: %s", why);
         return ZC_INVALID_ARG;
     }
     ZC_ASSERT(zc__layout(cfg, &L));
     if (!arena || ((uintptr_t)arena & 7u)) {
-        zc__set_init_error("arena is %s; pass %zu bytes, 8-byte aligned",
-                           arena ? "not 8-byte aligned" : "NULL", L.total);
+        zc__fmt(err, ZC_ERROR_TEXT_BYTES, "arena is %s; pass %zu bytes, 8-byte aligned",
+                arena ? "not 8-byte aligned" : "NULL", L.total);
         return ZC_INVALID_ARG;
     }
     if (arena_bytes < L.total) {
-        zc__set_init_error("arena_bytes is %zu but zc_comm_arena_bytes() asks for %zu",
-                           arena_bytes, L.total);
+        zc__fmt(err, ZC_ERROR_TEXT_BYTES, "arena_bytes is %zu but zc_comm_arena_bytes() asks "
+                "for %zu", arena_bytes, L.total);
         return ZC_TOO_SMALL;
     }
     uint8_t *a = arena;
@@ -127,14 +102,15 @@ static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all) {
     zc_transport t = c->cfg.transport;
     if (t == ZC_TRANSPORT_AUTO) t = other ? ZC_TRANSPORT_IB : ZC_TRANSPORT_SHM;
     if (t == ZC_TRANSPORT_SHM && other) {
-        zc__set_init_error("rank %u runs on another host than rank 0: the shared-memory wire "
-                           "needs every rank on one host (use ZC_TRANSPORT=ib or auto)", other);
+        zc__fmt(c->err, sizeof c->err, "rank %u runs on another host than rank 0: the "
+                "shared-memory wire needs every rank on one host (use ZC_TRANSPORT=ib or auto)",
+                other);
         return ZC_UNSUPPORTED;
     }
 #ifndef ZC_HAVE_IB
     if (t == ZC_TRANSPORT_IB) {
-        zc__set_init_error("%s: this build has no transport_ib (configure.py found no "
-                           "libibverbs)", other ? "ranks span hosts" : "ZC_TRANSPORT is ib");
+        zc__fmt(c->err, sizeof c->err, "%s: this build has no transport_ib (configure.py "
+                "found no libibverbs)", other ? "ranks span hosts" : "ZC_TRANSPORT is ib");
         return ZC_UNSUPPORTED;
     }
 #endif
@@ -151,20 +127,18 @@ static void zc_auto_spin(zc_comm *c, const zc_hello *all) {
     c->cfg.spin_polls = cpus && local > cpus ? 1u : ZC_DEFAULT_SPIN_POLLS;
 }
 
-static zc_status zc_check_hellos(const zc_comm *c, const zc_hello *all) {
+static zc_status zc_check_hellos(zc_comm *c, const zc_hello *all) {
     for (uint32_t r = 1; r < c->nranks; r++) {
         if (all[r].transport != all[0].transport) {
-            zc__set_init_error("rank %u asks for transport %s but rank 0 for %s: every rank "
-                               "needs the same ZC_TRANSPORT", r,
-                               zc_transport_name(all[r].transport),
-                               zc_transport_name(all[0].transport));
+            zc__fmt(c->err, sizeof c->err, "rank %u asks for transport %s but rank 0 for %s: "
+                    "every rank needs the same ZC_TRANSPORT", r,
+                    zc_transport_name(all[r].transport), zc_transport_name(all[0].transport));
             return ZC_MISMATCH;
         }
         if (all[r].slots != all[0].slots || all[r].slot_bytes != all[0].slot_bytes) {
-            zc__set_init_error("rank %u has slots=%u slot_bytes=%u but rank 0 has slots=%u "
-                               "slot_bytes=%u: every rank needs the same ring geometry",
-                               r, all[r].slots, all[r].slot_bytes, all[0].slots,
-                               all[0].slot_bytes);
+            zc__fmt(c->err, sizeof c->err, "rank %u has slots=%u slot_bytes=%u but rank 0 has "
+                    "slots=%u slot_bytes=%u: every rank needs the same ring geometry", r,
+                    all[r].slots, all[r].slot_bytes, all[0].slots, all[0].slot_bytes);
             return ZC_MISMATCH;
         }
     }
@@ -185,13 +159,13 @@ static zc_status zc_open_wire(zc_comm *c, zc__boot *b) {
     size_t ab = c->wire->addr_bytes(&g);
     ZC_ASSERT(ab <= c->addr_bytes && ab <= ZC_BOOT_MAX_BLOB);
     uint8_t *mine = ab ? c->addrs + (size_t)c->rank * ab : 0;
-    zc_status st = c->wire->create(c->wire_state, &g, 0, mine, zc_init_err, sizeof zc_init_err);
+    zc_status st = c->wire->create(c->wire_state, &g, 0, mine, c->err, sizeof c->err);
     uint8_t failed = 0xff; /* a rank whose create failed publishes a blob of 0xff bytes */
     if (st != ZC_OK && ab) __builtin_memset(mine, failed, ab);
     zc_status sync = ab ? zc__boot_allgather(b, mine, c->addrs, ab) : zc__boot_barrier(b);
     if (st == ZC_OK) st = sync;
-    if (st == ZC_OK) st = c->wire->attach(c->wire_state, ab ? c->addrs : 0, zc_init_err,
-                                          sizeof zc_init_err);
+    if (st == ZC_OK) st = c->wire->attach(c->wire_state, ab ? c->addrs : 0, c->err,
+                                          sizeof c->err);
     sync = zc__boot_barrier(b); /* everyone attached: names can go */
     if (st == ZC_OK) st = sync;
     if (st == ZC_OK) c->wire->seal(c->wire_state);
@@ -207,16 +181,23 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
         return ZC_INVALID_ARG;
     }
     *comm_out = 0;
-    zc_status st = zc_carve(cfg, arena, arena_bytes, &c);
-    if (st != ZC_OK) return st;
+    char err[ZC_ERROR_TEXT_BYTES];
+    zc_status st = zc_carve(cfg, arena, arena_bytes, &c, err);
+    if (st != ZC_OK) {
+        zc__set_init_error("%s", err);
+        return st;
+    }
     if (cfg->transport == ZC_TRANSPORT_INPROC) {
         zc__set_init_error("cfg->transport is ZC_TRANSPORT_INPROC: use zc_comm_init_inproc");
         return ZC_INVALID_ARG;
     }
     static zc__boot boot; /* init-time only; too large for small stacks */
     uint64_t deadline = zc_plat_now_ns() + c->cfg.init_timeout_ns;
-    st = zc__boot_open(&boot, cfg, deadline, zc_init_err, sizeof zc_init_err);
-    if (st != ZC_OK) return st;
+    st = zc__boot_open(&boot, cfg, deadline, c->err, sizeof c->err);
+    if (st != ZC_OK) {
+        zc__set_init_error("%s", c->err);
+        return st;
+    }
     zc_hello mine = {zc_plat_process_id(), 0, zc_host_hash(), cfg->slots, cfg->slot_bytes,
                      (uint32_t)cfg->transport, 0};
     static zc_hello all[ZC_MAX_RANKS];
@@ -230,7 +211,10 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
         st = zc_open_wire(c, &boot);
     }
     zc__boot_close(&boot);
-    if (st != ZC_OK) return st;
+    if (st != ZC_OK) {
+        zc__set_init_error("%s", c->err);
+        return st;
+    }
     zc__gpu_open(c);
     zc_open_place(c);
     c->magic = ZC_COMM_MAGIC;
@@ -246,23 +230,32 @@ static zc_status zc_inproc_group(const zc_config *cfg, uint32_t n, void *const a
     rc.nranks = n;
     for (uint32_t r = 0; r < n; r++) {
         rc.rank = r;
-        zc_status st = zc_carve(&rc, arenas[r], arena_bytes, &comms[r]);
-        if (st != ZC_OK) return st;
+        char err[ZC_ERROR_TEXT_BYTES];
+        zc_status st = zc_carve(&rc, arenas[r], arena_bytes, &comms[r], err);
+        if (st != ZC_OK) {
+            zc__set_init_error("%s", err);
+            return st;
+        }
         windows[r] = comms[r]->window;
     }
     for (uint32_t r = 0; r < n; r++) {
         zc_comm *c = comms[r];
         zc_wire_geom g = zc_geom(c, comm_id, windows);
         c->comm_id = comm_id;
-        zc_status st = c->wire->create(c->wire_state, &g, c->window, 0, zc_init_err,
-                                       sizeof zc_init_err);
-        if (st != ZC_OK) return st;
+        zc_status st = c->wire->create(c->wire_state, &g, c->window, 0, c->err, sizeof c->err);
+        if (st != ZC_OK) {
+            zc__set_init_error("%s", c->err);
+            return st;
+        }
         for (uint32_t p = 0; p < n; p++) c->group[p] = comms[p];
     }
     for (uint32_t r = 0; r < n; r++) {
-        zc_status st = comms[r]->wire->attach(comms[r]->wire_state, 0, zc_init_err,
-                                              sizeof zc_init_err);
-        if (st != ZC_OK) return st;
+        zc_comm *c = comms[r];
+        zc_status st = c->wire->attach(c->wire_state, 0, c->err, sizeof c->err);
+        if (st != ZC_OK) {
+            zc__set_init_error("%s", c->err);
+            return st;
+        }
         zc__gpu_open(comms[r]);
         zc_open_place(comms[r]);
         comms[r]->magic = ZC_COMM_MAGIC;
@@ -288,9 +281,7 @@ zc_status zc_comm_init_inproc(const zc_config *cfg, void *const arenas[], size_t
 
 zc_status zc_comm_abort(zc_comm *comm) {
     if (!zc_comm_ok(comm)) return ZC_INVALID_ARG;
-    if (!comm->failed) zc__error(comm, ZC_ABORTED, "zc_comm_abort was called");
-    zc__fail_comm(comm, ZC_ABORTED, comm->seq);
-    comm->failed = ZC_ABORTED;
+    zc__abort(comm);
     return ZC_OK;
 }
 
@@ -423,11 +414,12 @@ zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t
     parent->splits++;
     zc_comm *c = 0;
     size_t ab = 0;
+    char err[ZC_ERROR_TEXT_BYTES]; /* the carve's sentence (after it, the child's own) */
     zc_status local = ZC_OK;
     if (color >= 0) {
         zc_config cc = parent->cfg;
         zc_child_place(all, parent->nranks, parent->rank, &cc.rank, &cc.nranks);
-        local = zc_carve(&cc, arena, arena_bytes, &c);
+        local = zc_carve(&cc, arena, arena_bytes, &c, err);
         if (local == ZC_OK) {
             c->wire = parent->wire;
             c->comm_id = id;
@@ -462,7 +454,7 @@ zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t
     }
     if (c && local == ZC_OK) c->wire->close(c->wire_state);
     if (st == ZC_OK) st = local;
-    if (local != ZC_OK) zc__set_init_error("zc_comm_split: %s", c ? c->err : zc_init_err);
+    if (local != ZC_OK) zc__set_init_error("zc_comm_split: %s", c ? c->err : err);
     else zc__set_init_error("zc_comm_split: another rank failed to set up its child (%s)",
                             zc_status_name(st));
     return st;

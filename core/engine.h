@@ -158,7 +158,11 @@ struct zc_comm {
     uint64_t comm_id;
     zc_config cfg;         /* a copy; rank/nranks are this communicator's */
     uint32_t rank, nranks;
-    int32_t failed;        /* 0, or the status every later call returns */
+    int32_t failed;        /* 0, or the status every later call returns (fail.c writes it) */
+    int32_t fail_peer;     /* the failure's peer, -1 for none (fail.c) */
+    int32_t pad_;
+    int64_t fail_code;     /* the failure's foreign error code, 0 for none (fail.c) */
+    uint64_t fail_seq;     /* the collective sequence the failure was detected at (fail.c) */
     uint32_t nreqs_active;
     uint64_t seq;          /* next collective sequence number */
     uint64_t splits;       /* zc_comm_split calls made (names children) */
@@ -194,18 +198,37 @@ typedef struct zc__arena_map {
 bool zc__layout(const zc_config *cfg, zc__arena_map *out);
 const zc_wire_ops *zc__wire_for(const zc_config *cfg);
 
-/* ---- comm.c ---- */
-/* Records status and a sentence on comm (the one place errors are recorded); returns status. */
+/* ---- fail.c: the failure record (the one place it is written) ---- */
+/* One failure as its detector knows it: status, collective sequence, the peer it concerns (-1:
+ * none) and a foreign error code (errno, ibv_wc_status, cudaError_t; 0: none). */
+typedef struct zc__failure {
+    zc_status status;
+    int32_t peer;
+    int64_t vendor;
+    uint64_t seq;
+} zc__failure;
+/* Fails the communicator. The first failure records status, sentence, peer and vendor code
+ * together and reports it to the peers; a later one records nothing (first failure wins).
+ * Either way every active request finishes with the communicator's status, which is returned. */
+zc_status zc__fail(zc_comm *comm, zc_status status, uint64_t seq, int32_t peer, int64_t vendor,
+                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+zc_status zc__vfail(zc_comm *comm, const zc__failure *f, const char *fmt, va_list ap);
+/* coll_gpu.c's older form, to go once it calls zc__fail: the same with the sentence that its
+ * zc__error call just wrote (kept when the communicator had failed already). */
+void zc__fail_comm(zc_comm *comm, zc_status status, uint64_t seq);
+/* zc_comm_abort: fails with ZC_ABORTED; from then on calls return ZC_ABORTED (API.md) even
+ * when an earlier failure is recorded, whose sentence, peer and code stay. */
+void zc__abort(zc_comm *comm);
+/* A call's error that leaves the communicator usable (bad argument, full pool): records the
+ * sentence unless the communicator failed (its failure's sentence stays); returns status. */
 zc_status zc__error(zc_comm *comm, zc_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Marks the communicator failed with status (detected at collective sequence seq), failing
- * every active request and reporting it to the peers. */
-void zc__fail_comm(zc_comm *comm, zc_status status, uint64_t seq);
+/* The sentence zc_init_error_text returns (init, split, in-process groups). */
+void zc__set_init_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void zc__vset_init_error(const char *fmt, va_list ap);
 /* "zc_allreduce(count 10, int32, sum)": the call a header or request describes. */
 void zc__describe(char *buf, size_t cap, uint32_t kind, uint64_t count, uint32_t dtype,
                   uint32_t op, uint32_t root);
-void zc__set_init_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-char *zc__init_error_buf(void);
 const char *zc__kind_name(uint32_t kind);
 
 /* ---- progress.c ---- */

@@ -176,3 +176,7 @@ ZT_TEST(ib_credit_record_catches_torn_writes, 30)
 ZT_TEST(ib_create_fails_cleanly_without_device_or_in_process, 20)
 ZT_TEST(ib_wire_loopback_moves_messages_credits_and_alarm, 60)
 ZT_TEST(ib_wire_puts_into_registered_memory, 60)
+
+/* tests/test_engine.c */
+ZT_TEST(failure_record_keeps_the_first_failure_sentence_peer_and_status, 20)
+ZT_TEST(failure_record_fails_every_active_request_with_the_first_status, 20)

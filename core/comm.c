@@ -61,6 +61,7 @@ static zc_status zc_carve(const zc_config *cfg, void *arena, size_t arena_bytes,
     for (uint32_t i = 0; i < cfg->max_plans; i++) c->plans[i].running = -1;
     c->mems = (zc__mem_entry *)(void *)(a + L.mems);
     c->gpu_area = a + L.gpu; /* zc__gpu_open sets up the region once the wire is up */
+    c->scratch = a + L.scratch;
     c->window = cfg->transport == ZC_TRANSPORT_INPROC ? a + L.window : 0;
     /* The carve must end exactly where the size query said. */
     ZC_ASSERT(L.window + (cfg->transport == ZC_TRANSPORT_INPROC
@@ -81,6 +82,7 @@ typedef struct zc_hello {
     uint64_t pid, nonce, host;
     uint32_t slots, slot_bytes, transport, pad_;
 } zc_hello;
+_Static_assert(sizeof(zc_hello) <= ZC_SCRATCH_RANK_BYTES, "hellos fit the init scratch");
 
 static uint64_t zc_host_hash(void) {
     char id[256];
@@ -191,26 +193,26 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
         zc__set_init_error("cfg->transport is ZC_TRANSPORT_INPROC: use zc_comm_init_inproc");
         return ZC_INVALID_ARG;
     }
-    static zc__boot boot; /* init-time only; too large for small stacks */
+    zc__boot *boot = (zc__boot *)(void *)c->scratch; /* too large for small stacks */
+    zc_hello *all = (zc_hello *)(void *)(c->scratch + sizeof(zc__boot));
     uint64_t deadline = zc_plat_now_ns() + c->cfg.init_timeout_ns;
-    st = zc__boot_open(&boot, cfg, deadline, c->err, sizeof c->err);
+    st = zc__boot_open(boot, cfg, deadline, c->err, sizeof c->err);
     if (st != ZC_OK) {
         zc__set_init_error("%s", c->err);
         return st;
     }
     zc_hello mine = {zc_plat_process_id(), 0, zc_host_hash(), cfg->slots, cfg->slot_bytes,
                      (uint32_t)cfg->transport, 0};
-    static zc_hello all[ZC_MAX_RANKS];
     if (zc_plat_random(&mine.nonce, sizeof mine.nonce) != ZC_PLAT_OK) mine.nonce = mine.pid;
-    st = zc__boot_allgather(&boot, &mine, all, sizeof mine);
+    st = zc__boot_allgather(boot, &mine, all, sizeof mine);
     if (st == ZC_OK) st = zc_check_hellos(c, all);
     if (st == ZC_OK) st = zc_pick_wire(c, all);
     if (st == ZC_OK && !cfg->spin_polls) zc_auto_spin(c, all);
     if (st == ZC_OK) {
         c->comm_id = zc__siphash(cfg->secret, &all[0].nonce, sizeof all[0].nonce);
-        st = zc_open_wire(c, &boot);
+        st = zc_open_wire(c, boot);
     }
-    zc__boot_close(&boot);
+    zc__boot_close(boot);
     if (st != ZC_OK) {
         zc__set_init_error("%s", c->err);
         return st;
@@ -225,7 +227,7 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
 /* Builds an in-process group of n ranks over arenas[], each with cfg's sizes. */
 static zc_status zc_inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[],
                                  size_t arena_bytes, zc_comm *comms[], uint64_t comm_id) {
-    static void *windows[ZC_MAX_RANKS];
+    void **windows = 0; /* [n] in rank 0's scratch */
     zc_config rc = *cfg;
     rc.nranks = n;
     for (uint32_t r = 0; r < n; r++) {
@@ -236,6 +238,7 @@ static zc_status zc_inproc_group(const zc_config *cfg, uint32_t n, void *const a
             zc__set_init_error("%s", err);
             return st;
         }
+        if (r == 0) windows = (void **)(void *)comms[0]->scratch;
         windows[r] = comms[r]->window;
     }
     for (uint32_t r = 0; r < n; r++) {
@@ -376,15 +379,15 @@ static bool zc_split_needs_addrs(const zc_comm *parent) {
  * keep it at the sender's child rank. all[] holds {color, key} per parent rank. */
 static zc_status zc_split_exchange(zc_comm *parent, const int32_t *all, zc_comm *c,
                                    size_t ab) {
-    static uint64_t sizes[ZC_MAX_RANKS];
-    static uint8_t scratch[ZC_WIRE_MAX_ADDR_BYTES];
+    uint64_t *sizes = (uint64_t *)(void *)(parent->scratch + 8u * parent->nranks);
+    uint8_t *scratch = parent->scratch + 16u * parent->nranks; /* parent->addr_bytes */
     uint64_t mine = c ? ab : 0;
     zc_req req;
     zc_status st = zc_allgather(parent, &mine, sizes, 1, ZC_UINT64, &req);
     if (st == ZC_OK) st = zc_wait(parent, &req);
     for (uint32_t p = 0; p < parent->nranks && st == ZC_OK; p++) {
         if (!sizes[p]) continue;
-        if (sizes[p] > ZC_WIRE_MAX_ADDR_BYTES)
+        if (sizes[p] > parent->addr_bytes)
             return zc__error(parent, ZC_MISMATCH, "zc_comm_split: rank %u's wire address is "
                              "%llu bytes", p, (unsigned long long)sizes[p]);
         uint32_t prank, psize;
@@ -399,8 +402,8 @@ static zc_status zc_split_exchange(zc_comm *parent, const int32_t *all, zc_comm 
 
 zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t arena_bytes,
                         zc_comm **child_out) {
-    static int32_t all[2 * ZC_MAX_RANKS];
     if (!zc_comm_ok(parent) || !child_out) return ZC_INVALID_ARG;
+    int32_t *all = (int32_t *)(void *)parent->scratch; /* [2 * nranks] {color, key} */
     if (parent->cfg.transport == ZC_TRANSPORT_INPROC)
         return zc__error(parent, ZC_INVALID_ARG, "zc_comm_split on an in-process group: use "
                          "zc_comm_split_inproc");
@@ -462,15 +465,15 @@ zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t
 
 zc_status zc_comm_split_inproc(zc_comm *const parents[], const int colors[], const int keys[],
                                void *const arenas[], size_t arena_bytes, zc_comm *children[]) {
-    static int32_t all[2 * ZC_MAX_RANKS];
-    static void *group_arenas[ZC_MAX_RANKS];
-    static zc_comm *group[ZC_MAX_RANKS];
     if (!parents || !zc_comm_ok(parents[0]) || !colors || !keys || !arenas || !children) {
         zc__set_init_error("zc_comm_split_inproc: a NULL argument or parents[0] is not a "
                            "communicator");
         return ZC_INVALID_ARG;
     }
     uint32_t n = parents[0]->nranks;
+    int32_t *all = (int32_t *)(void *)parents[0]->scratch; /* [2n] {color, key} */
+    void **group_arenas = (void **)(void *)(parents[0]->scratch + 8u * n); /* [n] */
+    zc_comm **group = (zc_comm **)(void *)(parents[0]->scratch + 16u * n); /* [n] */
     for (uint32_t p = 0; p < n; p++) {
         all[2 * p] = colors[p] < 0 ? -1 : colors[p];
         all[2 * p + 1] = keys[p];

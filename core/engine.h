@@ -183,13 +183,22 @@ struct zc_comm {
     zc__plan *plans;       /* [max_plans] */
     zc__mem_entry *mems;   /* [max_mems] */
     uint8_t *gpu_area;     /* the device-memory region of the arena (coll_gpu.c carves it) */
+    uint8_t *scratch;      /* init and split time only: ZC_SCRATCH_* (layout.c sizes it) */
     struct zc__gpu *gpu;   /* device-memory state; NULL: no CUDA build, no device, or off */
     char err[ZC_ERROR_TEXT_BYTES];
 };
 
 /* ---- layout.c ---- */
+/* The scratch region of a communicator's arena serves the calls that create communicators,
+ * so that no static memory is shared between threads creating different ones: zc_comm_init
+ * keeps its bootstrap state (zc__boot, processes only) and ZC_SCRATCH_RANK_BYTES per rank of
+ * hellos there; zc_comm_split and zc_comm_split_inproc use their parent's (per rank: colors,
+ * keys, sizes or arenas and communicators; then one address blob of the parent's size), an
+ * in-process group its rank 0's (per rank: windows). */
+#define ZC_SCRATCH_RANK_BYTES 48u
 typedef struct zc__arena_map {
-    size_t comm, wire_state, addrs, group, chans, reqs, bases, active, plans, mems, gpu, window;
+    size_t comm, wire_state, addrs, group, chans, reqs, bases, active, plans, mems, gpu, scratch;
+    size_t window;
     size_t addr_bytes; /* bytes of one rank's address blob (the largest candidate wire's) */
     size_t total;
     zc_wire_geom geom;

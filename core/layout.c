@@ -1,6 +1,7 @@
 /* layout.c: the one function that decides how a communicator is carved from its arena. The
  * size query (zc_comm_arena_bytes) and init both call zc__layout, and init asserts that its
  * carve ends exactly at layout.total. Every region is 64-byte aligned. */
+#include "bootstrap.h"
 #include "engine.h"
 
 static size_t zc_align64(size_t v) { return (v + 63u) & ~(size_t)63u; }
@@ -61,6 +62,8 @@ bool zc__layout(const zc_config *cfg, zc__arena_map *L) {
     L->plans = zc_take(&end, cfg->max_plans * sizeof(zc__plan));
     L->mems = zc_take(&end, cfg->max_mems * sizeof(zc__mem_entry));
     L->gpu = zc_take(&end, zc__gpu_bytes(cfg)); /* 0 without CUDA (coll_gpu.c carves it) */
+    L->scratch = zc_take(&end, (cfg->transport == ZC_TRANSPORT_INPROC ? 0 : sizeof(zc__boot)) +
+                                   n * ZC_SCRATCH_RANK_BYTES + addr);
     /* In-process ranks keep their inbound window in the arena; processes map theirs. */
     L->window = zc_take(&end, cfg->transport == ZC_TRANSPORT_INPROC
                                   ? w->window_bytes(&L->geom) : 0);

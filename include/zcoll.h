@@ -223,8 +223,8 @@ typedef struct zc_comm zc_comm;
  * least zc_comm_arena_bytes(cfg) bytes; the caller keeps owning it and must not touch it until
  * zc_comm_fini). Blocks until every rank joined or cfg->init_timeout_ns passed. On failure
  * *comm_out is NULL, nothing stays mapped or open, and zc_init_error_text() says why. After
- * init nothing is allocated, mapped or registered by zcoll. Not reentrant: run one zc_comm_init
- * or zc_comm_split at a time per process (their rendezvous scratch is static). */
+ * init nothing is allocated, mapped or registered by zcoll. Reentrant: threads may create
+ * different communicators at once (init's scratch is in the arena; split's in the parent's). */
 zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
                        zc_comm **comm_out);
 /* The sentence of the last failed zc_comm_init / zc_comm_split / _inproc call of this

@@ -180,3 +180,5 @@ ZT_TEST(ib_wire_puts_into_registered_memory, 60)
 /* tests/test_engine.c */
 ZT_TEST(failure_record_keeps_the_first_failure_sentence_peer_and_status, 20)
 ZT_TEST(failure_record_fails_every_active_request_with_the_first_status, 20)
+ZT_TEST(threads_create_in_process_groups_and_splits_at_once, 60)
+ZT_TEST(threads_init_and_split_through_the_bootstrap_at_once, 90)

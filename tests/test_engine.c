@@ -95,3 +95,162 @@ void failure_record_fails_every_active_request_with_the_first_status(void) {
     ZT_CHECK_EQ(c[1]->fail_peer, 0);
     pair_close(arenas, c);
 }
+
+/* ---- communicators created by several threads at once ---- */
+
+#include "platform.h"
+
+#include <pthread.h>
+
+#define ZT_THREADS 6
+#define ZT_ROUNDS 10
+
+/* All-reduce (sum) of v_r[i] = (r + 1) * (i + salt) over the group's ranks, checked. */
+static int allreduce_group_ok(zc_comm *const c[], uint32_t n, int64_t salt) {
+    int64_t in[8][5], out[8][5];
+    zc_req q[8];
+    for (uint32_t r = 0; r < n; r++) {
+        for (int i = 0; i < 5; i++) in[r][i] = (int64_t)(r + 1) * (i + salt);
+        if (zc_allreduce(c[r], in[r], out[r], 5, ZC_INT64, ZC_SUM, &q[r]) != ZC_OK) return 0;
+    }
+    int ok = 1;
+    for (uint32_t r = 0; r < n; r++) {
+        ok &= zc_wait(c[r], &q[r]) == ZC_OK;
+        for (int i = 0; i < 5; i++) ok &= out[r][i] == (int64_t)(n * (n + 1) / 2) * (i + salt);
+    }
+    return ok;
+}
+
+/* One thread: ZT_ROUNDS in-process groups of 2..5 ranks, each used, split in two and freed. */
+static void *inproc_worker(void *arg) {
+    uintptr_t t = (uintptr_t)arg, bad = 0;
+    for (int round = 0; round < ZT_ROUNDS && !bad; round++) {
+        uint32_t n = 2 + (uint32_t)((t + (uintptr_t)round) % 4);
+        zc_config cfg;
+        zc_config_default(&cfg);
+        cfg.transport = ZC_TRANSPORT_INPROC;
+        cfg.nranks = n;
+        size_t bytes = zc_comm_arena_bytes(&cfg);
+        void *arenas[8], *kid_arenas[8];
+        zc_comm *c[8], *kids[8], *half[2][8];
+        int colors[8], keys[8];
+        for (uint32_t r = 0; r < n; r++) {
+            arenas[r] = aligned_alloc(64, bytes);
+            kid_arenas[r] = aligned_alloc(64, bytes);
+            colors[r] = (int)(r % 2);
+            keys[r] = -(int)r;
+        }
+        bad |= zc_comm_init_inproc(&cfg, arenas, bytes, c) != ZC_OK;
+        bad |= !bad && !allreduce_group_ok(c, n, (int64_t)(t * 1000 + (uintptr_t)round));
+        bad |= !bad && zc_comm_split_inproc(c, colors, keys, kid_arenas, bytes, kids) != ZC_OK;
+        for (uint32_t r = 0; r < n && !bad; r++) /* keys -r: child rank counts down */
+            half[r % 2][zc_comm_rank(kids[r])] = kids[r];
+        for (uint32_t h = 0; h < 2 && !bad; h++)
+            bad |= !allreduce_group_ok(half[h], (n + 1 - h) / 2, (int64_t)round);
+        for (uint32_t r = 0; r < n; r++) {
+            if (!bad) bad |= zc_comm_fini(kids[r]) != ZC_OK || zc_comm_fini(c[r]) != ZC_OK;
+            free(arenas[r]);
+            free(kid_arenas[r]);
+        }
+    }
+    return (void *)bad;
+}
+
+void threads_create_in_process_groups_and_splits_at_once(void) {
+    pthread_t th[ZT_THREADS];
+    for (uintptr_t t = 0; t < ZT_THREADS; t++)
+        ZT_CHECK(pthread_create(&th[t], NULL, inproc_worker, (void *)t) == 0);
+    for (int t = 0; t < ZT_THREADS; t++) {
+        void *bad = (void *)1;
+        ZT_CHECK(pthread_join(th[t], &bad) == 0);
+        ZT_CHECK(bad == NULL);
+    }
+}
+
+/* Pairs of threads, each thread one rank of a 2-rank job over the bootstrap and the shm wire
+ * (its own rendezvous port per round): init, all-reduce, split, all-reduce on the child. */
+#define ZT_PAIRS 3
+#define ZT_PAIR_ROUNDS 6
+
+typedef struct pair_job {
+    uint32_t rank;
+    uint16_t ports[ZT_PAIR_ROUNDS];
+    char why[ZC_ERROR_TEXT_BYTES];
+} pair_job;
+
+/* All-reduce (sum) of (rank + 1) * (i + salt) over comm's ranks, checked. */
+static int allreduce_one_ok(zc_comm *c, int64_t salt) {
+    int64_t in[5], out[5];
+    uint32_t n = zc_comm_size(c), r = zc_comm_rank(c);
+    zc_req q;
+    for (int i = 0; i < 5; i++) in[i] = (int64_t)(r + 1) * (i + salt);
+    if (zc_allreduce(c, in, out, 5, ZC_INT64, ZC_SUM, &q) != ZC_OK) return 0;
+    int ok = zc_wait(c, &q) == ZC_OK;
+    for (int i = 0; i < 5; i++) ok &= out[i] == (int64_t)(n * (n + 1) / 2) * (i + salt);
+    return ok;
+}
+
+static void pair_cfg(const pair_job *j, int round, zc_config *cfg) {
+    zc_config_default(cfg);
+    cfg->nranks = 2;
+    cfg->rank = j->rank;
+    cfg->transport = ZC_TRANSPORT_SHM;
+    snprintf(cfg->root_addr, sizeof cfg->root_addr, "127.0.0.1:%u", (unsigned)j->ports[round]);
+    for (uint8_t i = 0; i < 16; i++) cfg->secret[i] = (uint8_t)(i + round);
+    cfg->secret_set = true;
+}
+
+static int pair_round(pair_job *j, int round, void *arena, void *kid_arena, size_t bytes) {
+    zc_config cfg;
+    pair_cfg(j, round, &cfg);
+    zc_comm *c = NULL, *kid = NULL;
+    if (zc_comm_init(&cfg, arena, bytes, &c) != ZC_OK) {
+        snprintf(j->why, sizeof j->why, "init: %s", zc_init_error_text());
+        return 0;
+    }
+    int ok = allreduce_one_ok(c, round);
+    /* Both ranks one color, keys reversing the order. */
+    ok = ok && zc_comm_split(c, 0, -(int)j->rank, kid_arena, bytes, &kid) == ZC_OK;
+    ok = ok && zc_comm_rank(kid) == 1 - j->rank && allreduce_one_ok(kid, 100 + round);
+    if (!ok) snprintf(j->why, sizeof j->why, "round %d: %s", round, zc_comm_error_text(c));
+    if (kid) ok &= zc_comm_fini(kid) == ZC_OK;
+    ok &= zc_comm_fini(c) == ZC_OK;
+    return ok;
+}
+
+static void *pair_worker(void *arg) {
+    pair_job *j = arg;
+    zc_config cfg;
+    pair_cfg(j, 0, &cfg);
+    size_t bytes = zc_comm_arena_bytes(&cfg);
+    void *arena = aligned_alloc(64, bytes), *kid_arena = aligned_alloc(64, bytes);
+    uintptr_t bad = 0;
+    for (int round = 0; round < ZT_PAIR_ROUNDS && !bad; round++)
+        bad = !pair_round(j, round, arena, kid_arena, bytes);
+    free(arena);
+    free(kid_arena);
+    return (void *)bad;
+}
+
+void threads_init_and_split_through_the_bootstrap_at_once(void) {
+    static pair_job jobs[2 * ZT_PAIRS];
+    pthread_t th[2 * ZT_PAIRS];
+    for (int p = 0; p < ZT_PAIRS; p++)
+        for (int round = 0; round < ZT_PAIR_ROUNDS; round++) {
+            int s = -1;
+            uint16_t port = 0; /* free a moment ago; both ranks of the pair meet there */
+            ZT_CHECK_ST(zc_plat_tcp_listen("127.0.0.1", 0, &s, &port), ZC_PLAT_OK);
+            zc_plat_tcp_close(s);
+            jobs[2 * p].ports[round] = jobs[2 * p + 1].ports[round] = port;
+        }
+    for (uint32_t t = 0; t < 2 * ZT_PAIRS; t++) {
+        jobs[t].rank = t % 2;
+        ZT_CHECK(pthread_create(&th[t], NULL, pair_worker, &jobs[t]) == 0);
+    }
+    for (int t = 0; t < 2 * ZT_PAIRS; t++) {
+        void *bad = (void *)1;
+        ZT_CHECK(pthread_join(th[t], &bad) == 0);
+        if (bad) printf("    thread %d: %s\n", t, jobs[t].why);
+        ZT_CHECK(bad == NULL);
+    }
+}

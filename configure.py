@@ -34,16 +34,18 @@ WARNINGS = ['-Wall', '-Wextra', '-Werror', '-Wshadow', '-Wconversion', '-Wvla',
             '-Wstrict-prototypes', '-Wmissing-prototypes']
 BASE_CFLAGS = ['-std=c11'] + WARNINGS + ['-fPIC', '-Iinclude', '-Iplatform']
 
-# Extra flags per source folder, after the common ones. The provider interface (core/wire.h)
-# lives in core/, so the transports, gpu/ and the tests get -Icore; tools and examples see only
-# include/. Tests define _GNU_SOURCE empty, like `#define _GNU_SOURCE` in a file, so a file
-# that also defines it does not trip -Werror on a redefinition.
+# Extra flags per source folder, after the common ones. The provider interfaces (wire.h, gpu.h,
+# the shared element code elem.h and sentence formatter fmt.h) live in provider/: the core, the
+# transports and gpu/ get -Iprovider; only the tests also reach core internals (-Icore); tools
+# and examples see only include/. Tests define _GNU_SOURCE empty, like `#define _GNU_SOURCE`
+# in a file, so a file that also defines it does not trip -Werror on a redefinition.
 FOLDER_CFLAGS = {
-    'transport_shm': ['-Icore'],
-    'transport_ib': ['-Icore'],
-    'gpu': ['-Icore'],
-    'tests': ['-Icore', '-D_GNU_SOURCE='],
-    'tests/gpu': ['-Icore', '-D_GNU_SOURCE='],
+    'core': ['-Iprovider'],
+    'transport_shm': ['-Iprovider'],
+    'transport_ib': ['-Iprovider'],
+    'gpu': ['-Iprovider'],
+    'tests': ['-Icore', '-Iprovider', '-D_GNU_SOURCE='],
+    'tests/gpu': ['-Icore', '-Iprovider', '-D_GNU_SOURCE='],
 }
 # Folders whose C files may include CUDA headers (never core/, platform/ or the transports).
 CUDA_HEADER_FOLDERS = ('gpu', 'tools', 'tests', 'tests/gpu', 'examples')
@@ -81,7 +83,7 @@ IB_ALLOWED_PREFIXES = ('ibv_', '_ibv_', 'zc_', '__asan_', '__ubsan_', '__sanitiz
 IB_ALLOWED_SYMBOLS = ALLOWED_SYMBOLS | LINKER_SYMBOLS | {'__errno_location', '__stack_chk_fail'}
 
 # Folders whose mtime build.ninja depends on ('.' catches new top-level folders).
-WATCHED = ['.', 'core', 'platform', 'transport_shm', 'transport_ib', 'gpu', 'tools',
+WATCHED = ['.', 'core', 'provider', 'platform', 'transport_shm', 'transport_ib', 'gpu', 'tools',
            'tests', 'tests/rxe', 'tests/gpu', 'examples']
 
 # Targets that run a script, defined only when the script exists: (target, file, command).

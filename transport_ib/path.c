@@ -42,7 +42,7 @@ void zc__ib_lose(zc_ib *s, uint32_t peer, const char *fmt, ...) {
     p->lost = ZC_PEER_LOST;
     va_list ap;
     va_start(ap, fmt);
-    zc__ib_vfmt(p->why, sizeof p->why, fmt, ap);
+    zc__vfmt(p->why, sizeof p->why, fmt, ap);
     va_end(ap);
 }
 
@@ -365,6 +365,6 @@ zc_status zc__ib_peer_alive(void *state, uint32_t peer, char *err, size_t cap) {
                     (unsigned long long)p->pid);
     zc_probe(s, peer);
     if (!p->lost) return ZC_OK;
-    zc__ib_fmt(err, cap, "%s", p->why);
+    zc__fmt(err, cap, "%s", p->why);
     return (zc_status)p->lost;
 }

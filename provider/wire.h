@@ -1,8 +1,9 @@
 /* wire.h: the provider interface between the core and a transport (a "wire"). The core owns
  * the protocol (slot rings, credits, fingerprinted headers, ordering, failure handling); a wire
  * only moves bytes into the peer's inbound slots and publishes them, carries credit counters
- * back, and reports peers' liveness. Transports include this header, zcoll.h and platform.h,
- * never core internals. Every wire function is non-blocking except create/attach (init time).
+ * back, and reports peers' liveness. Transports include this header (with fmt.h, the shared
+ * sentence formatter), zcoll.h and platform.h, never core internals (configure.py gives them
+ * -Iprovider, not -Icore). Every wire function is non-blocking except create/attach (init time).
  *
  * Geometry. Each rank owns one inbound window: for each lane and each peer, a ring of `slots`
  * slots of `stride` bytes (a 64-byte header, then up to slot_bytes of payload), plus one credit
@@ -19,6 +20,7 @@
 #ifndef ZC_WIRE_H
 #define ZC_WIRE_H
 
+#include "fmt.h"
 #include "zcoll.h"
 
 #define ZC_WIRE_VERSION 3u

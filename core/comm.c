@@ -35,8 +35,8 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
         return ZC_TOO_SMALL;
     }
     uint8_t *a = arena;
-    zc__memset(a, 0, L.window); /* the window (in-process) is cleared by the wire */
-    zc_comm *c = (zc_comm *)(void *)(a + L.comm);
+    zc__memset(a, 0, L.at[ZC_R_WINDOW]); /* the window (in-process) is cleared by the wire */
+    zc_comm *c = (zc_comm *)(void *)(a + L.at[ZC_R_COMM]);
     c->cfg = *cfg;
     if (!c->cfg.timeout_ns) c->cfg.timeout_ns = ZC_DEFAULT_TIMEOUT_NS;
     if (!c->cfg.init_timeout_ns) c->cfg.init_timeout_ns = ZC_DEFAULT_INIT_TIMEOUT_NS;
@@ -44,30 +44,25 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
     c->rank = cfg->rank;
     c->nranks = cfg->nranks;
     c->wire = zc__wire_for(cfg);
-    c->wire_state = a + L.wire_state;
-    c->addrs = a + L.addrs;
+    c->wire_state = a + L.at[ZC_R_WIRE_STATE];
+    c->addrs = a + L.at[ZC_R_ADDRS];
     c->addr_bytes = L.addr_bytes;
-    c->group = (zc_comm **)(void *)(a + L.group);
-    c->chans = (zc__chan *)(void *)(a + L.chans);
-    c->reqs = (zc__req *)(void *)(a + L.reqs);
-    uint64_t *bases = (uint64_t *)(void *)(a + L.bases);
+    c->group = (zc_comm **)(void *)(a + L.at[ZC_R_GROUP]);
+    c->chans = (zc__chan *)(void *)(a + L.at[ZC_R_CHANS]);
+    c->reqs = (zc__req *)(void *)(a + L.at[ZC_R_REQS]);
     for (uint32_t i = 0; i < cfg->max_requests; i++) {
-        c->reqs[i].tx_base = bases + (size_t)i * 2u * cfg->nranks;
-        c->reqs[i].rx_base = c->reqs[i].tx_base + cfg->nranks;
-        c->reqs[i].pl = (zc__place *)(void *)(bases + (size_t)cfg->max_requests * 2u *
-                                              cfg->nranks) + (size_t)i * cfg->nranks;
+        size_t row = (size_t)i * cfg->nranks;
+        c->reqs[i].tx_base = (uint64_t *)(void *)(a + L.at[ZC_R_TX_BASES]) + row;
+        c->reqs[i].rx_base = (uint64_t *)(void *)(a + L.at[ZC_R_RX_BASES]) + row;
+        c->reqs[i].pl = (zc__place *)(void *)(a + L.at[ZC_R_PLACES]) + row;
     }
-    c->active = (uint32_t *)(void *)(a + L.active);
-    c->plans = (zc__plan *)(void *)(a + L.plans);
+    c->active = (uint32_t *)(void *)(a + L.at[ZC_R_ACTIVE]);
+    c->plans = (zc__plan *)(void *)(a + L.at[ZC_R_PLANS]);
     for (uint32_t i = 0; i < cfg->max_plans; i++) c->plans[i].running = -1;
-    c->mems = (zc__mem_entry *)(void *)(a + L.mems);
-    c->gpu_area = a + L.gpu; /* zc__gpu_open sets up the region once the wire is up */
-    c->scratch = a + L.scratch;
-    c->window = cfg->transport == ZC_TRANSPORT_INPROC ? a + L.window : 0;
-    /* The carve must end exactly where the size query said. */
-    ZC_ASSERT(L.window + (cfg->transport == ZC_TRANSPORT_INPROC
-                              ? ((c->wire->window_bytes(&L.geom) + 63u) & ~(size_t)63u) : 0) ==
-              L.total);
+    c->mems = (zc__mem_entry *)(void *)(a + L.at[ZC_R_MEMS]);
+    c->gpu_area = a + L.at[ZC_R_GPU]; /* zc__gpu_open sets up the region once the wire is up */
+    c->scratch = a + L.at[ZC_R_SCRATCH];
+    c->window = L.bytes[ZC_R_WINDOW] ? a + L.at[ZC_R_WINDOW] : 0;
     *out = c;
     return ZC_OK;
 }

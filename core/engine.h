@@ -329,14 +329,33 @@ const char *zc__kind_name(uint32_t kind);
  * keys, sizes or arenas and communicators; then one address blob of the parent's size), an
  * in-process group its rank 0's (per rank: windows). */
 #define ZC_SCRATCH_RANK_BYTES 48u
+/* The regions of an arena, in carve order. */
+typedef enum zc__region {
+    ZC_R_COMM = 0,   /* struct zc_comm */
+    ZC_R_WIRE_STATE, /* the wire's state (the largest candidate wire's) */
+    ZC_R_ADDRS,      /* [nranks] address blobs */
+    ZC_R_GROUP,      /* [nranks] zc_comm * (in-process) */
+    ZC_R_CHANS,      /* [ZC_WIRE_LANES * nranks] zc__chan */
+    ZC_R_REQS,       /* [max_requests] zc__req */
+    ZC_R_TX_BASES,   /* [max_requests][nranks] uint64_t */
+    ZC_R_RX_BASES,   /* [max_requests][nranks] uint64_t */
+    ZC_R_PLACES,     /* [max_requests][nranks] zc__place */
+    ZC_R_ACTIVE,     /* [max_requests] uint32_t */
+    ZC_R_PLANS,      /* [max_plans] zc__plan */
+    ZC_R_MEMS,       /* [max_mems] zc__mem_entry */
+    ZC_R_GPU,        /* the device-memory region (zc__gpu_bytes; coll_gpu.c carves it) */
+    ZC_R_SCRATCH,    /* init and split time (ZC_SCRATCH_RANK_BYTES above) */
+    ZC_R_WINDOW,     /* in-process: this rank's inbound window; else empty */
+    ZC_R_COUNT_
+} zc__region;
 typedef struct zc__arena_map {
-    size_t comm, wire_state, addrs, group, chans, reqs, bases, active, plans, mems, gpu, scratch;
-    size_t window;
+    size_t at[ZC_R_COUNT_];    /* offset of each region, 64-byte aligned */
+    size_t bytes[ZC_R_COUNT_]; /* its size */
     size_t addr_bytes; /* bytes of one rank's address blob (the largest candidate wire's) */
-    size_t total;
+    size_t total;      /* where the last region ends, aligned: zc_comm_arena_bytes */
     zc_wire_geom geom;
 } zc__arena_map;
-/* The one function that decides the arena's carve; false if cfg is invalid. */
+/* The one function that decides the arena's regions; false if cfg is invalid. */
 bool zc__layout(const zc_config *cfg, zc__arena_map *out);
 const zc_wire_ops *zc__wire_for(const zc_config *cfg);
 

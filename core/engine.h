@@ -152,7 +152,8 @@ typedef struct zc__chan {
     uint64_t tx_credit;    /* last credit value read (messages the peer consumed) */
     uint64_t p2p_sent;     /* lane 1: send operations issued to the peer */
     uint64_t p2p_recvd;    /* lane 1: receive operations issued from the peer */
-    uint64_t pad_;
+    uint64_t tx_unposted;  /* tag of the last message, written but refused by the wire for now
+                            * (ZC_AGAIN): posted again before anything else; 0: none */
 } zc__chan;
 
 /* The 64-byte header of every slot: the fingerprint of the call that sent the message. */
@@ -189,6 +190,7 @@ struct zc_comm {
     uint64_t liveness_ns;  /* last time peers' liveness was checked */
     uint64_t put_min;      /* the wire's put_min (0: nothing is written in place) */
     uint64_t placed_bytes; /* payload bytes peers put straight into this rank's buffers */
+    uint64_t unposted;     /* channels with a message the wire refused for now (tx_unposted) */
     const zc_wire_ops *wire;
     void *wire_state;
     uint8_t *addrs;        /* [nranks * addr_bytes] the wire's address blobs */
@@ -263,8 +265,10 @@ void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget);
 /* Payload pointer of message k (0-based within r) to peer, or NULL when it cannot be written
  * yet (an earlier message on the channel is unsent, or no credit). */
 uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k);
-/* Fills the header of message k and publishes it with bytes of payload. A wire that cannot
- * post fails the communicator (status and sentence recorded); the status is returned. */
+/* Fills the header of message k and publishes it with bytes of payload. A wire without room
+ * for it now (ZC_AGAIN) gets it again before any later message of the channel (zc__tx_begin,
+ * zc__tx_flush): it counts as sent. A wire that cannot post it for good fails the communicator
+ * (status and sentence recorded); the status is returned. */
 zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes);
 /* Messages of r already sent to peer / consumed from peer. */
 uint64_t zc__tx_done(const zc_comm *comm, const zc__req *r, uint32_t peer);
@@ -276,7 +280,8 @@ const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
                            size_t expect_bytes);
 /* Placement: writes bytes from src (registered as mr, or NULL: staged) to the peer's memory at
  * raddr/rkey ahead of message k, which zc__tx_end_placed then publishes with the header only.
- * Failures fail the communicator (as zc__tx_end). */
+ * ZC_AGAIN: the wire had no room, nothing was written; the schedule tries again at its next
+ * step. Other failures fail the communicator (as zc__tx_end). */
 zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
                      const zc_wire_mr *mr, size_t bytes, uint64_t raddr, uint64_t rkey);
 zc_status zc__tx_end_placed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
@@ -285,6 +290,9 @@ zc_status zc__tx_end_placed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
 static inline bool zc__rx_placed(const uint8_t *payload) {
     return ((const zc__hdr *)(const void *)(payload - ZC_SLOT_HDR_BYTES))->placed != 0;
 }
+/* Posts again the messages the wire refused for now (ZC_AGAIN), before the steps of every
+ * zc_progress: a message the peer waits for must not wait on this rank's next send. */
+void zc__tx_flush(zc_comm *comm);
 /* Consumes the message peeked last from peer and returns its credit. */
 void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer);
 

@@ -1,6 +1,7 @@
 /* progress.c: the request pool and the polling engine: issue (reserve channel numbers, stamp
  * deadline), zc_progress (bounded steps of active requests in issue order, deadlines, peer
- * liveness, failure reports from peers, yielding when idle), zc_test (reads only) and zc_wait.
+ * liveness, failure reports from peers, yielding when idle), zc_test (reads a request's status;
+ * a finished request's slot is freed there, as the API says) and zc_wait.
  * Nothing here blocks except zc_wait, which ends at the request's deadline. */
 #include "engine.h"
 #include "platform.h"
@@ -139,6 +140,7 @@ zc_status zc_progress(zc_comm *comm) {
     if (comm->gpu) zc__gpu_progress(comm); /* device requests, registrations, stream starts */
     if (comm->failed) return (zc_status)comm->failed;
     zc_check_alarm(comm);
+    if (comm->unposted) zc__tx_flush(comm); /* messages the wire refused for now, first */
     if (comm->failed) return (zc_status)comm->failed;
     uint32_t budget = ZC_PROGRESS_BUDGET, finished = 0;
     for (uint32_t i = 0; i < comm->nreqs_active && budget && !comm->failed;) {

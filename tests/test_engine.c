@@ -254,3 +254,61 @@ void threads_init_and_split_through_the_bootstrap_at_once(void) {
         ZT_CHECK(bad == NULL);
     }
 }
+
+/* ---- back-pressure from the wire ---- */
+
+/* The shm wire, but post refuses two calls of every three with ZC_AGAIN (a full send queue, as
+ * transport_ib says it). */
+static zc_wire_ops flaky_wire;
+static unsigned flaky_calls, flaky_refused;
+
+static zc_status flaky_post(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
+                            size_t bytes, uint64_t tag) {
+    if (++flaky_calls % 3 != 0) {
+        flaky_refused++;
+        return ZC_AGAIN;
+    }
+    return zc_wire_shm.post(state, lane, peer, slot, bytes, tag);
+}
+
+void wire_again_on_post_is_back_pressure_not_failure(void) {
+    enum { N = 4, COUNT = 20000 };
+    zc_config cfg;
+    zc_config_default(&cfg);
+    cfg.transport = ZC_TRANSPORT_INPROC;
+    cfg.nranks = N;
+    cfg.slots = 4;
+    cfg.slot_bytes = 1024;
+    size_t bytes = zc_comm_arena_bytes(&cfg);
+    void *arenas[N];
+    zc_comm *c[N];
+    for (int r = 0; r < N; r++) ZT_CHECK((arenas[r] = aligned_alloc(64, bytes)) != NULL);
+    ZT_CHECK_ST(zc_comm_init_inproc(&cfg, arenas, bytes, c), ZC_OK);
+    flaky_wire = zc_wire_shm;
+    flaky_wire.post = flaky_post;
+    for (int r = 0; r < N; r++) c[r]->wire = &flaky_wire;
+    static int32_t in[N][COUNT], out[N][COUNT], gathered[N][N * 7];
+    zc_req q[N];
+    for (uint32_t count = 1; count <= COUNT; count *= 10) { /* one-shot up to reduce-scatter */
+        for (int r = 0; r < N; r++) {
+            for (uint32_t i = 0; i < count; i++) in[r][i] = r * 1000 + (int32_t)i;
+            ZT_CHECK_ST(zc_allreduce(c[r], in[r], out[r], count, ZC_INT32, ZC_SUM, &q[r]), ZC_OK);
+        }
+        for (int r = 0; r < N; r++) ZT_CHECK_ST(zc_wait(c[r], &q[r]), ZC_OK);
+        for (int r = 0; r < N; r++)
+            for (uint32_t i = 0; i < count; i++)
+                ZT_CHECK_EQ(out[r][i], 6000 + 4 * (int32_t)i);
+    }
+    for (int r = 0; r < N; r++)
+        ZT_CHECK_ST(zc_allgather(c[r], in[r], gathered[r], 7, ZC_INT32, &q[r]), ZC_OK);
+    for (int r = 0; r < N; r++) ZT_CHECK_ST(zc_wait(c[r], &q[r]), ZC_OK);
+    for (int r = 0; r < N; r++)
+        for (int p = 0; p < N; p++)
+            for (int i = 0; i < 7; i++) ZT_CHECK_EQ(gathered[r][p * 7 + i], p * 1000 + i);
+    ZT_CHECK(flaky_refused > 100);
+    for (int r = 0; r < N; r++) {
+        ZT_CHECK_EQ(c[r]->unposted, 0);
+        ZT_CHECK_ST(zc_comm_fini(c[r]), ZC_OK);
+        free(arenas[r]);
+    }
+}

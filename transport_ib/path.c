@@ -15,7 +15,8 @@
  *
  * Send queue accounting: request w of a queue pair is signalled when w % signal_every is
  * signal_every - 1; a polled completion of w finishes every request up to w. A request is
- * only posted while fewer than sq_depth are unfinished (one poll is tried when full). A credit
+ * only posted while fewer than sq_depth are unfinished (one poll is tried when full; still
+ * full, post and put return ZC_AGAIN and the core tries the same again later). A credit
  * that finds its queue full waits in credit_want and goes with the next poll. */
 #include "ib.h"
 

@@ -258,7 +258,9 @@ zc_status zc_comm_abort(zc_comm *comm);
 zc_status zc_comm_fini(zc_comm *comm);
 uint32_t zc_comm_rank(const zc_comm *comm);
 uint32_t zc_comm_size(const zc_comm *comm);
-/* The sentence of the last failure on this communicator ("" if none). Never NULL. */
+/* Why this communicator failed, once it has (the first failure's sentence: later errors do not
+ * replace it); before that, the sentence of the last call that failed ("" if none). Never
+ * NULL. */
 const char *zc_comm_error_text(const zc_comm *comm);
 
 /* ---- memory registration ----------------------------------------------------------------- */

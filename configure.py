@@ -40,16 +40,18 @@ WARNINGS = ['-Wall', '-Wextra', '-Werror', '-Wshadow', '-Wconversion', '-Wvla',
             '-Wstrict-prototypes', '-Wmissing-prototypes']
 BASE_CFLAGS = ['-std=c11'] + WARNINGS + ['-fPIC', '-Iinclude', '-Iplatform']
 
-# Extra flags per source folder, after the common ones. The provider interface (core/wire.h)
-# lives in core/, so the transports, gpu/ and the tests get -Icore; tools and examples see only
-# include/. Tests define _GNU_SOURCE empty, like `#define _GNU_SOURCE` in a file, so a file
-# that also defines it does not trip -Werror on a redefinition.
+# Extra flags per source folder, after the common ones. The provider interfaces (wire.h, gpu.h,
+# the shared element code elem.h and sentence formatter fmt.h) live in provider/: the core, the
+# transports and gpu/ get -Iprovider; only the tests also reach core internals (-Icore); tools
+# and examples see only include/. Tests define _GNU_SOURCE empty, like `#define _GNU_SOURCE`
+# in a file, so a file that also defines it does not trip -Werror on a redefinition.
 FOLDER_CFLAGS = {
-    'transport_shm': ['-Icore'],
-    'transport_ib': ['-Icore'],
-    'gpu': ['-Icore'],
-    'tests': ['-Icore', '-Igpu', '-D_GNU_SOURCE='],
-    'tests/gpu': ['-Icore', '-Igpu', '-D_GNU_SOURCE='],
+    'core': ['-Iprovider'],
+    'transport_shm': ['-Iprovider'],
+    'transport_ib': ['-Iprovider'],
+    'gpu': ['-Iprovider'],
+    'tests': ['-Icore', '-Iprovider', '-Igpu', '-D_GNU_SOURCE='],
+    'tests/gpu': ['-Icore', '-Iprovider', '-Igpu', '-D_GNU_SOURCE='],
 }
 # Folders whose C files may include CUDA headers (never core/, platform/ or the transports).
 CUDA_HEADER_FOLDERS = ('gpu', 'tools', 'tests', 'tests/gpu', 'examples')
@@ -97,14 +99,14 @@ BAREMETAL_CFLAGS = ['-std=c11'] + WARNINGS + [
     '-O2', '-g', '-ffreestanding', '-nostdinc', '-fno-stack-protector', '-fno-pic',
     '-mcpu=cortex-a53', '-mno-outline-atomics',  # atomics inline, not libgcc's helpers
     '-fno-tree-loop-distribute-patterns',  # mem.c's loops must not become calls to themselves
-    '-Iinclude', '-Iplatform', '-Icore', '-Iplatform/baremetal', '-Itests']
+    '-Iinclude', '-Iplatform', '-Iprovider', '-Icore', '-Iplatform/baremetal', '-Itests']
 # libgcc is the only library linked (the compiler's runtime: 128-bit division in tests/ref.c).
 BAREMETAL_LDFLAGS = ['-nostdlib', '-static', '-no-pie', '-T', 'platform/baremetal/link.ld',
                      '-Wl,--gc-sections', '-Wl,--build-id=none', '-Wl,--no-warn-rwx-segments']
 BAREMETAL_PACKAGES = 'gcc-aarch64-linux-gnu qemu-system-arm'
 
 # Folders whose mtime build.ninja depends on ('.' catches new top-level folders).
-WATCHED = ['.', 'core', 'platform', 'transport_shm', 'transport_ib', 'gpu', 'tools',
+WATCHED = ['.', 'core', 'provider', 'platform', 'transport_shm', 'transport_ib', 'gpu', 'tools',
            'tests', 'tests/rxe', 'tests/gpu', 'tests/fuzz', 'examples', 'platform/baremetal',
            'tests/baremetal']
 
@@ -359,7 +361,9 @@ def obj_path(src, top='build/obj'):
 def write_rules(n, cfg):
     """Variables and rules. Per-folder flags come in through the build statements."""
     m = MODES[cfg.mode]
+    # ZC_HAVE_GPU_SIM: gpu/sim.c (hosted builds; the bare-metal image has no simulated device).
     defines = (['-DZC_HAVE_IB=1'] if cfg.ib else []) + (['-DZC_HAVE_CUDA=1'] if cfg.cuda else [])
+    defines += ['-DZC_HAVE_GPU_SIM=1']
     libs = (['-lpthread'] + (['-libverbs'] if cfg.ib else [])
             + (cfg.cuda['libs'] if cfg.cuda else []))
     n.variable('ninja_required_version', '1.7')

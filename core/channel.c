@@ -1,6 +1,7 @@
 /* channel.c: one message at a time through a (lane, peer) channel: the turn rule (message
- * numbers reserved at issue), credits, the fingerprint header and its check. The only code that
- * calls the wire's data-path functions. */
+ * numbers reserved at issue), credits, the fingerprint header and its check, and the wire's
+ * back-pressure (a post it refuses for now with ZC_AGAIN goes again, first). The only code that
+ * calls the wire's data-path functions. Failures are recorded through fail.c. */
 #include "engine.h"
 #include "platform.h"
 #include "text.h"
@@ -19,10 +20,51 @@ uint64_t zc__rx_done(const zc_comm *comm, const zc__req *r, uint32_t peer) {
     return c->rx_count > r->rx_base[peer] ? c->rx_count - r->rx_base[peer] : 0;
 }
 
+/* The communicator fails when the wire cannot post (what) message k of the call (kind, seq)
+ * to peer for good, saying why. */
+static zc_status zc_post_failed(zc_comm *comm, uint32_t kind, uint64_t seq, uint32_t peer,
+                                uint64_t k, const char *what, zc_status st) {
+    char why[160];
+    why[0] = '\0';
+    (void)comm->wire->peer_alive(comm->wire_state, peer, why, sizeof why);
+    char msg[48];
+    if (k == UINT64_MAX) zc__fmt(msg, sizeof msg, "the ready message"); /* sched.c: placement */
+    else zc__fmt(msg, sizeof msg, "message %llu", (unsigned long long)k);
+    return zc__fail(comm, st, seq, (int32_t)peer, 0, "%s sequence %llu: the %s wire could not "
+                    "%s %s to rank %u (%s)", zc__kind_name(kind), (unsigned long long)seq,
+                    comm->wire->name, what, msg, peer, why[0] ? why : zc_status_name(st));
+}
+
+/* Posts again the message the wire refused for now on (lane, peer); true once it went. The
+ * slot still holds it (its header says the size): its slot cannot be reused before the peer
+ * consumed it. */
+static bool zc_repost(zc_comm *comm, uint32_t lane, uint32_t peer) {
+    zc__chan *c = zc_chan(comm, lane, peer);
+    uint64_t tag = c->tx_unposted;
+    uint32_t slot = (uint32_t)((tag - 1u) & (comm->cfg.slots - 1u));
+    const zc__hdr *h = comm->wire->tx_slot(comm->wire_state, lane, peer, slot);
+    zc_status st = comm->wire->post(comm->wire_state, lane, peer, slot,
+                                    ZC_SLOT_HDR_BYTES + (h->placed ? 0 : h->bytes), tag);
+    if (st == ZC_AGAIN) return false;
+    c->tx_unposted = 0;
+    comm->unposted--;
+    if (st != ZC_OK)
+        zc_post_failed(comm, h->kind, h->seq, peer, h->step == UINT32_MAX ? UINT64_MAX : h->step,
+                       "post", st);
+    return st == ZC_OK;
+}
+
+void zc__tx_flush(zc_comm *comm) {
+    for (uint32_t lane = 0; lane < ZC_WIRE_LANES && comm->unposted && !comm->failed; lane++)
+        for (uint32_t p = 0; p < comm->nranks && !comm->failed; p++)
+            if (zc_chan(comm, lane, p)->tx_unposted) (void)zc_repost(comm, lane, p);
+}
+
 uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
     uint64_t m = r->tx_base[peer] + k;
     if (c->tx_count != m) return 0; /* not this message's turn */
+    if (c->tx_unposted && !zc_repost(comm, r->lane, peer)) return 0; /* the one before first */
     if (m - c->tx_credit >= comm->cfg.slots) {
         c->tx_credit = comm->wire->credits(comm->wire_state, r->lane, peer);
         if (m - c->tx_credit >= comm->cfg.slots) return 0; /* the peer's ring is full */
@@ -32,32 +74,16 @@ uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k) {
            ZC_SLOT_HDR_BYTES;
 }
 
-/* The communicator fails when the wire cannot post (what) message k to peer, saying why. */
-static zc_status zc_post_failed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
-                                const char *what, zc_status st) {
-    /* A wire posts or fails for good (its queues are sized so that a post always finds
-     * room): the message is lost, so the communicator fails, saying why. */
-    char why[160];
-    why[0] = '\0';
-    (void)comm->wire->peer_alive(comm->wire_state, peer, why, sizeof why);
-    char msg[48];
-    if (k == UINT64_MAX) zc__fmt(msg, sizeof msg, "the ready message"); /* sched.c: placement */
-    else zc__fmt(msg, sizeof msg, "message %llu", (unsigned long long)k);
-    zc__error(comm, st, "%s sequence %llu: the %s wire could not %s %s to rank %u (%s)",
-              zc__kind_name(r->s.kind), (unsigned long long)r->seq, comm->wire->name, what, msg,
-              peer, why[0] ? why : zc_status_name(st));
-    zc__fail_comm(comm, st, r->seq);
-    return st;
-}
-
 zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
                      const zc_wire_mr *mr, size_t bytes, uint64_t raddr, uint64_t rkey) {
     uint64_t m = r->tx_base[peer] + k;
     uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
-    ZC_ASSERT(zc_chan(comm, r->lane, peer)->tx_count == m && comm->wire->put);
+    const zc__chan *c = zc_chan(comm, r->lane, peer);
+    ZC_ASSERT(c->tx_count == m && !c->tx_unposted && comm->wire->put);
     zc_status st = comm->wire->put(comm->wire_state, r->lane, peer, slot, m + 1u, src, mr, bytes,
                                    raddr, rkey);
-    return st == ZC_OK ? ZC_OK : zc_post_failed(comm, r, peer, k, "put the payload of", st);
+    if (st == ZC_OK || st == ZC_AGAIN) return st; /* AGAIN: the schedule puts it again */
+    return zc_post_failed(comm, r->s.kind, r->seq, peer, k, "put the payload of", st);
 }
 
 static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
@@ -81,7 +107,12 @@ static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
     h->placed = placed;
     zc_status st = comm->wire->post(comm->wire_state, r->lane, peer, slot,
                                     ZC_SLOT_HDR_BYTES + (placed ? 0 : bytes), m + 1u);
-    if (st != ZC_OK) return zc_post_failed(comm, r, peer, k, "post", st);
+    if (st != ZC_OK && st != ZC_AGAIN)
+        return zc_post_failed(comm, r->s.kind, r->seq, peer, k, "post", st);
+    if (st == ZC_AGAIN) { /* back-pressure: it goes again before anything else to peer */
+        c->tx_unposted = m + 1u;
+        comm->unposted++;
+    }
     c->tx_count = m + 1u;
     r->tx_left--;
     return ZC_OK;
@@ -94,18 +125,6 @@ zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_
 zc_status zc__tx_end_placed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
                             size_t bytes) {
     return zc_publish(comm, r, peer, k, bytes, 1);
-}
-
-void zc__describe(char *buf, size_t cap, uint32_t kind, uint64_t count, uint32_t dtype,
-                  uint32_t op, uint32_t root) {
-    bool reduces = kind == ZC_K_ALLREDUCE || kind == ZC_K_REDUCE || kind == ZC_K_REDUCE_SCATTER;
-    bool rooted = kind == ZC_K_REDUCE || kind == ZC_K_BROADCAST || kind == ZC_K_GATHER ||
-                  kind == ZC_K_SCATTER;
-    size_t n = zc__fmt(buf, cap, "%s(count %llu, %s", zc__kind_name(kind),
-                       (unsigned long long)count, zc_dtype_name((zc_dtype)dtype));
-    if (reduces) n += zc__fmt(buf + n, cap - n, ", %s", zc_op_name((zc_op)op));
-    if (rooted) n += zc__fmt(buf + n, cap - n, ", root %u", root);
-    zc__fmt(buf + n, cap - n, ")");
 }
 
 static bool zc_matches(const zc_comm *comm, const zc__req *r, const zc__hdr *h, uint32_t peer,
@@ -123,16 +142,15 @@ static void zc_mismatch(zc_comm *comm, zc__req *r, const zc__hdr *h, uint32_t pe
     zc__describe(mine, sizeof mine, r->s.kind, r->s.count, r->s.dtype, r->s.op, r->s.root);
     zc__describe(theirs, sizeof theirs, h->kind, h->count, h->dtype, h->op, h->root);
     if (h->seq != r->seq)
-        zc__error(comm, ZC_MISMATCH,
-                  "mismatch at sequence %llu: rank %u called %s but rank %u sent %s of its "
-                  "sequence %llu",
-                  (unsigned long long)r->seq, comm->rank, mine, peer, theirs,
-                  (unsigned long long)h->seq);
+        zc__fail(comm, ZC_MISMATCH, r->seq, (int32_t)peer, 0,
+                 "mismatch at sequence %llu: rank %u called %s but rank %u sent %s of its "
+                 "sequence %llu",
+                 (unsigned long long)r->seq, comm->rank, mine, peer, theirs,
+                 (unsigned long long)h->seq);
     else
-        zc__error(comm, ZC_MISMATCH,
-                  "mismatch at sequence %llu: rank %u called %s but rank %u called %s",
-                  (unsigned long long)r->seq, comm->rank, mine, peer, theirs);
-    zc__fail_comm(comm, ZC_MISMATCH, r->seq);
+        zc__fail(comm, ZC_MISMATCH, r->seq, (int32_t)peer, 0,
+                 "mismatch at sequence %llu: rank %u called %s but rank %u called %s",
+                 (unsigned long long)r->seq, comm->rank, mine, peer, theirs);
 }
 
 const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,

@@ -1,5 +1,5 @@
 /* coll_gpu.c: collectives on device memory, CUDA registrations and stream-ordered starts, written
- * once against the gpu provider (core/gpu.h); no CUDA header or call here.
+ * once against the gpu provider (provider/gpu.h); no CUDA header or call here.
  *
  * Data never travels the channels: every rank reads its peers' registered device buffers, mapped
  * into its own address space at registration (CUDA IPC), with reductions and copies launched on
@@ -25,7 +25,7 @@
  * Device requests are requests of the one engine: zc__issue takes their slot, sequence number
  * and channel numbers and puts them on comm->active; zc_progress steps them through zc__step
  * (zc__gpu_step here: one budget unit per phase transition), stamps and checks their deadlines
- * and peers' liveness, and zc__fail_comm fails them, like host requests. This file adds only
+ * and peers' liveness, and zc__fail fails them, like host requests. This file adds only
  * their device state (zc_grq, per request slot) and the phases. A stream-ordered call is
  * issued "held" (no deadline) until its stream reaches it. zc__gpu_progress (called first by
  * every zc_progress) only starts and finishes stream-ordered calls.
@@ -130,7 +130,11 @@ static size_t zc_galign(size_t v) { return (v + 63u) & ~(size_t)63u; }
 /* The provider cfg asks for; NULL: none (gpu_device -2, or CUDA asked of a build without). */
 static const zc_gpu_ops *zc_gpu_pick(const zc_config *cfg) {
     if (cfg->gpu_device == -2) return 0;
+#ifdef ZC_HAVE_GPU_SIM
     if (cfg->gpu_provider == ZC_GPU_PROVIDER_SIM) return &zc_gpu_sim;
+#else
+    if (cfg->gpu_provider == ZC_GPU_PROVIDER_SIM) return 0; /* a freestanding port has none */
+#endif
 #ifdef ZC_HAVE_CUDA
     return &zc_gpu_cuda;
 #else
@@ -247,9 +251,7 @@ void zc__gpu_close(zc_comm *c) {
  * fails the communicator and returns st. */
 static zc_status zc_gpu_fail(zc_comm *c, struct zc__gpu *g, zc_status st, const char *what,
                              uint64_t seq) {
-    zc__error(c, st, "%s: %s", what, g->ops->error_text(g->state));
-    zc__fail_comm(c, st, seq);
-    return st;
+    return zc__fail(c, st, seq, -1, 0, "%s: %s", what, g->ops->error_text(g->state));
 }
 
 /* ---- registration ---- */
@@ -391,10 +393,9 @@ static bool zc_gpu_map(zc_comm *c, struct zc__gpu *g, uint32_t e) {
         size_t i = (size_t)e * g->nranks + p;
         zc_gpu_ipc *rec = &g->recs[i];
         if (!rec->valid || rec->creg != gm->creg) {
-            zc__error(c, ZC_MISMATCH, "zc_mem_register: rank %u's CUDA registration number %u "
-                      "met rank %u's number %u: every rank registers its CUDA buffers in the "
-                      "same order", p, rec->creg, g->rank, gm->creg);
-            zc__fail_comm(c, ZC_MISMATCH, c->seq);
+            zc__fail(c, ZC_MISMATCH, c->seq, (int32_t)p, 0, "zc_mem_register: rank %u's CUDA "
+                     "registration number %u met rank %u's number %u: every rank registers "
+                     "its CUDA buffers in the same order", p, rec->creg, g->rank, gm->creg);
             return false;
         }
         if (p == g->rank || rec->pid == g->pid) {
@@ -580,12 +581,12 @@ static bool zc_gpu_take_hello(zc_comm *c, zc__req *r, uint32_t idx, uint32_t p,
     zc_ghello h;
     zc__memcpy(&h, payload, sizeof h);
     if (h.round_elems != g->rqs[idx].round_elems) {
-        zc__error(c, ZC_MISMATCH, "%s sequence %llu: rank %u works in rounds of %llu elements "
-                  "and rank %u in rounds of %llu: cfg->gpu_scratch_bytes must be equal on "
-                  "every rank", zc__kind_name(r->s.kind), (unsigned long long)r->seq, p,
-                  (unsigned long long)h.round_elems, c->rank,
-                  (unsigned long long)g->rqs[idx].round_elems);
-        zc__fail_comm(c, ZC_MISMATCH, r->seq);
+        zc__fail(c, ZC_MISMATCH, r->seq, (int32_t)p, 0, "%s sequence %llu: rank %u works in "
+                 "rounds of %llu elements and rank %u in rounds of %llu: "
+                 "cfg->gpu_scratch_bytes must be equal on every rank",
+                 zc__kind_name(r->s.kind), (unsigned long long)r->seq, p,
+                 (unsigned long long)h.round_elems, c->rank,
+                 (unsigned long long)g->rqs[idx].round_elems);
         return false;
     }
     uint8_t **ptrs = g->ptrs + (size_t)idx * 2u * g->nranks;

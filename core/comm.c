@@ -1,66 +1,42 @@
 /* comm.c: the communicator's life: init (bootstrap, wire windows, carve of the arena), the
- * in-process group, split, abort, fini, accessors, error records and memory registration.
+ * in-process group, abort, fini, accessors and memory registration; split.c builds children
+ * from these pieces.
  * Init-time work only blocks with a deadline; nothing is allocated: the arena is the memory. */
 #include "bootstrap.h"
 #include "engine.h"
 
-static char zc_init_err[ZC_ERROR_TEXT_BYTES];
+bool zc__comm_ok(const zc_comm *comm) { return comm && comm->magic == ZC_COMM_MAGIC; }
 
-const char *zc_init_error_text(void) { return zc_init_err; }
-
-void zc__set_init_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    zc__vfmt(zc_init_err, sizeof zc_init_err, fmt, ap);
-    va_end(ap);
-}
-
-zc_status zc__error(zc_comm *comm, zc_status status, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    zc__vfmt(comm->err, sizeof comm->err, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-const char *zc__kind_name(uint32_t kind) {
-    static const char *const names[ZC_K_COUNT_] = {
-        "none", "zc_allreduce", "zc_reduce", "zc_broadcast", "zc_reduce_scatter",
-        "zc_allgather", "zc_gather", "zc_scatter", "zc_alltoall", "zc_send", "zc_recv",
-        "zc_barrier", "zc_mem_register"};
-    return kind < ZC_K_COUNT_ ? names[kind] : "unknown";
-}
-
-static bool zc_comm_ok(const zc_comm *comm) { return comm && comm->magic == ZC_COMM_MAGIC; }
-
-uint32_t zc_comm_rank(const zc_comm *comm) { return zc_comm_ok(comm) ? comm->rank : 0; }
-uint32_t zc_comm_size(const zc_comm *comm) { return zc_comm_ok(comm) ? comm->nranks : 0; }
+uint32_t zc_comm_rank(const zc_comm *comm) { return zc__comm_ok(comm) ? comm->rank : 0; }
+uint32_t zc_comm_size(const zc_comm *comm) { return zc__comm_ok(comm) ? comm->nranks : 0; }
 const char *zc_comm_error_text(const zc_comm *comm) {
-    return zc_comm_ok(comm) ? comm->err : "not a communicator";
+    return zc__comm_ok(comm) ? comm->err : "not a communicator";
 }
 
-/* Checks the arena and carves the communicator's state from it (no communication). */
-static zc_status zc_carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_comm **out) {
+/* Checks the arena and carves the communicator's state from it (no communication). A failure
+ * is said in err (ZC_ERROR_TEXT_BYTES). */
+zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_comm **out,
+                          char *err) {
     char why[ZC_ERROR_TEXT_BYTES];
     zc__arena_map L;
     if (!zc__config_check(cfg, why, sizeof why)) {
-        zc__set_init_error("invalid configuration: %s", why);
+        zc__fmt(err, ZC_ERROR_TEXT_BYTES, "invalid configuration: %s", why);
         return ZC_INVALID_ARG;
     }
     ZC_ASSERT(zc__layout(cfg, &L));
     if (!arena || ((uintptr_t)arena & 7u)) {
-        zc__set_init_error("arena is %s; pass %zu bytes, 8-byte aligned",
-                           arena ? "not 8-byte aligned" : "NULL", L.total);
+        zc__fmt(err, ZC_ERROR_TEXT_BYTES, "arena is %s; pass %zu bytes, 8-byte aligned",
+                arena ? "not 8-byte aligned" : "NULL", L.total);
         return ZC_INVALID_ARG;
     }
     if (arena_bytes < L.total) {
-        zc__set_init_error("arena_bytes is %zu but zc_comm_arena_bytes() asks for %zu",
-                           arena_bytes, L.total);
+        zc__fmt(err, ZC_ERROR_TEXT_BYTES, "arena_bytes is %zu but zc_comm_arena_bytes() asks "
+                "for %zu", arena_bytes, L.total);
         return ZC_TOO_SMALL;
     }
     uint8_t *a = arena;
-    zc__memset(a, 0, L.window); /* the window (in-process) is cleared by the wire */
-    zc_comm *c = (zc_comm *)(void *)(a + L.comm);
+    zc__memset(a, 0, L.at[ZC_R_WINDOW]); /* the window (in-process) is cleared by the wire */
+    zc_comm *c = (zc_comm *)(void *)(a + L.at[ZC_R_COMM]);
     c->cfg = *cfg;
     if (!c->cfg.timeout_ns) c->cfg.timeout_ns = ZC_DEFAULT_TIMEOUT_NS;
     if (!c->cfg.init_timeout_ns) c->cfg.init_timeout_ns = ZC_DEFAULT_INIT_TIMEOUT_NS;
@@ -68,34 +44,30 @@ static zc_status zc_carve(const zc_config *cfg, void *arena, size_t arena_bytes,
     c->rank = cfg->rank;
     c->nranks = cfg->nranks;
     c->wire = zc__wire_for(cfg);
-    c->wire_state = a + L.wire_state;
-    c->addrs = a + L.addrs;
+    c->wire_state = a + L.at[ZC_R_WIRE_STATE];
+    c->addrs = a + L.at[ZC_R_ADDRS];
     c->addr_bytes = L.addr_bytes;
-    c->group = (zc_comm **)(void *)(a + L.group);
-    c->chans = (zc__chan *)(void *)(a + L.chans);
-    c->reqs = (zc__req *)(void *)(a + L.reqs);
-    uint64_t *bases = (uint64_t *)(void *)(a + L.bases);
+    c->group = (zc_comm **)(void *)(a + L.at[ZC_R_GROUP]);
+    c->chans = (zc__chan *)(void *)(a + L.at[ZC_R_CHANS]);
+    c->reqs = (zc__req *)(void *)(a + L.at[ZC_R_REQS]);
     for (uint32_t i = 0; i < cfg->max_requests; i++) {
-        c->reqs[i].tx_base = bases + (size_t)i * 2u * cfg->nranks;
-        c->reqs[i].rx_base = c->reqs[i].tx_base + cfg->nranks;
-        c->reqs[i].pl = (zc__place *)(void *)(bases + (size_t)cfg->max_requests * 2u *
-                                              cfg->nranks) + (size_t)i * cfg->nranks;
+        size_t row = (size_t)i * cfg->nranks;
+        c->reqs[i].tx_base = (uint64_t *)(void *)(a + L.at[ZC_R_TX_BASES]) + row;
+        c->reqs[i].rx_base = (uint64_t *)(void *)(a + L.at[ZC_R_RX_BASES]) + row;
+        c->reqs[i].pl = (zc__place *)(void *)(a + L.at[ZC_R_PLACES]) + row;
     }
-    c->active = (uint32_t *)(void *)(a + L.active);
-    c->plans = (zc__plan *)(void *)(a + L.plans);
+    c->active = (uint32_t *)(void *)(a + L.at[ZC_R_ACTIVE]);
+    c->plans = (zc__plan *)(void *)(a + L.at[ZC_R_PLANS]);
     for (uint32_t i = 0; i < cfg->max_plans; i++) c->plans[i].running = -1;
-    c->mems = (zc__mem_entry *)(void *)(a + L.mems);
-    c->gpu_area = a + L.gpu; /* zc__gpu_open sets up the region once the wire is up */
-    c->window = cfg->transport == ZC_TRANSPORT_INPROC ? a + L.window : 0;
-    /* The carve must end exactly where the size query said. */
-    ZC_ASSERT(L.window + (cfg->transport == ZC_TRANSPORT_INPROC
-                              ? ((c->wire->window_bytes(&L.geom) + 63u) & ~(size_t)63u) : 0) ==
-              L.total);
+    c->mems = (zc__mem_entry *)(void *)(a + L.at[ZC_R_MEMS]);
+    c->gpu_area = a + L.at[ZC_R_GPU]; /* zc__gpu_open sets up the region once the wire is up */
+    c->scratch = a + L.at[ZC_R_SCRATCH];
+    c->window = L.bytes[ZC_R_WINDOW] ? a + L.at[ZC_R_WINDOW] : 0;
     *out = c;
     return ZC_OK;
 }
 
-static zc_wire_geom zc_geom(const zc_comm *c, uint64_t comm_id, void *const *windows) {
+zc_wire_geom zc__geom(const zc_comm *c, uint64_t comm_id, void *const *windows) {
     zc_wire_geom g = {comm_id, c->rank, c->nranks, c->cfg.slots, c->cfg.slot_bytes,
                       ZC_SLOT_HDR_BYTES + c->cfg.slot_bytes, 0, windows, &c->cfg};
     return g;
@@ -106,6 +78,7 @@ typedef struct zc_hello {
     uint64_t pid, nonce, host;
     uint32_t slots, slot_bytes, transport, pad_;
 } zc_hello;
+_Static_assert(sizeof(zc_hello) <= ZC_SCRATCH_RANK_BYTES, "hellos fit the init scratch");
 
 /* A hash of this host's identity (never 0), or 0 when the platform cannot read it: then no
  * rank can tell whether this one shares its host, and init fails on every rank (see
@@ -136,14 +109,15 @@ static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all) {
     zc_transport t = c->cfg.transport;
     if (t == ZC_TRANSPORT_AUTO) t = other ? ZC_TRANSPORT_IB : ZC_TRANSPORT_SHM;
     if (t == ZC_TRANSPORT_SHM && other) {
-        zc__set_init_error("rank %u runs on another host than rank 0: the shared-memory wire "
-                           "needs every rank on one host (use ZC_TRANSPORT=ib or auto)", other);
+        zc__fmt(c->err, sizeof c->err, "rank %u runs on another host than rank 0: the "
+                "shared-memory wire needs every rank on one host (use ZC_TRANSPORT=ib or auto)",
+                other);
         return ZC_UNSUPPORTED;
     }
 #ifndef ZC_HAVE_IB
     if (t == ZC_TRANSPORT_IB) {
-        zc__set_init_error("%s: this build has no transport_ib (configure.py found no "
-                           "libibverbs)", other ? "ranks span hosts" : "ZC_TRANSPORT is ib");
+        zc__fmt(c->err, sizeof c->err, "%s: this build has no transport_ib (configure.py "
+                "found no libibverbs)", other ? "ranks span hosts" : "ZC_TRANSPORT is ib");
         return ZC_UNSUPPORTED;
     }
 #endif
@@ -160,30 +134,28 @@ static void zc_auto_spin(zc_comm *c, const zc_hello *all) {
     c->cfg.spin_polls = cpus && local > cpus ? 1u : ZC_DEFAULT_SPIN_POLLS;
 }
 
-static zc_status zc_check_hellos(const zc_comm *c, const zc_hello *all, const char *host_why) {
+static zc_status zc_check_hellos(zc_comm *c, const zc_hello *all, const char *host_why) {
     for (uint32_t r = 0; r < c->nranks; r++) {
         if (all[r].host) continue;
         if (r == c->rank)
-            zc__set_init_error("cannot read this host's identity (hostname and boot id): %s; "
-                               "without it no rank can tell which wire reaches it", host_why);
+            zc__fmt(c->err, sizeof c->err, "cannot read this host's identity (hostname and boot "
+                    "id): %s; without it no rank can tell which wire reaches it", host_why);
         else
-            zc__set_init_error("rank %u cannot read its host's identity (its own error says "
-                               "why), so no rank can tell which wire reaches it", r);
+            zc__fmt(c->err, sizeof c->err, "rank %u cannot read its host's identity (its own "
+                    "error says why), so no rank can tell which wire reaches it", r);
         return ZC_SYSTEM;
     }
     for (uint32_t r = 1; r < c->nranks; r++) {
         if (all[r].transport != all[0].transport) {
-            zc__set_init_error("rank %u asks for transport %s but rank 0 for %s: every rank "
-                               "needs the same ZC_TRANSPORT", r,
-                               zc_transport_name(all[r].transport),
-                               zc_transport_name(all[0].transport));
+            zc__fmt(c->err, sizeof c->err, "rank %u asks for transport %s but rank 0 for %s: "
+                    "every rank needs the same ZC_TRANSPORT", r,
+                    zc_transport_name(all[r].transport), zc_transport_name(all[0].transport));
             return ZC_MISMATCH;
         }
         if (all[r].slots != all[0].slots || all[r].slot_bytes != all[0].slot_bytes) {
-            zc__set_init_error("rank %u has slots=%u slot_bytes=%u but rank 0 has slots=%u "
-                               "slot_bytes=%u: every rank needs the same ring geometry",
-                               r, all[r].slots, all[r].slot_bytes, all[0].slots,
-                               all[0].slot_bytes);
+            zc__fmt(c->err, sizeof c->err, "rank %u has slots=%u slot_bytes=%u but rank 0 has "
+                    "slots=%u slot_bytes=%u: every rank needs the same ring geometry", r,
+                    all[r].slots, all[r].slot_bytes, all[0].slots, all[0].slot_bytes);
             return ZC_MISMATCH;
         }
     }
@@ -191,7 +163,7 @@ static zc_status zc_check_hellos(const zc_comm *c, const zc_hello *all, const ch
 }
 
 /* After the wire is up: whether its streams may be written in place (engine.h). */
-static void zc_open_place(zc_comm *c) {
+void zc__open_place(zc_comm *c) {
     c->put_min = c->wire->put_min && c->wire->put && c->wire->put_done && c->wire->mem_register
                      ? c->wire->put_min(c->wire_state) : 0;
     c->placed_bytes = 0;
@@ -209,9 +181,11 @@ typedef struct zc_outcome {
  * (the earliest step, then the lowest rank: a create failure explains the attach failures it
  * causes) become this rank's, so no rank returns ZC_OK from an init another rank failed. */
 static zc_status zc_agree(zc_comm *c, zc__boot *b, zc_status mine, uint32_t step) {
-    static zc_outcome all[ZC_MAX_RANKS];
+    _Static_assert(sizeof(zc_outcome) <= ZC_SCRATCH_VERDICT_BYTES, "outcome fits the scratch");
+    zc_outcome *all = (zc_outcome *)(void *)(c->scratch + sizeof(zc__boot) +
+                                             (size_t)c->nranks * ZC_SCRATCH_RANK_BYTES);
     zc_outcome me = {(int32_t)mine, mine != ZC_OK ? step : 0u, {0}};
-    if (mine != ZC_OK) zc__strlcpy(me.text, zc_init_err, sizeof me.text);
+    if (mine != ZC_OK) zc__strlcpy(me.text, c->err, sizeof me.text);
     zc_status st = zc__boot_allgather(b, &me, all, sizeof me);
     if (st != ZC_OK) return mine != ZC_OK ? mine : st;
     uint32_t first = c->nranks;
@@ -221,8 +195,8 @@ static zc_status zc_agree(zc_comm *c, zc__boot *b, zc_status mine, uint32_t step
     if (first == c->nranks) return ZC_OK;
     if (first != c->rank) {
         all[first].text[sizeof all[first].text - 1] = '\0';
-        zc__set_init_error("rank %u could not set up the wire (%s): %s", first,
-                           zc_status_name((zc_status)all[first].status), all[first].text);
+        zc__fmt(c->err, sizeof c->err, "rank %u could not set up the wire (%s): %s", first,
+                zc_status_name((zc_status)all[first].status), all[first].text);
     }
     return (zc_status)all[first].status;
 }
@@ -230,11 +204,11 @@ static zc_status zc_agree(zc_comm *c, zc__boot *b, zc_status mine, uint32_t step
 /* Wire setup between processes, synchronised through the bootstrap: create, all-gather the
  * address blobs (or just meet), attach, agree on the outcome, seal. */
 static zc_status zc_open_wire(zc_comm *c, zc__boot *b) {
-    zc_wire_geom g = zc_geom(c, c->comm_id, 0);
+    zc_wire_geom g = zc__geom(c, c->comm_id, 0);
     size_t ab = c->wire->addr_bytes(&g);
     ZC_ASSERT(ab <= c->addr_bytes && ab <= ZC_BOOT_MAX_BLOB);
     uint8_t *mine = ab ? c->addrs + (size_t)c->rank * ab : 0;
-    zc_status st = c->wire->create(c->wire_state, &g, 0, mine, zc_init_err, sizeof zc_init_err);
+    zc_status st = c->wire->create(c->wire_state, &g, 0, mine, c->err, sizeof c->err);
     uint32_t step = 1;
     uint8_t failed = 0xff; /* a rank whose create failed publishes a blob of 0xff bytes */
     if (st != ZC_OK && ab) __builtin_memset(mine, failed, ab);
@@ -245,7 +219,7 @@ static zc_status zc_open_wire(zc_comm *c, zc__boot *b) {
     }
     if (st == ZC_OK) {
         step = 2;
-        st = c->wire->attach(c->wire_state, ab ? c->addrs : 0, zc_init_err, sizeof zc_init_err);
+        st = c->wire->attach(c->wire_state, ab ? c->addrs : 0, c->err, sizeof c->err);
     }
     st = zc_agree(c, b, st, step); /* everyone attached or knows who did not: seal */
     if (st == ZC_OK) c->wire->seal(c->wire_state);
@@ -261,65 +235,85 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
         return ZC_INVALID_ARG;
     }
     *comm_out = 0;
-    zc_status st = zc_carve(cfg, arena, arena_bytes, &c);
-    if (st != ZC_OK) return st;
+    char err[ZC_ERROR_TEXT_BYTES];
+    zc_status st = zc__carve(cfg, arena, arena_bytes, &c, err);
+    if (st != ZC_OK) {
+        zc__set_init_error("%s", err);
+        return st;
+    }
     if (cfg->transport == ZC_TRANSPORT_INPROC) {
         zc__set_init_error("cfg->transport is ZC_TRANSPORT_INPROC: use zc_comm_init_inproc");
         return ZC_INVALID_ARG;
     }
-    static zc__boot boot; /* init-time only; too large for small stacks */
+    zc__boot *boot = (zc__boot *)(void *)c->scratch; /* too large for small stacks */
+    zc_hello *all = (zc_hello *)(void *)(c->scratch + sizeof(zc__boot));
     uint64_t deadline = zc__deadline_after(zc_plat_now_ns(), c->cfg.init_timeout_ns);
-    st = zc__boot_open(&boot, cfg, deadline, zc_init_err, sizeof zc_init_err);
-    if (st != ZC_OK) return st;
+    st = zc__boot_open(boot, cfg, deadline, c->err, sizeof c->err);
+    if (st != ZC_OK) {
+        zc__set_init_error("%s", c->err);
+        return st;
+    }
     char host_why[128] = "";
     zc_hello mine = {zc_plat_process_id(), 0, zc_host_hash(host_why, sizeof host_why),
                      cfg->slots, cfg->slot_bytes, (uint32_t)cfg->transport, 0};
-    static zc_hello all[ZC_MAX_RANKS];
     if (zc_plat_random(&mine.nonce, sizeof mine.nonce) != ZC_PLAT_OK) mine.nonce = mine.pid;
-    st = zc__boot_allgather(&boot, &mine, all, sizeof mine);
+    st = zc__boot_allgather(boot, &mine, all, sizeof mine);
     if (st == ZC_OK) st = zc_check_hellos(c, all, host_why);
     if (st == ZC_OK) st = zc_pick_wire(c, all);
     if (st == ZC_OK && !cfg->spin_polls) zc_auto_spin(c, all);
     if (st == ZC_OK) {
         c->comm_id = zc__siphash(cfg->secret, &all[0].nonce, sizeof all[0].nonce);
-        st = zc_open_wire(c, &boot);
+        st = zc_open_wire(c, boot);
     }
-    zc__boot_close(&boot);
-    if (st != ZC_OK) return st;
+    zc__boot_close(boot);
+    if (st != ZC_OK) {
+        zc__set_init_error("%s", c->err);
+        return st;
+    }
     zc__gpu_open(c);
-    zc_open_place(c);
+    zc__open_place(c);
     c->magic = ZC_COMM_MAGIC;
     *comm_out = c;
     return ZC_OK;
 }
 
 /* Builds an in-process group of n ranks over arenas[], each with cfg's sizes. */
-static zc_status zc_inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[],
+zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[],
                                  size_t arena_bytes, zc_comm *comms[], uint64_t comm_id) {
-    static void *windows[ZC_MAX_RANKS];
+    void **windows = 0; /* [n] in rank 0's scratch */
     zc_config rc = *cfg;
     rc.nranks = n;
     for (uint32_t r = 0; r < n; r++) {
         rc.rank = r;
-        zc_status st = zc_carve(&rc, arenas[r], arena_bytes, &comms[r]);
-        if (st != ZC_OK) return st;
+        char err[ZC_ERROR_TEXT_BYTES];
+        zc_status st = zc__carve(&rc, arenas[r], arena_bytes, &comms[r], err);
+        if (st != ZC_OK) {
+            zc__set_init_error("%s", err);
+            return st;
+        }
+        if (r == 0) windows = (void **)(void *)comms[0]->scratch;
         windows[r] = comms[r]->window;
     }
     for (uint32_t r = 0; r < n; r++) {
         zc_comm *c = comms[r];
-        zc_wire_geom g = zc_geom(c, comm_id, windows);
+        zc_wire_geom g = zc__geom(c, comm_id, windows);
         c->comm_id = comm_id;
-        zc_status st = c->wire->create(c->wire_state, &g, c->window, 0, zc_init_err,
-                                       sizeof zc_init_err);
-        if (st != ZC_OK) return st;
+        zc_status st = c->wire->create(c->wire_state, &g, c->window, 0, c->err, sizeof c->err);
+        if (st != ZC_OK) {
+            zc__set_init_error("%s", c->err);
+            return st;
+        }
         for (uint32_t p = 0; p < n; p++) c->group[p] = comms[p];
     }
     for (uint32_t r = 0; r < n; r++) {
-        zc_status st = comms[r]->wire->attach(comms[r]->wire_state, 0, zc_init_err,
-                                              sizeof zc_init_err);
-        if (st != ZC_OK) return st;
+        zc_comm *c = comms[r];
+        zc_status st = c->wire->attach(c->wire_state, 0, c->err, sizeof c->err);
+        if (st != ZC_OK) {
+            zc__set_init_error("%s", c->err);
+            return st;
+        }
         zc__gpu_open(comms[r]);
-        zc_open_place(comms[r]);
+        zc__open_place(comms[r]);
         comms[r]->magic = ZC_COMM_MAGIC;
     }
     return ZC_OK;
@@ -338,19 +332,17 @@ zc_status zc_comm_init_inproc(const zc_config *cfg, void *const arenas[], size_t
     }
     uintptr_t where = (uintptr_t)arenas[0]; /* distinct for every live group */
     uint64_t id = zc__siphash(cfg->secret, &where, sizeof where);
-    return zc_inproc_group(cfg, cfg->nranks, arenas, arena_bytes, comms, id);
+    return zc__inproc_group(cfg, cfg->nranks, arenas, arena_bytes, comms, id);
 }
 
 zc_status zc_comm_abort(zc_comm *comm) {
-    if (!zc_comm_ok(comm)) return ZC_INVALID_ARG;
-    if (!comm->failed) zc__error(comm, ZC_ABORTED, "zc_comm_abort was called");
-    zc__fail_comm(comm, ZC_ABORTED, comm->seq);
-    comm->failed = ZC_ABORTED;
+    if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
+    zc__abort(comm);
     return ZC_OK;
 }
 
 zc_status zc_comm_fini(zc_comm *comm) {
-    if (!zc_comm_ok(comm)) return ZC_INVALID_ARG;
+    if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
     for (uint32_t i = 0; i < comm->cfg.max_mems; i++) /* before the wire's teardown */
         if (comm->mems[i].mr.handle) comm->wire->mem_deregister(comm->wire_state,
                                                                 &comm->mems[i].mr);
@@ -364,7 +356,7 @@ zc_status zc_comm_fini(zc_comm *comm) {
 
 zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind kind,
                           zc_mem **mem_out) {
-    if (!zc_comm_ok(comm)) return ZC_INVALID_ARG;
+    if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
     if (!addr || !bytes || !mem_out)
         return zc__error(comm, ZC_INVALID_ARG, "zc_mem_register: %s",
                          !addr ? "addr is NULL" : !bytes ? "bytes is 0" : "mem_out is NULL");
@@ -396,7 +388,7 @@ zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind k
 }
 
 zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem) {
-    if (!zc_comm_ok(comm)) return ZC_INVALID_ARG;
+    if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
     zc__mem_entry *e = (zc__mem_entry *)(void *)mem;
     if (!mem || e < comm->mems || e >= comm->mems + comm->cfg.max_mems || !e->addr)
         return zc__error(comm, ZC_INVALID_ARG, "zc_mem_deregister: mem is not a registration "
@@ -408,157 +400,5 @@ zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem) {
     if (e->mr.handle) comm->wire->mem_deregister(comm->wire_state, &e->mr);
     e->addr = 0;
     e->bytes = 0;
-    return ZC_OK;
-}
-
-/* ---- split ---- */
-
-/* Child rank and size for color/key among all[] = {color, key} per parent rank. */
-static void zc_child_place(const int32_t *all, uint32_t n, uint32_t me, uint32_t *rank,
-                           uint32_t *size) {
-    *rank = *size = 0;
-    for (uint32_t p = 0; p < n; p++) {
-        if (all[2 * p] != all[2 * me]) continue;
-        (*size)++;
-        if (all[2 * p + 1] < all[2 * me + 1] || (all[2 * p + 1] == all[2 * me + 1] && p < me))
-            (*rank)++;
-    }
-}
-
-static uint64_t zc_child_id(const zc_comm *parent, int32_t color) {
-    uint64_t words[3] = {parent->comm_id, parent->splits, (uint64_t)(uint32_t)color};
-    return zc__siphash(parent->cfg.secret, words, sizeof words);
-}
-
-static bool zc_split_needs_addrs(const zc_comm *parent) {
-    zc_wire_geom g = zc_geom(parent, parent->comm_id, 0);
-    return parent->wire->addr_bytes(&g) > 0; /* same wire everywhere: same answer */
-}
-
-/* Gives every child its members' address blobs over the parent: each parent rank broadcasts
- * its blob in turn (sizes first, as they differ between colors); members of the same color
- * keep it at the sender's child rank. all[] holds {color, key} per parent rank. */
-static zc_status zc_split_exchange(zc_comm *parent, const int32_t *all, zc_comm *c,
-                                   size_t ab) {
-    static uint64_t sizes[ZC_MAX_RANKS];
-    static uint8_t scratch[ZC_WIRE_MAX_ADDR_BYTES];
-    uint64_t mine = c ? ab : 0;
-    zc_req req;
-    zc_status st = zc_allgather(parent, &mine, sizes, 1, ZC_UINT64, &req);
-    if (st == ZC_OK) st = zc_wait(parent, &req);
-    for (uint32_t p = 0; p < parent->nranks && st == ZC_OK; p++) {
-        if (!sizes[p]) continue;
-        if (sizes[p] > ZC_WIRE_MAX_ADDR_BYTES)
-            return zc__error(parent, ZC_MISMATCH, "zc_comm_split: rank %u's wire address is "
-                             "%llu bytes", p, (unsigned long long)sizes[p]);
-        uint32_t prank, psize;
-        zc_child_place(all, parent->nranks, p, &prank, &psize);
-        bool keep = c && all[2 * p] == all[2 * parent->rank] && sizes[p] == ab;
-        uint8_t *buf = keep ? c->addrs + (size_t)prank * ab : scratch;
-        st = zc_broadcast(parent, buf, buf, sizes[p], ZC_UINT8, p, &req);
-        if (st == ZC_OK) st = zc_wait(parent, &req);
-    }
-    return st;
-}
-
-zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t arena_bytes,
-                        zc_comm **child_out) {
-    static int32_t all[2 * ZC_MAX_RANKS];
-    if (!zc_comm_ok(parent) || !child_out) return ZC_INVALID_ARG;
-    if (parent->cfg.transport == ZC_TRANSPORT_INPROC)
-        return zc__error(parent, ZC_INVALID_ARG, "zc_comm_split on an in-process group: use "
-                         "zc_comm_split_inproc");
-    *child_out = 0;
-    int32_t mine[2] = {color < 0 ? -1 : color, key};
-    zc_req req;
-    zc_status st = zc_allgather(parent, mine, all, 2, ZC_INT32, &req);
-    if (st == ZC_OK) st = zc_wait(parent, &req);
-    if (st != ZC_OK) return st;
-    uint64_t id = zc_child_id(parent, mine[0]);
-    parent->splits++;
-    zc_comm *c = 0;
-    size_t ab = 0;
-    zc_status local = ZC_OK;
-    if (color >= 0) {
-        zc_config cc = parent->cfg;
-        zc_child_place(all, parent->nranks, parent->rank, &cc.rank, &cc.nranks);
-        local = zc_carve(&cc, arena, arena_bytes, &c);
-        if (local == ZC_OK) {
-            c->wire = parent->wire;
-            c->comm_id = id;
-            zc_wire_geom g = zc_geom(c, id, 0);
-            ab = c->wire->addr_bytes(&g);
-            ZC_ASSERT(ab <= c->addr_bytes && ab <= ZC_WIRE_MAX_ADDR_BYTES);
-            local = c->wire->create(c->wire_state, &g, 0, ab ? c->addrs + cc.rank * ab : 0,
-                                    c->err, sizeof c->err);
-            if (local != ZC_OK && ab) __builtin_memset(c->addrs + cc.rank * ab, 0xff, ab);
-        }
-    }
-    /* Every parent rank joins every sync, member or not, so nobody waits on a missing one. */
-    int32_t ok, worst = 0;
-    zc_req sync;
-    if (zc_split_needs_addrs(parent)) st = zc_split_exchange(parent, all, c, ab);
-    else st = ZC_OK;
-    if (st == ZC_OK) st = zc_barrier(parent, &sync);
-    if (st == ZC_OK) st = zc_wait(parent, &sync);
-    if (st == ZC_OK && c && local == ZC_OK)
-        local = c->wire->attach(c->wire_state, ab ? c->addrs : 0, c->err, sizeof c->err);
-    ok = local == ZC_OK ? 0 : (int32_t)local;
-    if (st == ZC_OK) st = zc_allreduce(parent, &ok, &worst, 1, ZC_INT32, ZC_MIN, &sync);
-    if (st == ZC_OK) st = zc_wait(parent, &sync);
-    if (st == ZC_OK && worst != 0) st = (zc_status)worst;
-    if (c && local == ZC_OK && st == ZC_OK) {
-        c->wire->seal(c->wire_state);
-        zc__gpu_open(c);
-        zc_open_place(c);
-        c->magic = ZC_COMM_MAGIC;
-        *child_out = c;
-        return ZC_OK;
-    }
-    if (c && local == ZC_OK) c->wire->close(c->wire_state);
-    if (st == ZC_OK) st = local;
-    if (local != ZC_OK) zc__set_init_error("zc_comm_split: %s", c ? c->err : zc_init_err);
-    else zc__set_init_error("zc_comm_split: another rank failed to set up its child (%s)",
-                            zc_status_name(st));
-    return st;
-}
-
-zc_status zc_comm_split_inproc(zc_comm *const parents[], const int colors[], const int keys[],
-                               void *const arenas[], size_t arena_bytes, zc_comm *children[]) {
-    static int32_t all[2 * ZC_MAX_RANKS];
-    static void *group_arenas[ZC_MAX_RANKS];
-    static zc_comm *group[ZC_MAX_RANKS];
-    if (!parents || !zc_comm_ok(parents[0]) || !colors || !keys || !arenas || !children) {
-        zc__set_init_error("zc_comm_split_inproc: a NULL argument or parents[0] is not a "
-                           "communicator");
-        return ZC_INVALID_ARG;
-    }
-    uint32_t n = parents[0]->nranks;
-    for (uint32_t p = 0; p < n; p++) {
-        all[2 * p] = colors[p] < 0 ? -1 : colors[p];
-        all[2 * p + 1] = keys[p];
-        children[p] = 0;
-    }
-    for (uint32_t p = 0; p < n; p++) {
-        uint32_t rank, size, first = p;
-        if (all[2 * p] < 0) continue;
-        for (uint32_t q = 0; q < p; q++)
-            if (all[2 * q] == all[2 * p]) first = q;
-        if (first != p) continue; /* this color's group was built already */
-        for (uint32_t q = p; q < n; q++) {
-            if (all[2 * q] != all[2 * p]) continue;
-            zc_child_place(all, n, q, &rank, &size);
-            group_arenas[rank] = arenas[q];
-        }
-        zc_status st = zc_inproc_group(&parents[0]->cfg, size, group_arenas, arena_bytes, group,
-                                       zc_child_id(parents[0], all[2 * p]));
-        if (st != ZC_OK) return st;
-        for (uint32_t q = p; q < n; q++)
-            if (all[2 * q] == all[2 * p]) {
-                zc_child_place(all, n, q, &rank, &size);
-                children[q] = group[rank];
-            }
-    }
-    for (uint32_t p = 0; p < n; p++) parents[p]->splits++;
     return ZC_OK;
 }

@@ -2,13 +2,31 @@
  *
  * A communicator lives entirely in the caller's arena (layout.c decides the carve). Its
  * requests come from a fixed pool; each runs a collective's schedule as an explicit state
- * machine (coll_*.c) that moves messages through the wire's slot rings with the channel
+ * machine (sched.c) that moves messages through the wire's slot rings with the channel
  * helpers of channel.c. Ordering rule that keeps concurrent requests deadlock-free: a request
  * reserves, when it is issued, the numbers of the messages it will send to and receive from
  * every peer on its lane (tx_base/rx_base); every rank issues collectives in the same order, so
  * both ends of a channel number each message identically, and message m may only be written
  * once message m-1 was, and only consumed once m-1 was. Each message's header carries the full
- * fingerprint of the call that sent it, checked before its payload is used. */
+ * fingerprint of the call that sent it, checked before its payload is used.
+ *
+ * The files, each calling only files listed below it (the declarations follow this order):
+ *   split.c     zc_comm_split(_inproc): children agreed over the parent's own collectives
+ *   comm.c      init (bootstrap, wire setup, carve), in-process groups, abort, fini,
+ *               accessors, memory registration
+ *   coll.c      the public collectives, plans and zc_start: argument checks, algorithm choice
+ *   coll_gpu.c  device-memory collectives, CUDA registrations, stream-ordered starts
+ *   progress.c  the request pool and the polling loop: issue, zc_progress, deadlines, peer
+ *               liveness, peers' failure reports, zc_test, zc_wait
+ *   sched.c     every host collective's schedule (zc__step), its message counts, placement
+ *   channel.c   one message through a (lane, peer) channel: turn, credits, header check
+ *   fail.c      the failure record (first failure wins) and the words of its sentences
+ *   layout.c    the arena's regions, for the size query and the carve
+ *   reduce.c    host reduction kernels over elem.h, the element code gpu/reduce.cu shares
+ *   bootstrap.c, config.c, status.c, text.c: rendezvous, configuration, names, strings
+ * Still pointing up, until coll_gpu.c is folded into the engine: layout.c asks coll_gpu.c for
+ * the device region's size (zc__gpu_bytes); coll_gpu.c calls coll.c (zc__build, zc_allgather)
+ * and progress.c (zc_test), which call it back (zc__gpu_route, zc__gpu_progress). */
 #ifndef ZC_CORE_ENGINE_H
 #define ZC_CORE_ENGINE_H
 
@@ -143,7 +161,8 @@ typedef struct zc__chan {
     uint64_t tx_credit;    /* last credit value read (messages the peer consumed) */
     uint64_t p2p_sent;     /* lane 1: send operations issued to the peer */
     uint64_t p2p_recvd;    /* lane 1: receive operations issued from the peer */
-    uint64_t pad_;
+    uint64_t tx_unposted;  /* tag of the last message, written but refused by the wire for now
+                            * (ZC_AGAIN): posted again before anything else; 0: none */
 } zc__chan;
 
 /* The 64-byte header of every slot: the fingerprint of the call that sent the message. */
@@ -167,7 +186,11 @@ struct zc_comm {
     uint64_t comm_id;
     zc_config cfg;         /* a copy; rank/nranks are this communicator's */
     uint32_t rank, nranks;
-    int32_t failed;        /* 0, or the status every later call returns */
+    int32_t failed;        /* 0, or the status every later call returns (fail.c writes it) */
+    int32_t fail_peer;     /* the failure's peer, -1 for none (fail.c) */
+    int32_t pad_;
+    int64_t fail_code;     /* the failure's foreign error code, 0 for none (fail.c) */
+    uint64_t fail_seq;     /* the collective sequence the failure was detected at (fail.c) */
     uint32_t nreqs_active;
     uint64_t seq;          /* next collective sequence number */
     uint64_t splits;       /* zc_comm_split calls made (names children) */
@@ -176,6 +199,7 @@ struct zc_comm {
     uint64_t liveness_ns;  /* last time peers' liveness was checked */
     uint64_t put_min;      /* the wire's put_min (0: nothing is written in place) */
     uint64_t placed_bytes; /* payload bytes peers put straight into this rank's buffers */
+    uint64_t unposted;     /* channels with a message the wire refused for now (tx_unposted) */
     const zc_wire_ops *wire;
     void *wire_state;
     uint8_t *addrs;        /* [nranks * addr_bytes] the wire's address blobs */
@@ -188,69 +212,26 @@ struct zc_comm {
     zc__plan *plans;       /* [max_plans] */
     zc__mem_entry *mems;   /* [max_mems] */
     uint8_t *gpu_area;     /* the device-memory region of the arena (coll_gpu.c carves it) */
+    uint8_t *scratch;      /* init and split time only: ZC_SCRATCH_* (layout.c sizes it) */
     struct zc__gpu *gpu;   /* device-memory state; NULL: no CUDA build, no device, or off */
     char err[ZC_ERROR_TEXT_BYTES];
 };
 
-/* ---- layout.c ---- */
-typedef struct zc__arena_map {
-    size_t comm, wire_state, addrs, group, chans, reqs, bases, active, plans, mems, gpu, window;
-    size_t addr_bytes; /* bytes of one rank's address blob (the largest candidate wire's) */
-    size_t total;
-    zc_wire_geom geom;
-} zc__arena_map;
-/* The one function that decides the arena's carve; false if cfg is invalid. */
-bool zc__layout(const zc_config *cfg, zc__arena_map *out);
-const zc_wire_ops *zc__wire_for(const zc_config *cfg);
+/* ---- comm.c: pieces of a communicator's setup that split.c reuses ---- */
+bool zc__comm_ok(const zc_comm *comm);
+/* Checks the arena and carves the communicator's state from it (no communication); a failure
+ * is said in err (ZC_ERROR_TEXT_BYTES). */
+zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_comm **out,
+                    char *err);
+zc_wire_geom zc__geom(const zc_comm *c, uint64_t comm_id, void *const *windows);
+/* After the wire is up: whether its streams may be written in place. */
+void zc__open_place(zc_comm *c);
+/* Builds an in-process group of n ranks over arenas[], each with cfg's sizes (the init error
+ * says why it failed). */
+zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[],
+                           size_t arena_bytes, zc_comm *comms[], uint64_t comm_id);
 
-/* ---- comm.c ---- */
-/* Records status and a sentence on comm (the one place errors are recorded); returns status. */
-zc_status zc__error(zc_comm *comm, zc_status status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Marks the communicator failed with status (detected at collective sequence seq), failing
- * every active request and reporting it to the peers. */
-void zc__fail_comm(zc_comm *comm, zc_status status, uint64_t seq);
-/* "zc_allreduce(count 10, int32, sum)": the call a header or request describes. */
-void zc__describe(char *buf, size_t cap, uint32_t kind, uint64_t count, uint32_t dtype,
-                  uint32_t op, uint32_t root);
-void zc__set_init_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-char *zc__init_error_buf(void);
-const char *zc__kind_name(uint32_t kind);
-
-/* ---- progress.c ---- */
-/* Takes a request slot for s, reserves its channel numbers and starts it (ZC_AGAIN if full). */
-zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req);
-
-/* ---- channel.c: moving one message ---- */
-/* Payload pointer of message k (0-based within r) to peer, or NULL when it cannot be written
- * yet (an earlier message on the channel is unsent, or no credit). */
-uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k);
-/* Fills the header of message k and publishes it with bytes of payload. A wire that cannot
- * post fails the communicator (status and sentence recorded); the status is returned. */
-zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes);
-/* Messages of r already sent to peer / consumed from peer. */
-uint64_t zc__tx_done(const zc_comm *comm, const zc__req *r, uint32_t peer);
-uint64_t zc__rx_done(const zc_comm *comm, const zc__req *r, uint32_t peer);
-/* Payload of message k from peer when it arrived and its fingerprint matches r; NULL when not
- * there yet; on a mismatch r fails (r->status set) and NULL is returned. expect_bytes is the
- * payload size the schedule expects. */
-const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
-                           size_t expect_bytes);
-/* Placement: writes bytes from src (registered as mr, or NULL: staged) to the peer's memory at
- * raddr/rkey ahead of message k, which zc__tx_end_placed then publishes with the header only.
- * Failures fail the communicator (as zc__tx_end). */
-zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
-                     const zc_wire_mr *mr, size_t bytes, uint64_t raddr, uint64_t rkey);
-zc_status zc__tx_end_placed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
-                            size_t bytes);
-/* True when the payload that zc__rx_peek returned was put in place by the sender. */
-static inline bool zc__rx_placed(const uint8_t *payload) {
-    return ((const zc__hdr *)(const void *)(payload - ZC_SLOT_HDR_BYTES))->placed != 0;
-}
-/* Consumes the message peeked last from peer and returns its credit. */
-void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer);
-
-/* ---- coll.c: argument checks and schedules ---- */
+/* ---- coll.c: the public collectives' argument checks and algorithm choice ---- */
 /* Validates one call and fills s (the host or device algorithm chosen); what every public
  * collective, _init and _stream form runs first. */
 zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, size_t count,
@@ -259,15 +240,6 @@ zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, siz
  * used here); the host checks and the device routing read the same rule. */
 void zc__extents(const zc_comm *c, uint32_t kind, uint32_t root, uint64_t *sblocks,
                  uint64_t *rblocks);
-/* Messages r sends to / receives from peer in total (reserved at issue). */
-uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
-uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
-/* At issue, before the reservation, for a call of at least comm->put_min bytes per block:
- * r->place, and when it is not 0 r->pl (which peers exchange ready messages with r;
- * zc_reserve reserves them). */
-void zc__place_plan(zc_comm *comm, zc__req *r);
-/* Moves r forward within *budget messages; sets r->status to ZC_OK when finished. */
-void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget);
 
 /* ---- coll_gpu.c: device-memory collectives, CUDA registrations, stream-ordered starts ---- */
 /* Arena bytes of the device-memory region for cfg (0 without CUDA or with gpu_device -2). */
@@ -291,6 +263,127 @@ zc_status zc__gpu_route(zc_comm *comm, zc__sched *s);
 zc_status zc__gpu_issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req);
 zc_status zc__gpu_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem **mem_out);
 zc_status zc__gpu_mem_deregister(zc_comm *comm, zc__mem_entry *e);
+
+/* ---- progress.c ---- */
+/* Takes a request slot for s, reserves its channel numbers and starts it (ZC_AGAIN if full). */
+zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req);
+
+/* ---- sched.c: every host collective's schedule as a state machine ---- */
+/* Messages r sends to / receives from peer in total (reserved at issue). */
+uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
+uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
+/* At issue, before the reservation, for a call of at least comm->put_min bytes per block:
+ * r->place, and when it is not 0 r->pl (which peers exchange ready messages with r;
+ * zc_reserve reserves them). */
+void zc__place_plan(zc_comm *comm, zc__req *r);
+/* Moves r forward within *budget messages; sets r->status to ZC_OK when finished. */
+void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget);
+
+/* ---- channel.c: moving one message ---- */
+/* Payload pointer of message k (0-based within r) to peer, or NULL when it cannot be written
+ * yet (an earlier message on the channel is unsent, or no credit). */
+uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k);
+/* Fills the header of message k and publishes it with bytes of payload. A wire without room
+ * for it now (ZC_AGAIN) gets it again before any later message of the channel (zc__tx_begin,
+ * zc__tx_flush): it counts as sent. A wire that cannot post it for good fails the communicator
+ * (status and sentence recorded); the status is returned. */
+zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes);
+/* Messages of r already sent to peer / consumed from peer. */
+uint64_t zc__tx_done(const zc_comm *comm, const zc__req *r, uint32_t peer);
+uint64_t zc__rx_done(const zc_comm *comm, const zc__req *r, uint32_t peer);
+/* Payload of message k from peer when it arrived and its fingerprint matches r; NULL when not
+ * there yet; on a mismatch r fails (r->status set) and NULL is returned. expect_bytes is the
+ * payload size the schedule expects. */
+const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
+                           size_t expect_bytes);
+/* Placement: writes bytes from src (registered as mr, or NULL: staged) to the peer's memory at
+ * raddr/rkey ahead of message k, which zc__tx_end_placed then publishes with the header only.
+ * ZC_AGAIN: the wire had no room, nothing was written; the schedule tries again at its next
+ * step. Other failures fail the communicator (as zc__tx_end). */
+zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
+                     const zc_wire_mr *mr, size_t bytes, uint64_t raddr, uint64_t rkey);
+zc_status zc__tx_end_placed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
+                            size_t bytes);
+/* True when the payload that zc__rx_peek returned was put in place by the sender. */
+static inline bool zc__rx_placed(const uint8_t *payload) {
+    return ((const zc__hdr *)(const void *)(payload - ZC_SLOT_HDR_BYTES))->placed != 0;
+}
+/* Posts again the messages the wire refused for now (ZC_AGAIN), before the steps of every
+ * zc_progress: a message the peer waits for must not wait on this rank's next send. */
+void zc__tx_flush(zc_comm *comm);
+/* Consumes the message peeked last from peer and returns its credit. */
+void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer);
+
+/* ---- fail.c: the failure record (the one place it is written) ---- */
+/* One failure as its detector knows it: status, collective sequence, the peer it concerns (-1:
+ * none) and a foreign error code (errno, ibv_wc_status, cudaError_t; 0: none). */
+typedef struct zc__failure {
+    zc_status status;
+    int32_t peer;
+    int64_t vendor;
+    uint64_t seq;
+} zc__failure;
+/* Fails the communicator. The first failure records status, sentence, peer and vendor code
+ * together and reports it to the peers; a later one records nothing (first failure wins).
+ * Either way every active request finishes with the communicator's status, which is returned. */
+zc_status zc__fail(zc_comm *comm, zc_status status, uint64_t seq, int32_t peer, int64_t vendor,
+                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+zc_status zc__vfail(zc_comm *comm, const zc__failure *f, const char *fmt, va_list ap);
+/* zc_comm_abort: fails with ZC_ABORTED; from then on calls return ZC_ABORTED (API.md) even
+ * when an earlier failure is recorded, whose sentence, peer and code stay. */
+void zc__abort(zc_comm *comm);
+/* A call's error that leaves the communicator usable (bad argument, full pool): records the
+ * sentence unless the communicator failed (its failure's sentence stays); returns status. */
+zc_status zc__error(zc_comm *comm, zc_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The sentence zc_init_error_text returns (init, split, in-process groups). */
+void zc__set_init_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void zc__vset_init_error(const char *fmt, va_list ap);
+/* "zc_allreduce(count 10, int32, sum)": the call a header or request describes. */
+void zc__describe(char *buf, size_t cap, uint32_t kind, uint64_t count, uint32_t dtype,
+                  uint32_t op, uint32_t root);
+const char *zc__kind_name(uint32_t kind);
+
+/* ---- layout.c ---- */
+/* The scratch region of a communicator's arena serves the calls that create communicators,
+ * so that no static memory is shared between threads creating different ones: zc_comm_init
+ * keeps its bootstrap state (zc__boot, processes only) and ZC_SCRATCH_RANK_BYTES per rank of
+ * hellos there; zc_comm_split and zc_comm_split_inproc use their parent's (per rank: colors,
+ * keys, sizes or arenas and communicators; then one address blob of the parent's size), an
+ * in-process group its rank 0's (per rank: windows). */
+#define ZC_SCRATCH_RANK_BYTES 48u
+/* Per rank, processes only: init's verdict (comm.c's zc_outcome: status and sentence), after
+ * the bootstrap state and the hellos. */
+#define ZC_SCRATCH_VERDICT_BYTES 192u
+/* The regions of an arena, in carve order. */
+typedef enum zc__region {
+    ZC_R_COMM = 0,   /* struct zc_comm */
+    ZC_R_WIRE_STATE, /* the wire's state (the largest candidate wire's) */
+    ZC_R_ADDRS,      /* [nranks] address blobs */
+    ZC_R_GROUP,      /* [nranks] zc_comm * (in-process) */
+    ZC_R_CHANS,      /* [ZC_WIRE_LANES * nranks] zc__chan */
+    ZC_R_REQS,       /* [max_requests] zc__req */
+    ZC_R_TX_BASES,   /* [max_requests][nranks] uint64_t */
+    ZC_R_RX_BASES,   /* [max_requests][nranks] uint64_t */
+    ZC_R_PLACES,     /* [max_requests][nranks] zc__place */
+    ZC_R_ACTIVE,     /* [max_requests] uint32_t */
+    ZC_R_PLANS,      /* [max_plans] zc__plan */
+    ZC_R_MEMS,       /* [max_mems] zc__mem_entry */
+    ZC_R_GPU,        /* the device-memory region (zc__gpu_bytes; coll_gpu.c carves it) */
+    ZC_R_SCRATCH,    /* init and split time (ZC_SCRATCH_RANK_BYTES above) */
+    ZC_R_WINDOW,     /* in-process: this rank's inbound window; else empty */
+    ZC_R_COUNT_
+} zc__region;
+typedef struct zc__arena_map {
+    size_t at[ZC_R_COUNT_];    /* offset of each region, 64-byte aligned */
+    size_t bytes[ZC_R_COUNT_]; /* its size */
+    size_t addr_bytes; /* bytes of one rank's address blob (the largest candidate wire's) */
+    size_t total;      /* where the last region ends, aligned: zc_comm_arena_bytes */
+    zc_wire_geom geom;
+} zc__arena_map;
+/* The one function that decides the arena's regions; false if cfg is invalid. */
+bool zc__layout(const zc_config *cfg, zc__arena_map *out);
+const zc_wire_ops *zc__wire_for(const zc_config *cfg);
 
 /* Elements [lo, hi) of block b when count elements are split into n balanced blocks. */
 static inline uint64_t zc__block_lo(uint64_t count, uint32_t n, uint32_t b) {

@@ -1,6 +1,8 @@
-/* layout.c: the one function that decides how a communicator is carved from its arena. The
- * size query (zc_comm_arena_bytes) and init both call zc__layout, and init asserts that its
- * carve ends exactly at layout.total. Every region is 64-byte aligned. */
+/* layout.c: the one table of the regions a communicator is carved into from its arena. The
+ * size query (zc_comm_arena_bytes), init's carve (comm.c) and the device region (coll_gpu.c's
+ * zc__gpu_bytes, one row) all read it: each row's bytes are computed here once, every region
+ * starts 64-byte aligned where the previous one ended, and the total is where the last ends. */
+#include "bootstrap.h"
 #include "engine.h"
 
 static size_t zc_align64(size_t v) { return (v + 63u) & ~(size_t)63u; }
@@ -24,17 +26,9 @@ static void zc_candidates(const zc_config *cfg, const zc_wire_ops *out[3]) {
 #endif
 }
 
-/* Adds bytes at the current end and returns the region's offset. */
-static size_t zc_take(size_t *end, size_t bytes) {
-    size_t at = *end;
-    *end = zc_align64(at + bytes);
-    return at;
-}
-
-bool zc__layout(const zc_config *cfg, zc__arena_map *L) {
-    if (!zc__config_check(cfg, NULL, 0)) return false;
-    const zc_wire_ops *w = zc__wire_for(cfg), *cands[3];
-    size_t n = cfg->nranks, end = 0, state = 0, addr = 0;
+/* The wire geometry of cfg, and the largest state and address blob of its candidate wires. */
+static void zc_wire_sizes(const zc_config *cfg, zc__arena_map *L, size_t *state) {
+    const zc_wire_ops *cands[3];
     L->geom = (zc_wire_geom){0};
     L->geom.rank = cfg->rank;
     L->geom.nranks = cfg->nranks;
@@ -43,27 +37,47 @@ bool zc__layout(const zc_config *cfg, zc__arena_map *L) {
     L->geom.stride = ZC_SLOT_HDR_BYTES + cfg->slot_bytes;
     L->geom.cfg = cfg;
     zc_candidates(cfg, cands);
+    *state = L->addr_bytes = 0;
     for (const zc_wire_ops *const *c = cands; *c; c++) {
         size_t sb = (*c)->state_bytes(&L->geom), ab = (*c)->addr_bytes(&L->geom);
-        state = sb > state ? sb : state;
-        addr = ab > addr ? ab : addr;
+        *state = sb > *state ? sb : *state;
+        L->addr_bytes = ab > L->addr_bytes ? ab : L->addr_bytes;
     }
-    L->addr_bytes = addr;
-    L->comm = zc_take(&end, sizeof(zc_comm));
-    L->wire_state = zc_take(&end, state);
-    L->addrs = zc_take(&end, n * addr); /* every rank's address blob (wires that need them) */
-    L->group = zc_take(&end, n * sizeof(zc_comm *));
-    L->chans = zc_take(&end, ZC_WIRE_LANES * n * sizeof(zc__chan));
-    L->reqs = zc_take(&end, cfg->max_requests * sizeof(zc__req));
-    L->bases = zc_take(&end, (size_t)cfg->max_requests * n *
-                                 (2u * sizeof(uint64_t) + sizeof(zc__place)));
-    L->active = zc_take(&end, cfg->max_requests * sizeof(uint32_t));
-    L->plans = zc_take(&end, cfg->max_plans * sizeof(zc__plan));
-    L->mems = zc_take(&end, cfg->max_mems * sizeof(zc__mem_entry));
-    L->gpu = zc_take(&end, zc__gpu_bytes(cfg)); /* 0 without CUDA (coll_gpu.c carves it) */
+}
+
+/* Bytes of every region, in carve order (engine.h: zc__region). */
+static void zc_rows(const zc_config *cfg, const zc__arena_map *L, size_t state,
+                    size_t bytes[ZC_R_COUNT_]) {
+    size_t n = cfg->nranks, reqs = cfg->max_requests, addr = L->addr_bytes;
+    bool inproc = cfg->transport == ZC_TRANSPORT_INPROC;
+    bytes[ZC_R_COMM] = sizeof(zc_comm);
+    bytes[ZC_R_WIRE_STATE] = state;
+    bytes[ZC_R_ADDRS] = n * addr; /* every rank's address blob (wires that need them) */
+    bytes[ZC_R_GROUP] = n * sizeof(zc_comm *);
+    bytes[ZC_R_CHANS] = ZC_WIRE_LANES * n * sizeof(zc__chan);
+    bytes[ZC_R_REQS] = reqs * sizeof(zc__req);
+    bytes[ZC_R_TX_BASES] = reqs * n * sizeof(uint64_t);
+    bytes[ZC_R_RX_BASES] = reqs * n * sizeof(uint64_t);
+    bytes[ZC_R_PLACES] = reqs * n * sizeof(zc__place);
+    bytes[ZC_R_ACTIVE] = reqs * sizeof(uint32_t);
+    bytes[ZC_R_PLANS] = cfg->max_plans * sizeof(zc__plan);
+    bytes[ZC_R_MEMS] = cfg->max_mems * sizeof(zc__mem_entry);
+    bytes[ZC_R_GPU] = zc__gpu_bytes(cfg); /* 0 without CUDA (coll_gpu.c carves it) */
+    bytes[ZC_R_SCRATCH] = (inproc ? 0 : sizeof(zc__boot) + n * ZC_SCRATCH_VERDICT_BYTES) +
+                          n * ZC_SCRATCH_RANK_BYTES + addr;
     /* In-process ranks keep their inbound window in the arena; processes map theirs. */
-    L->window = zc_take(&end, cfg->transport == ZC_TRANSPORT_INPROC
-                                  ? w->window_bytes(&L->geom) : 0);
+    bytes[ZC_R_WINDOW] = inproc ? zc__wire_for(cfg)->window_bytes(&L->geom) : 0;
+}
+
+bool zc__layout(const zc_config *cfg, zc__arena_map *L) {
+    if (!zc__config_check(cfg, NULL, 0)) return false;
+    size_t state, end = 0;
+    zc_wire_sizes(cfg, L, &state);
+    zc_rows(cfg, L, state, L->bytes);
+    for (uint32_t r = 0; r < ZC_R_COUNT_; r++) {
+        L->at[r] = end;
+        end = zc_align64(end + L->bytes[r]);
+    }
     L->total = end;
     L->geom.cfg = 0;
     return true;

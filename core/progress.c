@@ -1,6 +1,7 @@
 /* progress.c: the request pool and the polling engine: issue (reserve channel numbers, stamp
  * deadline), zc_progress (bounded steps of active requests in issue order, deadlines, peer
- * liveness, failure reports from peers, yielding when idle), zc_test (reads only) and zc_wait.
+ * liveness, failure reports from peers, yielding when idle), zc_test (reads a request's status;
+ * a finished request's slot is freed there, as the API says) and zc_wait.
  * Nothing here blocks except zc_wait, which ends at the request's deadline. */
 #include "engine.h"
 #include "platform.h"
@@ -76,22 +77,6 @@ static void zc_retire(zc_comm *comm, uint32_t pos) {
     comm->nreqs_active--;
 }
 
-void zc__fail_comm(zc_comm *comm, zc_status status, uint64_t seq) {
-    if (!comm->failed) {
-        comm->failed = status;
-        /* Tell the peers (first report wins in each window); they fail at their next poll. */
-        uint64_t word = (uint64_t)(uint32_t)(-(int32_t)status) << 56 |
-                        (uint64_t)(comm->rank & 0xffffffu) << 32 | (seq & 0xffffffffu);
-        comm->wire->alarm(comm->wire_state, word);
-    }
-    for (uint32_t i = 0; i < comm->nreqs_active; i++) {
-        zc__req *r = &comm->reqs[comm->active[i]];
-        r->status = status;
-        r->state = ZC_REQ_DONE;
-    }
-    comm->nreqs_active = 0;
-}
-
 /* A failure a peer reported into our window. */
 static void zc_check_alarm(zc_comm *comm) {
     uint64_t word = comm->wire->alarmed(comm->wire_state);
@@ -111,9 +96,8 @@ static void zc_check_alarm(zc_comm *comm) {
     }
     /* The whole communicator fails, older calls in flight included: a peer that failed stops
      * serving every call, so finishing them could only end in a timeout. */
-    zc__error(comm, st, "rank %u detected %s at sequence %llu (%s); this communicator has "
-              "failed", who, zc_status_name(st), (unsigned long long)seq, mine);
-    zc__fail_comm(comm, st, seq);
+    zc__fail(comm, st, seq, (int32_t)who, 0, "rank %u detected %s at sequence %llu (%s); this "
+             "communicator has failed", who, zc_status_name(st), (unsigned long long)seq, mine);
 }
 
 static void zc_check_deadlines(zc_comm *comm, uint64_t now) {
@@ -129,13 +113,12 @@ static void zc_check_deadlines(zc_comm *comm, uint64_t now) {
             r->moved = 0;
         }
         if (now > r->deadline_ns) {
-            zc__error(comm, ZC_TIMED_OUT,
-                      "%s sequence %llu timed out after %llu ms (%llu messages unsent, %llu "
-                      "not received): a peer did not join or stalled",
-                      zc__kind_name(r->s.kind), (unsigned long long)r->seq,
-                      (unsigned long long)((now - r->start_ns) / 1000000u),
-                      (unsigned long long)r->tx_left, (unsigned long long)r->rx_left);
-            zc__fail_comm(comm, ZC_TIMED_OUT, r->seq);
+            zc__fail(comm, ZC_TIMED_OUT, r->seq, -1, 0,
+                     "%s sequence %llu timed out after %llu ms (%llu messages unsent, %llu "
+                     "not received): a peer did not join or stalled",
+                     zc__kind_name(r->s.kind), (unsigned long long)r->seq,
+                     (unsigned long long)((now - r->start_ns) / 1000000u),
+                     (unsigned long long)r->tx_left, (unsigned long long)r->rx_left);
             return;
         }
         if (now - r->moved_ns > ZC_LIVENESS_NS && now - comm->liveness_ns > ZC_LIVENESS_NS) {
@@ -145,9 +128,9 @@ static void zc_check_deadlines(zc_comm *comm, uint64_t now) {
                 if (p == comm->rank ||
                     comm->wire->peer_alive(comm->wire_state, p, why, sizeof why) == ZC_OK)
                     continue;
-                zc__error(comm, ZC_PEER_LOST, "%s sequence %llu: rank %u is gone (%s)",
-                          zc__kind_name(r->s.kind), (unsigned long long)r->seq, p, why);
-                zc__fail_comm(comm, ZC_PEER_LOST, r->seq);
+                zc__fail(comm, ZC_PEER_LOST, r->seq, (int32_t)p, 0, "%s sequence %llu: rank %u "
+                         "is gone (%s)", zc__kind_name(r->s.kind), (unsigned long long)r->seq,
+                         p, why);
                 return;
             }
         }
@@ -159,6 +142,7 @@ zc_status zc_progress(zc_comm *comm) {
     if (comm->gpu) zc__gpu_progress(comm); /* device requests, registrations, stream starts */
     if (comm->failed) return (zc_status)comm->failed;
     zc_check_alarm(comm);
+    if (comm->unposted) zc__tx_flush(comm); /* messages the wire refused for now, first */
     if (comm->failed) return (zc_status)comm->failed;
     uint32_t budget = ZC_PROGRESS_BUDGET, finished = 0;
     for (uint32_t i = 0; i < comm->nreqs_active && budget && !comm->failed;) {

@@ -5,16 +5,8 @@
 #ifndef ZC_CORE_REDUCE_H
 #define ZC_CORE_REDUCE_H
 
+#include "hostkernel.h" /* zc__reduce, the one reduction entry point */
 #include "zcoll.h"
-
-/* out[i] = in[0][i] (op) in[1][i] (op) ... (op) in[n-1][i], folded left in that order.
- * Accumulation: fp16/bf16/fp8 in fp32, rounded once (nearest-even) at the store; fp32 in fp32;
- * fp64 in fp64; integer SUM/PROD wrap as two's complement; AVG = the sum divided by n
- * (floating: in the accumulation type, then rounded; integers: the exact sum, truncated toward
- * zero); MIN/MAX of NaN follow IEEE fmin/fmax (a NaN loses to a number).
- * n >= 1. out may be exactly equal to any in[k] (in place); no other overlap. */
-void zc__reduce(void *out, const void *const *in, uint32_t n, size_t count, zc_dtype dtype,
-                zc_op op);
 
 /* Copies bytes from src to dst (no overlap) with streaming stores that bypass the caches
  * where the CPU has them (x86-64), falling back to memcpy; for results larger than the caches,

@@ -294,11 +294,10 @@ static void zc_recv_chunks(zc_ctx *x, uint32_t p, uint8_t *dst, uint64_t len, ui
         if (!src) return;
         if (zc__rx_placed(src)) { /* the sender put it in place already */
             if (!x->r->place || !x->r->pl[p].offered) {
-                zc__error(x->comm, ZC_INTERNAL, "%s sequence %llu: rank %u put message %llu "
-                          "in place, but rank %u offered no destination", zc__kind_name(
-                          x->r->s.kind), (unsigned long long)x->r->seq, p,
-                          (unsigned long long)k, x->me);
-                zc__fail_comm(x->comm, ZC_INTERNAL, x->r->seq);
+                zc__fail(x->comm, ZC_INTERNAL, x->r->seq, (int32_t)p, 0, "%s sequence %llu: "
+                         "rank %u put message %llu in place, but rank %u offered no "
+                         "destination", zc__kind_name(x->r->s.kind),
+                         (unsigned long long)x->r->seq, p, (unsigned long long)k, x->me);
                 return;
             }
             x->comm->placed_bytes += elems * x->es;

@@ -1,5 +1,5 @@
 /* text.h: the core's own string helpers (the core links no libc beyond mem*): lengths,
- * bounded copies, number parsing and a small formatter for error sentences. */
+ * bounded copies, number parsing and (fmt.h) the formatter of error sentences. */
 #ifndef ZC_CORE_TEXT_H
 #define ZC_CORE_TEXT_H
 
@@ -23,9 +23,7 @@ size_t zc__strlcpy(char *dst, const char *src, size_t cap);
 bool zc__parse_u64(const char *s, uint64_t *out);
 /* Parses exactly 2*bytes hex digits into out; false otherwise. */
 bool zc__parse_hex(const char *s, uint8_t *out, size_t bytes);
-/* A small vsnprintf: %s %c %d %u %x (unsigned), %lld %llu %llx (64-bit), %zu, %%. Always
- * NUL-terminates (cap > 0); truncates silently. Returns the length written. */
-size_t zc__vfmt(char *buf, size_t cap, const char *fmt, va_list ap);
-size_t zc__fmt(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* zc__vfmt, zc__fmt: the sentence formatter, shared with the providers (provider/fmt.h). */
+#include "fmt.h"
 
 #endif

@@ -1,4 +1,4 @@
-/* cuda.c: the CUDA gpu provider (core/gpu.h's zc_gpu_cuda). The only file that calls the CUDA
+/* cuda.c: the CUDA gpu provider (provider/gpu.h's zc_gpu_cuda). The only file that calls the CUDA
  * runtime and driver and the only place a cudaError_t / CUresult becomes a zc_status: every
  * failure leaves one sentence "CALL failed: cudaErrorName (description)" in the state's error
  * buffer. A sticky error (the context is lost: illegal address, launch failure, ...) is kept and

@@ -1,13 +1,13 @@
-/* sim.c: the simulated gpu provider (core/gpu.h's zc_gpu_sim; test side in sim.h). Needs no
+/* sim.c: the simulated gpu provider (provider/gpu.h's zc_gpu_sim; test side in sim.h). Needs no
  * CUDA and is built in every build, so the device-memory path of the core (registration and
  * its handle exchange, every device schedule, stream-ordered starts, failures) runs in CI.
  *
- * What it models: device memory that only this provider allocates (zc_gpu_sim_alloc: named
+ * What it models: device memory that only this provider allocates (zc_gpu_sim_alloc: platform
  * shared memory, mapped by peers through ipc_open like CUDA IPC); one in-order stream per
  * communicator whose work runs later than the call (one operation per event_query unless
  * ZC_GPU_SIM_EAGER=1); events completed when the stream reaches them; an injected fault
  * (ZC_GPU_SIM_FAULT=N) that is sticky like a lost CUDA context; caller streams with flag
- * writes and waits. Reductions call the host kernel (core/reduce.h's zc__reduce), so results
+ * writes and waits. Reductions call the host kernel (provider/hostkernel.h's zc__reduce), so results
  * are the host kernels' by construction; the CUDA kernels' equality to them is a GPU run's to
  * show. What it does not model: graph capture (never capturing), concurrency between the
  * stream and the host (work runs inside the host's own calls), peer-access faults. */
@@ -16,7 +16,7 @@
 
 #include "gpu.h"
 #include "platform.h"
-#include "reduce.h"
+#include "hostkernel.h"
 #include "sim.h"
 
 _Static_assert(ZC_GPU_MAX_SRCS == 64u, "zc_gpu_sim_op.srcs holds ZC_GPU_MAX_SRCS sources");

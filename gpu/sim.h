@@ -1,4 +1,4 @@
-/* sim.h: the simulated gpu provider's test-facing side (gpu/sim.c; core/gpu.h's zc_gpu_sim).
+/* sim.h: the simulated gpu provider's test-facing side (gpu/sim.c; provider/gpu.h's zc_gpu_sim).
  * Built in every build, CUDA or not; a communicator uses it when cfg->gpu_provider is
  * ZC_GPU_PROVIDER_SIM (ZC_GPU_PROVIDER=sim).
  *

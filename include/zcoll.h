@@ -234,8 +234,8 @@ typedef struct zc_comm zc_comm;
  * least zc_comm_arena_bytes(cfg) bytes; the caller keeps owning it and must not touch it until
  * zc_comm_fini). Blocks until every rank joined or cfg->init_timeout_ns passed. On failure
  * *comm_out is NULL, nothing stays mapped or open, and zc_init_error_text() says why. After
- * init nothing is allocated, mapped or registered by zcoll. Not reentrant: run one zc_comm_init
- * or zc_comm_split at a time per process (their rendezvous scratch is static). */
+ * init nothing is allocated, mapped or registered by zcoll. Reentrant: threads may create
+ * different communicators at once (init's scratch is in the arena; split's in the parent's). */
 zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
                        zc_comm **comm_out);
 /* The sentence of the last failed zc_comm_init / zc_comm_split / _inproc call of this
@@ -269,7 +269,9 @@ zc_status zc_comm_abort(zc_comm *comm);
 zc_status zc_comm_fini(zc_comm *comm);
 uint32_t zc_comm_rank(const zc_comm *comm);
 uint32_t zc_comm_size(const zc_comm *comm);
-/* The sentence of the last failure on this communicator ("" if none). Never NULL. */
+/* Why this communicator failed, once it has (the first failure's sentence: later errors do not
+ * replace it); before that, the sentence of the last call that failed ("" if none). Never
+ * NULL. */
 const char *zc_comm_error_text(const zc_comm *comm);
 
 /* ---- memory registration ----------------------------------------------------------------- */

@@ -1,8 +1,8 @@
 /* test_faults.c: every platform call that can fail, failed in turn (the faults build,
  * `configure.py --mode faults`: platform/faults.c fails the call ZC_PLAT_FAULT names). A job
  * of 2 ranks runs init, an all_reduce, a split, an all_reduce on the child, a barrier and fini;
- * for each call and each of its first calls (and its last) in either rank, the job runs again
- * with that one call failing. Whatever fails must fail cleanly: a status with a sentence on the
+ * for each platform call and each of its calls in either rank (up to the 12th, and the last),
+ * the job runs again with that one call failing. Whatever fails must fail cleanly: a status with a sentence on the
  * rank that saw it, every rank ending by its deadline, fini releasing everything (descriptors
  * as before init, no segment still mapped). In other builds the test skips.
  * Rank programs print one "faults FAILED" line and exit 1 when an invariant breaks. */
@@ -130,7 +130,7 @@ void faults_every_platform_call_fails_cleanly(void) {
     for (int r = 0; r < 2; r++)
         for (int f = 0; f < FL_CALLS; f++)
             for (unsigned long nth = 1; nth <= counts[r][f]; nth++) {
-                if (nth > 4 && nth != counts[r][f]) continue; /* the first four and the last */
+                if (nth > 12 && nth != counts[r][f]) continue; /* the first 12 and the last */
                 char spec[64];
                 snprintf(spec, sizeof spec, "ZC_PLAT_FAULT=%s:%lu:%d", fl_names[f], nth, r);
                 const char *env[] = {spec, NULL};
@@ -142,8 +142,9 @@ void faults_every_platform_call_fails_cleanly(void) {
                     failed++;
                 }
             }
-    printf("faults: %u injection points tried (every call the 2-rank job makes, its first four "
-           "and last calls on each rank), %u reached, %u not clean\n", tried, injected, failed);
+    printf("faults: %u injection points tried (every platform call of the 2-rank job, its first "
+           "12 and last calls on each rank), %u reached, %u not clean\n", tried, injected,
+           failed);
     ZT_CHECK(injected > 0);
     ZT_CHECK_EQ(failed, 0);
 #endif

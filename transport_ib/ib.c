@@ -119,7 +119,7 @@ static zc_status zc_ib_pages(void **out, size_t bytes, const char *what, char *e
     if (rc == ZC_PLAT_OK) return ZC_OK;
     char os[96];
     zc_plat_os_error_text(zc_plat_os_error(), os, sizeof os);
-    zc__ib_fmt(err, cap, "ib: cannot allocate the %s (%llu bytes): %s (%s)", what,
+    zc__fmt(err, cap, "ib: cannot allocate the %s (%llu bytes): %s (%s)", what,
                (unsigned long long)bytes, zc_plat_rc_name(rc), os);
     *out = 0;
     return ZC_SYSTEM;
@@ -212,7 +212,7 @@ static zc_status zc_ib_create(void *state, const zc_wire_geom *g, void *window, 
     s->rx_next = (uint64_t *)(void *)((uint8_t *)s + off[2]);
     s->rx_tag = (uint64_t *)(void *)((uint8_t *)s + off[3]);
     if (g->inproc_windows || !g->cfg || !addr) {
-        zc__ib_fmt(err, cap, "ib: transport_ib connects processes; in-process groups use the "
+        zc__fmt(err, cap, "ib: transport_ib connects processes; in-process groups use the "
                    "shared-memory wire");
         return ZC_UNSUPPORTED;
     }
@@ -253,31 +253,31 @@ static int zc_ib_blob_failed(const uint8_t *b) {
 static zc_status zc_ib_check_blob(const zc_ib *s, uint32_t p, const zc_ib_blob *b,
                                   const uint8_t *raw, char *err, size_t cap) {
     if (zc_ib_blob_failed(raw)) {
-        zc__ib_fmt(err, cap, "ib: rank %u could not set up transport_ib (its own error says "
+        zc__fmt(err, cap, "ib: rank %u could not set up transport_ib (its own error says "
                    "why)", p);
         return ZC_PEER_LOST;
     }
     if (b->magic != ZC_IB_MAGIC || b->comm_id != s->g.comm_id || b->rank != p) {
-        zc__ib_fmt(err, cap, "ib: the address blob of rank %u is not transport_ib's for this "
+        zc__fmt(err, cap, "ib: the address blob of rank %u is not transport_ib's for this "
                    "communicator (it says rank %u)", p, b->rank);
         return ZC_MISMATCH;
     }
     if (b->nranks != s->g.nranks || b->slots != s->g.slots || b->stride != s->g.stride ||
         b->qps != s->qps) {
-        zc__ib_fmt(err, cap, "ib: rank %u has nranks=%u slots=%u stride=%u ib_qps_per_peer=%u "
+        zc__fmt(err, cap, "ib: rank %u has nranks=%u slots=%u stride=%u ib_qps_per_peer=%u "
                    "but rank %u has nranks=%u slots=%u stride=%u ib_qps_per_peer=%u: every rank "
                    "needs the same geometry", p, b->nranks, b->slots, b->stride, b->qps,
                    s->g.rank, s->g.nranks, s->g.slots, s->g.stride, s->qps);
         return ZC_MISMATCH;
     }
     if (b->put_min != s->put_min) {
-        zc__ib_fmt(err, cap, "ib: rank %u has ib_zcopy_min_bytes=%u but rank %u has %u: every "
+        zc__fmt(err, cap, "ib: rank %u has ib_zcopy_min_bytes=%u but rank %u has %u: every "
                    "rank needs the same (both ends of a stream decide alike whether it is "
                    "written in place)", p, b->put_min, s->g.rank, s->put_min);
         return ZC_MISMATCH;
     }
     if (b->link_layer != s->dev.link_layer) {
-        zc__ib_fmt(err, cap, "ib: rank %u's port is %s but rank %u's is %s: both ends of a "
+        zc__fmt(err, cap, "ib: rank %u's port is %s but rank %u's is %s: both ends of a "
                    "queue pair need the same link layer", p,
                    b->link_layer == ZC_IB_LINK_ETH ? "Ethernet (RoCE)" : "InfiniBand", s->g.rank,
                    s->dev.link_layer == ZC_IB_LINK_ETH ? "Ethernet (RoCE)" : "InfiniBand");
@@ -380,11 +380,11 @@ static zc_status zc_ib_mem_register(void *state, void *addr, size_t bytes, uint3
     out->handle = 0;
     out->lkey = out->rkey = 0;
     if (!s->dev.pd) {
-        zc__ib_fmt(err, cap, "ib: the wire is closed");
+        zc__fmt(err, cap, "ib: the wire is closed");
         return ZC_INVALID_STATE;
     }
     if (bytes > s->dev.max_mr_size) {
-        zc__ib_fmt(err, cap, "ib: %llu bytes exceed %s's max_mr_size of %llu",
+        zc__fmt(err, cap, "ib: %llu bytes exceed %s's max_mr_size of %llu",
                    (unsigned long long)bytes, s->dev.name,
                    (unsigned long long)s->dev.max_mr_size);
         return ZC_LIMIT;

@@ -168,7 +168,7 @@ static inline uint64_t zc__ib_wr_id(uint64_t kind, uint32_t peer, uint32_t j, ui
     return kind | (uint64_t)peer << 40 | (uint64_t)j << 32 | (n & 0xffffffffu);
 }
 
-/* path.c: the data-path ops of zc_wire_ib (contracts in core/wire.h) */
+/* path.c: the data-path ops of zc_wire_ib (contracts in provider/wire.h) */
 void *zc__ib_tx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot);
 zc_status zc__ib_post(void *state, uint32_t lane, uint32_t peer, uint32_t slot, size_t bytes,
                       uint64_t tag);
@@ -182,18 +182,15 @@ zc_status zc__ib_peer_alive(void *state, uint32_t peer, char *err, size_t cap);
 /* Takes one batch of completions (arrivals, finished sends, errors) and posts credits that
  * were waiting for send-queue room. */
 void zc__ib_poll(zc_ib *s);
-/* Marks peer lost (the first reason wins) with a sentence from fmt (verbs.c's formatter). */
-void zc__ib_lose(zc_ib *s, uint32_t peer, const char *fmt, ...);
+/* Marks peer lost (the first reason wins) with a sentence from fmt (zc__fmt's conversions). */
+void zc__ib_lose(zc_ib *s, uint32_t peer, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 zc_status zc__ib_put(void *state, uint32_t lane, uint32_t peer, uint32_t slot, uint64_t tag,
                      const void *src, const zc_wire_mr *mr, size_t bytes, uint64_t raddr,
                      uint64_t rkey);
 bool zc__ib_put_done(void *state, uint32_t peer);
 
 /* ---- verbs.c ---- */
-/* A small formatter for sentences (no libc here): %s, %u (unsigned), %d (int), %llu
- * (unsigned long long), %x (unsigned, hex). Returns the length written. */
-size_t zc__ib_fmt(char *buf, size_t cap, const char *fmt, ...);
-size_t zc__ib_vfmt(char *buf, size_t cap, const char *fmt, va_list ap);
 /* Opens the device and port cfg names (or the first usable), picks the GID and reads the
  * limits. ZC_UNSUPPORTED when there is no RDMA device (or none of that name). */
 zc_status zc__ib_open(zc_ib_dev *d, const zc_config *cfg, char *err, size_t cap);

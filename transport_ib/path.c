@@ -15,7 +15,8 @@
  *
  * Send queue accounting: request w of a queue pair is signalled when w % signal_every is
  * signal_every - 1; a polled completion of w finishes every request up to w. A request is
- * only posted while fewer than sq_depth are unfinished (one poll is tried when full). A credit
+ * only posted while fewer than sq_depth are unfinished (one poll is tried when full; still
+ * full, post and put return ZC_AGAIN and the core tries the same again later). A credit
  * that finds its queue full waits in credit_want and goes with the next poll. */
 #include "ib.h"
 
@@ -42,7 +43,7 @@ void zc__ib_lose(zc_ib *s, uint32_t peer, const char *fmt, ...) {
     p->lost = ZC_PEER_LOST;
     va_list ap;
     va_start(ap, fmt);
-    zc__ib_vfmt(p->why, sizeof p->why, fmt, ap);
+    zc__vfmt(p->why, sizeof p->why, fmt, ap);
     va_end(ap);
 }
 
@@ -365,6 +366,6 @@ zc_status zc__ib_peer_alive(void *state, uint32_t peer, char *err, size_t cap) {
                     (unsigned long long)p->pid);
     zc_probe(s, peer);
     if (!p->lost) return ZC_OK;
-    zc__ib_fmt(err, cap, "%s", p->why);
+    zc__fmt(err, cap, "%s", p->why);
     return (zc_status)p->lost;
 }

@@ -9,71 +9,15 @@
  * and ibv_reg_mr are macros (VERBS_NOTES.md section 2). */
 #include <errno.h>
 #include <infiniband/verbs.h>
-#include <stdarg.h>
 
 #include "ib.h"
 
 /* ---- sentences ------------------------------------------------------------------------------ */
 
-static void zc_put(char *buf, size_t cap, size_t *n, char c) {
-    if (*n + 1 < cap) buf[*n] = c;
-    (*n)++;
-}
-
-static void zc_put_u64(char *buf, size_t cap, size_t *n, unsigned long long v, unsigned base) {
-    char digits[24];
-    size_t d = 0;
-    do {
-        digits[d++] = "0123456789abcdef"[v % base];
-        v /= base;
-    } while (v);
-    while (d) zc_put(buf, cap, n, digits[--d]);
-}
-
-size_t zc__ib_vfmt(char *buf, size_t cap, const char *fmt, va_list ap) {
-    size_t n = 0;
-    for (const char *f = fmt; *f; f++) {
-        if (*f != '%') {
-            zc_put(buf, cap, &n, *f);
-            continue;
-        }
-        f++;
-        if (*f == 's') {
-            const char *s = va_arg(ap, const char *);
-            for (s = s ? s : "(null)"; *s; s++) zc_put(buf, cap, &n, *s);
-        } else if (*f == 'u') {
-            zc_put_u64(buf, cap, &n, va_arg(ap, unsigned), 10);
-        } else if (*f == 'x') {
-            zc_put_u64(buf, cap, &n, va_arg(ap, unsigned), 16);
-        } else if (*f == 'd') {
-            int v = va_arg(ap, int);
-            if (v < 0) zc_put(buf, cap, &n, '-');
-            zc_put_u64(buf, cap, &n, v < 0 ? 0ull - (unsigned long long)v : (unsigned)v, 10);
-        } else if (f[0] == 'l' && f[1] == 'l' && f[2] == 'u') {
-            f += 2;
-            zc_put_u64(buf, cap, &n, va_arg(ap, unsigned long long), 10);
-        } else {
-            zc_put(buf, cap, &n, '%');
-            if (!*f) break;
-            zc_put(buf, cap, &n, *f);
-        }
-    }
-    if (cap) buf[n < cap ? n : cap - 1] = '\0';
-    return n < cap ? n : (cap ? cap - 1 : 0);
-}
-
-size_t zc__ib_fmt(char *buf, size_t cap, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    size_t n = zc__ib_vfmt(buf, cap, fmt, ap);
-    va_end(ap);
-    return n;
-}
-
 const char *zc__ib_errno_text(int e, char *buf, size_t cap) {
     char os[96];
     zc_plat_os_error_text(e, os, sizeof os);
-    zc__ib_fmt(buf, cap, "%s, errno %d", os, e);
+    zc__fmt(buf, cap, "%s, errno %d", os, e);
     return buf;
 }
 
@@ -84,7 +28,7 @@ const char *zc__ib_wc_text(uint32_t status) {
 static zc_status zc_verbs_fail(char *err, size_t cap, zc_status st, const char *what,
                                const char *dev, int e) {
     char why[128];
-    zc__ib_fmt(err, cap, "ib: %s on %s failed (%s)", what, dev, zc__ib_errno_text(e, why,
+    zc__fmt(err, cap, "ib: %s on %s failed (%s)", what, dev, zc__ib_errno_text(e, why,
                                                                                   sizeof why));
     return st;
 }
@@ -128,7 +72,7 @@ static zc_status zc_pick_gid(zc_ib_dev *d, int32_t want, int tbl_len, char *err,
     uint8_t gid[16];
     if (want >= 0) {
         if (want >= tbl_len || zc_gid_score(d->ctx, d->port, want, gid) == 0) {
-            zc__ib_fmt(err, cap, "ib: GID index %d of %s port %u is empty (the table has %d "
+            zc__fmt(err, cap, "ib: GID index %d of %s port %u is empty (the table has %d "
                        "entries; set ZC_IB_GID_INDEX to a filled one, or auto)", (int)want,
                        d->name, d->port, tbl_len);
             return ZC_INVALID_ARG;
@@ -146,7 +90,7 @@ static zc_status zc_pick_gid(zc_ib_dev *d, int32_t want, int tbl_len, char *err,
         __builtin_memcpy(d->gid, gid, 16);
     }
     if (best) return ZC_OK;
-    zc__ib_fmt(err, cap, "ib: %s port %u is RoCE but has no GID (is an IP address set on its "
+    zc__fmt(err, cap, "ib: %s port %u is RoCE but has no GID (is an IP address set on its "
                "network device?)", d->name, d->port);
     return ZC_TRANSPORT;
 }
@@ -158,7 +102,7 @@ static zc_status zc_take_port(zc_ib_dev *d, uint32_t p, int32_t gid_want, char *
     if (ibv_query_port(d->ctx, (uint8_t)p, &pa) != 0)
         return zc_verbs_fail(err, cap, ZC_TRANSPORT, "ibv_query_port", d->name, errno);
     if (pa.state != IBV_PORT_ACTIVE) {
-        zc__ib_fmt(err, cap, "ib: %s port %u is %s, not active", d->name, p,
+        zc__fmt(err, cap, "ib: %s port %u is %s, not active", d->name, p,
                    ibv_port_state_str(pa.state));
         return ZC_TRANSPORT;
     }
@@ -172,7 +116,7 @@ static zc_status zc_take_port(zc_ib_dev *d, uint32_t p, int32_t gid_want, char *
     }
     d->link_layer = ZC_IB_LINK_IB;
     if (!pa.lid) {
-        zc__ib_fmt(err, cap, "ib: %s port %u has no LID (is a subnet manager running?)",
+        zc__fmt(err, cap, "ib: %s port %u has no LID (is a subnet manager running?)",
                    d->name, p);
         return ZC_TRANSPORT;
     }
@@ -202,7 +146,7 @@ static zc_status zc_take_device(zc_ib_dev *d, struct ibv_device *dev, const zc_c
     zc_status st = ZC_TRANSPORT;
     if (cfg->ib_port) {
         if (cfg->ib_port > a.phys_port_cnt) {
-            zc__ib_fmt(err, cap, "ib: %s has %u ports, cfg->ib_port is %u", d->name,
+            zc__fmt(err, cap, "ib: %s has %u ports, cfg->ib_port is %u", d->name,
                        (unsigned)a.phys_port_cnt, cfg->ib_port);
             return ZC_INVALID_ARG;
         }
@@ -218,16 +162,16 @@ static void zc_device_names(struct ibv_device **list, int num, char *buf, size_t
     size_t n = 0;
     buf[0] = '\0';
     for (int i = 0; i < num && n + 1 < cap; i++)
-        n += zc__ib_fmt(buf + n, cap - n, "%s%s", i ? ", " : "", ibv_get_device_name(list[i]));
+        n += zc__fmt(buf + n, cap - n, "%s%s", i ? ", " : "", ibv_get_device_name(list[i]));
 }
 
 static zc_status zc_no_device(struct ibv_device **list, int e, char *err, size_t cap) {
     char why[128];
     if (list)
-        zc__ib_fmt(err, cap, "ib: no RDMA device (ibv_get_device_list found none; is an RDMA "
+        zc__fmt(err, cap, "ib: no RDMA device (ibv_get_device_list found none; is an RDMA "
                    "driver such as mlx5_ib or rdma_rxe loaded and a device present?)");
     else
-        zc__ib_fmt(err, cap, "ib: no RDMA device (ibv_get_device_list: %s; this kernel has no "
+        zc__fmt(err, cap, "ib: no RDMA device (ibv_get_device_list: %s; this kernel has no "
                    "RDMA support loaded)", zc__ib_errno_text(e, why, sizeof why));
     return ZC_UNSUPPORTED;
 }
@@ -245,7 +189,7 @@ zc_status zc__ib_open(zc_ib_dev *d, const zc_config *cfg, char *err, size_t cap)
     for (int i = 0; i < num && st != ZC_OK; i++) {
         const char *name = ibv_get_device_name(list[i]);
         if (cfg->ib_device[0] && !zc_same(name, cfg->ib_device)) continue;
-        zc__ib_fmt(d->name, sizeof d->name, "%s", name);
+        zc__fmt(d->name, sizeof d->name, "%s", name);
         st = zc_take_device(d, list[i], cfg, err, cap);
         if (st != ZC_OK && d->ctx) {
             ibv_close_device(d->ctx);
@@ -256,7 +200,7 @@ zc_status zc__ib_open(zc_ib_dev *d, const zc_config *cfg, char *err, size_t cap)
     if (st == ZC_UNSUPPORTED && cfg->ib_device[0]) {
         char names[160];
         zc_device_names(list, num, names, sizeof names);
-        zc__ib_fmt(err, cap, "ib: no RDMA device named \"%s\" (there are: %s)", cfg->ib_device,
+        zc__fmt(err, cap, "ib: no RDMA device named \"%s\" (there are: %s)", cfg->ib_device,
                    names);
     }
     ibv_free_device_list(list);
@@ -268,7 +212,7 @@ zc_status zc__ib_open(zc_ib_dev *d, const zc_config *cfg, char *err, size_t cap)
 static zc_status zc_over(char *err, size_t cap, const zc_ib_dev *d, const char *what,
                          unsigned long long need, const char *limit, unsigned long long have) {
     int memory = zc_same(limit, "max_mr_size");
-    zc__ib_fmt(err, cap, "ib: %s needs %llu but %s allows %s %llu (%s fit)", what, need,
+    zc__fmt(err, cap, "ib: %s needs %llu but %s allows %s %llu (%s fit)", what, need,
                d->name, limit, have, memory ? "smaller slot_bytes, fewer slots or fewer ranks"
                                             : "fewer slots, ranks or ib_qps_per_peer");
     return ZC_LIMIT;
@@ -298,7 +242,7 @@ zc_status zc__ib_check(const zc_ib_dev *d, const zc_ib_need *n, char *err, size_
 static zc_status zc_reg_fail(char *err, size_t cap, const zc_ib_dev *d, const char *what,
                              size_t bytes, int e) {
     char why[128];
-    zc__ib_fmt(err, cap, "ib: registering the %s (%llu bytes) on %s failed (%s)%s", what,
+    zc__fmt(err, cap, "ib: registering the %s (%llu bytes) on %s failed (%s)%s", what,
                (unsigned long long)bytes, d->name, zc__ib_errno_text(e, why, sizeof why),
                e == ENOMEM || e == EPERM || e == EAGAIN
                    ? "; the locked-memory limit (ulimit -l) may be too low" : "");
@@ -334,7 +278,7 @@ zc_status zc__ib_reg_user(zc_ib_dev *d, void *addr, size_t bytes, int device, in
         if (*mr) return ZC_OK;
         int e = errno;
         char why[128];
-        zc__ib_fmt(err, cap, "ib: ibv_reg_dmabuf_mr of %llu bytes of device memory on %s failed "
+        zc__fmt(err, cap, "ib: ibv_reg_dmabuf_mr of %llu bytes of device memory on %s failed "
                    "(%s)", (unsigned long long)bytes, d->name,
                    zc__ib_errno_text(e, why, sizeof why));
         return e == EOPNOTSUPP || e == ENOSYS || e == EPROTONOSUPPORT ? ZC_UNSUPPORTED
@@ -346,7 +290,7 @@ zc_status zc__ib_reg_user(zc_ib_dev *d, void *addr, size_t bytes, int device, in
     if (device) {
         /* Device memory by its address works only with nvidia-peermem loaded. */
         char why[128];
-        zc__ib_fmt(err, cap, "ib: ibv_reg_mr of %llu bytes of device memory on %s failed (%s): "
+        zc__fmt(err, cap, "ib: ibv_reg_mr of %llu bytes of device memory on %s failed (%s): "
                    "GPUDirect RDMA needs dma-buf (CUDA 11.7+, an open kernel module) or the "
                    "nvidia-peermem module", (unsigned long long)bytes, d->name,
                    zc__ib_errno_text(e, why, sizeof why));

@@ -20,7 +20,7 @@ fi
 # The library's portable sources: the same set check-freestanding compiles.
 srcs=(core/*.c transport_shm/*.c platform/freestanding.c tests/fuzz/fake_plat.c)
 flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -std=c11
-       -Wall -Wextra -Werror -Wno-pass-failed -D_GNU_SOURCE -Iinclude -Iplatform -Icore)
+       -Wall -Wextra -Werror -Wno-pass-failed -D_GNU_SOURCE -Iinclude -Iplatform -Iprovider -Icore)
 pass=0 fail=0
 for src in tests/fuzz/fuzz_*.c; do
     name=$(basename "$src" .c)

@@ -2,7 +2,7 @@
  * dtype x op, 1..64 inputs, vector and scalar paths, in place; and their bandwidth against a
  * device memcpy (CUDA). The simulated device's own promises: work deferred until queried and
  * run in order, the eager and fault knobs, memory kinds, IPC by name, no dma-buf. Drives the
- * provider (core/gpu.h) directly, no communicator. */
+ * provider (provider/gpu.h) directly, no communicator. */
 #include "zg.h"
 
 #include <stdlib.h>

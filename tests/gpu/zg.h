@@ -39,7 +39,7 @@ _Noreturn void zg_skip(const char *why);
 void zg_need_device(void);
 /* True when the suite runs on the simulated device. */
 bool zg_sim(void);
-/* The provider under test (core/gpu.h), for tests that drive it without a communicator. */
+/* The provider under test (provider/gpu.h), for tests that drive it without a communicator. */
 const zc_gpu_ops *zg_ops(void);
 /* Device memory (cudaMalloc, or zc_gpu_sim_alloc), copies to and from it, memset; each fails
  * the test on error. */

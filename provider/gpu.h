@@ -104,6 +104,8 @@ typedef struct zc_gpu_ops {
 #ifdef ZC_HAVE_CUDA
 extern const zc_gpu_ops zc_gpu_cuda;
 #endif
-extern const zc_gpu_ops zc_gpu_sim; /* gpu/sim.c, in every build (cfg->gpu_provider SIM) */
+#ifdef ZC_HAVE_GPU_SIM
+extern const zc_gpu_ops zc_gpu_sim; /* gpu/sim.c, in every hosted build (gpu_provider SIM) */
+#endif
 
 #endif

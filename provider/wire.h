@@ -1,8 +1,9 @@
 /* wire.h: the provider interface between the core and a transport (a "wire"). The core owns
  * the protocol (slot rings, credits, fingerprinted headers, ordering, failure handling); a wire
  * only moves bytes into the peer's inbound slots and publishes them, carries credit counters
- * back, and reports peers' liveness. Transports include this header, zcoll.h and platform.h,
- * never core internals. Every wire function is non-blocking except create/attach (init time).
+ * back, and reports peers' liveness. Transports include this header (with fmt.h, the shared
+ * sentence formatter), zcoll.h and platform.h, never core internals (configure.py gives them
+ * -Iprovider, not -Icore). Every wire function is non-blocking except create/attach (init time).
  *
  * Geometry. Each rank owns one inbound window: for each lane and each peer, a ring of `slots`
  * slots of `stride` bytes (a 64-byte header, then up to slot_bytes of payload), plus one credit
@@ -19,6 +20,7 @@
 #ifndef ZC_WIRE_H
 #define ZC_WIRE_H
 
+#include "fmt.h"
 #include "zcoll.h"
 
 #define ZC_WIRE_VERSION 3u
@@ -71,7 +73,10 @@ typedef struct zc_wire_ops {
     void (*close)(void *state);
     /* Where message (lane, peer, slot) is written: header then payload. */
     void *(*tx_slot)(void *state, uint32_t lane, uint32_t peer, uint32_t slot);
-    /* Publishes the message written there (bytes = header + payload used) under tag. */
+    /* Publishes the message written there (bytes = header + payload used) under tag. ZC_AGAIN:
+     * no room for it now (a full send queue), nothing went; the core posts the same message
+     * again, unchanged, before any later one to that peer on that lane. Any other failure is
+     * for good: the peer is lost (peer_alive says how). */
     zc_status (*post)(void *state, uint32_t lane, uint32_t peer, uint32_t slot, size_t bytes,
                       uint64_t tag);
     /* The inbound slot from peer if the message tagged tag has arrived there, else NULL. */
@@ -99,7 +104,8 @@ typedef struct zc_wire_ops {
     /* Writes bytes from src to raddr (rkey) in peer's memory, ordered before the message tagged
      * tag that goes next into (lane, peer, slot). src in this rank's registered memory (mr)
      * goes as is and must stay unchanged until put_done; with mr NULL it is copied into the
-     * slot's staging first (bytes <= slot_bytes). Fails only for good (as post). */
+     * slot's staging first (bytes <= slot_bytes). ZC_AGAIN as post (nothing written; the core
+     * puts again later); other failures are for good. */
     zc_status (*put)(void *state, uint32_t lane, uint32_t peer, uint32_t slot, uint64_t tag,
                      const void *src, const zc_wire_mr *mr, size_t bytes, uint64_t raddr,
                      uint64_t rkey);

@@ -1,0 +1,159 @@
+/* split.c: zc_comm_split and zc_comm_split_inproc: children of a communicator, built from
+ * comm.c's pieces (carve, wire setup, in-process group) and agreed over the parent with its
+ * own collectives. The one core file that calls the public collectives; nothing calls it.
+ * Its scratch is the parent's (engine.h: ZC_SCRATCH_RANK_BYTES), nothing static. */
+#include "bootstrap.h"
+#include "engine.h"
+
+/* Child rank and size for color/key among all[] = {color, key} per parent rank. */
+static void zc_child_place(const int32_t *all, uint32_t n, uint32_t me, uint32_t *rank,
+                           uint32_t *size) {
+    *rank = *size = 0;
+    for (uint32_t p = 0; p < n; p++) {
+        if (all[2 * p] != all[2 * me]) continue;
+        (*size)++;
+        if (all[2 * p + 1] < all[2 * me + 1] || (all[2 * p + 1] == all[2 * me + 1] && p < me))
+            (*rank)++;
+    }
+}
+
+static uint64_t zc_child_id(const zc_comm *parent, int32_t color) {
+    uint64_t words[3] = {parent->comm_id, parent->splits, (uint64_t)(uint32_t)color};
+    return zc__siphash(parent->cfg.secret, words, sizeof words);
+}
+
+static bool zc_split_needs_addrs(const zc_comm *parent) {
+    zc_wire_geom g = zc__geom(parent, parent->comm_id, 0);
+    return parent->wire->addr_bytes(&g) > 0; /* same wire everywhere: same answer */
+}
+
+/* Gives every child its members' address blobs over the parent: each parent rank broadcasts
+ * its blob in turn (sizes first, as they differ between colors); members of the same color
+ * keep it at the sender's child rank. all[] holds {color, key} per parent rank. */
+static zc_status zc_split_exchange(zc_comm *parent, const int32_t *all, zc_comm *c,
+                                   size_t ab) {
+    uint64_t *sizes = (uint64_t *)(void *)(parent->scratch + 8u * parent->nranks);
+    uint8_t *scratch = parent->scratch + 16u * parent->nranks; /* parent->addr_bytes */
+    uint64_t mine = c ? ab : 0;
+    zc_req req;
+    zc_status st = zc_allgather(parent, &mine, sizes, 1, ZC_UINT64, &req);
+    if (st == ZC_OK) st = zc_wait(parent, &req);
+    for (uint32_t p = 0; p < parent->nranks && st == ZC_OK; p++) {
+        if (!sizes[p]) continue;
+        if (sizes[p] > parent->addr_bytes)
+            return zc__error(parent, ZC_MISMATCH, "zc_comm_split: rank %u's wire address is "
+                             "%llu bytes", p, (unsigned long long)sizes[p]);
+        uint32_t prank, psize;
+        zc_child_place(all, parent->nranks, p, &prank, &psize);
+        bool keep = c && all[2 * p] == all[2 * parent->rank] && sizes[p] == ab;
+        uint8_t *buf = keep ? c->addrs + (size_t)prank * ab : scratch;
+        st = zc_broadcast(parent, buf, buf, sizes[p], ZC_UINT8, p, &req);
+        if (st == ZC_OK) st = zc_wait(parent, &req);
+    }
+    return st;
+}
+
+zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t arena_bytes,
+                        zc_comm **child_out) {
+    if (!zc__comm_ok(parent) || !child_out) return ZC_INVALID_ARG;
+    int32_t *all = (int32_t *)(void *)parent->scratch; /* [2 * nranks] {color, key} */
+    if (parent->cfg.transport == ZC_TRANSPORT_INPROC)
+        return zc__error(parent, ZC_INVALID_ARG, "zc_comm_split on an in-process group: use "
+                         "zc_comm_split_inproc");
+    *child_out = 0;
+    int32_t mine[2] = {color < 0 ? -1 : color, key};
+    zc_req req;
+    zc_status st = zc_allgather(parent, mine, all, 2, ZC_INT32, &req);
+    if (st == ZC_OK) st = zc_wait(parent, &req);
+    if (st != ZC_OK) return st;
+    uint64_t id = zc_child_id(parent, mine[0]);
+    parent->splits++;
+    zc_comm *c = 0;
+    size_t ab = 0;
+    char err[ZC_ERROR_TEXT_BYTES]; /* the carve's sentence (after it, the child's own) */
+    zc_status local = ZC_OK;
+    bool created = false; /* the child's wire exists: close it unless the split succeeds */
+    if (color >= 0) {
+        zc_config cc = parent->cfg;
+        zc_child_place(all, parent->nranks, parent->rank, &cc.rank, &cc.nranks);
+        local = zc__carve(&cc, arena, arena_bytes, &c, err);
+        if (local == ZC_OK) {
+            c->wire = parent->wire;
+            c->comm_id = id;
+            zc_wire_geom g = zc__geom(c, id, 0);
+            ab = c->wire->addr_bytes(&g);
+            ZC_ASSERT(ab <= c->addr_bytes && ab <= ZC_WIRE_MAX_ADDR_BYTES);
+            local = c->wire->create(c->wire_state, &g, 0, ab ? c->addrs + cc.rank * ab : 0,
+                                    c->err, sizeof c->err);
+            created = local == ZC_OK;
+            if (local != ZC_OK && ab) __builtin_memset(c->addrs + cc.rank * ab, 0xff, ab);
+        }
+    }
+    /* Every parent rank joins every sync, member or not, so nobody waits on a missing one. */
+    int32_t ok, worst = 0;
+    zc_req sync;
+    if (zc_split_needs_addrs(parent)) st = zc_split_exchange(parent, all, c, ab);
+    else st = ZC_OK;
+    if (st == ZC_OK) st = zc_barrier(parent, &sync);
+    if (st == ZC_OK) st = zc_wait(parent, &sync);
+    if (st == ZC_OK && c && local == ZC_OK)
+        local = c->wire->attach(c->wire_state, ab ? c->addrs : 0, c->err, sizeof c->err);
+    ok = local == ZC_OK ? 0 : (int32_t)local;
+    if (st == ZC_OK) st = zc_allreduce(parent, &ok, &worst, 1, ZC_INT32, ZC_MIN, &sync);
+    if (st == ZC_OK) st = zc_wait(parent, &sync);
+    if (st == ZC_OK && worst != 0) st = (zc_status)worst;
+    if (c && local == ZC_OK && st == ZC_OK) {
+        c->wire->seal(c->wire_state);
+        zc__gpu_open(c);
+        zc__open_place(c);
+        c->magic = ZC_COMM_MAGIC;
+        *child_out = c;
+        return ZC_OK;
+    }
+    if (created) c->wire->close(c->wire_state); /* also after a failed attach */
+    if (st == ZC_OK) st = local;
+    if (local != ZC_OK) zc__set_init_error("zc_comm_split: %s", c ? c->err : err);
+    else zc__set_init_error("zc_comm_split: another rank failed to set up its child (%s)",
+                            zc_status_name(st));
+    return st;
+}
+
+zc_status zc_comm_split_inproc(zc_comm *const parents[], const int colors[], const int keys[],
+                               void *const arenas[], size_t arena_bytes, zc_comm *children[]) {
+    if (!parents || !zc__comm_ok(parents[0]) || !colors || !keys || !arenas || !children) {
+        zc__set_init_error("zc_comm_split_inproc: a NULL argument or parents[0] is not a "
+                           "communicator");
+        return ZC_INVALID_ARG;
+    }
+    uint32_t n = parents[0]->nranks;
+    int32_t *all = (int32_t *)(void *)parents[0]->scratch; /* [2n] {color, key} */
+    void **group_arenas = (void **)(void *)(parents[0]->scratch + 8u * n); /* [n] */
+    zc_comm **group = (zc_comm **)(void *)(parents[0]->scratch + 16u * n); /* [n] */
+    for (uint32_t p = 0; p < n; p++) {
+        all[2 * p] = colors[p] < 0 ? -1 : colors[p];
+        all[2 * p + 1] = keys[p];
+        children[p] = 0;
+    }
+    for (uint32_t p = 0; p < n; p++) {
+        uint32_t rank, size, first = p;
+        if (all[2 * p] < 0) continue;
+        for (uint32_t q = 0; q < p; q++)
+            if (all[2 * q] == all[2 * p]) first = q;
+        if (first != p) continue; /* this color's group was built already */
+        for (uint32_t q = p; q < n; q++) {
+            if (all[2 * q] != all[2 * p]) continue;
+            zc_child_place(all, n, q, &rank, &size);
+            group_arenas[rank] = arenas[q];
+        }
+        zc_status st = zc__inproc_group(&parents[0]->cfg, size, group_arenas, arena_bytes, group,
+                                       zc_child_id(parents[0], all[2 * p]));
+        if (st != ZC_OK) return st;
+        for (uint32_t q = p; q < n; q++)
+            if (all[2 * q] == all[2 * p]) {
+                zc_child_place(all, n, q, &rank, &size);
+                children[q] = group[rank];
+            }
+    }
+    for (uint32_t p = 0; p < n; p++) parents[p]->splits++;
+    return ZC_OK;
+}

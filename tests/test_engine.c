@@ -1,0 +1,313 @@
+/* test_engine.c: the engine's own contracts that no single collective shows: the failure record
+ * (first failure wins: status, sentence, peer and code stay), and communicators created by
+ * several threads at once (no shared scratch in init or split). In-process groups, plus
+ * bootstrap inits on distinct loopback ports. */
+#include "zt.h"
+#include "zcoll.h"
+#include "engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A 2-rank in-process group with a short deadline. */
+static void pair_open(zc_config *cfg, void *arenas[2], zc_comm *c[2]) {
+    zc_config_default(cfg);
+    cfg->transport = ZC_TRANSPORT_INPROC;
+    cfg->nranks = 2;
+    cfg->timeout_ns = 300000000ull;
+    size_t bytes = zc_comm_arena_bytes(cfg);
+    ZT_CHECK(bytes > 0);
+    for (int r = 0; r < 2; r++) ZT_CHECK((arenas[r] = aligned_alloc(64, bytes)) != NULL);
+    ZT_CHECK_ST(zc_comm_init_inproc(cfg, arenas, bytes, c), ZC_OK);
+}
+
+static void pair_close(void *arenas[2], zc_comm *c[2]) {
+    for (int r = 0; r < 2; r++) {
+        ZT_CHECK_ST(zc_comm_fini(c[r]), ZC_OK);
+        free(arenas[r]);
+    }
+}
+
+void failure_record_keeps_the_first_failure_sentence_peer_and_status(void) {
+    zc_config cfg;
+    void *arenas[2];
+    zc_comm *c[2];
+    pair_open(&cfg, arenas, c);
+    /* Before any failure a call's error writes its sentence and the comm stays usable. */
+    zc_req q[2];
+    ZT_CHECK_ST(zc_test(c[0], &(zc_req){{0}}), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(zc_comm_error_text(c[0]), "not a request in flight") != NULL);
+    /* A mismatch (counts 10 and 20) fails both ranks. */
+    int a[20] = {0}, b[20];
+    ZT_CHECK_ST(zc_allreduce(c[0], a, b, 10, ZC_INT32, ZC_SUM, &q[0]), ZC_OK);
+    ZT_CHECK_ST(zc_allreduce(c[1], a, b, 20, ZC_INT32, ZC_SUM, &q[1]), ZC_OK);
+    ZT_CHECK_ST(zc_wait(c[0], &q[0]), ZC_MISMATCH);
+    ZT_CHECK_ST(zc_wait(c[1], &q[1]), ZC_MISMATCH);
+    char first[ZC_ERROR_TEXT_BYTES];
+    snprintf(first, sizeof first, "%s", zc_comm_error_text(c[0]));
+    /* Rank 0 found it itself or heard it from rank 1: either way about sequence 0 and rank 1. */
+    ZT_CHECK(strstr(first, "sequence 0") != NULL && strstr(first, "rank 1") != NULL);
+    ZT_CHECK_EQ(c[0]->failed, ZC_MISMATCH);
+    ZT_CHECK_EQ(c[0]->fail_peer, 1);
+    ZT_CHECK_EQ(c[0]->fail_seq, 0);
+    /* A second failure, with its own status, peer and code, changes nothing and returns the
+     * first status. */
+    ZT_CHECK_ST(zc__fail(c[0], ZC_PEER_LOST, 7, 0, 42, "rank %u is gone (second)", 0u),
+                ZC_MISMATCH);
+    ZT_CHECK(strcmp(zc_comm_error_text(c[0]), first) == 0);
+    ZT_CHECK_EQ(c[0]->failed, ZC_MISMATCH);
+    ZT_CHECK_EQ(c[0]->fail_peer, 1);
+    ZT_CHECK_EQ(c[0]->fail_code, 0);
+    ZT_CHECK_EQ(c[0]->fail_seq, 0);
+    /* Nor does a call's error after the failure. */
+    ZT_CHECK_ST(zc_test(c[0], &(zc_req){{0}}), ZC_INVALID_ARG);
+    ZT_CHECK_ST(zc__error(c[0], ZC_AGAIN, "all slots busy"), ZC_AGAIN);
+    ZT_CHECK(strcmp(zc_comm_error_text(c[0]), first) == 0);
+    ZT_CHECK_ST(zc_barrier(c[0], &q[0]), ZC_MISMATCH);
+    /* Abort: later calls say ZC_ABORTED (API.md), the sentence still names the cause. */
+    ZT_CHECK_ST(zc_comm_abort(c[0]), ZC_OK);
+    ZT_CHECK_ST(zc_barrier(c[0], &q[0]), ZC_ABORTED);
+    ZT_CHECK(strcmp(zc_comm_error_text(c[0]), first) == 0);
+    pair_close(arenas, c);
+}
+
+void failure_record_fails_every_active_request_with_the_first_status(void) {
+    zc_config cfg;
+    void *arenas[2];
+    zc_comm *c[2];
+    pair_open(&cfg, arenas, c);
+    int a[4] = {1, 2, 3, 4}, b[3][4];
+    zc_req q[3];
+    for (int i = 0; i < 3; i++) /* rank 1 never joins: all three stay in flight */
+        ZT_CHECK_ST(zc_allreduce(c[0], a, b[i], 4, ZC_INT32, ZC_SUM, &q[i]), ZC_OK);
+    ZT_CHECK_ST(zc__fail(c[0], ZC_PEER_LOST, 1, 1, 5, "rank %u is gone (test)", 1u),
+                ZC_PEER_LOST);
+    ZT_CHECK_ST(zc__fail(c[0], ZC_TIMED_OUT, 2, -1, 0, "timed out (test)"), ZC_PEER_LOST);
+    for (int i = 0; i < 3; i++) ZT_CHECK_ST(zc_test(c[0], &q[i]), ZC_PEER_LOST);
+    ZT_CHECK(strcmp(zc_comm_error_text(c[0]), "rank 1 is gone (test)") == 0);
+    ZT_CHECK_EQ(c[0]->fail_code, 5);
+    /* The peer heard of it through the alarm and fails with the same status, naming rank 0. */
+    zc_req p;
+    ZT_CHECK_ST(zc_allreduce(c[1], a, b[0], 4, ZC_INT32, ZC_SUM, &p), ZC_OK);
+    ZT_CHECK_ST(zc_wait(c[1], &p), ZC_PEER_LOST);
+    ZT_CHECK(strstr(zc_comm_error_text(c[1]), "rank 0 detected ZC_PEER_LOST") != NULL);
+    ZT_CHECK_EQ(c[1]->fail_peer, 0);
+    pair_close(arenas, c);
+}
+
+/* ---- communicators created by several threads at once ---- */
+
+#include "platform.h"
+
+#include <pthread.h>
+
+#define ZT_THREADS 6
+#define ZT_ROUNDS 10
+
+/* All-reduce (sum) of v_r[i] = (r + 1) * (i + salt) over the group's ranks, checked. */
+static int allreduce_group_ok(zc_comm *const c[], uint32_t n, int64_t salt) {
+    int64_t in[8][5], out[8][5];
+    zc_req q[8];
+    for (uint32_t r = 0; r < n; r++) {
+        for (int i = 0; i < 5; i++) in[r][i] = (int64_t)(r + 1) * (i + salt);
+        if (zc_allreduce(c[r], in[r], out[r], 5, ZC_INT64, ZC_SUM, &q[r]) != ZC_OK) return 0;
+    }
+    int ok = 1;
+    for (uint32_t r = 0; r < n; r++) {
+        ok &= zc_wait(c[r], &q[r]) == ZC_OK;
+        for (int i = 0; i < 5; i++) ok &= out[r][i] == (int64_t)(n * (n + 1) / 2) * (i + salt);
+    }
+    return ok;
+}
+
+/* One thread: ZT_ROUNDS in-process groups of 2..5 ranks, each used, split in two and freed. */
+static void *inproc_worker(void *arg) {
+    uintptr_t t = (uintptr_t)arg, bad = 0;
+    for (int round = 0; round < ZT_ROUNDS && !bad; round++) {
+        uint32_t n = 2 + (uint32_t)((t + (uintptr_t)round) % 4);
+        zc_config cfg;
+        zc_config_default(&cfg);
+        cfg.transport = ZC_TRANSPORT_INPROC;
+        cfg.nranks = n;
+        size_t bytes = zc_comm_arena_bytes(&cfg);
+        void *arenas[8], *kid_arenas[8];
+        zc_comm *c[8], *kids[8], *half[2][8];
+        int colors[8], keys[8];
+        for (uint32_t r = 0; r < n; r++) {
+            arenas[r] = aligned_alloc(64, bytes);
+            kid_arenas[r] = aligned_alloc(64, bytes);
+            colors[r] = (int)(r % 2);
+            keys[r] = -(int)r;
+        }
+        bad |= zc_comm_init_inproc(&cfg, arenas, bytes, c) != ZC_OK;
+        bad |= !bad && !allreduce_group_ok(c, n, (int64_t)(t * 1000 + (uintptr_t)round));
+        bad |= !bad && zc_comm_split_inproc(c, colors, keys, kid_arenas, bytes, kids) != ZC_OK;
+        for (uint32_t r = 0; r < n && !bad; r++) /* keys -r: child rank counts down */
+            half[r % 2][zc_comm_rank(kids[r])] = kids[r];
+        for (uint32_t h = 0; h < 2 && !bad; h++)
+            bad |= !allreduce_group_ok(half[h], (n + 1 - h) / 2, (int64_t)round);
+        for (uint32_t r = 0; r < n; r++) {
+            if (!bad) bad |= zc_comm_fini(kids[r]) != ZC_OK || zc_comm_fini(c[r]) != ZC_OK;
+            free(arenas[r]);
+            free(kid_arenas[r]);
+        }
+    }
+    return (void *)bad;
+}
+
+void threads_create_in_process_groups_and_splits_at_once(void) {
+    pthread_t th[ZT_THREADS];
+    for (uintptr_t t = 0; t < ZT_THREADS; t++)
+        ZT_CHECK(pthread_create(&th[t], NULL, inproc_worker, (void *)t) == 0);
+    for (int t = 0; t < ZT_THREADS; t++) {
+        void *bad = (void *)1;
+        ZT_CHECK(pthread_join(th[t], &bad) == 0);
+        ZT_CHECK(bad == NULL);
+    }
+}
+
+/* Pairs of threads, each thread one rank of a 2-rank job over the bootstrap and the shm wire
+ * (its own rendezvous port per round): init, all-reduce, split, all-reduce on the child. */
+#define ZT_PAIRS 3
+#define ZT_PAIR_ROUNDS 6
+
+typedef struct pair_job {
+    uint32_t rank;
+    uint16_t ports[ZT_PAIR_ROUNDS];
+    char why[ZC_ERROR_TEXT_BYTES];
+} pair_job;
+
+/* All-reduce (sum) of (rank + 1) * (i + salt) over comm's ranks, checked. */
+static int allreduce_one_ok(zc_comm *c, int64_t salt) {
+    int64_t in[5], out[5];
+    uint32_t n = zc_comm_size(c), r = zc_comm_rank(c);
+    zc_req q;
+    for (int i = 0; i < 5; i++) in[i] = (int64_t)(r + 1) * (i + salt);
+    if (zc_allreduce(c, in, out, 5, ZC_INT64, ZC_SUM, &q) != ZC_OK) return 0;
+    int ok = zc_wait(c, &q) == ZC_OK;
+    for (int i = 0; i < 5; i++) ok &= out[i] == (int64_t)(n * (n + 1) / 2) * (i + salt);
+    return ok;
+}
+
+static void pair_cfg(const pair_job *j, int round, zc_config *cfg) {
+    zc_config_default(cfg);
+    cfg->nranks = 2;
+    cfg->rank = j->rank;
+    cfg->transport = ZC_TRANSPORT_SHM;
+    snprintf(cfg->root_addr, sizeof cfg->root_addr, "127.0.0.1:%u", (unsigned)j->ports[round]);
+    for (uint8_t i = 0; i < 16; i++) cfg->secret[i] = (uint8_t)(i + round);
+    cfg->secret_set = true;
+}
+
+static int pair_round(pair_job *j, int round, void *arena, void *kid_arena, size_t bytes) {
+    zc_config cfg;
+    pair_cfg(j, round, &cfg);
+    zc_comm *c = NULL, *kid = NULL;
+    if (zc_comm_init(&cfg, arena, bytes, &c) != ZC_OK) {
+        snprintf(j->why, sizeof j->why, "init: %s", zc_init_error_text());
+        return 0;
+    }
+    int ok = allreduce_one_ok(c, round);
+    /* Both ranks one color, keys reversing the order. */
+    ok = ok && zc_comm_split(c, 0, -(int)j->rank, kid_arena, bytes, &kid) == ZC_OK;
+    ok = ok && zc_comm_rank(kid) == 1 - j->rank && allreduce_one_ok(kid, 100 + round);
+    if (!ok) snprintf(j->why, sizeof j->why, "round %d: %s", round, zc_comm_error_text(c));
+    if (kid) ok &= zc_comm_fini(kid) == ZC_OK;
+    ok &= zc_comm_fini(c) == ZC_OK;
+    return ok;
+}
+
+static void *pair_worker(void *arg) {
+    pair_job *j = arg;
+    zc_config cfg;
+    pair_cfg(j, 0, &cfg);
+    size_t bytes = zc_comm_arena_bytes(&cfg);
+    void *arena = aligned_alloc(64, bytes), *kid_arena = aligned_alloc(64, bytes);
+    uintptr_t bad = 0;
+    for (int round = 0; round < ZT_PAIR_ROUNDS && !bad; round++)
+        bad = !pair_round(j, round, arena, kid_arena, bytes);
+    free(arena);
+    free(kid_arena);
+    return (void *)bad;
+}
+
+void threads_init_and_split_through_the_bootstrap_at_once(void) {
+    static pair_job jobs[2 * ZT_PAIRS];
+    pthread_t th[2 * ZT_PAIRS];
+    for (int p = 0; p < ZT_PAIRS; p++)
+        for (int round = 0; round < ZT_PAIR_ROUNDS; round++) {
+            int s = -1;
+            uint16_t port = 0; /* free a moment ago; both ranks of the pair meet there */
+            ZT_CHECK_ST(zc_plat_tcp_listen("127.0.0.1", 0, &s, &port), ZC_PLAT_OK);
+            zc_plat_tcp_close(s);
+            jobs[2 * p].ports[round] = jobs[2 * p + 1].ports[round] = port;
+        }
+    for (uint32_t t = 0; t < 2 * ZT_PAIRS; t++) {
+        jobs[t].rank = t % 2;
+        ZT_CHECK(pthread_create(&th[t], NULL, pair_worker, &jobs[t]) == 0);
+    }
+    for (int t = 0; t < 2 * ZT_PAIRS; t++) {
+        void *bad = (void *)1;
+        ZT_CHECK(pthread_join(th[t], &bad) == 0);
+        if (bad) printf("    thread %d: %s\n", t, jobs[t].why);
+        ZT_CHECK(bad == NULL);
+    }
+}
+
+/* ---- back-pressure from the wire ---- */
+
+/* The shm wire, but post refuses two calls of every three with ZC_AGAIN (a full send queue, as
+ * transport_ib says it). */
+static zc_wire_ops flaky_wire;
+static unsigned flaky_calls, flaky_refused;
+
+static zc_status flaky_post(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
+                            size_t bytes, uint64_t tag) {
+    if (++flaky_calls % 3 != 0) {
+        flaky_refused++;
+        return ZC_AGAIN;
+    }
+    return zc_wire_shm.post(state, lane, peer, slot, bytes, tag);
+}
+
+void wire_again_on_post_is_back_pressure_not_failure(void) {
+    enum { N = 4, COUNT = 20000 };
+    zc_config cfg;
+    zc_config_default(&cfg);
+    cfg.transport = ZC_TRANSPORT_INPROC;
+    cfg.nranks = N;
+    cfg.slots = 4;
+    cfg.slot_bytes = 1024;
+    size_t bytes = zc_comm_arena_bytes(&cfg);
+    void *arenas[N];
+    zc_comm *c[N];
+    for (int r = 0; r < N; r++) ZT_CHECK((arenas[r] = aligned_alloc(64, bytes)) != NULL);
+    ZT_CHECK_ST(zc_comm_init_inproc(&cfg, arenas, bytes, c), ZC_OK);
+    flaky_wire = zc_wire_shm;
+    flaky_wire.post = flaky_post;
+    for (int r = 0; r < N; r++) c[r]->wire = &flaky_wire;
+    static int32_t in[N][COUNT], out[N][COUNT], gathered[N][N * 7];
+    zc_req q[N];
+    for (uint32_t count = 1; count <= COUNT; count *= 10) { /* one-shot up to reduce-scatter */
+        for (int r = 0; r < N; r++) {
+            for (uint32_t i = 0; i < count; i++) in[r][i] = r * 1000 + (int32_t)i;
+            ZT_CHECK_ST(zc_allreduce(c[r], in[r], out[r], count, ZC_INT32, ZC_SUM, &q[r]), ZC_OK);
+        }
+        for (int r = 0; r < N; r++) ZT_CHECK_ST(zc_wait(c[r], &q[r]), ZC_OK);
+        for (int r = 0; r < N; r++)
+            for (uint32_t i = 0; i < count; i++)
+                ZT_CHECK_EQ(out[r][i], 6000 + 4 * (int32_t)i);
+    }
+    for (int r = 0; r < N; r++)
+        ZT_CHECK_ST(zc_allgather(c[r], in[r], gathered[r], 7, ZC_INT32, &q[r]), ZC_OK);
+    for (int r = 0; r < N; r++) ZT_CHECK_ST(zc_wait(c[r], &q[r]), ZC_OK);
+    for (int r = 0; r < N; r++)
+        for (int p = 0; p < N; p++)
+            for (int i = 0; i < 7; i++) ZT_CHECK_EQ(gathered[r][p * 7 + i], p * 1000 + i);
+    ZT_CHECK(flaky_refused > 100);
+    for (int r = 0; r < N; r++) {
+        ZT_CHECK_EQ(c[r]->unposted, 0);
+        ZT_CHECK_ST(zc_comm_fini(c[r]), ZC_OK);
+        free(arenas[r]);
+    }
+}

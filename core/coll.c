@@ -156,7 +156,7 @@ static zc_status zc_issue_any(zc_comm *c, const zc__sched *s, int32_t plan, zc_r
     return zc__gpu_alg(s->alg) ? zc__gpu_issue(c, s, plan, req) : zc__issue(c, s, plan, req);
 }
 
-static zc_status zc_call_issue(zc_comm *c, const zc_call *a, zc_req *req) {
+static zc_status zc_call_issue_locked(zc_comm *c, const zc_call *a, zc_req *req) {
     zc__sched s;
     zc_status st = zc_build(c, a, &s);
     if (st != ZC_OK) return st;
@@ -164,10 +164,18 @@ static zc_status zc_call_issue(zc_comm *c, const zc_call *a, zc_req *req) {
     return zc_issue_any(c, &s, -1, req);
 }
 
+static zc_status zc_call_issue(zc_comm *c, const zc_call *a, zc_req *req) {
+    if (!zc__comm_ok(c)) return ZC_INVALID_ARG;
+    zc__lock(c);
+    zc_status st = zc_call_issue_locked(c, a, req);
+    zc__unlock(c);
+    return st;
+}
+
 /* ---- persistent plans ---- */
 #define ZC_PLAN_HANDLE ((uint64_t)ZC_PLAN_MAGIC << 48)
 
-static zc_status zc_call_plan(zc_comm *c, const zc_call *a, zc_plan *plan) {
+static zc_status zc_call_plan_locked(zc_comm *c, const zc_call *a, zc_plan *plan) {
     zc__sched s;
     zc_status st = zc_build(c, a, &s);
     if (st != ZC_OK) return st;
@@ -189,6 +197,14 @@ static zc_status zc_call_plan(zc_comm *c, const zc_call *a, zc_plan *plan) {
                      zc__kind_name(a->kind), c->cfg.max_plans);
 }
 
+static zc_status zc_call_plan(zc_comm *c, const zc_call *a, zc_plan *plan) {
+    if (!zc__comm_ok(c)) return ZC_INVALID_ARG;
+    zc__lock(c);
+    zc_status st = zc_call_plan_locked(c, a, plan);
+    zc__unlock(c);
+    return st;
+}
+
 static zc__plan *zc_plan_lookup(zc_comm *c, const zc_plan *plan, uint32_t *index) {
     if (!plan || (plan->opaque_[0] & ~(uint64_t)0xffffffffu) != ZC_PLAN_HANDLE ||
         plan->opaque_[2] != (uint64_t)(uintptr_t)c)
@@ -199,9 +215,8 @@ static zc__plan *zc_plan_lookup(zc_comm *c, const zc_plan *plan, uint32_t *index
     return p->used && p->gen == plan->opaque_[1] ? p : 0;
 }
 
-zc_status zc_start(zc_comm *comm, zc_plan *plan, zc_req *req) {
+static zc_status zc_start_locked(zc_comm *comm, zc_plan *plan, zc_req *req) {
     uint32_t i;
-    if (!comm || comm->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
     zc__plan *p = zc_plan_lookup(comm, plan, &i);
     if (!p || !req)
         return zc__error(comm, ZC_INVALID_ARG, "zc_start: %s", !p ? "plan is not a live plan "
@@ -214,9 +229,16 @@ zc_status zc_start(zc_comm *comm, zc_plan *plan, zc_req *req) {
     return st;
 }
 
-zc_status zc_plan_release(zc_comm *comm, zc_plan *plan) {
+zc_status zc_start(zc_comm *comm, zc_plan *plan, zc_req *req) {
+    if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
+    zc__lock(comm);
+    zc_status st = zc_start_locked(comm, plan, req);
+    zc__unlock(comm);
+    return st;
+}
+
+static zc_status zc_plan_release_locked(zc_comm *comm, zc_plan *plan) {
     uint32_t i;
-    if (!comm || comm->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
     zc__plan *p = zc_plan_lookup(comm, plan, &i);
     if (!p)
         return zc__error(comm, ZC_INVALID_ARG, "zc_plan_release: plan is not a live plan of "
@@ -227,6 +249,14 @@ zc_status zc_plan_release(zc_comm *comm, zc_plan *plan) {
     p->gen++;
     plan->opaque_[0] = 0;
     return ZC_OK;
+}
+
+zc_status zc_plan_release(zc_comm *comm, zc_plan *plan) {
+    if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
+    zc__lock(comm);
+    zc_status st = zc_plan_release_locked(comm, plan);
+    zc__unlock(comm);
+    return st;
 }
 
 /* ---- the public calls: one line each over zc_call ---- */

@@ -843,7 +843,7 @@ static void zc_gpu_poll_binds(zc_comm *c, struct zc__gpu *g) {
             if (st != ZC_OK) zc_gpu_bind_done(g, i);
             else b->state = ZC_BIND_RUNNING;
         } else if (b->state == ZC_BIND_RUNNING) {
-            if (zc_test(c, &b->req) != ZC_IN_PROGRESS) zc_gpu_bind_done(g, i);
+            if (zc__test(c, &b->req) != ZC_IN_PROGRESS) zc_gpu_bind_done(g, i);
         }
     }
 }
@@ -907,8 +907,12 @@ static zc_status zc_stream_call(zc_comm *c, uint32_t kind, const void *send, voi
                                 size_t count, zc_dtype dtype, zc_op op, uint32_t root,
                                 void *stream) {
     zc__sched s;
+    if (!zc__comm_ok(c)) return ZC_INVALID_ARG;
+    zc__lock(c);
     zc_status st = zc__build(c, kind, send, recv, count, dtype, op, root, &s);
-    return st != ZC_OK ? st : zc_gpu_stream_start(c, &s, stream);
+    if (st == ZC_OK) st = zc_gpu_stream_start(c, &s, stream);
+    zc__unlock(c);
+    return st;
 }
 
 zc_status zc_allreduce_stream(zc_comm *comm, const void *send, void *recv, size_t count,

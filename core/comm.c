@@ -337,26 +337,29 @@ zc_status zc_comm_init_inproc(const zc_config *cfg, void *const arenas[], size_t
 
 zc_status zc_comm_abort(zc_comm *comm) {
     if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
+    zc__lock(comm);
     zc__abort(comm);
+    zc__unlock(comm);
     return ZC_OK;
 }
 
 zc_status zc_comm_fini(zc_comm *comm) {
     if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
+    zc__lock(comm); /* a call still inside (another thread's) ends first */
     for (uint32_t i = 0; i < comm->cfg.max_mems; i++) /* before the wire's teardown */
         if (comm->mems[i].mr.handle) comm->wire->mem_deregister(comm->wire_state,
                                                                 &comm->mems[i].mr);
     zc__gpu_close(comm);
     comm->wire->close(comm->wire_state);
     comm->magic = 0;
+    zc__unlock(comm);
     return ZC_OK;
 }
 
 /* ---- memory registration ---- */
 
-zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind kind,
-                          zc_mem **mem_out) {
-    if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
+static zc_status zc_mem_register_locked(zc_comm *comm, void *addr, size_t bytes,
+                                        zc_mem_kind kind, zc_mem **mem_out) {
     if (!addr || !bytes || !mem_out)
         return zc__error(comm, ZC_INVALID_ARG, "zc_mem_register: %s",
                          !addr ? "addr is NULL" : !bytes ? "bytes is 0" : "mem_out is NULL");
@@ -387,8 +390,16 @@ zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind k
                      "(cfg->max_mems)", comm->cfg.max_mems);
 }
 
-zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem) {
+zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind kind,
+                          zc_mem **mem_out) {
     if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
+    zc__lock(comm);
+    zc_status st = zc_mem_register_locked(comm, addr, bytes, kind, mem_out);
+    zc__unlock(comm);
+    return st;
+}
+
+static zc_status zc_mem_deregister_locked(zc_comm *comm, zc_mem *mem) {
     zc__mem_entry *e = (zc__mem_entry *)(void *)mem;
     if (!mem || e < comm->mems || e >= comm->mems + comm->cfg.max_mems || !e->addr)
         return zc__error(comm, ZC_INVALID_ARG, "zc_mem_deregister: mem is not a registration "
@@ -401,4 +412,12 @@ zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem) {
     e->addr = 0;
     e->bytes = 0;
     return ZC_OK;
+}
+
+zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem) {
+    if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
+    zc__lock(comm);
+    zc_status st = zc_mem_deregister_locked(comm, mem);
+    zc__unlock(comm);
+    return st;
 }

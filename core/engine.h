@@ -183,6 +183,8 @@ _Static_assert(sizeof(zc__hdr) == ZC_SLOT_HDR_BYTES, "slot header is 64 bytes");
 
 struct zc_comm {
     uint64_t magic;
+    uint32_t lock;         /* 1 while a thread is inside a public call (zc__lock) */
+    uint32_t splitting;    /* 1 while a zc_comm_split(_inproc) of this parent runs (split.c) */
     uint64_t comm_id;
     zc_config cfg;         /* a copy; rank/nranks are this communicator's */
     uint32_t rank, nranks;
@@ -216,6 +218,22 @@ struct zc_comm {
     struct zc__gpu *gpu;   /* device-memory state; NULL: no CUDA build, no device, or off */
     char err[ZC_ERROR_TEXT_BYTES];
 };
+
+/* The communicator's lock (zcoll.h, "Threads"). Every public call that reads or changes a
+ * communicator's state holds it, so calls on one communicator from several threads are
+ * serialized: one thread may issue while another drives zc_progress or zc_wait. A holder does
+ * bounded work and never waits for another thread, so a contender spins (and yields now and
+ * then, in case the holder's thread was preempted). Never taken twice by one thread: code that
+ * runs under it calls the unlocked forms (zc__test). */
+static inline void zc__lock(zc_comm *c) {
+    for (uint32_t spins = 0; __atomic_exchange_n(&c->lock, 1u, __ATOMIC_ACQUIRE);) {
+        while (__atomic_load_n(&c->lock, __ATOMIC_RELAXED)) {
+            if (++spins % 256u == 0) zc_plat_yield();
+            else zc_plat_cpu_relax();
+        }
+    }
+}
+static inline void zc__unlock(zc_comm *c) { __atomic_store_n(&c->lock, 0u, __ATOMIC_RELEASE); }
 
 /* ---- comm.c: pieces of a communicator's setup that split.c reuses ---- */
 bool zc__comm_ok(const zc_comm *comm);
@@ -267,6 +285,8 @@ zc_status zc__gpu_mem_deregister(zc_comm *comm, zc__mem_entry *e);
 /* ---- progress.c ---- */
 /* Takes a request slot for s, reserves its channel numbers and starts it (ZC_AGAIN if full). */
 zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req);
+/* zc_test under the lock the caller holds (req's status once finished, the slot freed). */
+zc_status zc__test(zc_comm *comm, zc_req *req);
 
 /* ---- sched.c: every host collective's schedule as a state machine ---- */
 /* Messages r sends to / receives from peer in total (reserved at issue). */

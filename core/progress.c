@@ -137,8 +137,8 @@ static void zc_check_deadlines(zc_comm *comm, uint64_t now) {
     }
 }
 
-zc_status zc_progress(zc_comm *comm) {
-    if (!comm || comm->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
+/* zc_progress's work, under the communicator's lock. */
+static zc_status zc_progress_locked(zc_comm *comm) {
     if (comm->gpu) zc__gpu_progress(comm); /* device requests, registrations, stream starts */
     if (comm->failed) return (zc_status)comm->failed;
     zc_check_alarm(comm);
@@ -180,6 +180,14 @@ zc_status zc_progress(zc_comm *comm) {
     return comm->failed ? (zc_status)comm->failed : ZC_OK;
 }
 
+zc_status zc_progress(zc_comm *comm) {
+    if (!comm || comm->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
+    zc__lock(comm);
+    zc_status st = zc_progress_locked(comm);
+    zc__unlock(comm);
+    return st;
+}
+
 static zc__req *zc_lookup(zc_comm *comm, const zc_req *req) {
     uint64_t index = req->opaque_[0] & 0xffffffffu;
     if ((req->opaque_[0] & ~(uint64_t)0xffffffffu) != ZC_HANDLE_MAGIC ||
@@ -189,8 +197,7 @@ static zc__req *zc_lookup(zc_comm *comm, const zc_req *req) {
     return r->state != ZC_REQ_FREE && r->gen == req->opaque_[1] ? r : 0;
 }
 
-zc_status zc_test(zc_comm *comm, zc_req *req) {
-    if (!comm || comm->magic != ZC_COMM_MAGIC || !req) return ZC_INVALID_ARG;
+zc_status zc__test(zc_comm *comm, zc_req *req) {
     zc__req *r = zc_lookup(comm, req);
     if (!r)
         return zc__error(comm, ZC_INVALID_ARG, "req is not a request in flight on this "
@@ -204,17 +211,32 @@ zc_status zc_test(zc_comm *comm, zc_req *req) {
     return st;
 }
 
+zc_status zc_test(zc_comm *comm, zc_req *req) {
+    if (!comm || comm->magic != ZC_COMM_MAGIC || !req) return ZC_INVALID_ARG;
+    zc__lock(comm);
+    zc_status st = zc__test(comm, req);
+    zc__unlock(comm);
+    return st;
+}
+
+/* Polls until req finishes. The lock is let go every ZC_WAIT_PASSES passes (and in-process
+ * after every pass, to progress the group's other ranks), so that other threads may issue and
+ * progress in between: no request waits on a call another thread cannot make. */
+#define ZC_WAIT_PASSES 16u
 zc_status zc_wait(zc_comm *comm, zc_req *req) {
     if (!comm || comm->magic != ZC_COMM_MAGIC || !req) return ZC_INVALID_ARG;
-    const zc__req *r = zc_lookup(comm, req); /* once: the loop below only polls */
     bool inproc = comm->cfg.transport == ZC_TRANSPORT_INPROC;
-    while (r && r->state == ZC_REQ_ACTIVE) {
-        if (inproc) {
-            for (uint32_t p = 0; p < comm->nranks; p++)
-                if (comm->group[p]) (void)zc_progress(comm->group[p]);
-        } else {
-            (void)zc_progress(comm);
-        }
+    zc__lock(comm);
+    const zc__req *r = zc_lookup(comm, req); /* once: the loop below only polls */
+    for (uint32_t pass = 1; r && r->state == ZC_REQ_ACTIVE; pass++) {
+        (void)zc_progress_locked(comm);
+        if (r->state != ZC_REQ_ACTIVE || (!inproc && pass % ZC_WAIT_PASSES)) continue;
+        zc__unlock(comm);
+        for (uint32_t p = 0; inproc && p < comm->nranks; p++)
+            if (comm->group[p] && comm->group[p] != comm) (void)zc_progress(comm->group[p]);
+        zc__lock(comm);
     }
-    return zc_test(comm, req); /* the result, or the sentence for a handle that is not live */
+    zc_status st = zc__test(comm, req); /* the result, or the sentence for a dead handle */
+    zc__unlock(comm);
+    return st;
 }

@@ -53,9 +53,25 @@ static zc_status zc_split_exchange(zc_comm *parent, const int32_t *all, zc_comm 
     return st;
 }
 
-zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t arena_bytes,
-                        zc_comm **child_out) {
-    if (!zc__comm_ok(parent) || !child_out) return ZC_INVALID_ARG;
+/* A split uses its parent's scratch from start to end: a second one on the same parent at the
+ * same time (another thread's) is refused, never interleaved. True when this one may run. */
+static bool zc_split_claim(zc_comm *parent, const char *who) {
+    if (!__atomic_exchange_n(&parent->splitting, 1u, __ATOMIC_ACQUIRE)) return true;
+    zc__lock(parent);
+    (void)zc__error(parent, ZC_INVALID_STATE, "%s: another split of this communicator is "
+                    "running (one at a time per parent)", who);
+    zc__unlock(parent);
+    zc__set_init_error("%s: another split of this communicator is running (one at a time per "
+                       "parent)", who);
+    return false;
+}
+
+static void zc_split_release(zc_comm *parent) {
+    __atomic_store_n(&parent->splitting, 0u, __ATOMIC_RELEASE);
+}
+
+static zc_status zc_split(zc_comm *parent, int color, int key, void *arena, size_t arena_bytes,
+                          zc_comm **child_out) {
     int32_t *all = (int32_t *)(void *)parent->scratch; /* [2 * nranks] {color, key} */
     if (parent->cfg.transport == ZC_TRANSPORT_INPROC)
         return zc__error(parent, ZC_INVALID_ARG, "zc_comm_split on an in-process group: use "
@@ -118,13 +134,8 @@ zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t
     return st;
 }
 
-zc_status zc_comm_split_inproc(zc_comm *const parents[], const int colors[], const int keys[],
-                               void *const arenas[], size_t arena_bytes, zc_comm *children[]) {
-    if (!parents || !zc__comm_ok(parents[0]) || !colors || !keys || !arenas || !children) {
-        zc__set_init_error("zc_comm_split_inproc: a NULL argument or parents[0] is not a "
-                           "communicator");
-        return ZC_INVALID_ARG;
-    }
+static zc_status zc_split_inproc(zc_comm *const parents[], const int colors[], const int keys[],
+                                 void *const arenas[], size_t arena_bytes, zc_comm *children[]) {
     uint32_t n = parents[0]->nranks;
     int32_t *all = (int32_t *)(void *)parents[0]->scratch; /* [2n] {color, key} */
     void **group_arenas = (void **)(void *)(parents[0]->scratch + 8u * n); /* [n] */
@@ -156,4 +167,26 @@ zc_status zc_comm_split_inproc(zc_comm *const parents[], const int colors[], con
     }
     for (uint32_t p = 0; p < n; p++) parents[p]->splits++;
     return ZC_OK;
+}
+
+zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t arena_bytes,
+                        zc_comm **child_out) {
+    if (!zc__comm_ok(parent) || !child_out) return ZC_INVALID_ARG;
+    if (!zc_split_claim(parent, "zc_comm_split")) return ZC_INVALID_STATE;
+    zc_status st = zc_split(parent, color, key, arena, arena_bytes, child_out);
+    zc_split_release(parent);
+    return st;
+}
+
+zc_status zc_comm_split_inproc(zc_comm *const parents[], const int colors[], const int keys[],
+                               void *const arenas[], size_t arena_bytes, zc_comm *children[]) {
+    if (!parents || !zc__comm_ok(parents[0]) || !colors || !keys || !arenas || !children) {
+        zc__set_init_error("zc_comm_split_inproc: a NULL argument or parents[0] is not a "
+                           "communicator");
+        return ZC_INVALID_ARG;
+    }
+    if (!zc_split_claim(parents[0], "zc_comm_split_inproc")) return ZC_INVALID_STATE;
+    zc_status st = zc_split_inproc(parents, colors, keys, arenas, arena_bytes, children);
+    zc_split_release(parents[0]);
+    return st;
 }

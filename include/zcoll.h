@@ -6,6 +6,15 @@
  *   deadline); never allocates: all state lives in the arena the caller hands to init;
  * - returns a zc_status; on failure a sentence naming the argument, peer, collective and sequence
  *   number is left in zc_comm_error_text() (or cfg->error_text for configuration calls).
+ * - threads: calls on one communicator may come from several threads at once. They are
+ *   serialized by a lock in the communicator (each holder does bounded work and never waits,
+ *   so a contender spins briefly): one thread may issue while another drives zc_progress, and
+ *   zc_wait lets go of the lock between polls. Calls on different communicators run in
+ *   parallel; zc_comm_init, zc_comm_split and the _inproc forms are reentrant. Two splits of
+ *   one parent at the same time: the second returns ZC_INVALID_STATE. Calls racing with
+ *   zc_comm_fini of their communicator, or with the caller freeing its arena, are the caller's
+ *   error (zcoll cannot see memory it no longer owns). Collectives must still be issued in the
+ *   same order on every rank: threads that issue on one communicator must agree on that order.
  *
  * Includes only <stddef.h>, <stdint.h>, <stdbool.h>; compiles as C11 and as C++. */
 #ifndef ZCOLL_H

@@ -189,6 +189,7 @@ ZT_TEST(reliability_refused_segment_fails_init_on_every_rank_with_its_cause, 45)
 ZT_TEST(reliability_unreadable_host_identity_fails_init_with_its_cause, 45)
 ZT_TEST(reliability_ranks_killed_during_init_leave_nothing_in_dev_shm, 60)
 ZT_TEST(reliability_huge_timeouts_saturate_instead_of_expiring, 45)
+ZT_TEST(reliability_threads_issue_wait_and_progress_one_communicator, 60)
 
 /* tests/test_faults.c */
 ZT_RANK(faults_rank_job)

@@ -165,11 +165,7 @@ static zc_status zc_call_issue_locked(zc_comm *c, const zc_call *a, zc_req *req)
 }
 
 static zc_status zc_call_issue(zc_comm *c, const zc_call *a, zc_req *req) {
-    if (!zc__comm_ok(c)) return ZC_INVALID_ARG;
-    zc__lock(c);
-    zc_status st = zc_call_issue_locked(c, a, req);
-    zc__unlock(c);
-    return st;
+    ZC_LOCKED(c, zc_call_issue_locked(c, a, req));
 }
 
 /* ---- persistent plans ---- */
@@ -198,11 +194,7 @@ static zc_status zc_call_plan_locked(zc_comm *c, const zc_call *a, zc_plan *plan
 }
 
 static zc_status zc_call_plan(zc_comm *c, const zc_call *a, zc_plan *plan) {
-    if (!zc__comm_ok(c)) return ZC_INVALID_ARG;
-    zc__lock(c);
-    zc_status st = zc_call_plan_locked(c, a, plan);
-    zc__unlock(c);
-    return st;
+    ZC_LOCKED(c, zc_call_plan_locked(c, a, plan));
 }
 
 static zc__plan *zc_plan_lookup(zc_comm *c, const zc_plan *plan, uint32_t *index) {
@@ -230,11 +222,7 @@ static zc_status zc_start_locked(zc_comm *comm, zc_plan *plan, zc_req *req) {
 }
 
 zc_status zc_start(zc_comm *comm, zc_plan *plan, zc_req *req) {
-    if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
-    zc__lock(comm);
-    zc_status st = zc_start_locked(comm, plan, req);
-    zc__unlock(comm);
-    return st;
+    ZC_LOCKED(comm, zc_start_locked(comm, plan, req));
 }
 
 static zc_status zc_plan_release_locked(zc_comm *comm, zc_plan *plan) {
@@ -252,11 +240,7 @@ static zc_status zc_plan_release_locked(zc_comm *comm, zc_plan *plan) {
 }
 
 zc_status zc_plan_release(zc_comm *comm, zc_plan *plan) {
-    if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
-    zc__lock(comm);
-    zc_status st = zc_plan_release_locked(comm, plan);
-    zc__unlock(comm);
-    return st;
+    ZC_LOCKED(comm, zc_plan_release_locked(comm, plan));
 }
 
 /* ---- the public calls: one line each over zc_call ---- */

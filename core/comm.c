@@ -392,11 +392,7 @@ static zc_status zc_mem_register_locked(zc_comm *comm, void *addr, size_t bytes,
 
 zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind kind,
                           zc_mem **mem_out) {
-    if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
-    zc__lock(comm);
-    zc_status st = zc_mem_register_locked(comm, addr, bytes, kind, mem_out);
-    zc__unlock(comm);
-    return st;
+    ZC_LOCKED(comm, zc_mem_register_locked(comm, addr, bytes, kind, mem_out));
 }
 
 static zc_status zc_mem_deregister_locked(zc_comm *comm, zc_mem *mem) {
@@ -415,9 +411,5 @@ static zc_status zc_mem_deregister_locked(zc_comm *comm, zc_mem *mem) {
 }
 
 zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem) {
-    if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
-    zc__lock(comm);
-    zc_status st = zc_mem_deregister_locked(comm, mem);
-    zc__unlock(comm);
-    return st;
+    ZC_LOCKED(comm, zc_mem_deregister_locked(comm, mem));
 }

@@ -234,6 +234,16 @@ static inline void zc__lock(zc_comm *c) {
     }
 }
 static inline void zc__unlock(zc_comm *c) { __atomic_store_n(&c->lock, 0u, __ATOMIC_RELEASE); }
+/* The body of a public call: ZC_INVALID_ARG for what is not a communicator, else call (an
+ * expression giving the zc_status) under c's lock. */
+#define ZC_LOCKED(c, call)                                                                      \
+    do {                                                                                        \
+        if (!zc__comm_ok(c)) return ZC_INVALID_ARG;                                             \
+        zc__lock(c);                                                                            \
+        zc_status zc_locked_st_ = (call);                                                       \
+        zc__unlock(c);                                                                          \
+        return zc_locked_st_;                                                                   \
+    } while (0)
 
 /* ---- comm.c: pieces of a communicator's setup that split.c reuses ---- */
 bool zc__comm_ok(const zc_comm *comm);

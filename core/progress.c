@@ -180,13 +180,7 @@ static zc_status zc_progress_locked(zc_comm *comm) {
     return comm->failed ? (zc_status)comm->failed : ZC_OK;
 }
 
-zc_status zc_progress(zc_comm *comm) {
-    if (!comm || comm->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
-    zc__lock(comm);
-    zc_status st = zc_progress_locked(comm);
-    zc__unlock(comm);
-    return st;
-}
+zc_status zc_progress(zc_comm *comm) { ZC_LOCKED(comm, zc_progress_locked(comm)); }
 
 static zc__req *zc_lookup(zc_comm *comm, const zc_req *req) {
     uint64_t index = req->opaque_[0] & 0xffffffffu;
@@ -212,11 +206,8 @@ zc_status zc__test(zc_comm *comm, zc_req *req) {
 }
 
 zc_status zc_test(zc_comm *comm, zc_req *req) {
-    if (!comm || comm->magic != ZC_COMM_MAGIC || !req) return ZC_INVALID_ARG;
-    zc__lock(comm);
-    zc_status st = zc__test(comm, req);
-    zc__unlock(comm);
-    return st;
+    if (!req) return ZC_INVALID_ARG;
+    ZC_LOCKED(comm, zc__test(comm, req));
 }
 
 /* Polls until req finishes. The lock is let go every ZC_WAIT_PASSES passes (and in-process

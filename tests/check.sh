@@ -44,65 +44,59 @@ tally() {
 LOG=$(mktemp -d)
 trap 'rm -rf "$LOG"' EXIT
 
-echo "=== check: build/zctest ==="
-build/zctest 2>&1 | tee "$LOG/zctest"
-[ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
-tally "$LOG/zctest" build/zctest
+# Runs one runner (a command) under a title, shows its output and tallies its summary line.
+RUNS=0
+run() {
+    local title=$1 log
+    shift
+    RUNS=$((RUNS + 1))
+    log="$LOG/$RUNS"
+    echo "=== check: $title ==="
+    "$@" 2>&1 | tee "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
+    tally "$log" "$title"
+}
 
+# A runner left out: one skipped test, and the reason.
+leave_out() {
+    echo "=== check: $1 ==="
+    S=$((S + 1))
+}
+
+run "build/zctest" build/zctest
 # The device-memory suite on the simulated device (gpu/sim.c; every build): every device
-# schedule at 1, 2 and 4 ranks, stream forms, an injected fault. `ninja check-gpu` runs it on CUDA.
-echo "=== check: build/zcgputest on the simulated device (ZC_GPU_PROVIDER=sim) ==="
-ZC_GPU_PROVIDER=sim build/zcgputest 2>&1 | tee "$LOG/zcgputest"
-[ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
-tally "$LOG/zcgputest" build/zcgputest
+# schedule at 1, 2 and 4 ranks, stream forms, an injected fault. `ninja check-gpu` runs it on
+# CUDA.
+run "build/zcgputest on the simulated device" env ZC_GPU_PROVIDER=sim build/zcgputest
 
-# The same tests built by clang, and under ThreadSanitizer (about 5 minutes on 2 cores).
+# The same tests built by clang and under ThreadSanitizer (about 5 minutes on 2 cores), every
+# platform call failed in turn, and a short pass of every fuzz target.
 if command -v clang >/dev/null 2>&1 && [ "${ZC_CHECK_VARIANTS:-1}" != 0 ]; then
-    echo "=== check: build/zctest built by clang (tests/variants.sh) ==="
-    bash tests/variants.sh clang "--cc clang" 2>&1 | tee "$LOG/clang"
-    [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
-    tally "$LOG/clang" "tests/variants.sh clang"
-    echo "=== check: build/zctest under ThreadSanitizer (tests/variants.sh) ==="
-    bash tests/variants.sh tsan "--cc clang --mode tsan" 2>&1 | tee "$LOG/tsan"
-    [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
-    tally "$LOG/tsan" "tests/variants.sh tsan"
-    echo "=== check: every platform call failed in turn (tests/variants.sh faults) ==="
-    bash tests/variants.sh faults "--mode faults" faults_ 2>&1 | tee "$LOG/faults"
-    [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
-    tally "$LOG/faults" "tests/variants.sh faults"
-    echo "=== check: a 10-second pass of every fuzz target (tests/fuzz/run.sh) ==="
-    bash tests/fuzz/run.sh 10 2>&1 | tee "$LOG/fuzz"
-    [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
-    tally "$LOG/fuzz" "tests/fuzz/run.sh"
+    run "build/zctest built by clang (tests/variants.sh)" bash tests/variants.sh clang "--cc clang"
+    run "build/zctest under ThreadSanitizer (tests/variants.sh)" \
+        bash tests/variants.sh tsan "--cc clang --mode tsan"
+    run "every platform call failed in turn (tests/variants.sh faults)" \
+        bash tests/variants.sh faults "--mode faults" faults_
+    run "a 10-second pass of every fuzz target (tests/fuzz/run.sh)" bash tests/fuzz/run.sh 10
 else
-    echo "=== check: clang, ThreadSanitizer, fault-injection and fuzz runs skipped (no clang," \
-        "or ZC_CHECK_VARIANTS=0) ==="
-    S=$((S + 4))
+    for what in "clang build" "ThreadSanitizer build" "fault injection" "fuzz pass"; do
+        leave_out "$what skipped (no clang, or ZC_CHECK_VARIANTS=0)"
+    done
 fi
 
-if [ "$IB" = 1 ]; then
-    if [ "${ZC_CHECK_RXE:-1}" = 0 ]; then
-        echo "=== check: soft-RoCE suite left out (ZC_CHECK_RXE=0) ==="
-        S=$((S + 1))
-    else
-        echo "=== check: tests/rxe/run.sh (transport_ib on soft-RoCE in a QEMU guest) ==="
-        bash tests/rxe/run.sh 2>&1 | tee "$LOG/rxe"
-        [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
-        tally "$LOG/rxe" tests/rxe/run.sh
-    fi
+if [ "$IB" = 0 ]; then
+    leave_out "no transport_ib in this build: soft-RoCE suite skipped"
+elif [ "${ZC_CHECK_RXE:-1}" = 0 ]; then
+    leave_out "soft-RoCE suite left out (ZC_CHECK_RXE=0)"
 else
-    echo "=== check: no transport_ib in this build: soft-RoCE suite skipped ==="
-    S=$((S + 1))
+    run "tests/rxe/run.sh (transport_ib on soft-RoCE in a QEMU guest)" bash tests/rxe/run.sh
 fi
 
 if [ "$BAREMETAL" = 1 ]; then
-    echo "=== check: tests/baremetal/run.sh (the core on aarch64 with no OS, in QEMU) ==="
-    bash tests/baremetal/run.sh 2>&1 | tee "$LOG/baremetal"
-    [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
-    tally "$LOG/baremetal" tests/baremetal/run.sh
+    run "tests/baremetal/run.sh (the core on aarch64 with no OS, in QEMU)" \
+        bash tests/baremetal/run.sh
 else
-    echo "=== check: no bare-metal image in this build (configure.py: baremetal: no): skipped ==="
-    S=$((S + 1))
+    leave_out "no bare-metal image in this build (configure.py: baremetal: no): skipped"
 fi
 
 # The zcoll_torch suite (backend "zcoll" of torch.distributed) with the first python3 that
@@ -115,23 +109,14 @@ for py in python3 /usr/bin/python3; do
     fi
 done
 if [ -n "$TORCH_PY" ]; then
-    echo "=== check: tests/python/run.py (zcoll_torch with $TORCH_PY) ==="
-    "$TORCH_PY" tests/python/run.py 2>&1 | tee "$LOG/python"
-    [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
-    tally "$LOG/python" tests/python/run.py
+    run "tests/python/run.py (zcoll_torch with $TORCH_PY)" "$TORCH_PY" tests/python/run.py
 else
-    echo "=== check: no python3 with torch (apt-get install python3-torch): zcoll_torch suite skipped ==="
-    S=$((S + 1))
+    leave_out "no python3 with torch (apt-get install python3-torch): zcoll_torch suite skipped"
 fi
 
 # Install tree (ninja install into a DESTDIR) used through pkg-config only; real launchers.
-for suite in tests/install/run.sh tests/launchers/run.sh; do
-    [ -f "$suite" ] || continue
-    echo "=== check: $suite ==="
-    bash "$suite" 2>&1 | tee "$LOG/$(basename "$(dirname "$suite")")"
-    [ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
-    tally "$LOG/$(basename "$(dirname "$suite")")" "$suite"
-done
+run "tests/install/run.sh" bash tests/install/run.sh
+run "tests/launchers/run.sh" bash tests/launchers/run.sh
 
 [ "$F" -eq 0 ] || RC=1
 echo "$P passed, $F failed, $S skipped"

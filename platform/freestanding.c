@@ -20,7 +20,8 @@
  *   falls back to a pause instruction, sleep_ns spins on now_ns (if installed), and panic
  *   traps and spins forever.
  *   A hooks struct from an older zcoll (smaller struct_bytes) is accepted: the fields it lacks
- *   stay NULL.
+ *   stay NULL. (struct_bytes guards fields added at the end only: in 0.1 the shm hooks took
+ *   their present form, a ref instead of a name, and shm_seal replaced shm_unlink.)
  *
  * Worked example: platform/baremetal/ hosts zcoll on a 64-bit Arm core with no OS at all
  * (QEMU virt, `ninja check-baremetal`). Its board file, board.c, is what a firmware team

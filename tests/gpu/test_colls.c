@@ -383,7 +383,7 @@ int zg_rank_peer_trouble(void) {
     ZG_CHECK_ST(c, zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, &req), &req),
                 ZC_OK);
     if (me == 1) {
-        if (!stall) { /* gone without a word (its names unlinked; rank 0's mappings stay) */
+        if (!stall) { /* gone without a word (rank 0's mappings of its memory stay) */
             zg_dev_free(dsend);
             zg_dev_free(drecv);
             _exit(0);

@@ -153,6 +153,7 @@ zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, siz
 
 /* Device schedules are issued and stepped by coll_gpu.c. */
 static zc_status zc_issue_any(zc_comm *c, const zc__sched *s, int32_t plan, zc_req *req) {
+    if (s->alg == ZC_ALG_STAGED) return zc__stage_issue(c, s, plan, req);
     return zc__gpu_alg(s->alg) ? zc__gpu_issue(c, s, plan, req) : zc__issue(c, s, plan, req);
 }
 

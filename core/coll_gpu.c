@@ -226,6 +226,7 @@ void zc__gpu_open(zc_comm *c) {
     g->flags = g->ops->flags(g->state);
     g->scratch = g->ops->scratch(g->state);
     c->gpu = g;
+    zc__stage_open(c, g->ops, g->state); /* staging and the path (sched_stage.c) */
 }
 
 static void zc_gpu_unmap(zc_comm *c, struct zc__gpu *g, uint32_t e) {
@@ -343,8 +344,9 @@ zc_status zc__gpu_mem_register(zc_comm *c, void *addr, size_t bytes, zc_mem **me
                          "(cfg->max_mems)", c->cfg.max_mems);
     zc__mem_entry *me = &c->mems[e];
     me->mr = (zc_wire_mr){0};
-    if (c->wire->mem_register) { /* transport_ib: the NIC registers it; no CUDA IPC */
-        st = zc_gpu_register_nic(c, g, me, addr, bytes);
+    if (c->wire->mem_register || zc__stage_path(c) == ZC_GPU_PATH_STAGED) {
+        /* transport_ib: the NIC registers it. Staged: no CUDA IPC either way */
+        st = c->wire->mem_register ? zc_gpu_register_nic(c, g, me, addr, bytes) : ZC_OK;
         if (st != ZC_OK) return st;
         g->mems[e].state = ZC_GMEM_FREE; /* nothing mapped from peers */
         return zc_gpu_entry(g, me, addr, bytes, mem_out);
@@ -448,14 +450,12 @@ zc_status zc__gpu_route(zc_comm *c, zc__sched *s) {
         return zc__error(c, ZC_INVALID_ARG, "%s: %s is registered ZC_MEM_CUDA memory but %s is "
                          "not: both buffers of a device collective must be", name,
                          ds ? "send" : "recv", ds ? "recv" : "send");
+    if (zc__stage_path(c) == ZC_GPU_PATH_STAGED || s->kind == ZC_K_SEND || s->kind == ZC_K_RECV)
+        return zc__stage_route(c, s); /* through host staging (sched_stage.c) */
     if (c->wire->mem_register)
-        return zc__error(c, ZC_UNSUPPORTED, "%s: collectives on device memory over the %s wire "
-                         "are not supported yet (the buffers are registered with the NIC, but "
-                         "only ranks on one host, over shm, run device collectives)", name,
-                         c->wire->name);
-    if (s->kind == ZC_K_SEND || s->kind == ZC_K_RECV)
-        return zc__error(c, ZC_UNSUPPORTED, "%s: send/recv of device memory is not supported "
-                         "yet (use broadcast or alltoall on device memory)", name);
+        return zc__error(c, ZC_UNSUPPORTED, "%s: cfg->gpu_path is ipc, which needs the shm wire "
+                         "(peers' device buffers mapped), and this communicator runs over %s: "
+                         "use gpu_path auto or staged", name, c->wire->name);
     if (s->kind == ZC_K_ALLREDUCE && s->send == s->recv && c->cfg.gpu_scratch_bytes == 0)
         return zc__error(c, ZC_LIMIT, "%s: in-place device all_reduce needs scratch and "
                          "cfg->gpu_scratch_bytes is 0", name);
@@ -867,6 +867,11 @@ static zc_status zc_gpu_stream_start(zc_comm *c, zc__sched *s, void *stream) {
     if (!g)
         return zc__error(c, ZC_UNSUPPORTED, "%s_stream: %s", name,
                          h ? h->why : zc_gpu_absent(c));
+    if (s->alg == ZC_ALG_STAGED)
+        return zc__error(c, ZC_UNSUPPORTED, "%s_stream: stream-ordered calls on the staged path "
+                         "(%s) are not supported yet: call %s and wait instead", name,
+                         zc__stage_path(c) == ZC_GPU_PATH_STAGED ? "this communicator's "
+                         "gpu_path" : "device send/recv", name);
     if (!zc__gpu_alg(s->alg)) {
         if (s->kind != ZC_K_BARRIER && s->count != 0)
             return zc__error(c, ZC_INVALID_ARG, "%s_stream: the buffers must be registered "

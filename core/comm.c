@@ -61,6 +61,7 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
     for (uint32_t i = 0; i < cfg->max_plans; i++) c->plans[i].running = -1;
     c->mems = (zc__mem_entry *)(void *)(a + L.at[ZC_R_MEMS]);
     c->gpu_area = a + L.at[ZC_R_GPU]; /* zc__gpu_open sets up the region once the wire is up */
+    c->stage_area = a + L.at[ZC_R_STAGE]; /* and zc__stage_open the staging */
     c->scratch = a + L.at[ZC_R_SCRATCH];
     c->window = L.bytes[ZC_R_WINDOW] ? a + L.at[ZC_R_WINDOW] : 0;
     *out = c;

@@ -32,6 +32,8 @@ void zc_config_default(zc_config *cfg) {
     cfg->gpu_scratch_bytes = ZC_DEFAULT_GPU_SCRATCH_BYTES;
     cfg->gpu_oneshot_max_bytes = ZC_DEFAULT_GPU_ONESHOT_MAX_BYTES;
     cfg->gpu_provider = ZC_GPU_PROVIDER_AUTO;
+    cfg->gpu_path = ZC_GPU_PATH_AUTO;
+    cfg->gpu_stage_bytes = ZC_DEFAULT_GPU_STAGE_BYTES;
 }
 
 static bool zc_has_nul(const char *s, size_t cap) {
@@ -113,6 +115,11 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
     ZC_REQUIRE_(cfg->gpu_scratch_bytes <= (1ull << 30) && cfg->gpu_scratch_bytes % 256u == 0,
                 "cfg->gpu_scratch_bytes is %llu, must be a multiple of 256 in 0..1073741824",
                 (unsigned long long)cfg->gpu_scratch_bytes);
+    ZC_REQUIRE_(cfg->gpu_path <= ZC_GPU_PATH_STAGED, "cfg->gpu_path is %u, must be 0 (auto), "
+                "1 (ipc) or 2 (staged)", cfg->gpu_path);
+    ZC_REQUIRE_(cfg->gpu_stage_bytes <= (1ull << 30) && cfg->gpu_stage_bytes % 256u == 0,
+                "cfg->gpu_stage_bytes is %llu, must be a multiple of 256 in 0..1073741824",
+                (unsigned long long)cfg->gpu_stage_bytes);
     ZC_REQUIRE_(zc_has_nul(cfg->root_addr, sizeof cfg->root_addr),
                 "cfg->root_addr is not NUL-terminated");
     if (cfg->nranks > 1 && cfg->transport != ZC_TRANSPORT_INPROC) {
@@ -334,6 +341,16 @@ static bool zc_env_gpu(zc_config *c, zc_env_err *err) {
     if (has) c->gpu_scratch_bytes = v;
     if (!zc_env_u64("ZC_GPU_ONESHOT_MAX_BYTES", UINT64_MAX, &has, &v, err)) return false;
     if (has) c->gpu_oneshot_max_bytes = v;
+    if (!zc_env_u64("ZC_GPU_STAGE_BYTES", UINT64_MAX, &has, &v, err)) return false;
+    if (has) c->gpu_stage_bytes = v;
+    const char *path = zc_plat_getenv("ZC_GPU_PATH");
+    if (path && zc__streq(path, "auto")) c->gpu_path = ZC_GPU_PATH_AUTO;
+    else if (path && zc__streq(path, "ipc")) c->gpu_path = ZC_GPU_PATH_IPC;
+    else if (path && zc__streq(path, "staged")) c->gpu_path = ZC_GPU_PATH_STAGED;
+    else if (path) {
+        zc__fmt(err->text, err->cap, "ZC_GPU_PATH=\"%s\" is not one of auto, ipc, staged", path);
+        return false;
+    }
     return true;
 }
 

@@ -18,6 +18,8 @@
  *   coll_gpu.c  device-memory collectives, CUDA registrations, stream-ordered starts
  *   progress.c  the request pool and the polling loop: issue, zc_progress, deadlines, peer
  *               liveness, peers' failure reports, zc_test, zc_wait
+ *   sched_stage.c  device-memory calls staged through host memory: rounds of copies around
+ *               a host schedule (calls coll.c's zc__build for the rounds' schedules)
  *   sched.c     every host collective's schedule (zc__step), its message counts, placement
  *   channel.c   one message through a (lane, peer) channel: turn, credits, header check
  *   fail.c      the failure record (first failure wins) and the words of its sentences
@@ -66,6 +68,8 @@ typedef enum zc__alg {
     ZC_ALG_CHAIN,      /* broadcast down a pipelined chain */
     ZC_ALG_DISSEM,     /* barrier: dissemination rounds */
     ZC_ALG_P2P,        /* send / recv */
+    ZC_ALG_STAGED,     /* device memory through host staging (sched_stage.c): per round,
+                        * device-to-host copies, a host schedule, host-to-device copies */
     /* Device memory (coll_gpu.c): data moves by kernels reading peers' IPC-mapped buffers;
      * only zero-payload-size signals (readiness, done reading) travel the channels. */
     ZC_ALG_GPU_ONESHOT, /* all_reduce: every rank reduces all n inputs */
@@ -216,6 +220,8 @@ struct zc_comm {
     uint8_t *gpu_area;     /* the device-memory region of the arena (coll_gpu.c carves it) */
     uint8_t *scratch;      /* init and split time only: ZC_SCRATCH_* (layout.c sizes it) */
     struct zc__gpu *gpu;   /* device-memory state; NULL: no CUDA build, no device, or off */
+    uint8_t *stage_area;   /* the staging region of the arena (sched_stage.c carves it) */
+    struct zc__stage *stage; /* staged-path state; NULL: no gpu provider */
     char err[ZC_ERROR_TEXT_BYTES];
 };
 
@@ -291,6 +297,26 @@ zc_status zc__gpu_route(zc_comm *comm, zc__sched *s);
 zc_status zc__gpu_issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req);
 zc_status zc__gpu_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem **mem_out);
 zc_status zc__gpu_mem_deregister(zc_comm *comm, zc__mem_entry *e);
+
+/* ---- sched_stage.c: device-memory calls staged through host memory ---- */
+/* Arena bytes of the staging region for cfg (0 without a gpu provider). */
+size_t zc__stage_bytes(const zc_config *cfg);
+struct zc_gpu_ops; /* provider/gpu.h */
+/* From zc__gpu_open once the provider is up: carves comm->stage_area, decides the path. */
+void zc__stage_open(zc_comm *comm, const struct zc_gpu_ops *ops, void *gstate);
+/* Staged calls issued and rounds run so far (tests read them to see which path ran). */
+void zc__stage_counts(const zc_comm *comm, uint64_t *calls, uint64_t *rounds);
+/* The path decided at init (zc_gpu_path; ZC_GPU_PATH_AUTO: no provider). */
+uint32_t zc__stage_path(const zc_comm *comm);
+/* From zc__gpu_route for a device-memory call the staged path carries: ZC_ALG_STAGED, or
+ * ZC_LIMIT when the staging cannot hold one element of each block (said in a sentence). */
+zc_status zc__stage_route(zc_comm *comm, zc__sched *s);
+/* zc__issue of a ZC_ALG_STAGED call: its rounds' schedules, then its slot and messages. */
+zc_status zc__stage_issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req);
+/* Messages a staged call exchanges with peer over all its rounds (tx: to it; else from it). */
+uint64_t zc__stage_msgs(const zc_comm *comm, const zc__sched *s, uint32_t peer, bool tx);
+/* zc__step of a staged call. */
+void zc__stage_step(zc_comm *comm, zc__req *r, uint32_t *budget);
 
 /* ---- progress.c ---- */
 /* Takes a request slot for s, reserves its channel numbers and starts it (ZC_AGAIN if full). */
@@ -400,6 +426,7 @@ typedef enum zc__region {
     ZC_R_PLANS,      /* [max_plans] zc__plan */
     ZC_R_MEMS,       /* [max_mems] zc__mem_entry */
     ZC_R_GPU,        /* the device-memory region (zc__gpu_bytes; coll_gpu.c carves it) */
+    ZC_R_STAGE,      /* host staging of device-memory calls (zc__stage_bytes; sched_stage.c) */
     ZC_R_SCRATCH,    /* init and split time (ZC_SCRATCH_RANK_BYTES above) */
     ZC_R_WINDOW,     /* in-process: this rank's inbound window; else empty */
     ZC_R_COUNT_

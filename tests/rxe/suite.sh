@@ -255,7 +255,7 @@ t_alloc_free() {
 t_zcbench() {
     traffic_begin
     env ZC_TRANSPORT=ib ZC_IB_DEVICE=rxe0 "$@" timeout -s KILL 150 zcrun -n 3 --timeout 120 \
-        zcbench -c all -b 64K -e 64K --check -n 20 >/tmp/bench.out 2>&1
+        zcbench -c all -b 64K -e 64K --check -n 20 $ZB_ARGS >/tmp/bench.out 2>&1
     rc=$?
     tables=$(grep -c '^\[0\] # zcbench: .* transport ib,' /tmp/bench.out)
     allocs=$(grep -c '^\[0\] # allocations during timed loops: 0$' /tmp/bench.out)
@@ -263,6 +263,11 @@ t_zcbench() {
         /tmp/bench.out)
     rows=$(awk '$1 == "[0]" && $2 ~ /^[0-9]+$/ { n++ } END { print n + 0 }' /tmp/bench.out)
     NOTE="$tables tables over ib"
+    if [ -n "$ZB_ARGS" ]; then # --device: every table's calls took the staged path
+        staged=$(grep -c '^\[0\] # device path staged: [1-9][0-9]* staged calls' /tmp/bench.out)
+        NOTE="$NOTE, $staged staged"
+        [ "$staged" -ge $((tables - 1)) ] || rc=1 # all but the barrier's
+    fi
     if [ $rc = 0 ] && [ "$tables" -ge 10 ] && [ "$allocs" = "$tables" ] &&
         [ "$rows" = "$tables" ] && [ "$wrong" = 0 ]; then
         awk '$2 == "#" && $3 == "zcbench:" { c = $4 }
@@ -420,6 +425,16 @@ t_gpu_wrong_rkey() {
     [ $ok = 1 ]
 }
 
+# zcbench --device (buffers on the simulated device, ZC_MEM_CUDA) over ib: t_zcbench's checks,
+# and every table's calls staged (its "# device path staged: N staged calls" line).
+t_zcbench_device() {
+    ZB_ARGS=--device
+    t_zcbench ZC_GPU_PROVIDER=sim
+    rc=$?
+    ZB_ARGS=
+    return $rc
+}
+
 # ---- the list (tests/rxe/run.sh --list reads the run_test lines) ------------------------------
 echo "@@rxe: suite-start"
 echo "test-rxe suite in the guest: $(uname -r), $(nproc) CPUs${ZT_SEED:+, ZT_SEED=$ZT_SEED}"
@@ -454,4 +469,5 @@ run_test gpu/staged_injected_device_fault_fails_every_rank_n2 t_gpu 2 zg_rank_fa
 run_test gpu/staged_killed_rank_is_reported_as_peer_lost_n2 t_gpu 2 zg_rank_peer_trouble 60 \
     ZG_ACT=exit ZC_IB_TIMEOUT=12
 run_test gpu/staged_wrong_rkey_is_reported t_gpu_wrong_rkey
+run_test zcbench/all_collectives_checked_on_device_buffers_over_ib_n3 t_zcbench_device
 echo "@@rxe: suite-end $PASS $FAIL $SKIP"

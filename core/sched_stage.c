@@ -303,7 +303,8 @@ static bool zc_stage_advance(zc_comm *c, zc__req *r, zc_srq *q, uint32_t idx,
 void zc__stage_step(zc_comm *c, zc__req *r, uint32_t *budget) {
     uint32_t idx = (uint32_t)(r - c->reqs);
     zc_srq *q = &c->stage->rqs[idx];
-    while (*budget && !c->failed && q->phase != ZC_S_DONE && zc_stage_advance(c, r, q, idx, budget)) {
+    while (*budget && !c->failed && q->phase != ZC_S_DONE &&
+           zc_stage_advance(c, r, q, idx, budget)) {
     }
     if (!c->failed && q->phase == ZC_S_DONE) {
         ZC_ASSERT(r->tx_left == 0 && r->rx_left == 0);

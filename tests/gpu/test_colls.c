@@ -193,6 +193,33 @@ static uint32_t zg_send_recv_ring(zc_comm *c, uint32_t *seed, uint8_t *dsend, ui
     return calls;
 }
 
+/* Two collectives in flight at once (a staged call waits for the staging in issue order): an
+ * all_reduce and an all_gather of the same input, issued back to back, then waited for in the
+ * other order; both against the host reference. Returns the calls made. */
+static uint32_t zg_two_in_flight(zc_comm *c, uint32_t seed, uint8_t *dsend, uint8_t *drecv,
+                                 uint8_t *const *in, uint8_t *want, uint8_t *got) {
+    enum { N = 3001 };
+    uint32_t n = zc_comm_size(c), me = zc_comm_rank(c);
+    const void *ins[64];
+    for (uint32_t r = 0; r < n; r++) {
+        zg_fill(in[r], N, ZC_INT32, seed * 64u + r);
+        ins[r] = in[r];
+    }
+    zg_h2d(dsend, in[me], N * 4);
+    uint8_t *gathered = drecv + (64u << 10); /* past the all_reduce's N * 4 bytes */
+    zc_req ra, rg;
+    ZG_CHECK_ST(c, zc_allreduce(c, dsend, drecv, N, ZC_INT32, ZC_SUM, &ra), ZC_OK);
+    ZG_CHECK_ST(c, zc_allgather(c, dsend, gathered, N, ZC_INT32, &rg), ZC_OK);
+    ZG_CHECK_ST(c, zc_wait(c, &rg), ZC_OK);
+    ZG_CHECK_ST(c, zc_wait(c, &ra), ZC_OK);
+    zc__reduce(want, ins, n, N, ZC_INT32, ZC_SUM);
+    zg_d2h(got, drecv, N * 4);
+    ZG_CHECK(memcmp(got, want, N * 4) == 0);
+    zg_d2h(got, gathered, (size_t)n * N * 4);
+    for (uint32_t r = 0; r < n; r++) ZG_CHECK(memcmp(got + (size_t)r * N * 4, in[r], N * 4) == 0);
+    return 2;
+}
+
 /* ZG_PATH (when set): the path the communicator must have chosen, "ipc" or "staged"; staged:
  * every call of the sweep went through the staging, in more rounds than calls (the staging is
  * small); ipc: only send/recv did. */
@@ -241,6 +268,7 @@ int zg_rank_collectives(void) {
                     zg_run_case(c, &k, seed++, dsend, drecv, in, want, got);
                     cases++;
                 }
+    cases += zg_two_in_flight(c, seed++, dsend, drecv, in, want, got);
     uint32_t p2p = zg_send_recv_ring(c, &seed, dsend, drecv, in, got);
     cases += p2p;
     if (zc_comm_rank(c) == 0)

@@ -139,8 +139,8 @@ void gpu_stream_forms_without_a_usable_device_are_unsupported(void) {
 
 /* The staged path's fields (core/sched_stage.c): defaults, validation, ZC_GPU_PATH and
  * ZC_GPU_STAGE_BYTES; then one rank on the simulated device with the staged path forced: the
- * path zc_comm_gpu_path reports, a staged all_reduce in several rounds equal to its input, a
- * device send to itself refused like a host one, and ZC_LIMIT naming cfg->gpu_stage_bytes when
+ * path zc_comm_gpu_path reports, a staged all_reduce in several rounds equal to its input (also
+ * as a persistent plan started twice), a device send to itself refused like a host one, and ZC_LIMIT naming cfg->gpu_stage_bytes when
  * the staging is 0. */
 void gpu_staged_path_fields_and_one_rank_staged_allreduce(void) {
     zc_config cfg;
@@ -184,6 +184,15 @@ void gpu_staged_path_fields_and_one_rank_staged_allreduce(void) {
             ZT_CHECK_ST(zc_wait(c, &req), ZC_OK);
             ZT_CHECK(memcmp(d + 512, want, sizeof want) == 0);
             ZT_CHECK_ST(zc_send(c, d, 10, ZC_FLOAT32, 0, &req), ZC_INVALID_ARG);
+            zc_plan plan; /* a persistent staged call, started twice */
+            ZT_CHECK_ST(zc_allreduce_init(c, d, d + 256, 100, ZC_FLOAT32, ZC_SUM, &plan), ZC_OK);
+            for (int start = 0; start < 2; start++) {
+                memset(d + 256, 0, sizeof want);
+                ZT_CHECK_ST(zc_start(c, &plan, &req), ZC_OK);
+                ZT_CHECK_ST(zc_wait(c, &req), ZC_OK);
+                ZT_CHECK(memcmp(d + 256, want, sizeof want) == 0);
+            }
+            ZT_CHECK_ST(zc_plan_release(c, &plan), ZC_OK);
         } else {
             ZT_CHECK_ST(st, ZC_LIMIT);
             ZT_CHECK(strstr(zc_comm_error_text(c), "cfg->gpu_stage_bytes") != NULL);

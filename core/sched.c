@@ -517,7 +517,7 @@ static void zc_step_barrier(zc_ctx *x) {
 }
 
 void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget) {
-    if (zc__gpu_alg(r->s.alg)) { /* device memory: coll_gpu.c's phases, the same budget */
+    if (zc__gpu_alg(r->s.alg)) { /* device memory: sched_gpu.c's phases, the same budget */
         zc__gpu_step(comm, r, budget);
         return;
     }

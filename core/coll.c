@@ -1,7 +1,8 @@
 /* coll.c: the public collective calls. Each validates its arguments once (a sentence naming
  * the argument on failure; nothing written; the communicator stays usable), picks the
- * algorithm from the configured thresholds (never from timing, so every rank picks the same)
- * and either issues a request or stores the schedule in a persistent plan. */
+ * algorithm from the configured thresholds (never from timing, so every rank picks the same;
+ * a device algorithm when the buffers are registered ZC_MEM_CUDA) and either issues a request
+ * or stores the schedule in a persistent plan. */
 #include "engine.h"
 
 typedef struct zc_call {
@@ -113,6 +114,61 @@ static zc__alg zc_choose(const zc_comm *c, const zc_call *a, uint64_t bytes) {
     }
 }
 
+/* ---- device routing (the device schedules themselves: sched_gpu.c) ---- */
+
+static zc_status zc_gpu_unregistered(zc_comm *c, const char *name, const char *which,
+                                     const void *p, size_t bytes) {
+    uint32_t kind = ZC_GPU_MEM_HOST;
+    if (!c->gpu || !p || !bytes) return ZC_OK;
+    if (c->gpu->ops->mem_query(c->gpu->state, p, bytes, &kind) != ZC_OK ||
+        kind == ZC_GPU_MEM_HOST || kind == ZC_GPU_MEM_MANAGED)
+        return ZC_OK; /* host code can read it (a failing query is not this call's business) */
+    return zc__error(c, ZC_INVALID_ARG, "%s: %s is CUDA device memory that is not registered: "
+                     "register it with zc_mem_register(..., ZC_MEM_CUDA, ...) first", name,
+                     which);
+}
+
+/* Picks the device algorithm when the buffers are registered ZC_MEM_CUDA; refuses unregistered
+ * device memory, mixed host/device buffers and what the wire cannot run on device memory. */
+static zc_status zc_gpu_route(zc_comm *c, zc__sched *s) {
+    const char *name = zc__kind_name(s->kind);
+    uint64_t sblk, rblk;
+    /* The hot path of host calls: one load when nothing is registered ZC_MEM_CUDA. */
+    if (!c->gpu || !c->gpu->used || s->kind == ZC_K_BARRIER || s->count == 0) return ZC_OK;
+    zc__extents(c, s->kind, s->root, &sblk, &rblk);
+    size_t sb = (size_t)(sblk * s->count * s->esize), rb = (size_t)(rblk * s->count * s->esize);
+    bool sp = false, rp = false;
+    bool ds = sb && zc__gpu_find(c, s->send, sb, &sp) >= 0;
+    bool dr = rb && zc__gpu_find(c, s->recv, rb, &rp) >= 0;
+    if (sp || rp)
+        return zc__error(c, ZC_INVALID_ARG, "%s: %s runs past the end of its ZC_MEM_CUDA "
+                         "registration", name, sp ? "send" : "recv");
+    if (!ds && !dr) {
+        zc_status st = zc_gpu_unregistered(c, name, "send", s->send, sb);
+        return st != ZC_OK ? st : zc_gpu_unregistered(c, name, "recv", s->recv, rb);
+    }
+    if ((sb && !ds) || (rb && !dr))
+        return zc__error(c, ZC_INVALID_ARG, "%s: %s is registered ZC_MEM_CUDA memory but %s is "
+                         "not: both buffers of a device collective must be", name,
+                         ds ? "send" : "recv", ds ? "recv" : "send");
+    if (zc__stage_path(c) == ZC_GPU_PATH_STAGED || s->kind == ZC_K_SEND || s->kind == ZC_K_RECV)
+        return zc__stage_route(c, s); /* through host staging (sched_stage.c) */
+    if (c->wire->mem_register)
+        return zc__error(c, ZC_UNSUPPORTED, "%s: cfg->gpu_path is ipc, which needs the shm wire "
+                         "(peers' device buffers mapped), and this communicator runs over %s: "
+                         "use gpu_path auto or staged", name, c->wire->name);
+    if (s->kind == ZC_K_ALLREDUCE && s->send == s->recv && c->cfg.gpu_scratch_bytes == 0)
+        return zc__error(c, ZC_LIMIT, "%s: in-place device all_reduce needs scratch and "
+                         "cfg->gpu_scratch_bytes is 0", name);
+    if (s->kind != ZC_K_ALLREDUCE)
+        s->alg = ZC_ALG_GPU_DIRECT;
+    else if (s->count * s->esize <= c->cfg.gpu_oneshot_max_bytes || s->count < c->nranks)
+        s->alg = ZC_ALG_GPU_ONESHOT;
+    else
+        s->alg = ZC_ALG_GPU_RSAG;
+    return ZC_OK;
+}
+
 static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
     if (!c || c->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
     if (c->failed) return (zc_status)c->failed;
@@ -143,7 +199,7 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
     s->send = a->send;
     s->recv = a->recv;
     s->alg = (uint8_t)zc_choose(c, a, (uint64_t)a->count * es);
-    return c->gpu ? zc__gpu_route(c, s) : ZC_OK; /* ZC_MEM_CUDA buffers: a device algorithm */
+    return c->gpu ? zc_gpu_route(c, s) : ZC_OK; /* ZC_MEM_CUDA buffers: a device algorithm */
 }
 
 zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, size_t count,
@@ -151,18 +207,12 @@ zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, siz
     return zc_build(c, &(const zc_call){(zc__kind)kind, send, recv, count, dtype, op, root}, s);
 }
 
-/* Device schedules are issued and stepped by coll_gpu.c. */
-static zc_status zc_issue_any(zc_comm *c, const zc__sched *s, int32_t plan, zc_req *req) {
-    if (s->alg == ZC_ALG_STAGED) return zc__stage_issue(c, s, plan, req);
-    return zc__gpu_alg(s->alg) ? zc__gpu_issue(c, s, plan, req) : zc__issue(c, s, plan, req);
-}
-
 static zc_status zc_call_issue_locked(zc_comm *c, const zc_call *a, zc_req *req) {
     zc__sched s;
     zc_status st = zc_build(c, a, &s);
     if (st != ZC_OK) return st;
     if (!req) return zc__error(c, ZC_INVALID_ARG, "%s: req is NULL", zc__kind_name(a->kind));
-    return zc_issue_any(c, &s, -1, req);
+    return zc__issue(c, &s, -1, 0, req);
 }
 
 static zc_status zc_call_issue(zc_comm *c, const zc_call *a, zc_req *req) {
@@ -217,7 +267,7 @@ static zc_status zc_start_locked(zc_comm *comm, zc_plan *plan, zc_req *req) {
     if (p->running >= 0)
         return zc__error(comm, ZC_INVALID_STATE, "zc_start: the plan's previous start has not "
                          "finished (test or wait for it first)");
-    zc_status st = zc_issue_any(comm, &p->s, (int32_t)i, req);
+    zc_status st = zc__issue(comm, &p->s, (int32_t)i, 0, req);
     if (st == ZC_OK) p->running = (int32_t)(req->opaque_[0] & 0xffffffffu);
     return st;
 }

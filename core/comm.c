@@ -5,12 +5,26 @@
 #include "bootstrap.h"
 #include "engine.h"
 
-bool zc__comm_ok(const zc_comm *comm) { return comm && comm->magic == ZC_COMM_MAGIC; }
-
 uint32_t zc_comm_rank(const zc_comm *comm) { return zc__comm_ok(comm) ? comm->rank : 0; }
 uint32_t zc_comm_size(const zc_comm *comm) { return zc__comm_ok(comm) ? comm->nranks : 0; }
 const char *zc_comm_error_text(const zc_comm *comm) {
     return zc__comm_ok(comm) ? comm->err : "not a communicator";
+}
+
+/* The device regions (empty without a provider): the header's tables and every request's
+ * row of buffers; zc__gpu_open (gpu_mem.c) starts the provider once the wire is up. */
+static void zc_carve_gpu(zc_comm *c, uint8_t *a, const zc__arena_map *L) {
+    const zc_config *cfg = &c->cfg;
+    size_t n = cfg->nranks < ZC_GPU_MAX_SRCS ? cfg->nranks : ZC_GPU_MAX_SRCS;
+    if (!L->bytes[ZC_R_GPU]) return;
+    struct zc__gpu *g = (struct zc__gpu *)(void *)(a + L->at[ZC_R_GPU]);
+    g->state = a + L->at[ZC_R_GPU_STATE];
+    g->recs = (zc_gpu_ipc *)(void *)(a + L->at[ZC_R_GPU_RECS]);
+    g->mapped = (uint8_t **)(void *)(a + L->at[ZC_R_GPU_MAPPED]);
+    g->binds = (zc__bind *)(void *)(a + L->at[ZC_R_GPU_BINDS]);
+    for (uint32_t i = 0; i < cfg->max_requests; i++)
+        c->reqs[i].ptrs = (uint8_t **)(void *)(a + L->at[ZC_R_GPU_PTRS]) + (size_t)i * 2u * n;
+    c->gpu_area = g;
 }
 
 /* Checks the arena and carves the communicator's state from it (no communication). A failure
@@ -60,8 +74,8 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
     c->plans = (zc__plan *)(void *)(a + L.at[ZC_R_PLANS]);
     for (uint32_t i = 0; i < cfg->max_plans; i++) c->plans[i].running = -1;
     c->mems = (zc__mem_entry *)(void *)(a + L.at[ZC_R_MEMS]);
-    c->gpu_area = a + L.at[ZC_R_GPU]; /* zc__gpu_open sets up the region once the wire is up */
-    c->stage_area = a + L.at[ZC_R_STAGE]; /* and zc__stage_open the staging */
+    zc_carve_gpu(c, a, &L);
+    c->stage_area = a + L.at[ZC_R_STAGE]; /* zc__stage_open sets it up */
     c->scratch = a + L.at[ZC_R_SCRATCH];
     c->window = L.bytes[ZC_R_WINDOW] ? a + L.at[ZC_R_WINDOW] : 0;
     *out = c;

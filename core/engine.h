@@ -13,26 +13,32 @@
  * The files, each calling only files listed below it (the declarations follow this order):
  *   split.c     zc_comm_split(_inproc): children agreed over the parent's own collectives
  *   comm.c      init (bootstrap, wire setup, carve), in-process groups, abort, fini,
- *               accessors, memory registration
+ *               accessors, host memory registration
+ *   gpu_mem.c   the device state's start and stop, CUDA registrations (the NIC's, or an
+ *               internal schedule that exchanges the IPC records)
+ *   stream.c    the stream-ordered forms (zc_*_stream): a stream slot, then an issue
  *   coll.c      the public collectives, plans and zc_start: argument checks, algorithm choice
- *   coll_gpu.c  device-memory collectives, CUDA registrations, stream-ordered starts
- *   progress.c  the request pool and the polling loop: issue, zc_progress, deadlines, peer
- *               liveness, peers' failure reports, zc_test, zc_wait
- *   sched_stage.c  device-memory calls staged through host memory: rounds of copies around
- *               a host schedule (calls coll.c's zc__build for the rounds' schedules)
+ *               (host, or device when the buffers are registered ZC_MEM_CUDA)
+ *   progress.c  the request pool and the polling loop: issue, zc_progress, stream slots,
+ *               deadlines, peer liveness, peers' failure reports, zc_test, zc_wait
  *   sched.c     every host collective's schedule (zc__step), its message counts, placement
+ *   sched_gpu.c every device schedule (zc__gpu_step): phases, signals, provider launches
+ *   sched_stage.c  device-memory calls staged through host memory: per round, copies around a
+ *               host schedule (points up: zc__build, zc__extents of coll.c and zc__step,
+ *               zc__tx_total of sched.c, for its rounds' schedules)
  *   channel.c   one message through a (lane, peer) channel: turn, credits, header check
  *   fail.c      the failure record (first failure wins) and the words of its sentences
- *   layout.c    the arena's regions, for the size query and the carve
+ *   layout.c    the arena's regions (the device ones too), for the size query and the carve
  *   reduce.c    host reduction kernels over elem.h, the element code gpu/reduce.cu shares
  *   bootstrap.c, config.c, status.c, text.c: rendezvous, configuration, names, strings
- * Still pointing up, until coll_gpu.c is folded into the engine: layout.c asks coll_gpu.c for
- * the device region's size (zc__gpu_bytes); coll_gpu.c calls coll.c (zc__build, zc_allgather)
- * and progress.c (zc_test), which call it back (zc__gpu_route, zc__gpu_progress). */
+ * Host and device requests share one lifecycle: zc__issue takes the slot, sequence number and
+ * channel numbers; zc_progress steps both within one budget, stamps and checks deadlines and
+ * peers' liveness by one clock rule; zc__fail ends them. */
 #ifndef ZC_CORE_ENGINE_H
 #define ZC_CORE_ENGINE_H
 
 #include "config.h"
+#include "gpu.h"
 #include "platform.h"
 #include "text.h"
 #include "wire.h"
@@ -54,7 +60,7 @@ typedef enum zc__kind {
     ZC_K_NONE = 0, ZC_K_ALLREDUCE, ZC_K_REDUCE, ZC_K_BROADCAST, ZC_K_REDUCE_SCATTER,
     ZC_K_ALLGATHER, ZC_K_GATHER, ZC_K_SCATTER, ZC_K_ALLTOALL, ZC_K_SEND, ZC_K_RECV,
     ZC_K_BARRIER,
-    ZC_K_REGISTER, /* internal: a CUDA registration's exchange (coll_gpu.c's GPU_REGISTER) */
+    ZC_K_REGISTER, /* internal: a CUDA registration's exchange (sched_gpu.c's GPU_REGISTER) */
     ZC_K_COUNT_
 } zc__kind;
 
@@ -70,7 +76,7 @@ typedef enum zc__alg {
     ZC_ALG_P2P,        /* send / recv */
     ZC_ALG_STAGED,     /* device memory through host staging (sched_stage.c): per round,
                         * device-to-host copies, a host schedule, host-to-device copies */
-    /* Device memory (coll_gpu.c): data moves by kernels reading peers' IPC-mapped buffers;
+    /* Device memory (sched_gpu.c): data moves by kernels reading peers' IPC-mapped buffers;
      * only zero-payload-size signals (readiness, done reading) travel the channels. */
     ZC_ALG_GPU_ONESHOT, /* all_reduce: every rank reduces all n inputs */
     ZC_ALG_GPU_RSAG,    /* all_reduce: reduce-scatter, then all-gather of the blocks */
@@ -106,9 +112,9 @@ typedef struct zc__req {
     uint32_t gen;        /* bumped at every reuse: stale zc_req handles are refused */
     int32_t status;      /* ZC_IN_PROGRESS while active, then the result */
     uint32_t lane;       /* 0 collectives, 1 send/recv */
-    int32_t plan;        /* plan slot that started it, -1 for none */
+    int32_t plan;        /* plan slot that started it, -1 for none, ZC_PLAN_INTERNAL */
     uint32_t held;       /* 1: a stream-ordered device call whose stream has not reached it
-                          * (coll_gpu.c): no deadline runs and none is checked until then */
+                          * (sched_gpu.c's GATE): no deadline runs and none is checked */
     uint64_t seq;        /* collective sequence number (p2p: the pair's op number) */
     /* When progress first looked at the clock after issue (0: not yet), the deadline (start
      * + timeout; 0: not stamped yet) and when it last saw the request move. */
@@ -117,10 +123,19 @@ typedef struct zc__req {
     uint32_t place;      /* ZC_PLACE_*: this call has streams written in place (sched.c) */
     zc__sched s;
     uint64_t tx_left, rx_left; /* messages still to send / receive, all peers together */
-    uint64_t a, b;       /* schedule counters (which: see the coll_*.c file) */
+    uint64_t a, b;       /* host schedule counters (which: see sched.c) */
     uint64_t *tx_base;   /* [nranks] first message number on each peer's lane, sending */
     uint64_t *rx_base;   /* [nranks] the same, receiving */
     struct zc__place *pl; /* [nranks] streams written in place, per peer (sched.c) */
+    /* Device schedules (sched_gpu.c). */
+    uint32_t phase;      /* zc__gphase */
+    uint32_t round, rounds;
+    uint32_t bind;       /* stream slot + 1 of a stream-ordered call (0: none): its start flag
+                          * gates the request, its done flag is written when it ends */
+    uint32_t mem;        /* ZC_K_REGISTER: the registration's entry in comm->mems */
+    uint32_t pad_;
+    uint64_t round_elems; /* elements per round (RS+AG: per region of n blocks) */
+    uint8_t **ptrs;      /* [2 * nranks] every rank's send, then recv buffer, in this process */
 } zc__req;
 
 /* Placement (wires with put): a stream of at least comm->put_min bytes from a peer is preceded
@@ -154,7 +169,70 @@ typedef struct zc__mem_entry {
     uint32_t kind;       /* zc_mem_kind */
     uint32_t gen;        /* bumped at every registration */
     zc_wire_mr mr;       /* the wire's registration (handle NULL: none, the wire has no put) */
+    uint32_t gstate;     /* ZC_MEM_CUDA: zc__gmem_state */
+    uint32_t creg;       /* ZC_MEM_CUDA: registration number, the same on every rank */
 } zc__mem_entry;
+
+/* ---- device memory: the state gpu_mem.c, stream.c, progress.c and sched_gpu.c share ---- */
+#define ZC_GPU_NONE 0xffffffffu /* "no buffer" registration number */
+
+typedef enum zc__gmem_state {
+    ZC_GMEM_FREE = 0, /* nothing mapped from peers (also: registered with the NIC only) */
+    ZC_GMEM_PENDING,  /* the IPC records are being exchanged */
+    ZC_GMEM_MAPPED,   /* every peer's buffer is mapped here (gpu->mapped) */
+    ZC_GMEM_FAILED
+} zc__gmem_state;
+
+/* A device request's phases (sched_gpu.c). */
+typedef enum zc__gphase {
+    ZC_G_GATE = 0,     /* stream-ordered: wait until the caller's stream reached the call */
+    ZC_G_READY,        /* exchange READY (message 0) */
+    ZC_G_MAIN,         /* launch the round's reduction (or the collective's copies) */
+    ZC_G_MAIN_WAIT,
+    ZC_G_SYNC_A,       /* done reading the round's inputs */
+    ZC_G_PLACE,        /* in place: copy scratch to recv */
+    ZC_G_PLACE_WAIT,
+    ZC_G_SYNC_B,       /* RS+AG: my reduced block of the round is in recv */
+    ZC_G_GATHER,       /* RS+AG: copy the peers' reduced blocks */
+    ZC_G_GATHER_WAIT,
+    ZC_G_SYNC_DONE,    /* done reading everything of yours */
+    ZC_G_MAP,          /* registration: map the peers' buffers from their records */
+    ZC_G_FINISHED
+} zc__gphase;
+
+typedef enum zc__bind_state { ZC_BIND_FREE = 0, ZC_BIND_ARMED, ZC_BIND_RUNNING } zc__bind_state;
+
+/* A stream slot: one stream-ordered call, with flag words start = flags[2i], done =
+ * flags[2i+1] (stream.c arms it, progress.c starts and ends it). */
+typedef struct zc__bind {
+    uint32_t state;      /* zc__bind_state */
+    uint32_t persistent; /* captured in a graph: re-armed after every run, held until fini */
+    uint32_t tick;       /* the value its stream writes to start and waits for in done */
+    uint32_t slot;       /* RUNNING: its request's slot ... */
+    uint32_t gen;        /* ... and that slot's generation (a new one: the request ended) */
+    uint32_t pad_;
+    zc__sched s;
+} zc__bind;
+
+struct zc__gpu {
+    const zc_gpu_ops *ops;
+    void *state;           /* the provider's, in the arena */
+    uint32_t nranks, rank;
+    uint32_t creg_next;    /* next CUDA registration number */
+    uint32_t used;         /* 1 once a CUDA registration was made (0: host calls skip every
+                            * device check; after one, unregistered device memory is refused
+                            * even when every registration was dropped again) */
+    uint32_t nbinds;
+    uint32_t binds_live;   /* stream slots not free (0: zc_progress skips them) */
+    uint32_t *flags;       /* host view of the 2 * nbinds flag words */
+    uint8_t *scratch;
+    uint64_t scratch_bytes;
+    uint64_t pid;
+    zc_gpu_ipc *recs;      /* [max_mems * nranks] every rank's export of each registration */
+    uint8_t **mapped;      /* [max_mems * nranks] peers' registered buffers in this process */
+    zc__bind *binds;       /* [nbinds] */
+    char why[ZC_ERROR_TEXT_BYTES]; /* why comm->gpu is NULL */
+};
 
 /* One direction of one lane with one peer is a channel; counters are message numbers. */
 typedef struct zc__chan {
@@ -217,7 +295,7 @@ struct zc_comm {
     uint32_t *active;      /* [max_requests] active request slots in issue order */
     zc__plan *plans;       /* [max_plans] */
     zc__mem_entry *mems;   /* [max_mems] */
-    uint8_t *gpu_area;     /* the device-memory region of the arena (coll_gpu.c carves it) */
+    struct zc__gpu *gpu_area; /* the device region's header; NULL: cfg picks no provider */
     uint8_t *scratch;      /* init and split time only: ZC_SCRATCH_* (layout.c sizes it) */
     struct zc__gpu *gpu;   /* device-memory state; NULL: no CUDA build, no device, or off */
     uint8_t *stage_area;   /* the staging region of the arena (sched_stage.c carves it) */
@@ -251,8 +329,12 @@ static inline void zc__unlock(zc_comm *c) { __atomic_store_n(&c->lock, 0u, __ATO
         return zc_locked_st_;                                                                   \
     } while (0)
 
+/* Whether comm is a live communicator (every public call asks first). */
+static inline bool zc__comm_ok(const zc_comm *comm) {
+    return comm && comm->magic == ZC_COMM_MAGIC;
+}
+
 /* ---- comm.c: pieces of a communicator's setup that split.c reuses ---- */
-bool zc__comm_ok(const zc_comm *comm);
 /* Checks the arena and carves the communicator's state from it (no communication); a failure
  * is said in err (ZC_ERROR_TEXT_BYTES). */
 zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_comm **out,
@@ -265,6 +347,14 @@ void zc__open_place(zc_comm *c);
 zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[],
                            size_t arena_bytes, zc_comm *comms[], uint64_t comm_id);
 
+/* ---- gpu_mem.c: the device state, CUDA registrations ---- */
+/* After the wire is up: sets up comm->gpu_area and starts the provider. Never fails the
+ * communicator: without a usable device comm->gpu stays NULL and registrations say why. */
+void zc__gpu_open(zc_comm *comm);
+void zc__gpu_close(zc_comm *comm);
+zc_status zc__gpu_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem **mem_out);
+zc_status zc__gpu_mem_deregister(zc_comm *comm, zc__mem_entry *e);
+
 /* ---- coll.c: the public collectives' argument checks and algorithm choice ---- */
 /* Validates one call and fills s (the host or device algorithm chosen); what every public
  * collective, _init and _stream form runs first. */
@@ -274,29 +364,6 @@ zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, siz
  * used here); the host checks and the device routing read the same rule. */
 void zc__extents(const zc_comm *c, uint32_t kind, uint32_t root, uint64_t *sblocks,
                  uint64_t *rblocks);
-
-/* ---- coll_gpu.c: device-memory collectives, CUDA registrations, stream-ordered starts ---- */
-/* Arena bytes of the device-memory region for cfg (0 without CUDA or with gpu_device -2). */
-size_t zc__gpu_bytes(const zc_config *cfg);
-/* After the wire is up: carves comm->gpu_area and starts the provider. Never fails the
- * communicator: without a usable device comm->gpu stays NULL and registrations say why. */
-void zc__gpu_open(zc_comm *comm);
-void zc__gpu_close(zc_comm *comm);
-/* Called first by every zc_progress: starts and finishes stream-ordered calls. Never blocks.
- * Device requests (and a CUDA registration's exchange, an internal schedule) are on
- * comm->active like host ones (zc__issue, zc__step, deadlines, liveness, failure). */
-void zc__gpu_progress(zc_comm *comm);
-/* Signals a device schedule exchanges with each peer, each way (zc__tx_total/zc__rx_total). */
-uint64_t zc__gpu_msgs(const zc_comm *comm, const zc__sched *s);
-/* zc__step of a device schedule: phase transitions, one unit of *budget each. */
-void zc__gpu_step(zc_comm *comm, zc__req *r, uint32_t *budget);
-/* From zc__build: picks the device algorithm when the buffers are registered ZC_MEM_CUDA;
- * refuses unregistered device memory and mixed host/device buffers. */
-zc_status zc__gpu_route(zc_comm *comm, zc__sched *s);
-/* zc__issue for a device schedule (zc__gpu_alg(s->alg)), then its device state. */
-zc_status zc__gpu_issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req);
-zc_status zc__gpu_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem **mem_out);
-zc_status zc__gpu_mem_deregister(zc_comm *comm, zc__mem_entry *e);
 
 /* ---- sched_stage.c: device-memory calls staged through host memory ---- */
 /* Arena bytes of the staging region for cfg (0 without a gpu provider). */
@@ -308,21 +375,30 @@ void zc__stage_open(zc_comm *comm, const struct zc_gpu_ops *ops, void *gstate);
 void zc__stage_counts(const zc_comm *comm, uint64_t *calls, uint64_t *rounds);
 /* The path decided at init (zc_gpu_path; ZC_GPU_PATH_AUTO: no provider). */
 uint32_t zc__stage_path(const zc_comm *comm);
-/* From zc__gpu_route for a device-memory call the staged path carries: ZC_ALG_STAGED, or
- * ZC_LIMIT when the staging cannot hold one element of each block (said in a sentence). */
+/* From coll.c's device routing for a device-memory call the staged path carries:
+ * ZC_ALG_STAGED, or ZC_LIMIT when the staging cannot hold one element of each block (said in a sentence). */
 zc_status zc__stage_route(zc_comm *comm, zc__sched *s);
-/* zc__issue of a ZC_ALG_STAGED call: its rounds' schedules, then its slot and messages. */
-zc_status zc__stage_issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req);
+/* From zc__issue, before the reservation of a ZC_ALG_STAGED call: its rounds' schedules (which
+ * zc__stage_msgs reads); after it (r issued): the request's staged state. */
+zc_status zc__stage_prepare(zc_comm *comm, const zc__sched *s);
+void zc__stage_begin(zc_comm *comm, zc__req *r);
 /* Messages a staged call exchanges with peer over all its rounds (tx: to it; else from it). */
 uint64_t zc__stage_msgs(const zc_comm *comm, const zc__sched *s, uint32_t peer, bool tx);
 /* zc__step of a staged call. */
 void zc__stage_step(zc_comm *comm, zc__req *r, uint32_t *budget);
 
 /* ---- progress.c ---- */
-/* Takes a request slot for s, reserves its channel numbers and starts it (ZC_AGAIN if full). */
-zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req);
+/* Takes a request slot for s, reserves its channel numbers and starts it (ZC_AGAIN if full);
+ * host and device schedules alike. bind: the stream slot + 1 whose start flag gates a
+ * stream-ordered device call (0: none). */
+zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bind,
+                    zc_req *req);
 /* zc_test under the lock the caller holds (req's status once finished, the slot freed). */
 zc_status zc__test(zc_comm *comm, zc_req *req);
+/* The request req names, or NULL when it is none in flight on comm. */
+zc__req *zc__lookup(zc_comm *comm, const zc_req *req);
+/* Issues stream slot i's call (armed), gated by its start flag; the slot runs on ZC_OK. */
+zc_status zc__bind_issue(zc_comm *comm, uint32_t i);
 
 /* ---- sched.c: every host collective's schedule as a state machine ---- */
 /* Messages r sends to / receives from peer in total (reserved at issue). */
@@ -334,6 +410,16 @@ uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
 void zc__place_plan(zc_comm *comm, zc__req *r);
 /* Moves r forward within *budget messages; sets r->status to ZC_OK when finished. */
 void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget);
+
+/* ---- sched_gpu.c: every device schedule as a state machine ---- */
+/* Signals a device schedule exchanges with each peer, each way (zc__tx_total/zc__rx_total). */
+uint64_t zc__gpu_msgs(const zc_comm *comm, const zc__sched *s);
+/* At issue: the device fields of r (its phase, rounds, buffers). */
+void zc__gpu_begin(zc_comm *comm, zc__req *r);
+/* zc__step of a device schedule: phase transitions, one unit of *budget each. */
+void zc__gpu_step(zc_comm *comm, zc__req *r, uint32_t *budget);
+/* The CUDA registration holding [p, p+bytes) entirely; *partial when one overlaps it only. */
+int32_t zc__gpu_find(const zc_comm *comm, const void *p, size_t bytes, bool *partial);
 
 /* ---- channel.c: moving one message ---- */
 /* Payload pointer of message k (0-based within r) to peer, or NULL when it cannot be written
@@ -425,7 +511,12 @@ typedef enum zc__region {
     ZC_R_ACTIVE,     /* [max_requests] uint32_t */
     ZC_R_PLANS,      /* [max_plans] zc__plan */
     ZC_R_MEMS,       /* [max_mems] zc__mem_entry */
-    ZC_R_GPU,        /* the device-memory region (zc__gpu_bytes; coll_gpu.c carves it) */
+    ZC_R_GPU,        /* struct zc__gpu: the device state (empty without a provider) */
+    ZC_R_GPU_STATE,  /* the gpu provider's state */
+    ZC_R_GPU_RECS,   /* [max_mems][nranks] zc_gpu_ipc */
+    ZC_R_GPU_MAPPED, /* [max_mems][nranks] uint8_t * */
+    ZC_R_GPU_PTRS,   /* [max_requests][2 * nranks] uint8_t * (zc__req.ptrs) */
+    ZC_R_GPU_BINDS,  /* [gpu_stream_slots] zc__bind */
     ZC_R_STAGE,      /* host staging of device-memory calls (zc__stage_bytes; sched_stage.c) */
     ZC_R_SCRATCH,    /* init and split time (ZC_SCRATCH_RANK_BYTES above) */
     ZC_R_WINDOW,     /* in-process: this rank's inbound window; else empty */
@@ -441,6 +532,11 @@ typedef struct zc__arena_map {
 /* The one function that decides the arena's regions; false if cfg is invalid. */
 bool zc__layout(const zc_config *cfg, zc__arena_map *out);
 const zc_wire_ops *zc__wire_for(const zc_config *cfg);
+/* The gpu provider cfg asks for; NULL: none (gpu_device -2, or one this build lacks). */
+const zc_gpu_ops *zc__gpu_provider(const zc_config *cfg);
+zc_gpu_geom zc__gpu_geometry(const zc_config *cfg);
+/* Why cfg picks no gpu provider (zc__gpu_provider gave NULL). */
+const char *zc__gpu_absent(const zc_config *cfg);
 
 /* Elements [lo, hi) of block b when count elements are split into n balanced blocks. */
 static inline uint64_t zc__block_lo(uint64_t count, uint32_t n, uint32_t b) {

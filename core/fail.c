@@ -44,12 +44,17 @@ static void zc_record(zc_comm *comm, const zc__failure *f) {
     comm->wire->alarm(comm->wire_state, word);
 }
 
-/* Every active request finishes with the communicator's status. */
+/* Every active request finishes with the communicator's status; an internal one (nobody
+ * holds its handle) frees its slot, as progress.c does when one finishes. */
 static zc_status zc_finish_all(zc_comm *comm) {
     for (uint32_t i = 0; i < comm->nreqs_active; i++) {
         zc__req *r = &comm->reqs[comm->active[i]];
         r->status = comm->failed;
         r->state = ZC_REQ_DONE;
+        if (r->plan == ZC_PLAN_INTERNAL) {
+            r->state = ZC_REQ_FREE;
+            r->gen++;
+        }
     }
     comm->nreqs_active = 0;
     ZC_ASSERT(comm->failed < 0 && comm->err[0]); /* paired: a failed comm always says why */
@@ -90,6 +95,10 @@ void zc__describe(char *buf, size_t cap, uint32_t kind, uint64_t count, uint32_t
     bool reduces = kind == ZC_K_ALLREDUCE || kind == ZC_K_REDUCE || kind == ZC_K_REDUCE_SCATTER;
     bool rooted = kind == ZC_K_REDUCE || kind == ZC_K_BROADCAST || kind == ZC_K_GATHER ||
                   kind == ZC_K_SCATTER;
+    if (kind == ZC_K_REGISTER) { /* internal: no count or dtype of the caller's */
+        zc__fmt(buf, cap, "zc_mem_register(ZC_MEM_CUDA)'s exchange of IPC records");
+        return;
+    }
     size_t n = zc__fmt(buf, cap, "%s(count %llu, %s", zc__kind_name(kind),
                        (unsigned long long)count, zc_dtype_name((zc_dtype)dtype));
     if (reduces) n += zc__fmt(buf + n, cap - n, ", %s", zc_op_name((zc_op)op));

@@ -1,7 +1,8 @@
 /* layout.c: the one table of the regions a communicator is carved into from its arena. The
- * size query (zc_comm_arena_bytes), init's carve (comm.c) and the device region (coll_gpu.c's
- * zc__gpu_bytes, one row) all read it: each row's bytes are computed here once, every region
- * starts 64-byte aligned where the previous one ended, and the total is where the last ends. */
+ * size query (zc_comm_arena_bytes), init's carve (comm.c) and the device state's setup
+ * (gpu_mem.c) all read it: each row's bytes are computed here once, every region starts
+ * 64-byte aligned where the previous one ended, and the total is where the last ends. Also
+ * which wire and which gpu provider a configuration gets, as both size rows. */
 #include "bootstrap.h"
 #include "engine.h"
 
@@ -14,6 +15,48 @@ const zc_wire_ops *zc__wire_for(const zc_config *cfg) {
     (void)cfg; /* without transport_ib every config gets the shm wire */
 #endif
     return &zc_wire_shm; /* shm, in-process, AUTO until init knows where the ranks are */
+}
+
+const zc_gpu_ops *zc__gpu_provider(const zc_config *cfg) {
+    if (cfg->gpu_device == -2) return 0;
+#ifdef ZC_HAVE_GPU_SIM
+    if (cfg->gpu_provider == ZC_GPU_PROVIDER_SIM) return &zc_gpu_sim;
+#else
+    if (cfg->gpu_provider == ZC_GPU_PROVIDER_SIM) return 0; /* a freestanding port has none */
+#endif
+#ifdef ZC_HAVE_CUDA
+    return &zc_gpu_cuda;
+#else
+    return 0;
+#endif
+}
+
+const char *zc__gpu_absent(const zc_config *cfg) {
+    return cfg->gpu_device == -2 ? "cfg->gpu_device is -2 (no GPU state)"
+                                 : "this build of zcoll has no CUDA support (configure.py "
+                                   "found no nvcc; ZC_GPU_PROVIDER=sim selects the simulated "
+                                   "device)";
+}
+
+zc_gpu_geom zc__gpu_geometry(const zc_config *cfg) {
+    zc_gpu_geom g = {cfg->rank, cfg->nranks, cfg->max_requests, 2u * cfg->gpu_stream_slots,
+                     cfg->gpu_scratch_bytes, cfg->gpu_device, 0};
+    return g;
+}
+
+/* The device rows: empty without a provider. Per-rank tables are sized for at most
+ * ZC_GPU_MAX_SRCS ranks (more ranks run no device collectives, gpu_mem.c says so). */
+static void zc_gpu_rows(const zc_config *cfg, size_t bytes[ZC_R_COUNT_]) {
+    const zc_gpu_ops *ops = zc__gpu_provider(cfg);
+    size_t n = cfg->nranks < ZC_GPU_MAX_SRCS ? cfg->nranks : ZC_GPU_MAX_SRCS;
+    size_t mems = cfg->max_mems, reqs = cfg->max_requests;
+    zc_gpu_geom g = zc__gpu_geometry(cfg);
+    bytes[ZC_R_GPU] = ops ? sizeof(struct zc__gpu) : 0;
+    bytes[ZC_R_GPU_STATE] = ops ? ops->state_bytes(&g) : 0;
+    bytes[ZC_R_GPU_RECS] = ops ? mems * n * sizeof(zc_gpu_ipc) : 0;
+    bytes[ZC_R_GPU_MAPPED] = ops ? mems * n * sizeof(uint8_t *) : 0;
+    bytes[ZC_R_GPU_PTRS] = ops ? reqs * 2u * n * sizeof(uint8_t *) : 0;
+    bytes[ZC_R_GPU_BINDS] = ops ? cfg->gpu_stream_slots * sizeof(zc__bind) : 0;
 }
 
 /* The wires a communicator with cfg may end up on (AUTO: either); NULL-terminated. */
@@ -62,7 +105,7 @@ static void zc_rows(const zc_config *cfg, const zc__arena_map *L, size_t state,
     bytes[ZC_R_ACTIVE] = reqs * sizeof(uint32_t);
     bytes[ZC_R_PLANS] = cfg->max_plans * sizeof(zc__plan);
     bytes[ZC_R_MEMS] = cfg->max_mems * sizeof(zc__mem_entry);
-    bytes[ZC_R_GPU] = zc__gpu_bytes(cfg); /* 0 without CUDA (coll_gpu.c carves it) */
+    zc_gpu_rows(cfg, bytes);
     bytes[ZC_R_STAGE] = zc__stage_bytes(cfg); /* 0 without a gpu provider (sched_stage.c) */
     bytes[ZC_R_SCRATCH] = (inproc ? 0 : sizeof(zc__boot) + n * ZC_SCRATCH_VERDICT_BYTES) +
                           n * ZC_SCRATCH_RANK_BYTES + addr;

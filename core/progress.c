@@ -1,5 +1,6 @@
 /* progress.c: the request pool and the polling engine: issue (reserve channel numbers, stamp
- * deadline), zc_progress (bounded steps of active requests in issue order, deadlines, peer
+ * deadline; host and device schedules alike), zc_progress (one budget for the stream slots'
+ * starts and ends and the bounded steps of active requests in issue order; deadlines, peer
  * liveness, failure reports from peers, yielding when idle), zc_test (reads a request's status;
  * a finished request's slot is freed there, as the API says) and zc_wait.
  * Nothing here blocks except zc_wait, which ends at the request's deadline. */
@@ -41,13 +42,18 @@ static void zc_reserve(zc_comm *comm, zc__req *r) {
     }
 }
 
-zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req) {
+zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bind,
+                    zc_req *req) {
     uint32_t index = 0;
     if (comm->failed) return (zc_status)comm->failed;
     zc__req *r = zc_free_slot(comm, &index);
     if (!r)
         return zc__error(comm, ZC_AGAIN, "%s: all %u request slots are in flight; progress and "
                          "finish one first", zc__kind_name(s->kind), comm->cfg.max_requests);
+    if (s->alg == ZC_ALG_STAGED) { /* its rounds' schedules, which the reservation reads */
+        zc_status st = zc__stage_prepare(comm, s);
+        if (st != ZC_OK) return st;
+    }
     r->state = ZC_REQ_ACTIVE;
     r->status = ZC_IN_PROGRESS;
     r->s = *s;
@@ -64,6 +70,9 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, zc_req *req
     r->start_ns = r->moved_ns = r->deadline_ns = 0; /* stamped by progress's next clock read */
     r->moved = 0;
     r->held = 0;
+    r->bind = bind;
+    if (zc__gpu_alg(s->alg)) zc__gpu_begin(comm, r); /* its phase; held while gated */
+    if (s->alg == ZC_ALG_STAGED) zc__stage_begin(comm, r);
     comm->active[comm->nreqs_active++] = index;
     req->opaque_[0] = ZC_HANDLE_MAGIC | index;
     req->opaque_[1] = r->gen;
@@ -137,14 +146,60 @@ static void zc_check_deadlines(zc_comm *comm, uint64_t now) {
     }
 }
 
+/* ---- stream slots (stream.c arms them) ---- */
+
+/* Writes stream slot i's done flag: its stream goes on. A graph-captured slot is armed again
+ * for the next replay, any other is free. */
+static void zc_bind_done(struct zc__gpu *g, uint32_t i) {
+    zc__bind *b = &g->binds[i];
+    __atomic_store_n(&g->flags[2u * i + 1u], b->tick, __ATOMIC_RELEASE);
+    b->state = b->persistent ? ZC_BIND_ARMED : ZC_BIND_FREE;
+    if (b->state == ZC_BIND_FREE) g->binds_live--;
+}
+
+zc_status zc__bind_issue(zc_comm *comm, uint32_t i) {
+    struct zc__gpu *g = comm->gpu;
+    zc__bind *b = &g->binds[i];
+    zc_req req;
+    ZC_ASSERT(b->state == ZC_BIND_ARMED);
+    zc_status st = zc__issue(comm, &b->s, ZC_PLAN_INTERNAL, i + 1u, &req);
+    if (st != ZC_OK) return st;
+    const zc__req *r = zc__lookup(comm, &req);
+    b->state = ZC_BIND_RUNNING;
+    b->slot = (uint32_t)(r - comm->reqs);
+    b->gen = r->gen;
+    return ZC_OK;
+}
+
+/* An armed slot whose stream wrote its start flag is issued (and when that fails for good, on
+ * a failed communicator, its done flag is written at once); a running slot whose request ended
+ * (an internal request: its slot was freed, the generation moved on) gets its done flag. Also
+ * after a failure: a caller's stream must never hang. One unit of *budget for each. */
+static void zc_poll_binds(zc_comm *comm, struct zc__gpu *g, uint32_t *budget) {
+    for (uint32_t i = 0; i < g->nbinds && *budget; i++) {
+        zc__bind *b = &g->binds[i];
+        if (b->state == ZC_BIND_ARMED) {
+            if (__atomic_load_n(&g->flags[2u * i], __ATOMIC_ACQUIRE) != b->tick) continue;
+            zc_status st = zc__bind_issue(comm, i);
+            if (st == ZC_AGAIN) continue; /* no request slot now: the flag stays up */
+            if (st != ZC_OK) zc_bind_done(g, i);
+        } else if (b->state == ZC_BIND_RUNNING && comm->reqs[b->slot].gen != b->gen) {
+            zc_bind_done(g, i);
+        } else {
+            continue;
+        }
+        (*budget)--;
+    }
+}
+
 /* zc_progress's work, under the communicator's lock. */
 static zc_status zc_progress_locked(zc_comm *comm) {
-    if (comm->gpu) zc__gpu_progress(comm); /* device requests, registrations, stream starts */
+    uint32_t budget = ZC_PROGRESS_BUDGET, finished = 0;
+    if (comm->gpu && comm->gpu->binds_live) zc_poll_binds(comm, comm->gpu, &budget);
     if (comm->failed) return (zc_status)comm->failed;
     zc_check_alarm(comm);
     if (comm->unposted) zc__tx_flush(comm); /* messages the wire refused for now, first */
     if (comm->failed) return (zc_status)comm->failed;
-    uint32_t budget = ZC_PROGRESS_BUDGET, finished = 0;
     for (uint32_t i = 0; i < comm->nreqs_active && budget && !comm->failed;) {
         zc__req *r = &comm->reqs[comm->active[i]];
         uint32_t before = budget;
@@ -182,7 +237,7 @@ static zc_status zc_progress_locked(zc_comm *comm) {
 
 zc_status zc_progress(zc_comm *comm) { ZC_LOCKED(comm, zc_progress_locked(comm)); }
 
-static zc__req *zc_lookup(zc_comm *comm, const zc_req *req) {
+zc__req *zc__lookup(zc_comm *comm, const zc_req *req) {
     uint64_t index = req->opaque_[0] & 0xffffffffu;
     if ((req->opaque_[0] & ~(uint64_t)0xffffffffu) != ZC_HANDLE_MAGIC ||
         req->opaque_[2] != (uint64_t)(uintptr_t)comm || index >= comm->cfg.max_requests)
@@ -192,7 +247,7 @@ static zc__req *zc_lookup(zc_comm *comm, const zc_req *req) {
 }
 
 zc_status zc__test(zc_comm *comm, zc_req *req) {
-    zc__req *r = zc_lookup(comm, req);
+    zc__req *r = zc__lookup(comm, req);
     if (!r)
         return zc__error(comm, ZC_INVALID_ARG, "req is not a request in flight on this "
                          "communicator (never started, already finished, or another's)");
@@ -218,7 +273,7 @@ zc_status zc_wait(zc_comm *comm, zc_req *req) {
     if (!comm || comm->magic != ZC_COMM_MAGIC || !req) return ZC_INVALID_ARG;
     bool inproc = comm->cfg.transport == ZC_TRANSPORT_INPROC;
     zc__lock(comm);
-    const zc__req *r = zc_lookup(comm, req); /* once: the loop below only polls */
+    const zc__req *r = zc__lookup(comm, req); /* once: the loop below only polls */
     for (uint32_t pass = 1; r && r->state == ZC_REQ_ACTIVE; pass++) {
         (void)zc_progress_locked(comm);
         if (r->state != ZC_REQ_ACTIVE || (!inproc && pass % ZC_WAIT_PASSES)) continue;

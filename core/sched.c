@@ -524,7 +524,7 @@ void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget) {
         zc__stage_step(comm, r, budget);
         return;
     }
-    if (zc__gpu_alg(r->s.alg)) { /* device memory: coll_gpu.c's phases, the same budget */
+    if (zc__gpu_alg(r->s.alg)) { /* device memory: sched_gpu.c's phases, the same budget */
         zc__gpu_step(comm, r, budget);
         return;
     }

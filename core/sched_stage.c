@@ -67,7 +67,7 @@ struct zc__stage {
 static size_t zc_salign(size_t v) { return (v + 63u) & ~(size_t)63u; }
 
 size_t zc__stage_bytes(const zc_config *cfg) {
-    if (!zc__gpu_bytes(cfg)) return 0;
+    if (!zc__gpu_provider(cfg)) return 0;
     return zc_salign(sizeof(struct zc__stage)) + zc_salign(cfg->max_requests * sizeof(zc_srq)) +
            (size_t)cfg->max_requests * cfg->slot_bytes + cfg->gpu_stage_bytes;
 }
@@ -151,7 +151,7 @@ static zc_status zc_stage_sched(zc_comm *c, const zc__sched *d, uint8_t *base, u
                      out);
 }
 
-zc_status zc__stage_issue(zc_comm *c, const zc__sched *s, int32_t plan, zc_req *req) {
+zc_status zc__stage_prepare(zc_comm *c, const zc__sched *s) {
     struct zc__stage *st = c->stage;
     zc_srq *q = &st->pend;
     ZC_ASSERT(st && s->alg == ZC_ALG_STAGED && s->count);
@@ -165,9 +165,15 @@ zc_status zc__stage_issue(zc_comm *c, const zc__sched *s, int32_t plan, zc_req *
     uint64_t last = s->count - (q->rounds - 1u) * q->per;
     zc_status rc = zc_stage_sched(c, s, q->base, q->per, &q->full);
     if (rc == ZC_OK) rc = zc_stage_sched(c, s, q->base, last, &q->last);
-    if (rc == ZC_OK) rc = zc__issue(c, s, plan, req); /* reserves through zc__stage_msgs */
-    if (rc != ZC_OK) return rc;
-    uint32_t i = c->active[c->nreqs_active - 1u];
+    return rc;
+}
+
+void zc__stage_begin(zc_comm *c, zc__req *r) {
+    struct zc__stage *st = c->stage;
+    zc_srq *q = &st->pend;
+    const zc__sched *s = &q->dev;
+    uint32_t i = (uint32_t)(r - c->reqs);
+    uint64_t last = s->count - (q->rounds - 1u) * q->per;
     if (q->own) {
         q->base = st->p2p + (size_t)i * c->cfg.slot_bytes;
         (void)zc_stage_sched(c, s, q->base, q->per, &q->full);
@@ -184,7 +190,6 @@ zc_status zc__stage_issue(zc_comm *c, const zc__sched *s, int32_t plan, zc_req *
     if (!q->own) q->ticket = st->next++;
     st->rqs[i] = *q;
     st->calls++;
-    return ZC_OK;
 }
 
 uint64_t zc__stage_msgs(const zc_comm *c, const zc__sched *s, uint32_t peer, bool tx) {

@@ -452,6 +452,47 @@ int zg_rank_fault(void) {
     return 0;
 }
 
+/* Stream-ordered calls through a fault: rank 1's first reduce faults inside a stream-ordered
+ * all_reduce, which is followed on the same stream by a barrier and a second all_reduce. Every
+ * rank's stream must still finish (each call's done flag written: the running call's when its
+ * request ends with the failure, the later ones' when their stream reaches them on the failed
+ * communicator) long before the deadline, with the failure's status on every rank; then a new
+ * stream call is refused with it, and the stream slots are free again at fini. */
+int zg_rank_stream_fault(void) {
+    enum { N = 512 };
+    uint32_t me = (uint32_t)atoi(getenv("ZC_RANK") ? getenv("ZC_RANK") : "0");
+    if (me == 1) setenv("ZC_GPU_SIM_FAULT", "1", 1);
+    setenv("ZC_TIMEOUT_MS", "10000", 1);
+    zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
+    float *dsend = zg_dev_alloc(N * 4), *drecv = zg_dev_alloc(N * 4);
+    zc_mem *m1, *m2;
+    ZG_CHECK_ST(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
+    ZG_CHECK_ST(c, zc_mem_register(c, drecv, N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
+    void *s = zg_stream_create();
+    ZG_CHECK_ST(c, zc_allreduce_stream(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, s), ZC_OK);
+    ZG_CHECK_ST(c, zc_barrier_stream(c, s), ZC_OK);
+    ZG_CHECK_ST(c, zc_allreduce_stream(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, s), ZC_OK);
+    double t0 = zg_now_s();
+    zc_status st = ZC_OK;
+    while (!zg_stream_done(s) && zg_now_s() - t0 < 8.0) {
+        zc_status p = zc_progress(c);
+        if (p != ZC_OK) st = p;
+    }
+    double took = zg_now_s() - t0;
+    printf("rank %u: stream finished %s after %.2f s, %s: %s\n", me,
+           zg_stream_done(s) ? "" : "NOT", took, zc_status_name(st), zc_comm_error_text(c));
+    ZG_CHECK(zg_stream_done(s)); /* no caller's stream hangs on a failed communicator */
+    ZG_CHECK(st != ZC_OK && took < 8.0);
+    if (me == 1) ZG_CHECK(st == ZC_GPU && strstr(zc_comm_error_text(c), "simulated fault"));
+    ZG_CHECK_ST(c, zc_barrier_stream(c, s), st);
+    ZG_CHECK(zg_stream_done(s)); /* refused: nothing was enqueued */
+    (void)zc_comm_fini(c);
+    zg_dev_free(dsend);
+    zg_dev_free(drecv);
+    zg_stream_destroy(s);
+    return 0;
+}
+
 /* ---- a peer that leaves or stalls: device requests under the engine's deadline and liveness
  * checks ---- */
 
@@ -544,6 +585,10 @@ void gpu_injected_device_fault_fails_every_rank_with_a_sentence_2_ranks(void) {
     int rc = zg_run_ranks(2, "zg_rank_fault", 60);
     ZG_CHECK(rc == 0);
 }
+void gpu_stream_calls_finish_on_their_stream_through_a_device_fault_3_ranks(void) {
+    if (!zg_sim()) zg_skip("fault injection is the simulated device's (ZC_GPU_SIM_FAULT)");
+    ZG_CHECK(zg_run_ranks(3, "zg_rank_stream_fault", 60) == 0);
+}
 void gpu_injected_device_fault_fails_every_rank_with_a_sentence_4_ranks(void) {
     if (!zg_sim()) zg_skip("fault injection is the simulated device's (ZC_GPU_SIM_FAULT)");
     int rc = zg_run_ranks(4, "zg_rank_fault", 60);
@@ -576,16 +621,23 @@ void gpu_staged_dead_peer_fails_device_allreduce_with_peer_lost_2_ranks(void) {
     zg_peer_trouble("exit");
 }
 
+/* Two device buffers of bytes each, registered ZC_MEM_CUDA (until zc_comm_fini). */
+static void zg_registered_pair(zc_comm *c, size_t bytes, float **send, float **recv) {
+    zc_mem *m;
+    *send = zg_dev_alloc(bytes);
+    *recv = zg_dev_alloc(bytes);
+    ZG_CHECK_ST(c, zc_mem_register(c, *send, bytes, ZC_MEM_CUDA, &m), ZC_OK);
+    ZG_CHECK_ST(c, zc_mem_register(c, *recv, bytes, ZC_MEM_CUDA, &m), ZC_OK);
+}
+
 /* One 1 MiB float32 device all_reduce that must fail (tests/rxe/suite.sh runs it under a
  * wrong rkey): prints "zg-result: rank R: STATUS: sentence" and exits 0 when it failed. */
 int zg_rank_must_fail(void) {
     enum { N = 1 << 18 };
     setenv("ZC_TIMEOUT_MS", "30000", 1);
     zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
-    float *dsend = zg_dev_alloc(N * 4), *drecv = zg_dev_alloc(N * 4);
-    zc_mem *m1, *m2;
-    ZG_CHECK_ST(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
-    ZG_CHECK_ST(c, zc_mem_register(c, drecv, N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
+    float *dsend, *drecv;
+    zg_registered_pair(c, N * 4, &dsend, &drecv);
     zc_req req;
     zc_status st = zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, &req), &req);
     printf("zg-result: rank %u: %s: %s\n", zc_comm_rank(c), zc_status_name(st),

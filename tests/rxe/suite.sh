@@ -462,7 +462,8 @@ run_test ib/mp_killed_peer_is_reported_as_peer_lost \
     t_zctest mp_killed_peer_is_reported_as_peer_lost 1
 run_test ib/mp_killed_peer_on_another_host_is_reported t_killed_other_host
 run_test ib/wrong_rkey_is_reported t_wrong_rkey
-run_test gpu/staged_collectives_match_reference_n2 t_gpu 2 zg_rank_collectives 400 ZG_PATH=staged
+run_test gpu/staged_collectives_match_reference_n2 t_gpu 2 zg_rank_collectives 400 ZG_PATH=staged \
+    ZC_GPU_STAGE_BYTES=16384
 run_test gpu/staged_collectives_match_reference_n3 t_gpu 3 zg_rank_collectives 400 ZG_PATH=staged
 run_test gpu/staged_injected_device_fault_fails_every_rank_n2 t_gpu 2 zg_rank_fault 60 \
     ZG_FAULT_AT=5

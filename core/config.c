@@ -313,6 +313,23 @@ static bool zc_env_ib(zc_config *c, zc_env_err *err) {
     return true;
 }
 
+/* ZC_GPU_PATH and ZC_GPU_STAGE_BYTES: how device-memory calls move (core/sched_stage.c). */
+static bool zc_env_gpu_path(zc_config *c, zc_env_err *err) {
+    bool has;
+    uint64_t v = 0;
+    if (!zc_env_u64("ZC_GPU_STAGE_BYTES", UINT64_MAX, &has, &v, err)) return false;
+    if (has) c->gpu_stage_bytes = v;
+    const char *path = zc_plat_getenv("ZC_GPU_PATH");
+    if (path && zc__streq(path, "auto")) c->gpu_path = ZC_GPU_PATH_AUTO;
+    else if (path && zc__streq(path, "ipc")) c->gpu_path = ZC_GPU_PATH_IPC;
+    else if (path && zc__streq(path, "staged")) c->gpu_path = ZC_GPU_PATH_STAGED;
+    else if (path) {
+        zc__fmt(err->text, err->cap, "ZC_GPU_PATH=\"%s\" is not one of auto, ipc, staged", path);
+        return false;
+    }
+    return true;
+}
+
 /* ZC_GPU_*: device-memory collectives (read in every build; used by CUDA builds). */
 static bool zc_env_gpu(zc_config *c, zc_env_err *err) {
     bool has;
@@ -341,17 +358,7 @@ static bool zc_env_gpu(zc_config *c, zc_env_err *err) {
     if (has) c->gpu_scratch_bytes = v;
     if (!zc_env_u64("ZC_GPU_ONESHOT_MAX_BYTES", UINT64_MAX, &has, &v, err)) return false;
     if (has) c->gpu_oneshot_max_bytes = v;
-    if (!zc_env_u64("ZC_GPU_STAGE_BYTES", UINT64_MAX, &has, &v, err)) return false;
-    if (has) c->gpu_stage_bytes = v;
-    const char *path = zc_plat_getenv("ZC_GPU_PATH");
-    if (path && zc__streq(path, "auto")) c->gpu_path = ZC_GPU_PATH_AUTO;
-    else if (path && zc__streq(path, "ipc")) c->gpu_path = ZC_GPU_PATH_IPC;
-    else if (path && zc__streq(path, "staged")) c->gpu_path = ZC_GPU_PATH_STAGED;
-    else if (path) {
-        zc__fmt(err->text, err->cap, "ZC_GPU_PATH=\"%s\" is not one of auto, ipc, staged", path);
-        return false;
-    }
-    return true;
+    return zc_env_gpu_path(c, err);
 }
 
 static bool zc_env_tunables(zc_config *c, zc_env_err *err) {

@@ -143,6 +143,8 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
     s->send = a->send;
     s->recv = a->recv;
     s->alg = (uint8_t)zc_choose(c, a, (uint64_t)a->count * es);
+    if (c->cfg.sym_bytes && s->alg != ZC_ALG_LOCAL && zc__sym_fits(c, s))
+        s->alg = ZC_ALG_SYM;
     return c->gpu ? zc__gpu_route(c, s) : ZC_OK; /* ZC_MEM_CUDA buffers: a device algorithm */
 }
 

@@ -66,6 +66,8 @@ typedef enum zc__alg {
     ZC_ALG_CHAIN,      /* broadcast down a pipelined chain */
     ZC_ALG_DISSEM,     /* barrier: dissemination rounds */
     ZC_ALG_P2P,        /* send / recv */
+    ZC_ALG_SYM,        /* buffers in the symmetric region: single copy, peers' buffers read
+                        * and written directly (sym.c) */
     /* Device memory (coll_gpu.c): data moves by kernels reading peers' IPC-mapped buffers;
      * only zero-payload-size signals (readiness, done reading) travel the channels. */
     ZC_ALG_GPU_ONESHOT, /* all_reduce: every rank reduces all n inputs */
@@ -201,6 +203,7 @@ struct zc_comm {
     uint64_t liveness_ns;  /* last time peers' liveness was checked */
     uint64_t put_min;      /* the wire's put_min (0: nothing is written in place) */
     uint64_t placed_bytes; /* payload bytes peers put straight into this rank's buffers */
+    uint64_t sym_used;     /* bytes of the symmetric region zc_sym_alloc has carved (sym.c) */
     uint64_t unposted;     /* channels with a message the wire refused for now (tx_unposted) */
     const zc_wire_ops *wire;
     void *wire_state;
@@ -308,6 +311,13 @@ uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
 void zc__place_plan(zc_comm *comm, zc__req *r);
 /* Moves r forward within *budget messages; sets r->status to ZC_OK when finished. */
 void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget);
+
+/* ---- sym.c: the symmetric region's single-copy schedule ---- */
+/* Whether s runs as ZC_ALG_SYM: a collective it covers, at least ZC_SYM_MIN_BYTES, and every
+ * buffer this rank uses in the carved part of its symmetric region. */
+bool zc__sym_fits(const zc_comm *c, const zc__sched *s);
+/* zc__step of ZC_ALG_SYM; stream: copies use streaming stores (a large result). */
+void zc__step_sym(zc_comm *c, zc__req *r, uint32_t *budget, bool stream);
 
 /* ---- channel.c: moving one message ---- */
 /* Payload pointer of message k (0-based within r) to peer, or NULL when it cannot be written

@@ -51,6 +51,7 @@ GLOO_UNSUPPORTED = 3                 # gloo_bench.py's exit status for "no such 
 # host), run on the sweeps from 1 MiB of the collectives that have that path.
 IMPLS = ('zcoll', 'zcoll_sym', 'openmpi', 'mpich', 'gloo')
 PEERS = IMPLS[2:]
+COLLS4 = ('allreduce', 'broadcast', 'allgather')   # at 4 ranks unless --colls4 says more
 SYM_COLLS = ('allreduce', 'reduce', 'broadcast', 'reduce_scatter', 'allgather', 'gather',
              'scatter', 'alltoall')
 COLLS = ('allreduce', 'reduce', 'broadcast', 'reduce_scatter', 'allgather', 'gather',
@@ -91,7 +92,7 @@ def plan_sections(args):
     sweeps_barrier = SWEEPS_QUICK[:1] if args.quick else SWEEPS_FULL_BARRIER
     sweeps4 = SWEEPS_QUICK if args.quick else SWEEPS_FULL_4RANKS
     colls = [c for c in COLLS if c in args.colls]
-    four = [c for c in ('allreduce', 'broadcast', 'allgather') if c in args.colls]
+    four = [c for c in COLLS if c in args.colls and c in getattr(args, 'colls4', COLLS4)]
     t = args.timeout
     persistent = [Section('2 ranks, persistent plans (zc_start)', 2, 'persistent',
                           [c for c in ('allreduce',) if c in args.colls], sweeps_barrier, t,
@@ -896,6 +897,10 @@ def issue15_lines(table, floor):
     out += bandwidth_target_lines(table, floor)
     out += sweep_target_lines(table, 4, '4 ranks on 2 cores: <= 1.0x Open MPI', 1.0, colls4,
                               lambda b: True, lambda c: ('openmpi',))
+    left = [c for c in COLLS if c not in colls4]
+    if left:
+        out.append('| the other collectives, 4 ranks on 2 cores: <= 1.0x Open MPI | not run '
+                   '(%s; `--colls4 all` runs them) | not measured |' % ', '.join(left))
     return out + loop_lines(table)
 
 
@@ -1100,6 +1105,9 @@ def parse_args(argv):
     p.add_argument('--peers', default=','.join(PEERS), help='peers, comma-separated')
     p.add_argument('--timeout', type=int, default=240,
                    help='seconds one launch may run at 2 ranks (default 240)')
+    p.add_argument('--colls4', default=','.join(COLLS4),
+                   help='operations at 4 ranks on 2 cores (default %s; "all" for every one, '
+                   'about 3x that section\'s time)' % ','.join(COLLS4))
     p.add_argument('--timeout-oversubscribed', type=int, default=60,
                    help='seconds one launch may run at 4 ranks on 2 cores (default 60)')
     p.add_argument('--report-only', action='store_true',
@@ -1107,6 +1115,11 @@ def parse_args(argv):
     a = p.parse_args(argv)
     a.colls = [c.strip() for c in a.colls.split(',') if c.strip()]
     a.peers = [c.strip() for c in a.peers.split(',') if c.strip()]
+    a.colls4 = list(COLLS) if a.colls4 == 'all' else \
+        [c.strip() for c in a.colls4.split(',') if c.strip()]
+    for c in a.colls4:
+        if c not in COLLS:
+            p.error('--colls4: %s is not one of %s' % (c, ' '.join(COLLS)))
     for c in a.colls:
         if c not in COLLS:
             p.error('--colls: %s is not one of %s' % (c, ' '.join(COLLS)))

@@ -47,8 +47,13 @@ GLOO_PY = os.path.join('bench', 'gloo_bench.py')
 SYSTEM_PYTHON = '/usr/bin/python3'   # Debian's python3-torch is installed for this one
 GLOO_UNSUPPORTED = 3                 # gloo_bench.py's exit status for "no such operation"
 
-IMPLS = ('zcoll', 'openmpi', 'mpich', 'gloo')
-PEERS = IMPLS[1:]
+# zcoll_sym: zcbench --sym, buffers in zcoll's symmetric region (the single-copy path of one
+# host), run on the sweeps from 1 MiB of the collectives that have that path.
+IMPLS = ('zcoll', 'zcoll_sym', 'openmpi', 'mpich', 'gloo')
+PEERS = IMPLS[2:]
+COLLS4 = ('allreduce', 'broadcast', 'allgather')   # at 4 ranks unless --colls4 says more
+SYM_COLLS = ('allreduce', 'reduce', 'broadcast', 'reduce_scatter', 'allgather', 'gather',
+             'scatter', 'alltoall')
 COLLS = ('allreduce', 'reduce', 'broadcast', 'reduce_scatter', 'allgather', 'gather',
          'scatter', 'alltoall', 'sendrecv', 'barrier')
 # The issue's "at least as fast everywhere, 1.5x from 64 KiB" set.
@@ -72,9 +77,10 @@ SWEEPS_QUICK = ((8, 8, 2), (MIB, 64 * MIB, 64))      # 8 | 1M 64M
 class Section:
     """One block of the report: a rank count, a timing mode, its operations and sweeps."""
 
-    def __init__(self, title, ranks, mode, colls, sweeps, timeout_s, note=''):
+    def __init__(self, title, ranks, mode, colls, sweeps, timeout_s, note='', impls=IMPLS):
         self.title, self.ranks, self.mode = title, ranks, mode
         self.colls, self.sweeps, self.timeout_s, self.note = colls, sweeps, timeout_s, note
+        self.impls = impls   # the implementations this section runs
 
     @property
     def key(self):
@@ -86,9 +92,15 @@ def plan_sections(args):
     sweeps_barrier = SWEEPS_QUICK[:1] if args.quick else SWEEPS_FULL_BARRIER
     sweeps4 = SWEEPS_QUICK if args.quick else SWEEPS_FULL_4RANKS
     colls = [c for c in COLLS if c in args.colls]
-    four = [c for c in ('allreduce', 'broadcast', 'allgather') if c in args.colls]
+    four = [c for c in COLLS if c in args.colls and c in getattr(args, 'colls4', COLLS4)]
     t = args.timeout
-    return [
+    persistent = [Section('2 ranks, persistent plans (zc_start)', 2, 'persistent',
+                          [c for c in ('allreduce',) if c in args.colls], sweeps_barrier, t,
+                          'zcbench --mode persistent: one plan made before the loop, each '
+                          'timed call a zc_start and its wait (zcoll only).',
+                          ('zcoll',))] \
+        if getattr(args, 'persistent', False) else []
+    return persistent + [
         Section('2 ranks, back-to-back calls', 2, 'loop', colls, sweeps, t),
         Section('2 ranks, barrier before each call (one-shot latency)', 2, 'barrier',
                 [c for c in ('allreduce',) if c in args.colls], sweeps_barrier, t,
@@ -171,8 +183,9 @@ class Peer:
         n = str(section.ranks)
         args = ['-c', coll, '-b', str(b), '-e', str(e), '-f', str(f), '-d', 'float32',
                 '-o', 'sum', '--mode', section.mode, '--json']
-        if self.impl == 'zcoll':
-            return [ZCRUN, '-n', n, ZCBENCH] + args
+        if self.impl in ('zcoll', 'zcoll_sym'):
+            return [ZCRUN, '-n', n, ZCBENCH] + args + (['--sym'] if self.impl == 'zcoll_sym'
+                                                        else [])
         if self.impl == 'openmpi':
             # ob1 over shared memory (vader) is what Open MPI picks here by itself; naming
             # it skips the probing of UCX/OFI, which costs up to 3 s per launch.
@@ -250,6 +263,9 @@ def prepare_peers(args):
         peers[impl] = peer
         if impl == 'zcoll':
             peer.ok = True
+        elif impl == 'zcoll_sym':
+            peer.ok = 'zc_sym_alloc' in (run_quiet([ZCBENCH, '--help']) or '')
+            peer.reason = '' if peer.ok else 'zcbench has no --sym'
         elif impl not in args.peers:
             peer.reason = 'left out by --peers'
         elif impl == 'gloo':
@@ -398,13 +414,14 @@ def sweep_has_rows(coll, sweep, ranks):
 def plan_launches(sections, peers, reps):
     """Every launch in order: section, operation, sweep, repetition, implementation (rotated
     one place per repetition so no implementation always runs first)."""
-    runnable = [i for i in IMPLS if peers[i].ok]
     plan = []
     for s in sections:
         for coll in s.colls:
             sweeps = s.sweeps[:1] if coll == 'barrier' else \
                 [w for w in s.sweeps if sweep_has_rows(coll, w, s.ranks)]
             for sweep in sweeps:
+                runnable = [i for i in s.impls if peers[i].ok and
+                            (i != 'zcoll_sym' or (coll in SYM_COLLS and sweep[0] >= MIB))]
                 for rep in range(reps):
                     k = rep % len(runnable)
                     for impl in runnable[k:] + runnable[:k]:
@@ -455,11 +472,13 @@ class Table:
         self.rows = {}      # (ranks, mode, coll, bytes, impl) -> [row, ...]
         self.problems = {}  # (ranks, mode, coll, impl) -> {reason: [rep, ...]}
         self.syscalls = {}  # count_syscalls()'s result ({} when not measured)
+        self.by_rep = {}    # (ranks, mode, coll, bytes, impl) -> {rep: row}: the pairs
         for la in launches:
             s = la.section
             for r in la.rows:
                 key = (s.ranks, s.mode, la.coll, r['bytes'], la.peer.impl)
                 self.rows.setdefault(key, []).append(r)
+                self.by_rep.setdefault(key, {})[la.rep] = r
             if la.status != 'ok':
                 k = (s.ranks, s.mode, la.coll, la.peer.impl)
                 what = '%s: %s' % (la.status, la.reason) if la.status != 'unsupported' \
@@ -483,6 +502,22 @@ class Table:
         allocs = [r['allocs'] for r in rows]
         m['allocs'] = -1 if any(a < 0 for a in allocs) else max(allocs)
         return m
+
+    def paired_ratio(self, ranks, mode, coll, nbytes, metric='time_us', peers=PEERS):
+        """Median over repetitions of zcoll's `metric` / the lowest peer `metric` of the same
+        repetition (the launches of one repetition ran back to back), with the peer that was
+        lowest most often; (None, None) without a repetition that has both."""
+        zc = self.by_rep.get((ranks, mode, coll, nbytes, 'zcoll'), {})
+        ratios, winners = [], []
+        for rep, row in zc.items():
+            best = min(((self.by_rep.get((ranks, mode, coll, nbytes, i), {}).get(rep), i)
+                        for i in peers), key=lambda x: x[0][metric] if x[0] else float('inf'))
+            if best[0] and best[0][metric] > 0:
+                ratios.append(row[metric] / best[0][metric])
+                winners.append(best[1])
+        if not ratios:
+            return None, None
+        return statistics.median(ratios), max(set(winners), key=winners.count)
 
     def best_peer(self, ranks, mode, coll, nbytes, metric='time_us', peers=PEERS):
         """(impl, medians) of the peer with the lowest median `metric`, or (None, None)."""
@@ -585,13 +620,13 @@ def problem_text(table, ranks, mode, coll, impl):
 def coll_table(table, peers, section, coll):
     ranks, mode = section.ranks, section.mode
     out = []
-    shown = list(IMPLS)  # a missing peer keeps its column, with "missing" cells
+    shown = list(section.impls)  # a missing peer keeps its column, with "missing" cells
     head = ['size'] + shown + ['best peer', 'time ratio', 'busbw ratio', 'p50 ratio']
     out.append('| ' + ' | '.join(head) + ' |')
     out.append('|' + '|'.join(['---:'] + [':--'] * len(shown) + [':--'] + ['---:'] * 3) + '|')
     sizes = table.sizes(ranks, mode, coll)
     notes = []
-    for impl in IMPLS:
+    for impl in shown:
         why = problem_text(table, ranks, mode, coll, impl) if peers[impl].ok else \
             'missing: %s' % peers[impl].reason
         if why:
@@ -716,7 +751,12 @@ def target_lines(table):
                       ('; over at ' + ', '.join('%s %.2fx' % (short_size(x[0]), x[1])
                                                 for x in bad)) if bad else '',
                       verdict(not bad)))
-    # allocations in the timed loops
+    return out
+
+
+def loop_lines(table):
+    """The timed loop's promises: no allocation and no system call per iteration."""
+    out = []
     allocs = [r['allocs'] for k, rows in table.rows.items()
               if k[0] == 2 and k[4] == 'zcoll' for r in rows]
     if not allocs:
@@ -747,6 +787,121 @@ def target_lines(table):
                                    r['calls'][1], r['extra']) for r in sc['rows']),
                       more, max(extra, 0), verdict(extra < 16)))
     return out
+
+
+# ---- issue 15's targets -------------------------------------------------------------------
+
+SMALL_MAX = 16 * KIB                 # "8 B to 16 KiB"
+BIG = 64 * MIB
+BIG_COLLS = ('allreduce', 'allgather', 'alltoall', 'broadcast')
+MPI_PEERS = ('openmpi', 'mpich')     # sendrecv is compared with MPI's only
+
+
+def coll_peers(coll):
+    return MPI_PEERS if coll == 'sendrecv' else PEERS
+
+
+def ratio_sweep(table, ranks, coll, sizes, peers):
+    """[(bytes, paired time ratio, peer)] of every size with a zcoll and a peer result."""
+    out = []
+    for nbytes in sizes:
+        r, who = table.paired_ratio(ranks, 'loop', coll, nbytes, 'time_us', peers)
+        if r is not None:
+            out.append((nbytes, r, who))
+    return out
+
+
+def worst_text(ratios, limit):
+    w = max(ratios, key=lambda x: x[1])
+    over = [x for x in ratios if x[1] > limit]
+    text = 'worst %.2fx at %s (vs %s), %d size%s' % (w[1], size_text(w[0]), w[2], len(ratios),
+                                                    '' if len(ratios) == 1 else 's')
+    if over:
+        text += '; over at ' + ', '.join('%s %.2fx' % (short_size(x[0]), x[1]) for x in over)
+    return text, not over
+
+
+def sweep_target_lines(table, ranks, name, limit, colls, size_ok, peers_of):
+    """One line per collective: its worst paired time ratio over the sizes size_ok keeps."""
+    out = []
+    for coll in colls:
+        sizes = [b for b in table.sizes(ranks, 'loop', coll) if size_ok(b)]
+        ratios = ratio_sweep(table, ranks, coll, sizes, peers_of(coll))
+        head = '| %s, %s' % (coll, name)
+        if not ratios:
+            out.append('%s | no zcoll and peer result at the same size | not measured |' % head)
+            continue
+        text, ok = worst_text(ratios, limit)
+        out.append('%s | %s | %s |' % (head, text, verdict(ok)))
+    return out
+
+
+def latency_target_lines(table):
+    out = []
+    for metric, name in (('p50_us', 'p50'), ('p999_us', 'p99.9')):
+        r, who = table.paired_ratio(2, 'loop', 'allreduce', 8, metric)
+        zc = table.median(2, 'loop', 'allreduce', 8, 'zcoll')
+        head = '| allreduce 8 B %s <= 0.5x the best peer' % name
+        if r is None:
+            out.append('%s | no zcoll and peer result | not measured |' % head)
+            continue
+        out.append('%s | zcoll %s us; %.2fx %s | %s |' % (head, num(zc[metric]), r, who,
+                                                          verdict(r <= 0.5)))
+    return out
+
+
+def persistent_target_line(table):
+    head = '| persistent plans (zc_start) at 8 B: no slower than the plain call'
+    pz = table.median(2, 'persistent', 'allreduce', 8, 'zcoll')
+    lz = table.median(2, 'loop', 'allreduce', 8, 'zcoll')
+    if not pz or not lz:
+        return '%s | %s | not measured |' % (head, 'zcbench has no --mode persistent'
+                                              if not pz else 'no plain allreduce 8 B row')
+    r = pz['time_us'] / lz['time_us']
+    return '%s | allreduce 8 B: persistent %s us, plain %s us: %.2fx (%.0f%% %s) | %s |' % (
+        head, num(pz['time_us']), num(lz['time_us']), r, abs(1 - r) * 100,
+        'faster' if r <= 1 else 'slower', verdict(r <= 1.0))
+
+
+def bandwidth_target_lines(table, floor):
+    """zcoll with private buffers and with buffers in its symmetric region (zcoll_sym); the
+    verdict goes by the faster of the two."""
+    out = []
+    gbs = floor.get('memcpy_gbs')
+    for coll in BIG_COLLS:
+        head = '| %s 64 MiB busbw >= 0.6x one core\'s memcpy' % coll
+        got = [(i, table.median(2, 'loop', coll, BIG, i)) for i in ('zcoll', 'zcoll_sym')]
+        got = [(i, m) for i, m in got if m]
+        if not got or not gbs:
+            out.append('%s | %s | not measured |' % (
+                head, 'no zcoll 64 MiB result' if not got else 'bench/cacheline.c did not run'))
+            continue
+        best = max(m['busbw'] for _, m in got) / gbs
+        out.append('%s | %s of %s GB/s | %s |' % (
+            head, '; '.join('%s %s GB/s: %.2fx' % (i, num(m['busbw']), m['busbw'] / gbs)
+                            for i, m in got), num(gbs), verdict(best >= 0.6)))
+    return out
+
+
+def issue15_lines(table, floor):
+    """Issue 15's targets, each met / NOT MET with the ratio this run measured. Time ratios are
+    paired: the median over repetitions of zcoll / the best peer of the same repetition."""
+    colls2 = [c for c in COLLS if table.sizes(2, 'loop', c)]
+    colls4 = [c for c in COLLS if table.sizes(4, 'loop', c)]
+    out = latency_target_lines(table)
+    out += sweep_target_lines(table, 2, '8 B to 16 KiB: <= 0.8x the best peer', 0.8, colls2,
+                              lambda b: b <= SMALL_MAX, coll_peers)
+    out += sweep_target_lines(table, 2, 'every size: <= 1.0x the best peer', 1.0, colls2,
+                              lambda b: True, coll_peers)
+    out.append(persistent_target_line(table))
+    out += bandwidth_target_lines(table, floor)
+    out += sweep_target_lines(table, 4, '4 ranks on 2 cores: <= 1.0x Open MPI', 1.0, colls4,
+                              lambda b: True, lambda c: ('openmpi',))
+    left = [c for c in COLLS if c not in colls4]
+    if left:
+        out.append('| the other collectives, 4 ranks on 2 cores: <= 1.0x Open MPI | not run '
+                   '(%s; `--colls4 all` runs them) | not measured |' % ', '.join(left))
+    return out + loop_lines(table)
 
 
 STRACE_TOTAL = re.compile(r'^100\.00\s+\S+\s+\S+\s+(\d+)\s+(?:\d+\s+)?total\s*$')
@@ -832,6 +987,13 @@ def write_report(path, host, sections, table, peers, launches, args, started, se
         L += ['- %s: %s' % (i, why) for i, why in missing]
         L += ['- %s %s: %s' % (i, c, why) for i, c, why in unsup]
         L.append('')
+    L += ['## Targets (issue 15)', '',
+          'Time ratios are paired: the median over the repetitions of zcoll\'s mean time / the '
+          'lowest peer mean of the same repetition (launched back to back); below 1: zcoll '
+          'faster. sendrecv is compared with the MPIs only. Charts: [below](#charts).',
+          '', '| target | measured | verdict |', '|:--|:--|:--|']
+    L += issue15_lines(table, host.get('floor') or {})
+    L.append('')
     L += ['## Targets (issue 4)', '', '| target | measured | verdict |', '|:--|:--|:--|']
     L += target_lines(table)
     L.append('')
@@ -845,6 +1007,9 @@ def write_report(path, host, sections, table, peers, launches, args, started, se
             L += ['### %s' % coll, '']
             L += coll_table(table, peers, s, coll)
             L.append('')
+    L += ['## Charts', '']
+    L += chart_lines(draw_charts(table, sections, host.get('floor') or {}))
+    L.append('')
     failed = [la for la in launches if la.status in ('failed', 'timeout')]
     if failed:
         L += ['## Launches that failed or timed out', '']
@@ -855,6 +1020,78 @@ def write_report(path, host, sections, table, peers, launches, args, started, se
     L += ['Raw rows: `build/bench/results.jsonl`; every launch: `build/bench/runs.jsonl`.', '']
     with open(path, 'w') as f:
         f.write('\n'.join(L))
+
+
+# ---- charts ------------------------------------------------------------------------------
+
+CHARTS_PY = os.path.join('bench', 'charts.py')
+NO_MATPLOTLIB = 3                    # charts.py's exit status when matplotlib is missing
+
+
+def chart_data(table, sections, floor):
+    """Every picture charts.py draws: one per section and operation, each implementation's
+    median latency and bus bandwidth against size."""
+    charts = []
+    for s in sections:
+        for coll in s.colls:
+            series = {}
+            for impl in IMPLS:
+                pts = []
+                for nbytes in table.sizes(s.ranks, s.mode, coll):
+                    m = table.median(s.ranks, s.mode, coll, nbytes, impl)
+                    if m:
+                        pts.append([nbytes, m['time_us'], m['busbw']])
+                if pts:
+                    series[impl] = pts
+            if 'zcoll' not in series or coll == 'barrier':
+                continue
+            charts.append({'file': 'chart_%s_%dranks_%s.png' % (coll, s.ranks, s.mode),
+                           'title': '%s, %s' % (coll, s.title), 'series': series,
+                           'memcpy_gbs': floor.get('memcpy_gbs')})
+    return charts
+
+
+def draw_charts(table, sections, floor):
+    """Draws the charts into build/bench/ (old ones removed first); returns (charts drawn,
+    why none were). Tries this Python, then Debian's, where python3-matplotlib lives."""
+    for name in os.listdir(OUT):
+        if name.startswith('chart_') and name.endswith('.png'):
+            os.remove(os.path.join(OUT, name))
+    charts = chart_data(table, sections, floor)
+    if not charts:
+        return [], 'nothing measured to draw'
+    data = os.path.join(OUT, 'charts.json')
+    with open(data, 'w') as f:
+        json.dump(charts, f)
+    why = 'matplotlib is not installed (Debian: python3-matplotlib, bench/install_peers.sh)'
+    for py in dict.fromkeys((sys.executable, SYSTEM_PYTHON)):
+        if not os.access(py, os.X_OK):
+            continue
+        try:
+            p = subprocess.run([py, CHARTS_PY, data, OUT], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
+        except (OSError, subprocess.SubprocessError) as e:
+            why = 'charts.py failed to run: %s' % e
+            continue
+        if p.returncode == 0:
+            return charts, ''
+        if p.returncode != NO_MATPLOTLIB:
+            why = 'charts.py failed (status %d): %s' % (p.returncode, tail(p.stdout, 2))
+    log('charts not drawn: %s' % why)
+    return [], why
+
+
+def chart_lines(drawn):
+    charts, why = drawn
+    if not charts:
+        return ['No charts in this report: %s. The tables above have every number.' % why]
+    out = ['Latency (mean µs, log scale) and bus bandwidth (GB/s) against size, zcoll beside '
+           'each peer, medians over the repetitions; the dashed line is one core\'s memcpy '
+           'bandwidth (bench/cacheline.c). `python3 bench/run_bench.py --report-only` redraws '
+           'them from runs.jsonl.', '']
+    for c in charts:
+        out += ['### %s' % c['title'], '', '![%s](%s)' % (c['title'], c['file']), '']
+    return out
 
 
 # ---- main --------------------------------------------------------------------------------
@@ -868,6 +1105,9 @@ def parse_args(argv):
     p.add_argument('--peers', default=','.join(PEERS), help='peers, comma-separated')
     p.add_argument('--timeout', type=int, default=240,
                    help='seconds one launch may run at 2 ranks (default 240)')
+    p.add_argument('--colls4', default=','.join(COLLS4),
+                   help='operations at 4 ranks on 2 cores (default %s; "all" for every one, '
+                   'about 3x that section\'s time)' % ','.join(COLLS4))
     p.add_argument('--timeout-oversubscribed', type=int, default=60,
                    help='seconds one launch may run at 4 ranks on 2 cores (default 60)')
     p.add_argument('--report-only', action='store_true',
@@ -875,6 +1115,11 @@ def parse_args(argv):
     a = p.parse_args(argv)
     a.colls = [c.strip() for c in a.colls.split(',') if c.strip()]
     a.peers = [c.strip() for c in a.peers.split(',') if c.strip()]
+    a.colls4 = list(COLLS) if a.colls4 == 'all' else \
+        [c.strip() for c in a.colls4.split(',') if c.strip()]
+    for c in a.colls4:
+        if c not in COLLS:
+            p.error('--colls4: %s is not one of %s' % (c, ' '.join(COLLS)))
     for c in a.colls:
         if c not in COLLS:
             p.error('--colls: %s is not one of %s' % (c, ' '.join(COLLS)))
@@ -974,6 +1219,7 @@ def main(argv):
     t0 = time.monotonic()
     host = host_facts()
     peers = prepare_peers(args)
+    args.persistent = 'persistent' in (run_quiet([ZCBENCH, '--help']) or '')
     sections = plan_sections(args)
     saved_args = {k: v for k, v in vars(args).items() if k != 'report_only'}
     with open(os.path.join(OUT, 'results.jsonl'), 'w') as results_file, \
@@ -998,7 +1244,8 @@ def main(argv):
     log('wrote %s (%.0f s)' % (report, seconds))
     if interrupted:
         return 130
-    zc_bad = [la for la in launches if la.peer.impl == 'zcoll' and la.status != 'ok']
+    zc_bad = [la for la in launches if la.peer.impl in ('zcoll', 'zcoll_sym') and
+              la.status != 'ok']
     if zc_bad:
         log('zcoll failed in %d launch(es): see the report' % len(zc_bad))
         return 1

@@ -24,26 +24,6 @@ static bool zc_reduces(zc__kind k) {
     return k == ZC_K_ALLREDUCE || k == ZC_K_REDUCE || k == ZC_K_REDUCE_SCATTER;
 }
 
-void zc__extents(const zc_comm *c, uint32_t kind, uint32_t root_rank, uint64_t *sblocks,
-                 uint64_t *rblocks) {
-    uint64_t n = c->nranks;
-    bool root = c->rank == root_rank;
-    *sblocks = *rblocks = 1;
-    switch (kind) {
-    case ZC_K_REDUCE: *rblocks = root; break;
-    case ZC_K_BROADCAST: *sblocks = root; break;
-    case ZC_K_REDUCE_SCATTER: *sblocks = n; break;
-    case ZC_K_ALLGATHER: *rblocks = n; break;
-    case ZC_K_GATHER: *rblocks = root ? n : 0; break;
-    case ZC_K_SCATTER: *sblocks = root ? n : 0; break;
-    case ZC_K_ALLTOALL: *sblocks = *rblocks = n; break;
-    case ZC_K_SEND: *rblocks = 0; break;
-    case ZC_K_RECV: *sblocks = 0; break;
-    case ZC_K_BARRIER: *sblocks = *rblocks = 0; break;
-    default: break;
-    }
-}
-
 /* The in-place position of send inside recv (or recv inside send) that API.md allows. */
 static bool zc_in_place_ok(const zc_comm *c, const zc_call *a, uint64_t es) {
     const uint8_t *s = a->send, *r = a->recv;
@@ -199,6 +179,8 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
     s->send = a->send;
     s->recv = a->recv;
     s->alg = (uint8_t)zc_choose(c, a, (uint64_t)a->count * es);
+    if (c->cfg.sym_bytes && s->alg != ZC_ALG_LOCAL && zc__sym_fits(c, s))
+        s->alg = ZC_ALG_SYM;
     return c->gpu ? zc_gpu_route(c, s) : ZC_OK; /* ZC_MEM_CUDA buffers: a device algorithm */
 }
 

@@ -91,7 +91,7 @@ zc_wire_geom zc__geom(const zc_comm *c, uint64_t comm_id, void *const *windows) 
 /* What every rank tells the others at init. */
 typedef struct zc_hello {
     uint64_t pid, nonce, host;
-    uint32_t slots, slot_bytes, transport, pad_;
+    uint32_t slots, slot_bytes, transport, sym_pages; /* sym_pages: cfg->sym_bytes / 4096 */
 } zc_hello;
 _Static_assert(sizeof(zc_hello) <= ZC_SCRATCH_RANK_BYTES, "hellos fit the init scratch");
 
@@ -171,6 +171,13 @@ static zc_status zc_check_hellos(zc_comm *c, const zc_hello *all, const char *ho
             zc__fmt(c->err, sizeof c->err, "rank %u has slots=%u slot_bytes=%u but rank 0 has "
                     "slots=%u slot_bytes=%u: every rank needs the same ring geometry", r,
                     all[r].slots, all[r].slot_bytes, all[0].slots, all[0].slot_bytes);
+            return ZC_MISMATCH;
+        }
+        if (all[r].sym_pages != all[0].sym_pages) {
+            zc__fmt(c->err, sizeof c->err, "rank %u has sym_bytes=%llu but rank 0 has %llu: "
+                    "every rank needs the same symmetric region", r,
+                    (unsigned long long)all[r].sym_pages << 12,
+                    (unsigned long long)all[0].sym_pages << 12);
             return ZC_MISMATCH;
         }
     }
@@ -270,7 +277,8 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
     }
     char host_why[128] = "";
     zc_hello mine = {zc_plat_process_id(), 0, zc_host_hash(host_why, sizeof host_why),
-                     cfg->slots, cfg->slot_bytes, (uint32_t)cfg->transport, 0};
+                     cfg->slots, cfg->slot_bytes, (uint32_t)cfg->transport,
+                     (uint32_t)(cfg->sym_bytes >> 12)};
     if (zc_plat_random(&mine.nonce, sizeof mine.nonce) != ZC_PLAT_OK) mine.nonce = mine.pid;
     st = zc__boot_allgather(boot, &mine, all, sizeof mine);
     if (st == ZC_OK) st = zc_check_hellos(c, all, host_why);

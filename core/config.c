@@ -115,6 +115,9 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
     ZC_REQUIRE_(cfg->gpu_scratch_bytes <= (1ull << 30) && cfg->gpu_scratch_bytes % 256u == 0,
                 "cfg->gpu_scratch_bytes is %llu, must be a multiple of 256 in 0..1073741824",
                 (unsigned long long)cfg->gpu_scratch_bytes);
+    ZC_REQUIRE_(cfg->sym_bytes <= (1ull << 40) && cfg->sym_bytes % 4096u == 0,
+                "cfg->sym_bytes is %llu, must be a multiple of 4096 in 0..1099511627776",
+                (unsigned long long)cfg->sym_bytes);
     ZC_REQUIRE_(cfg->gpu_path <= ZC_GPU_PATH_STAGED, "cfg->gpu_path is %u, must be 0 (auto), "
                 "1 (ipc) or 2 (staged)", cfg->gpu_path);
     ZC_REQUIRE_(cfg->gpu_stage_bytes <= (1ull << 30) && cfg->gpu_stage_bytes % 256u == 0,
@@ -368,6 +371,8 @@ static bool zc_env_tunables(zc_config *c, zc_env_err *err) {
     if (has) c->timeout_ns = v * 1000000u;
     if (!zc_env_u64("ZC_SLOT_BYTES", UINT32_MAX, &has, &v, err)) return false;
     if (has) c->slot_bytes = (uint32_t)v;
+    if (!zc_env_u64("ZC_SYM_BYTES", UINT64_MAX, &has, &v, err)) return false;
+    if (has) c->sym_bytes = v;
     if (!zc_env_u64("ZC_SLOTS", UINT32_MAX, &has, &v, err)) return false;
     if (has) c->slots = (uint32_t)v;
     if (!zc_env_u64("ZC_MAX_REQUESTS", UINT32_MAX, &has, &v, err)) return false;

@@ -22,6 +22,8 @@
  *   progress.c  the request pool and the polling loop: issue, zc_progress, stream slots,
  *               deadlines, peer liveness, peers' failure reports, zc_test, zc_wait
  *   sched.c     every host collective's schedule (zc__step), its message counts, placement
+ *   sym.c       the symmetric region (zc_sym_alloc, zc_sym_free) and its single-copy
+ *               schedule (ZC_ALG_SYM)
  *   sched_gpu.c every device schedule (zc__gpu_step): phases, signals, provider launches
  *   sched_stage.c  device-memory calls staged through host memory: per round, copies around a
  *               host schedule (points up: zc__build, zc__extents of coll.c and zc__step,
@@ -74,6 +76,8 @@ typedef enum zc__alg {
     ZC_ALG_CHAIN,      /* broadcast down a pipelined chain */
     ZC_ALG_DISSEM,     /* barrier: dissemination rounds */
     ZC_ALG_P2P,        /* send / recv */
+    ZC_ALG_SYM,        /* buffers in the symmetric region: single copy, peers' buffers read
+                        * and written directly (sym.c) */
     ZC_ALG_STAGED,     /* device memory through host staging (sched_stage.c): per round,
                         * device-to-host copies, a host schedule, host-to-device copies */
     /* Device memory (sched_gpu.c): data moves by kernels reading peers' IPC-mapped buffers;
@@ -283,6 +287,7 @@ struct zc_comm {
     uint64_t liveness_ns;  /* last time peers' liveness was checked */
     uint64_t put_min;      /* the wire's put_min (0: nothing is written in place) */
     uint64_t placed_bytes; /* payload bytes peers put straight into this rank's buffers */
+    uint64_t sym_used;     /* bytes of the symmetric region zc_sym_alloc has carved (sym.c) */
     uint64_t unposted;     /* channels with a message the wire refused for now (tx_unposted) */
     const zc_wire_ops *wire;
     void *wire_state;
@@ -360,10 +365,6 @@ zc_status zc__gpu_mem_deregister(zc_comm *comm, zc__mem_entry *e);
  * collective, _init and _stream form runs first. */
 zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, size_t count,
                     zc_dtype dtype, zc_op op, uint32_t root, zc__sched *s);
-/* Blocks of count elements in the send and recv buffers of a call of kind at this rank (0: not
- * used here); the host checks and the device routing read the same rule. */
-void zc__extents(const zc_comm *c, uint32_t kind, uint32_t root, uint64_t *sblocks,
-                 uint64_t *rblocks);
 
 /* ---- sched_stage.c: device-memory calls staged through host memory ---- */
 /* Arena bytes of the staging region for cfg (0 without a gpu provider). */
@@ -410,6 +411,13 @@ uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
 void zc__place_plan(zc_comm *comm, zc__req *r);
 /* Moves r forward within *budget messages; sets r->status to ZC_OK when finished. */
 void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget);
+
+/* ---- sym.c: the symmetric region's single-copy schedule ---- */
+/* Whether s runs as ZC_ALG_SYM: a collective it covers, at least ZC_SYM_MIN_BYTES, and every
+ * buffer this rank uses in the carved part of its symmetric region. */
+bool zc__sym_fits(const zc_comm *c, const zc__sched *s);
+/* zc__step of ZC_ALG_SYM; stream: copies use streaming stores (a large result). */
+void zc__step_sym(zc_comm *c, zc__req *r, uint32_t *budget, bool stream);
 
 /* ---- sched_gpu.c: every device schedule as a state machine ---- */
 /* Signals a device schedule exchanges with each peer, each way (zc__tx_total/zc__rx_total). */
@@ -537,6 +545,28 @@ const zc_gpu_ops *zc__gpu_provider(const zc_config *cfg);
 zc_gpu_geom zc__gpu_geometry(const zc_config *cfg);
 /* Why cfg picks no gpu provider (zc__gpu_provider gave NULL). */
 const char *zc__gpu_absent(const zc_config *cfg);
+
+/* Blocks of count elements in the send and recv buffers of a call of kind at this rank (0: not
+ * used here); the host checks, the device routing and the symmetric schedule read one rule. */
+static inline void zc__extents(const zc_comm *c, uint32_t kind, uint32_t root_rank, uint64_t *sblocks,
+                 uint64_t *rblocks) {
+    uint64_t n = c->nranks;
+    bool root = c->rank == root_rank;
+    *sblocks = *rblocks = 1;
+    switch (kind) {
+    case ZC_K_REDUCE: *rblocks = root; break;
+    case ZC_K_BROADCAST: *sblocks = root; break;
+    case ZC_K_REDUCE_SCATTER: *sblocks = n; break;
+    case ZC_K_ALLGATHER: *rblocks = n; break;
+    case ZC_K_GATHER: *rblocks = root ? n : 0; break;
+    case ZC_K_SCATTER: *sblocks = root ? n : 0; break;
+    case ZC_K_ALLTOALL: *sblocks = *rblocks = n; break;
+    case ZC_K_SEND: *rblocks = 0; break;
+    case ZC_K_RECV: *sblocks = 0; break;
+    case ZC_K_BARRIER: *sblocks = *rblocks = 0; break;
+    default: break;
+    }
+}
 
 /* Elements [lo, hi) of block b when count elements are split into n balanced blocks. */
 static inline uint64_t zc__block_lo(uint64_t count, uint32_t n, uint32_t b) {

@@ -71,6 +71,7 @@ static uint64_t zc_msgs_between(const zc__sched *s, uint32_t n, uint32_t from, u
     uint64_t C = zc__msgs(s->count, s->chunk);
     switch (s->alg) {
     case ZC_ALG_LOCAL: return 0;
+    case ZC_ALG_SYM: return 2; /* ready, done (sym.c) */
     case ZC_ALG_ONESHOT: return C;
     case ZC_ALG_RSAG:
         return zc__msgs(zc_blen(s, n, to), s->chunk) + zc__msgs(zc_blen(s, n, from), s->chunk);
@@ -548,6 +549,7 @@ void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget) {
         break;
     case ZC_ALG_DISSEM: zc_step_barrier(&x); break;
     case ZC_ALG_P2P: zc_step_p2p(&x); break;
+    case ZC_ALG_SYM: zc__step_sym(comm, r, budget, x.stream); break;
     default: zc_plat_panic(__FILE__, __LINE__, "unknown algorithm");
     }
     if (r->status == ZC_OK && (r->place & ZC_PLACE_DIRECT) && !zc_puts_done(comm, r))

@@ -219,6 +219,9 @@ typedef struct zc_config {
                                      * reduce-scatter + all-gather above */
     uint32_t gpu_provider;       /* zc_gpu_provider: ZC_GPU_PROVIDER_AUTO (default), _CUDA or
                                   * _SIM (the simulated device; every rank must use the same) */
+    uint64_t sym_bytes;          /* symmetric region of every rank (zc_sym_alloc), a
+                                  * multiple of 4096 up to 1 TiB; 0 (default) = none. Must be
+                                  * equal on every rank; only the shared-memory wire has one */
     uint32_t gpu_path;           /* zc_gpu_path: ZC_GPU_PATH_AUTO (default), _IPC or _STAGED;
                                   * every rank must use the same */
     uint64_t gpu_stage_bytes;    /* host staging of the staged path (one call at a time uses it,
@@ -330,6 +333,27 @@ typedef struct zc_mem zc_mem;
 zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind kind,
                           zc_mem **mem_out);
 zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem);
+
+/* ---- the symmetric region (single copy on one host) ---------------------------------------- */
+/* With cfg->sym_bytes > 0 on the shared-memory wire, each rank's shared segment holds a region of
+ * that many bytes that every peer process has mapped since init. zc_sym_alloc carves `bytes`
+ * (rounded up to 64, 64-byte aligned) from this rank's region by moving a mark: no system call
+ * and no allocation, so the same calls in the same order on every rank give the same offsets.
+ * ZC_LIMIT when the region has no room left, ZC_UNSUPPORTED without a region (sym_bytes 0, or a
+ * wire without one: ib). zc_sym_free(comm, p) gives back p and everything carved after it (a
+ * stack); ZC_INVALID_ARG for a pointer zc_sym_alloc did not return or already gave back. Free
+ * only what no request in flight uses.
+ * A collective of at least ZC_SYM_MIN_BYTES whose buffers (every one this rank passes) lie in the
+ * region, on every rank, runs single-copy: each rank reads its peers' inputs where they are and
+ * writes each result once (all_reduce, reduce, reduce_scatter: rank r reduces block r of every
+ * input, in rank order as everywhere else, so results are bitwise those of the other
+ * algorithms; all_gather, all_to_all, gather, scatter, broadcast: the copies are shared out
+ * among the ranks). Two short messages per peer mark "inputs ready" and "done"; in-place
+ * all_to_all and send/recv go through the slots. Ranks that disagree (one passes region
+ * buffers, another does not) fail with ZC_MISMATCH, as any other mismatched call. */
+#define ZC_SYM_MIN_BYTES 65536u
+zc_status zc_sym_alloc(zc_comm *comm, size_t bytes, void **out);
+zc_status zc_sym_free(zc_comm *comm, void *p);
 
 /* ---- requests and progress ---------------------------------------------------------------- */
 #define ZC_REQ_WORDS 4

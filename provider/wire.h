@@ -111,6 +111,10 @@ typedef struct zc_wire_ops {
                      uint64_t rkey);
     /* True once every put to peer from registered memory has been read by the wire. */
     bool (*put_done)(void *state, uint32_t peer);
+    /* ---- the symmetric region: NULL in wires without one ---- */
+    /* Where rank's symmetric region (cfg->sym_bytes, after the rings of its window) is mapped in
+     * this process; NULL when the communicator has none. Valid from attach until close. */
+    void *(*sym_base)(void *state, uint32_t rank);
 } zc_wire_ops;
 
 extern const zc_wire_ops zc_wire_shm;

@@ -202,3 +202,10 @@ ZT_TEST(failure_record_fails_every_active_request_with_the_first_status, 20)
 ZT_TEST(threads_create_in_process_groups_and_splits_at_once, 60)
 ZT_TEST(threads_init_and_split_through_the_bootstrap_at_once, 90)
 ZT_TEST(wire_again_on_post_is_back_pressure_not_failure, 60)
+
+/* tests/test_sym.c */
+ZT_TEST(sym_inproc_collectives_match_reference, 120)
+ZT_TEST(sym_alloc_is_symmetric_and_refuses_misuse, 10)
+ZT_TEST(sym_one_rank_outside_the_region_is_a_mismatch, 30)
+ZT_TEST(sym_collectives_between_processes, 180)
+ZT_RANK(sym_rank_collectives)

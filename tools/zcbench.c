@@ -92,6 +92,7 @@ typedef struct zb_opts {
     uint32_t root;         /* checked against the rank count after init */
     zc_transport transport;
     bool transport_set;    /* --transport given (else ZC_TRANSPORT or auto) */
+    bool sym;              /* --sym: send and recv carved from the symmetric region */
     bool device;           /* --device: buffers on the simulated device, ZC_MEM_CUDA */
 } zb_opts;
 
@@ -105,7 +106,7 @@ void zc__stage_counts(const zc_comm *comm, uint64_t *calls, uint64_t *rounds);
 static const char zb_usage_line[] =
     "usage: zcrun -n N zcbench -c COLL [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-d DTYPE]\n"
     "       [-o OP] [-r ROOT] [-w WARMUP] [-n ITERS] [--mode loop|barrier] [--check] [--json]\n"
-    "       [--transport auto|shm|ib] [--device]   (zcbench --help for more)\n";
+    "       [--transport auto|shm|ib] [--sym] [--device]   (zcbench --help for more)\n";
 
 static void zb_help(void) {
     fputs(zb_usage_line, stdout);
@@ -134,6 +135,8 @@ static void zb_help(void) {
           "  --transport T  auto, shm or ib (default: ZC_TRANSPORT, else auto: shared memory\n"
           "                 on one host, InfiniBand/RoCE verbs across hosts; ZC_IB_* choose\n"
           "                 the device, port and GID)\n"
+          "  --sym          send and recv from the symmetric region (zc_sym_alloc; cfg->sym_bytes\n"
+          "                 sized to fit): the single-copy path of one host\n"
           "  --device       send and receive buffers on the simulated device (needs\n"
           "                 ZC_GPU_PROVIDER=sim), registered ZC_MEM_CUDA; each table ends with\n"
           "                 the device path and the staged calls and rounds it ran\n"
@@ -213,6 +216,8 @@ static void zb_parse_option(zb_opts *o, int argc, char **argv, int *i) {
         const char *s = zb_value(argc, argv, i);
         if (!br_parse_u64(s, 0, ZC_MAX_RANKS - 1, &v)) zb_usage("-r %s: not a rank", s);
         o->root = (uint32_t)v;
+    } else if (strcmp(a, "--sym") == 0) {
+        o->sym = true;
     } else if (strcmp(a, "--transport") == 0) {
         const char *s = zb_value(argc, argv, i);
         if (strcmp(s, "auto") != 0 && strcmp(s, "shm") != 0 && strcmp(s, "ib") != 0)
@@ -592,7 +597,8 @@ static void zb_print_header(const zb_bench *b, br_coll c) {
             b->n, t == ZC_TRANSPORT_IB ? "ib" : t == ZC_TRANSPORT_SHM ? "shm" : "auto",
             b->o.br.barrier_mode ? "barrier" : "loop", zc_dtype_name(b->o.dtype),
             br_colls[c].reduces ? "/" : "", br_colls[c].reduces ? zc_op_name(b->o.op) : "");
-    fprintf(f, "# arena %zu bytes per rank (zc_comm_arena_bytes)\n", b->arena_bytes);
+    fprintf(f, "# arena %zu bytes per rank (zc_comm_arena_bytes)%s\n", b->arena_bytes,
+            b->o.sym ? "; buffers in the symmetric region (--sym)" : "");
     br_print_iters_line(f, b->o.br.iters, b->o.br.warmup);
     if (b->o.br.json) return;
     br_print_columns();
@@ -697,6 +703,8 @@ static void zb_init(zb_bench *b) {
                 "buffers from the host: a real GPU's memory is not supported yet)\n");
         exit(ZB_EXIT_USAGE);
     }
+    if (b->o.sym) /* send and recv, each rounded up to ZB_ALIGN, in whole pages */
+        b->cfg.sym_bytes = (2 * (b->o.br.max_bytes + ZB_ALIGN) + 4095) / 4096 * 4096;
     b->arena_bytes = zc_comm_arena_bytes(&b->cfg);
     if (b->arena_bytes == 0) {
         fprintf(stderr, "zcbench: zc_comm_arena_bytes: 0 (the configuration is invalid)\n");
@@ -714,8 +722,15 @@ static void zb_init(zb_bench *b) {
     }
     b->esize = zc_dtype_bytes(b->o.dtype);
     b->buf_bytes = b->o.br.coll == BR_BARRIER ? ZB_ALIGN : (size_t)b->o.br.max_bytes; /* no data */
-    b->send = zb_buffer(b, "the send buffer");
-    b->recv = zb_buffer(b, "the receive buffer");
+    if (b->o.sym) {
+        ZB_CALL(b, zc_sym_alloc(b->comm, b->buf_bytes, (void **)&b->send));
+        ZB_CALL(b, zc_sym_alloc(b->comm, b->buf_bytes, (void **)&b->recv));
+        memset(b->send, 0, b->buf_bytes); /* touch every page before timing */
+        memset(b->recv, 0, b->buf_bytes);
+    } else {
+        b->send = zb_buffer(b, "the send buffer");
+        b->recv = zb_buffer(b, "the receive buffer");
+    }
     if (b->o.br.check) b->ref = zb_alloc(b->buf_bytes, "the expected results");
     zc_mem_kind kind = b->o.device ? ZC_MEM_CUDA : ZC_MEM_HOST;
     ZB_CALL(b, zc_mem_register(b->comm, b->send, b->buf_bytes, kind, &b->send_mem));
@@ -735,7 +750,7 @@ static void zb_fini(zb_bench *b) {
     if (b->o.device) {
         zc_gpu_sim_free(b->recv);
         zc_gpu_sim_free(b->send);
-    } else {
+    } else if (!b->o.sym) { /* region buffers went with the communicator */
         free(b->recv);
         free(b->send);
     }

@@ -414,4 +414,5 @@ const zc_wire_ops zc_wire_ib = {
     zc__ib_credit, zc__ib_credits,
     zc__ib_alarm, zc__ib_alarmed, zc__ib_peer_alive,
     zc_ib_put_min, zc_ib_mem_register, zc_ib_mem_deregister, zc__ib_put, zc__ib_put_done,
+    0, /* no symmetric region */
 };

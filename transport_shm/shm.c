@@ -7,7 +7,8 @@
  *
  * Window layout (64-byte lines): [0] header {magic, comm_id, rank, nranks, pid, stride},
  * [1] alarm word, then credits[lane][peer] one line each, then rings[lane][src peer][slot] of
- * `stride` bytes each. A process's own ring entries are unused (kept for simple indexing). */
+ * `stride` bytes each. A process's own ring entries are unused (kept for simple indexing), then
+ * the symmetric region (cfg->sym_bytes, zc_sym_alloc), which peers read and write directly. */
 #include "platform.h"
 #include "wire.h"
 
@@ -27,6 +28,8 @@ typedef struct zc_shm {
     zc_wire_geom g;           /* g.cfg is cleared after create */
     uint8_t *mine;            /* this rank's window */
     size_t bytes;             /* bytes of every window */
+    size_t sym_off;           /* where the symmetric region starts in a window */
+    uint64_t sym_bytes;       /* its bytes (0: none) */
     int mapped;               /* 1: windows are shared-memory mappings (process mode) */
     int sealed;               /* 1: peers can no longer open my segment */
     char name[ZC_SHM_NAME_BYTES]; /* my segment's label (zc-<comm id>-<rank>) */
@@ -40,9 +43,15 @@ static size_t zc_shm_rings_off(const zc_wire_geom *g) {
     return zc_shm_credits_off() + (size_t)ZC_WIRE_LANES * g->nranks * 64u;
 }
 
-static size_t zc_shm_window_bytes(const zc_wire_geom *g) {
+/* Where the symmetric region starts: after the rings (a multiple of 64). */
+static size_t zc_shm_sym_off(const zc_wire_geom *g) {
     size_t ring = (size_t)g->slots * g->stride;
     return zc_shm_rings_off(g) + (size_t)ZC_WIRE_LANES * g->nranks * ring;
+}
+
+/* Every geometry handed to a wire names its configuration while sizes are computed. */
+static size_t zc_shm_window_bytes(const zc_wire_geom *g) {
+    return zc_shm_sym_off(g) + (size_t)(g->cfg ? g->cfg->sym_bytes : 0);
 }
 
 static size_t zc_shm_state_bytes(const zc_wire_geom *g) {
@@ -118,6 +127,8 @@ static zc_status zc_shm_create(void *state, const zc_wire_geom *g, void *window,
     s->g = *g;
     s->g.cfg = 0;
     s->bytes = zc_shm_window_bytes(g);
+    s->sym_off = zc_shm_sym_off(g);
+    s->sym_bytes = s->bytes - s->sym_off;
     s->peers = (uint8_t **)(void *)tail;
     s->pids = (uint64_t *)(void *)(tail + g->nranks * sizeof(uint8_t *));
     if (g->inproc_windows) {
@@ -249,6 +260,11 @@ static zc_status zc_shm_peer_alive(void *state, uint32_t peer, char *err, size_t
     return ZC_PEER_LOST;
 }
 
+static void *zc_shm_sym_base(void *state, uint32_t rank) {
+    zc_shm *s = state;
+    return s->sym_bytes && s->peers[rank] ? s->peers[rank] + s->sym_off : 0;
+}
+
 const zc_wire_ops zc_wire_shm = {
     sizeof(zc_wire_ops), ZC_WIRE_VERSION, "shm",
     zc_shm_state_bytes, zc_shm_window_bytes, zc_shm_addr_bytes,
@@ -257,4 +273,5 @@ const zc_wire_ops zc_wire_shm = {
     zc_shm_credit, zc_shm_credits,
     zc_shm_alarm, zc_shm_alarmed, zc_shm_peer_alive,
     0, 0, 0, 0, 0, /* no placement: a process cannot write into another's private pages */
+    zc_shm_sym_base,
 };

@@ -4,6 +4,9 @@
  * and either issues a request or stores the schedule in a persistent plan. */
 #include "engine.h"
 
+/* The call's name in an error sentence: looked up only there, off the hot path. */
+#define ZC_NAME zc__kind_name(a->kind)
+
 typedef struct zc_call {
     zc__kind kind;
     const void *send;
@@ -71,7 +74,6 @@ static const char *zc_in_place_rule(zc__kind k) {
 }
 
 static zc_status zc_check_buffers(zc_comm *c, const zc_call *a, uint64_t es) {
-    const char *name = zc__kind_name(a->kind);
     uint64_t sblk, rblk;
     zc__extents(c, a->kind, a->root, &sblk, &rblk);
     /* count * blocks * es must fit in size_t (checked without a division: this is the hot
@@ -79,19 +81,19 @@ static zc_status zc_check_buffers(zc_comm *c, const zc_call *a, uint64_t es) {
     uint64_t sb, rb;
     if (__builtin_mul_overflow((uint64_t)a->count, sblk * es, &sb) || sb > SIZE_MAX)
         return zc__error(c, ZC_INVALID_ARG, "%s: count %zu overflows the send buffer's size in "
-                         "bytes", name, a->count);
+                         "bytes", ZC_NAME, a->count);
     if (__builtin_mul_overflow((uint64_t)a->count, rblk * es, &rb) || rb > SIZE_MAX)
         return zc__error(c, ZC_INVALID_ARG, "%s: count %zu overflows the recv buffer's size in "
-                         "bytes", name, a->count);
+                         "bytes", ZC_NAME, a->count);
     uintptr_t s = (uintptr_t)a->send, r = (uintptr_t)a->recv;
-    if (sb && !a->send) return zc__error(c, ZC_INVALID_ARG, "%s: send is NULL", name);
-    if (rb && !a->recv) return zc__error(c, ZC_INVALID_ARG, "%s: recv is NULL", name);
+    if (sb && !a->send) return zc__error(c, ZC_INVALID_ARG, "%s: send is NULL", ZC_NAME);
+    if (rb && !a->recv) return zc__error(c, ZC_INVALID_ARG, "%s: recv is NULL", ZC_NAME);
     if ((sb && s + sb < s) || (rb && r + rb < r))
         return zc__error(c, ZC_INVALID_ARG, "%s: count %zu makes a buffer wrap around the "
-                         "address space", name, a->count);
+                         "address space", ZC_NAME, a->count);
     if (sb && rb && s < r + rb && r < s + sb && !zc_in_place_ok(c, a, es))
         return zc__error(c, ZC_INVALID_ARG, "%s: send and recv overlap but not in the "
-                         "in-place layout (%s)", name, zc_in_place_rule(a->kind));
+                         "in-place layout (%s)", ZC_NAME, zc_in_place_rule(a->kind));
     return ZC_OK;
 }
 
@@ -116,19 +118,18 @@ static zc__alg zc_choose(const zc_comm *c, const zc_call *a, uint64_t bytes) {
 static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
     if (!c || c->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
     if (c->failed) return (zc_status)c->failed;
-    const char *name = zc__kind_name(a->kind);
     size_t es = a->kind == ZC_K_BARRIER ? 1 : zc_dtype_bytes(a->dtype);
     if (!es)
-        return zc__error(c, ZC_INVALID_ARG, "%s: dtype %d is not a zc_dtype", name,
+        return zc__error(c, ZC_INVALID_ARG, "%s: dtype %d is not a zc_dtype", ZC_NAME,
                          (int)a->dtype);
     if (zc_reduces(a->kind) && (unsigned)a->op >= ZC_OP_COUNT_)
-        return zc__error(c, ZC_INVALID_ARG, "%s: op %d is not a zc_op", name, (int)a->op);
+        return zc__error(c, ZC_INVALID_ARG, "%s: op %d is not a zc_op", ZC_NAME, (int)a->op);
     if (zc_rooted(a->kind) && a->root >= c->nranks)
         return zc__error(c, ZC_INVALID_ARG, "%s: %s %u is not below the communicator's %u ranks",
-                         name, a->kind == ZC_K_SEND || a->kind == ZC_K_RECV ? "peer" : "root",
+                         ZC_NAME, a->kind == ZC_K_SEND || a->kind == ZC_K_RECV ? "peer" : "root",
                          a->root, c->nranks);
     if ((a->kind == ZC_K_SEND || a->kind == ZC_K_RECV) && a->root == c->rank)
-        return zc__error(c, ZC_INVALID_ARG, "%s: peer %u is this rank itself", name, a->root);
+        return zc__error(c, ZC_INVALID_ARG, "%s: peer %u is this rank itself", ZC_NAME, a->root);
     zc_status st = zc_check_buffers(c, a, es);
     if (st != ZC_OK) return st;
     *s = (zc__sched){0};

@@ -86,6 +86,8 @@ typedef struct zc__sched {
     uint32_t root;       /* root, or the peer of send/recv; 0 where there is none */
     uint32_t esize;      /* bytes per element */
     uint32_t chunk;      /* elements per message: slot_bytes / esize */
+    uint32_t same;       /* a plan's: messages each way with every peer when that is the same
+                          * for all (a start reserves them without recounting); else 0 */
     uint64_t count;      /* elements, as the caller gave them (per rank / per block) */
     const uint8_t *send;
     uint8_t *recv;

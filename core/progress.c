@@ -20,27 +20,35 @@ static zc__req *zc_free_slot(zc_comm *comm, uint32_t *index) {
     return 0;
 }
 
-/* Reserves the message numbers r will use on every peer's channel of its lane: a ready
- * message first where a stream is written in place (sched.c), then the schedule's. */
+/* Reserves tx messages to and rx from peer p for r on its lane: a ready message first where a
+ * stream is written in place (sched.c), then the schedule's. */
+static inline void zc_reserve_peer(zc_comm *comm, zc__req *r, uint32_t p, uint64_t tx,
+                                   uint64_t rx) {
+    zc__chan *c = &comm->chans[(size_t)r->lane * comm->nranks + p];
+    uint32_t ready_tx = r->place ? r->pl[p].ready_out : 0u;
+    uint32_t ready_rx = r->place ? r->pl[p].ready_in : 0u;
+    r->tx_base[p] = c->tx_reserved + ready_tx;
+    r->rx_base[p] = c->rx_reserved + ready_rx;
+    tx += ready_tx;
+    rx += ready_rx;
+    c->tx_reserved += tx;
+    c->rx_reserved += rx;
+    r->tx_left += tx;
+    r->rx_left += rx;
+}
+
+/* Reserves the message numbers r will use on every peer's channel of its lane; a start of a
+ * plan whose counts are the same with every peer reserves them without recounting. */
 static void zc_reserve(zc_comm *comm, zc__req *r) {
     r->tx_left = r->rx_left = 0;
     r->place = 0;
     if (comm->put_min && r->s.count * r->s.esize >= comm->put_min) zc__place_plan(comm, r);
-    for (uint32_t p = 0; p < comm->nranks; p++) {
-        zc__chan *c = &comm->chans[(size_t)r->lane * comm->nranks + p];
-        uint64_t tx = p == comm->rank ? 0 : zc__tx_total(comm, &r->s, p);
-        uint64_t rx = p == comm->rank ? 0 : zc__rx_total(comm, &r->s, p);
-        uint32_t ready_tx = r->place ? r->pl[p].ready_out : 0u;
-        uint32_t ready_rx = r->place ? r->pl[p].ready_in : 0u;
-        r->tx_base[p] = c->tx_reserved + ready_tx;
-        r->rx_base[p] = c->rx_reserved + ready_rx;
-        tx += ready_tx;
-        rx += ready_rx;
-        c->tx_reserved += tx;
-        c->rx_reserved += rx;
-        r->tx_left += tx;
-        r->rx_left += rx;
-    }
+    uint64_t same = r->s.same;
+    for (uint32_t p = 0; p < comm->nranks && same; p++)
+        zc_reserve_peer(comm, r, p, p == comm->rank ? 0 : same, p == comm->rank ? 0 : same);
+    for (uint32_t p = 0; p < comm->nranks && !same; p++)
+        zc_reserve_peer(comm, r, p, p == comm->rank ? 0 : zc__tx_total(comm, &r->s, p),
+                        p == comm->rank ? 0 : zc__rx_total(comm, &r->s, p));
 }
 
 /* A host call whose every stream is one message takes its first step at issue, as an eager

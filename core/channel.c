@@ -35,6 +35,17 @@ static zc_status zc_post_failed(zc_comm *comm, uint32_t kind, uint64_t seq, uint
                     comm->wire->name, what, msg, peer, why[0] ? why : zc_status_name(st));
 }
 
+/* Where a payload of bytes lies in the slot whose header is h: inline when it fits. */
+static uint8_t *zc_payload(zc__hdr *h, size_t bytes) {
+    return bytes <= ZC_INLINE_BYTES ? h->inl : (uint8_t *)h + ZC_SLOT_HDR_BYTES;
+}
+
+/* Bytes the wire posts for a message of bytes of payload: the header alone when the payload
+ * is inline or was put in place already. */
+static size_t zc_post_bytes(size_t bytes, uint32_t placed) {
+    return ZC_SLOT_HDR_BYTES + (placed || bytes <= ZC_INLINE_BYTES ? 0 : bytes);
+}
+
 /* Posts again the message the wire refused for now on (lane, peer); true once it went. The
  * slot still holds it (its header says the size): its slot cannot be reused before the peer
  * consumed it. */
@@ -44,7 +55,7 @@ static bool zc_repost(zc_comm *comm, uint32_t lane, uint32_t peer) {
     uint32_t slot = (uint32_t)((tag - 1u) & (comm->cfg.slots - 1u));
     const zc__hdr *h = comm->wire->tx_slot(comm->wire_state, lane, peer, slot);
     zc_status st = comm->wire->post(comm->wire_state, lane, peer, slot,
-                                    ZC_SLOT_HDR_BYTES + (h->placed ? 0 : h->bytes), tag);
+                                    zc_post_bytes(h->bytes, h->placed), tag);
     if (st == ZC_AGAIN) return false;
     c->tx_unposted = 0;
     comm->unposted--;
@@ -61,6 +72,10 @@ void zc__tx_flush(zc_comm *comm) {
 }
 
 uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k) {
+    return zc__tx_begin_n(comm, r, peer, k, SIZE_MAX);
+}
+
+uint8_t *zc__tx_begin_n(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
     uint64_t m = r->tx_base[peer] + k;
     if (c->tx_count != m) return 0; /* not this message's turn */
@@ -70,8 +85,7 @@ uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k) {
         if (m - c->tx_credit >= comm->cfg.slots) return 0; /* the peer's ring is full */
     }
     uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
-    return (uint8_t *)comm->wire->tx_slot(comm->wire_state, r->lane, peer, slot) +
-           ZC_SLOT_HDR_BYTES;
+    return zc_payload(comm->wire->tx_slot(comm->wire_state, r->lane, peer, slot), bytes);
 }
 
 zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
@@ -106,7 +120,7 @@ static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
     h->src = comm->rank;
     h->placed = placed;
     zc_status st = comm->wire->post(comm->wire_state, r->lane, peer, slot,
-                                    ZC_SLOT_HDR_BYTES + (placed ? 0 : bytes), m + 1u);
+                                    zc_post_bytes(bytes, placed), m + 1u);
     if (st != ZC_OK && st != ZC_AGAIN)
         return zc_post_failed(comm, r->s.kind, r->seq, peer, k, "post", st);
     if (st == ZC_AGAIN) { /* back-pressure: it goes again before anything else to peer */
@@ -153,6 +167,22 @@ static void zc_mismatch(zc_comm *comm, zc__req *r, const zc__hdr *h, uint32_t pe
                  (unsigned long long)r->seq, comm->rank, mine, peer, theirs);
 }
 
+/* A hint: the lines of the channel's next slot (its header, and as many payload lines as this
+ * message used, at most ZC_PREFETCH_LINES in all) are read ahead while this message is
+ * processed, so that a sender running ahead costs one cache miss per burst, not per message.
+ * Both wires lay a ring's slots out geom.stride bytes apart (header plus slot_bytes); a
+ * prefetch never faults, so a wire that did otherwise would only lose the hint. */
+#define ZC_PREFETCH_LINES 4u
+static void zc_prefetch_next(const zc_comm *comm, const zc__hdr *h, uint32_t slot,
+                             size_t bytes) {
+    uintptr_t stride = ZC_SLOT_HDR_BYTES + comm->cfg.slot_bytes;
+    uintptr_t next = slot + 1u < comm->cfg.slots ? (uintptr_t)h + stride
+                                                  : (uintptr_t)h - (uintptr_t)slot * stride;
+    size_t lines = 1u + (bytes > ZC_INLINE_BYTES ? (bytes + 63u) / 64u : 0u);
+    for (size_t i = 0; i < lines && i < ZC_PREFETCH_LINES; i++)
+        __builtin_prefetch((const void *)(next + i * 64u), 0, 3);
+}
+
 const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
                            size_t expect_bytes) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
@@ -165,7 +195,8 @@ const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
         zc_mismatch(comm, r, h, peer);
         return 0;
     }
-    return (const uint8_t *)h + ZC_SLOT_HDR_BYTES;
+    zc_prefetch_next(comm, h, slot, expect_bytes);
+    return zc_payload((zc__hdr *)(uintptr_t)h, expect_bytes);
 }
 
 void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer) {

@@ -5,6 +5,9 @@
  * or stores the schedule in a persistent plan. */
 #include "engine.h"
 
+/* The call's name in an error sentence: looked up only there, off the hot path. */
+#define ZC_NAME zc__kind_name(a->kind)
+
 typedef struct zc_call {
     zc__kind kind;
     const void *send;
@@ -52,7 +55,6 @@ static const char *zc_in_place_rule(zc__kind k) {
 }
 
 static zc_status zc_check_buffers(zc_comm *c, const zc_call *a, uint64_t es) {
-    const char *name = zc__kind_name(a->kind);
     uint64_t sblk, rblk;
     zc__extents(c, a->kind, a->root, &sblk, &rblk);
     /* count * blocks * es must fit in size_t (checked without a division: this is the hot
@@ -60,19 +62,19 @@ static zc_status zc_check_buffers(zc_comm *c, const zc_call *a, uint64_t es) {
     uint64_t sb, rb;
     if (__builtin_mul_overflow((uint64_t)a->count, sblk * es, &sb) || sb > SIZE_MAX)
         return zc__error(c, ZC_INVALID_ARG, "%s: count %zu overflows the send buffer's size in "
-                         "bytes", name, a->count);
+                         "bytes", ZC_NAME, a->count);
     if (__builtin_mul_overflow((uint64_t)a->count, rblk * es, &rb) || rb > SIZE_MAX)
         return zc__error(c, ZC_INVALID_ARG, "%s: count %zu overflows the recv buffer's size in "
-                         "bytes", name, a->count);
+                         "bytes", ZC_NAME, a->count);
     uintptr_t s = (uintptr_t)a->send, r = (uintptr_t)a->recv;
-    if (sb && !a->send) return zc__error(c, ZC_INVALID_ARG, "%s: send is NULL", name);
-    if (rb && !a->recv) return zc__error(c, ZC_INVALID_ARG, "%s: recv is NULL", name);
+    if (sb && !a->send) return zc__error(c, ZC_INVALID_ARG, "%s: send is NULL", ZC_NAME);
+    if (rb && !a->recv) return zc__error(c, ZC_INVALID_ARG, "%s: recv is NULL", ZC_NAME);
     if ((sb && s + sb < s) || (rb && r + rb < r))
         return zc__error(c, ZC_INVALID_ARG, "%s: count %zu makes a buffer wrap around the "
-                         "address space", name, a->count);
+                         "address space", ZC_NAME, a->count);
     if (sb && rb && s < r + rb && r < s + sb && !zc_in_place_ok(c, a, es))
         return zc__error(c, ZC_INVALID_ARG, "%s: send and recv overlap but not in the "
-                         "in-place layout (%s)", name, zc_in_place_rule(a->kind));
+                         "in-place layout (%s)", ZC_NAME, zc_in_place_rule(a->kind));
     return ZC_OK;
 }
 
@@ -152,19 +154,18 @@ static zc_status zc_gpu_route(zc_comm *c, zc__sched *s) {
 static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
     if (!c || c->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
     if (c->failed) return (zc_status)c->failed;
-    const char *name = zc__kind_name(a->kind);
     size_t es = a->kind == ZC_K_BARRIER ? 1 : zc_dtype_bytes(a->dtype);
     if (!es)
-        return zc__error(c, ZC_INVALID_ARG, "%s: dtype %d is not a zc_dtype", name,
+        return zc__error(c, ZC_INVALID_ARG, "%s: dtype %d is not a zc_dtype", ZC_NAME,
                          (int)a->dtype);
     if (zc_reduces(a->kind) && (unsigned)a->op >= ZC_OP_COUNT_)
-        return zc__error(c, ZC_INVALID_ARG, "%s: op %d is not a zc_op", name, (int)a->op);
+        return zc__error(c, ZC_INVALID_ARG, "%s: op %d is not a zc_op", ZC_NAME, (int)a->op);
     if (zc_rooted(a->kind) && a->root >= c->nranks)
         return zc__error(c, ZC_INVALID_ARG, "%s: %s %u is not below the communicator's %u ranks",
-                         name, a->kind == ZC_K_SEND || a->kind == ZC_K_RECV ? "peer" : "root",
+                         ZC_NAME, a->kind == ZC_K_SEND || a->kind == ZC_K_RECV ? "peer" : "root",
                          a->root, c->nranks);
     if ((a->kind == ZC_K_SEND || a->kind == ZC_K_RECV) && a->root == c->rank)
-        return zc__error(c, ZC_INVALID_ARG, "%s: peer %u is this rank itself", name, a->root);
+        return zc__error(c, ZC_INVALID_ARG, "%s: peer %u is this rank itself", ZC_NAME, a->root);
     zc_status st = zc_check_buffers(c, a, es);
     if (st != ZC_OK) return st;
     *s = (zc__sched){0};
@@ -204,6 +205,20 @@ static zc_status zc_call_issue(zc_comm *c, const zc_call *a, zc_req *req) {
 /* ---- persistent plans ---- */
 #define ZC_PLAN_HANDLE ((uint64_t)ZC_PLAN_MAGIC << 48)
 
+/* The messages a call of s exchanges each way with every peer when that is the same number for
+ * all of them and fits 32 bits (what a start of its plan reserves), else 0. */
+static uint32_t zc_same_msgs(const zc_comm *c, const zc__sched *s) {
+    uint64_t m = 0;
+    if (zc__gpu_alg(s->alg)) return 0;
+    for (uint32_t p = 0; p < c->nranks; p++) {
+        if (p == c->rank) continue;
+        uint64_t tx = zc__tx_total(c, s, p);
+        if (tx == 0 || tx > UINT32_MAX || zc__rx_total(c, s, p) != tx || (m && m != tx)) return 0;
+        m = tx;
+    }
+    return (uint32_t)m;
+}
+
 static zc_status zc_call_plan_locked(zc_comm *c, const zc_call *a, zc_plan *plan) {
     zc__sched s;
     zc_status st = zc_build(c, a, &s);
@@ -216,6 +231,7 @@ static zc_status zc_call_plan_locked(zc_comm *c, const zc_call *a, zc_plan *plan
         p->used = 1;
         p->running = -1;
         p->s = s;
+        p->s.same = zc_same_msgs(c, &s);
         plan->opaque_[0] = ZC_PLAN_HANDLE | i;
         plan->opaque_[1] = p->gen;
         plan->opaque_[2] = (uint64_t)(uintptr_t)c;

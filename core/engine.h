@@ -100,6 +100,8 @@ typedef struct zc__sched {
     uint32_t root;       /* root, or the peer of send/recv; 0 where there is none */
     uint32_t esize;      /* bytes per element */
     uint32_t chunk;      /* elements per message: slot_bytes / esize */
+    uint32_t same;       /* a plan's: messages each way with every peer when that is the same
+                          * for all (a start reserves them without recounting); else 0 */
     uint64_t count;      /* elements, as the caller gave them (per rank / per block) */
     const uint8_t *send;
     uint8_t *recv;
@@ -262,9 +264,12 @@ typedef struct zc__hdr {
     uint32_t bytes;      /* payload bytes */
     uint32_t src;        /* sender rank */
     uint32_t placed;     /* 1: the payload was put at the receiver's destination already */
-    uint32_t pad_[2];
+    uint8_t inl[8];      /* a payload of at most ZC_INLINE_BYTES: in the header's own line */
     uint64_t tag;        /* written by the wire when it publishes */
 } zc__hdr;
+/* A payload this small travels in the header (zc__hdr.inl): the message is one cache line,
+ * which the receiver reads with one transfer instead of two. */
+#define ZC_INLINE_BYTES 8u
 _Static_assert(sizeof(zc__hdr) == ZC_SLOT_HDR_BYTES, "slot header is 64 bytes");
 
 struct zc_comm {
@@ -430,8 +435,10 @@ void zc__gpu_step(zc_comm *comm, zc__req *r, uint32_t *budget);
 int32_t zc__gpu_find(const zc_comm *comm, const void *p, size_t bytes, bool *partial);
 
 /* ---- channel.c: moving one message ---- */
-/* Payload pointer of message k (0-based within r) to peer, or NULL when it cannot be written
- * yet (an earlier message on the channel is unsent, or no credit). */
+/* Payload pointer of message k (0-based within r) to peer for a payload of bytes, or NULL when
+ * it cannot be written yet (an earlier message on the channel is unsent, or no credit). */
+uint8_t *zc__tx_begin_n(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes);
+/* zc__tx_begin_n for a payload of none or over ZC_INLINE_BYTES. */
 uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k);
 /* Fills the header of message k and publishes it with bytes of payload. A wire without room
  * for it now (ZC_AGAIN) gets it again before any later message of the channel (zc__tx_begin,
@@ -454,9 +461,10 @@ zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const
                      const zc_wire_mr *mr, size_t bytes, uint64_t raddr, uint64_t rkey);
 zc_status zc__tx_end_placed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
                             size_t bytes);
-/* True when the payload that zc__rx_peek returned was put in place by the sender. */
-static inline bool zc__rx_placed(const uint8_t *payload) {
-    return ((const zc__hdr *)(const void *)(payload - ZC_SLOT_HDR_BYTES))->placed != 0;
+/* True when the payload of bytes that zc__rx_peek returned was put in place by the sender. */
+static inline bool zc__rx_placed(const uint8_t *payload, size_t bytes) {
+    size_t at = bytes <= ZC_INLINE_BYTES ? __builtin_offsetof(zc__hdr, inl) : ZC_SLOT_HDR_BYTES;
+    return ((const zc__hdr *)(const void *)(payload - at))->placed != 0;
 }
 /* Posts again the messages the wire refused for now (ZC_AGAIN), before the steps of every
  * zc_progress: a message the peer waits for must not wait on this rank's next send. */

@@ -10,6 +10,8 @@
 
 #define ZC_HANDLE_MAGIC ((uint64_t)ZC_REQ_MAGIC << 48)
 
+static void zc_check_alarm(zc_comm *comm);
+
 static zc__req *zc_free_slot(zc_comm *comm, uint32_t *index) {
     for (uint32_t i = 0; i < comm->cfg.max_requests; i++)
         if (comm->reqs[i].state == ZC_REQ_FREE) {
@@ -19,27 +21,56 @@ static zc__req *zc_free_slot(zc_comm *comm, uint32_t *index) {
     return 0;
 }
 
-/* Reserves the message numbers r will use on every peer's channel of its lane: a ready
- * message first where a stream is written in place (sched.c), then the schedule's. */
+/* Reserves tx messages to and rx from peer p for r on its lane: a ready message first where a
+ * stream is written in place (sched.c), then the schedule's. */
+static inline void zc_reserve_peer(zc_comm *comm, zc__req *r, uint32_t p, uint64_t tx,
+                                   uint64_t rx) {
+    zc__chan *c = &comm->chans[(size_t)r->lane * comm->nranks + p];
+    uint32_t ready_tx = r->place ? r->pl[p].ready_out : 0u;
+    uint32_t ready_rx = r->place ? r->pl[p].ready_in : 0u;
+    r->tx_base[p] = c->tx_reserved + ready_tx;
+    r->rx_base[p] = c->rx_reserved + ready_rx;
+    tx += ready_tx;
+    rx += ready_rx;
+    c->tx_reserved += tx;
+    c->rx_reserved += rx;
+    r->tx_left += tx;
+    r->rx_left += rx;
+}
+
+/* Reserves the message numbers r will use on every peer's channel of its lane; a start of a
+ * plan whose counts are the same with every peer reserves them without recounting. */
 static void zc_reserve(zc_comm *comm, zc__req *r) {
     r->tx_left = r->rx_left = 0;
     r->place = 0;
     if (comm->put_min && r->s.count * r->s.esize >= comm->put_min) zc__place_plan(comm, r);
-    for (uint32_t p = 0; p < comm->nranks; p++) {
-        zc__chan *c = &comm->chans[(size_t)r->lane * comm->nranks + p];
-        uint64_t tx = p == comm->rank ? 0 : zc__tx_total(comm, &r->s, p);
-        uint64_t rx = p == comm->rank ? 0 : zc__rx_total(comm, &r->s, p);
-        uint32_t ready_tx = r->place ? r->pl[p].ready_out : 0u;
-        uint32_t ready_rx = r->place ? r->pl[p].ready_in : 0u;
-        r->tx_base[p] = c->tx_reserved + ready_tx;
-        r->rx_base[p] = c->rx_reserved + ready_rx;
-        tx += ready_tx;
-        rx += ready_rx;
-        c->tx_reserved += tx;
-        c->rx_reserved += rx;
-        r->tx_left += tx;
-        r->rx_left += rx;
+    uint64_t same = r->s.same;
+    for (uint32_t p = 0; p < comm->nranks && same; p++)
+        zc_reserve_peer(comm, r, p, p == comm->rank ? 0 : same, p == comm->rank ? 0 : same);
+    for (uint32_t p = 0; p < comm->nranks && !same; p++)
+        zc_reserve_peer(comm, r, p, p == comm->rank ? 0 : zc__tx_total(comm, &r->s, p),
+                        p == comm->rank ? 0 : zc__rx_total(comm, &r->s, p));
+}
+
+/* A host call whose every stream is one message takes its first step at issue, as an eager
+ * send does: its messages leave before the caller's first poll, and a call with nothing to
+ * receive (a non-root's reduce or gather, a send) finishes here, its slot waiting for zc_test.
+ * r is the last active request. A peer's failure report is read first, as zc_progress does;
+ * a failure (reported, or of the step) finished r with the communicator. */
+static void zc_eager(zc_comm *comm, zc__req *r) {
+    uint32_t budget = ZC_PROGRESS_BUDGET;
+    zc_check_alarm(comm);
+    if (comm->failed) return;
+    zc__step(comm, r, &budget);
+    if (comm->failed) return;
+    if (budget != ZC_PROGRESS_BUDGET) r->moved = 1;
+    if (r->status == ZC_IN_PROGRESS) return;
+    r->state = ZC_REQ_DONE;
+    if (r->plan == ZC_PLAN_INTERNAL) { /* nobody will test it: the slot is free now */
+        r->state = ZC_REQ_FREE;
+        r->gen++;
     }
+    comm->nreqs_active--;
 }
 
 zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bind,
@@ -78,6 +109,7 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
     req->opaque_[1] = r->gen;
     req->opaque_[2] = (uint64_t)(uintptr_t)comm;
     req->opaque_[3] = r->seq;
+    if (!zc__gpu_alg(s->alg) && s->count <= s->chunk) zc_eager(comm, r);
     return ZC_OK;
 }
 
@@ -86,10 +118,8 @@ static void zc_retire(zc_comm *comm, uint32_t pos) {
     comm->nreqs_active--;
 }
 
-/* A failure a peer reported into our window. */
-static void zc_check_alarm(zc_comm *comm) {
-    uint64_t word = comm->wire->alarmed(comm->wire_state);
-    if (!word) return;
+/* The failure a peer reported into our window (word: its alarm word), off the hot path. */
+__attribute__((noinline, cold)) static void zc_alarmed(zc_comm *comm, uint64_t word) {
     zc_status st = (zc_status)(-(int32_t)(word >> 56));
     uint32_t who = (uint32_t)(word >> 32) & 0xffffffu;
     uint64_t seq = word & 0xffffffffu;
@@ -107,6 +137,12 @@ static void zc_check_alarm(zc_comm *comm) {
      * serving every call, so finishing them could only end in a timeout. */
     zc__fail(comm, st, seq, (int32_t)who, 0, "rank %u detected %s at sequence %llu (%s); this "
              "communicator has failed", who, zc_status_name(st), (unsigned long long)seq, mine);
+}
+
+/* A failure a peer reported into our window, if any. */
+static void zc_check_alarm(zc_comm *comm) {
+    uint64_t word = comm->wire->alarmed(comm->wire_state);
+    if (word) zc_alarmed(comm, word);
 }
 
 static void zc_check_deadlines(zc_comm *comm, uint64_t now) {

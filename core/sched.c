@@ -252,7 +252,7 @@ static void zc_send_chunks(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t l
     uint64_t k = zc__tx_done(x->comm, x->r, p), total = zc__msgs(len, x->E);
     for (; *x->budget && k >= first && k - first < zc_min(total, ready); k++) {
         uint64_t j = k - first, elems = zc_chunk_len(x, len, j);
-        uint8_t *dst = zc__tx_begin(x->comm, x->r, p, k);
+        uint8_t *dst = zc__tx_begin_n(x->comm, x->r, p, k, elems * x->es);
         if (!dst) return;
         zc__memcpy(dst, src + j * x->E * x->es, elems * x->es);
         if (zc__tx_end(x->comm, x->r, p, k, elems * x->es) != ZC_OK) return;
@@ -296,7 +296,7 @@ static void zc_recv_chunks(zc_ctx *x, uint32_t p, uint8_t *dst, uint64_t len, ui
         uint64_t j = k - first, elems = zc_chunk_len(x, len, j);
         const uint8_t *src = zc__rx_peek(x->comm, x->r, p, k, elems * x->es);
         if (!src) return;
-        if (zc__rx_placed(src)) { /* the sender put it in place already */
+        if (zc__rx_placed(src, elems * x->es)) { /* the sender put it in place already */
             if (!x->r->place || !x->r->pl[p].offered) {
                 zc__fail(x->comm, ZC_INTERNAL, x->r->seq, (int32_t)p, 0, "%s sequence %llu: "
                          "rank %u put message %llu in place, but rank %u offered no "
@@ -327,10 +327,11 @@ static bool zc_copy_own(zc_ctx *x, uint8_t *dst, const uint8_t *src, uint64_t le
 }
 
 /* Reduces chunk r->a of a block of len elements when every peer's chunk arrived as its message
- * first + r->a. mine is this rank's input for the block; out_fn(x, c, arg) says where the
- * result goes (NULL: not writable yet). True, with the payload bytes in *bytes_out, when the
- * chunk was reduced and the peers' messages consumed; false when something is not there yet. */
-typedef uint8_t *(*zc_out_fn)(zc_ctx *x, uint64_t c, void *arg);
+ * first + r->a. mine is this rank's input for the block; out_fn(x, c, bytes, arg) says where
+ * the chunk's result of bytes goes (NULL: not writable yet). True, with the payload bytes in
+ * *bytes_out, when the chunk was reduced and the peers' messages consumed; false when
+ * something is not there yet. */
+typedef uint8_t *(*zc_out_fn)(zc_ctx *x, uint64_t c, uint64_t bytes, void *arg);
 
 static bool zc_reduce_chunk(zc_ctx *x, const uint8_t *mine, uint64_t len, uint64_t first,
                             zc_out_fn out_fn, void *arg, uint64_t *bytes_out) {
@@ -344,7 +345,7 @@ static bool zc_reduce_chunk(zc_ctx *x, const uint8_t *mine, uint64_t len, uint64
             if (!ins[p]) return false;
         }
     }
-    uint8_t *out = out_fn(x, c, arg);
+    uint8_t *out = out_fn(x, c, bytes, arg);
     if (!out) return false;
     zc__reduce(out, ins, x->n, elems, (zc_dtype)x->r->s.dtype, (zc_op)x->r->s.op);
     for (uint32_t p = 0; p < x->n; p++)
@@ -355,7 +356,8 @@ static bool zc_reduce_chunk(zc_ctx *x, const uint8_t *mine, uint64_t len, uint64
     return true;
 }
 
-static uint8_t *zc_out_local(zc_ctx *x, uint64_t c, void *arg) {
+static uint8_t *zc_out_local(zc_ctx *x, uint64_t c, uint64_t bytes, void *arg) {
+    (void)bytes;
     return (uint8_t *)arg + c * x->E * x->es;
 }
 
@@ -391,9 +393,9 @@ static void zc_step_oneshot(zc_ctx *x) {
         x->r->status = ZC_OK;
 }
 
-static uint8_t *zc_out_to_root(zc_ctx *x, uint64_t c, void *arg) {
+static uint8_t *zc_out_to_root(zc_ctx *x, uint64_t c, uint64_t bytes, void *arg) {
     uint64_t first = *(const uint64_t *)arg;
-    return zc__tx_begin(x->comm, x->r, x->r->s.root, first + c);
+    return zc__tx_begin_n(x->comm, x->r, x->r->s.root, first + c, bytes);
 }
 
 /* Direct reduce-scatter of every block to its owner, then all-gather (all_reduce) or gather

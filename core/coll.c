@@ -133,14 +133,12 @@ static zc_status zc_gpu_route(zc_comm *c, zc__sched *s) {
         return zc__error(c, ZC_INVALID_ARG, "%s: %s is registered ZC_MEM_CUDA memory but %s is "
                          "not: both buffers of a device collective must be", name,
                          ds ? "send" : "recv", ds ? "recv" : "send");
+    if (zc__stage_path(c) == ZC_GPU_PATH_STAGED || s->kind == ZC_K_SEND || s->kind == ZC_K_RECV)
+        return zc__stage_route(c, s); /* through host staging (sched_stage.c) */
     if (c->wire->mem_register)
-        return zc__error(c, ZC_UNSUPPORTED, "%s: collectives on device memory over the %s wire "
-                         "are not supported yet (the buffers are registered with the NIC, but "
-                         "only ranks on one host, over shm, run device collectives)", name,
-                         c->wire->name);
-    if (s->kind == ZC_K_SEND || s->kind == ZC_K_RECV)
-        return zc__error(c, ZC_UNSUPPORTED, "%s: send/recv of device memory is not supported "
-                         "yet (use broadcast or alltoall on device memory)", name);
+        return zc__error(c, ZC_UNSUPPORTED, "%s: cfg->gpu_path is ipc, which needs the shm wire "
+                         "(peers' device buffers mapped), and this communicator runs over %s: "
+                         "use gpu_path auto or staged", name, c->wire->name);
     if (s->kind == ZC_K_ALLREDUCE && s->send == s->recv && c->cfg.gpu_scratch_bytes == 0)
         return zc__error(c, ZC_LIMIT, "%s: in-place device all_reduce needs scratch and "
                          "cfg->gpu_scratch_bytes is 0", name);

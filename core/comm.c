@@ -75,6 +75,7 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
     for (uint32_t i = 0; i < cfg->max_plans; i++) c->plans[i].running = -1;
     c->mems = (zc__mem_entry *)(void *)(a + L.at[ZC_R_MEMS]);
     zc_carve_gpu(c, a, &L);
+    c->stage_area = a + L.at[ZC_R_STAGE]; /* zc__stage_open sets it up */
     c->scratch = a + L.at[ZC_R_SCRATCH];
     c->window = L.bytes[ZC_R_WINDOW] ? a + L.at[ZC_R_WINDOW] : 0;
     *out = c;

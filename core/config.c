@@ -32,6 +32,8 @@ void zc_config_default(zc_config *cfg) {
     cfg->gpu_scratch_bytes = ZC_DEFAULT_GPU_SCRATCH_BYTES;
     cfg->gpu_oneshot_max_bytes = ZC_DEFAULT_GPU_ONESHOT_MAX_BYTES;
     cfg->gpu_provider = ZC_GPU_PROVIDER_AUTO;
+    cfg->gpu_path = ZC_GPU_PATH_AUTO;
+    cfg->gpu_stage_bytes = ZC_DEFAULT_GPU_STAGE_BYTES;
 }
 
 static bool zc_has_nul(const char *s, size_t cap) {
@@ -116,6 +118,11 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
     ZC_REQUIRE_(cfg->sym_bytes <= (1ull << 40) && cfg->sym_bytes % 4096u == 0,
                 "cfg->sym_bytes is %llu, must be a multiple of 4096 in 0..1099511627776",
                 (unsigned long long)cfg->sym_bytes);
+    ZC_REQUIRE_(cfg->gpu_path <= ZC_GPU_PATH_STAGED, "cfg->gpu_path is %u, must be 0 (auto), "
+                "1 (ipc) or 2 (staged)", cfg->gpu_path);
+    ZC_REQUIRE_(cfg->gpu_stage_bytes <= (1ull << 30) && cfg->gpu_stage_bytes % 256u == 0,
+                "cfg->gpu_stage_bytes is %llu, must be a multiple of 256 in 0..1073741824",
+                (unsigned long long)cfg->gpu_stage_bytes);
     ZC_REQUIRE_(zc_has_nul(cfg->root_addr, sizeof cfg->root_addr),
                 "cfg->root_addr is not NUL-terminated");
     if (cfg->nranks > 1 && cfg->transport != ZC_TRANSPORT_INPROC) {
@@ -309,6 +316,23 @@ static bool zc_env_ib(zc_config *c, zc_env_err *err) {
     return true;
 }
 
+/* ZC_GPU_PATH and ZC_GPU_STAGE_BYTES: how device-memory calls move (core/sched_stage.c). */
+static bool zc_env_gpu_path(zc_config *c, zc_env_err *err) {
+    bool has;
+    uint64_t v = 0;
+    if (!zc_env_u64("ZC_GPU_STAGE_BYTES", UINT64_MAX, &has, &v, err)) return false;
+    if (has) c->gpu_stage_bytes = v;
+    const char *path = zc_plat_getenv("ZC_GPU_PATH");
+    if (path && zc__streq(path, "auto")) c->gpu_path = ZC_GPU_PATH_AUTO;
+    else if (path && zc__streq(path, "ipc")) c->gpu_path = ZC_GPU_PATH_IPC;
+    else if (path && zc__streq(path, "staged")) c->gpu_path = ZC_GPU_PATH_STAGED;
+    else if (path) {
+        zc__fmt(err->text, err->cap, "ZC_GPU_PATH=\"%s\" is not one of auto, ipc, staged", path);
+        return false;
+    }
+    return true;
+}
+
 /* ZC_GPU_*: device-memory collectives (read in every build; used by CUDA builds). */
 static bool zc_env_gpu(zc_config *c, zc_env_err *err) {
     bool has;
@@ -337,7 +361,7 @@ static bool zc_env_gpu(zc_config *c, zc_env_err *err) {
     if (has) c->gpu_scratch_bytes = v;
     if (!zc_env_u64("ZC_GPU_ONESHOT_MAX_BYTES", UINT64_MAX, &has, &v, err)) return false;
     if (has) c->gpu_oneshot_max_bytes = v;
-    return true;
+    return zc_env_gpu_path(c, err);
 }
 
 static bool zc_env_tunables(zc_config *c, zc_env_err *err) {

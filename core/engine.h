@@ -25,6 +25,9 @@
  *   sym.c       the symmetric region (zc_sym_alloc, zc_sym_free) and its single-copy
  *               schedule (ZC_ALG_SYM)
  *   sched_gpu.c every device schedule (zc__gpu_step): phases, signals, provider launches
+ *   sched_stage.c  device-memory calls staged through host memory: per round, copies around a
+ *               host schedule (points up: zc__build, zc__extents of coll.c and zc__step,
+ *               zc__tx_total of sched.c, for its rounds' schedules)
  *   channel.c   one message through a (lane, peer) channel: turn, credits, header check
  *   fail.c      the failure record (first failure wins) and the words of its sentences
  *   layout.c    the arena's regions (the device ones too), for the size query and the carve
@@ -75,6 +78,8 @@ typedef enum zc__alg {
     ZC_ALG_P2P,        /* send / recv */
     ZC_ALG_SYM,        /* buffers in the symmetric region: single copy, peers' buffers read
                         * and written directly (sym.c) */
+    ZC_ALG_STAGED,     /* device memory through host staging (sched_stage.c): per round,
+                        * device-to-host copies, a host schedule, host-to-device copies */
     /* Device memory (sched_gpu.c): data moves by kernels reading peers' IPC-mapped buffers;
      * only zero-payload-size signals (readiness, done reading) travel the channels. */
     ZC_ALG_GPU_ONESHOT, /* all_reduce: every rank reduces all n inputs */
@@ -303,6 +308,8 @@ struct zc_comm {
     struct zc__gpu *gpu_area; /* the device region's header; NULL: cfg picks no provider */
     uint8_t *scratch;      /* init and split time only: ZC_SCRATCH_* (layout.c sizes it) */
     struct zc__gpu *gpu;   /* device-memory state; NULL: no CUDA build, no device, or off */
+    uint8_t *stage_area;   /* the staging region of the arena (sched_stage.c carves it) */
+    struct zc__stage *stage; /* staged-path state; NULL: no gpu provider */
     char err[ZC_ERROR_TEXT_BYTES];
 };
 
@@ -363,6 +370,28 @@ zc_status zc__gpu_mem_deregister(zc_comm *comm, zc__mem_entry *e);
  * collective, _init and _stream form runs first. */
 zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, size_t count,
                     zc_dtype dtype, zc_op op, uint32_t root, zc__sched *s);
+
+/* ---- sched_stage.c: device-memory calls staged through host memory ---- */
+/* Arena bytes of the staging region for cfg (0 without a gpu provider). */
+size_t zc__stage_bytes(const zc_config *cfg);
+struct zc_gpu_ops; /* provider/gpu.h */
+/* From zc__gpu_open once the provider is up: carves comm->stage_area, decides the path. */
+void zc__stage_open(zc_comm *comm, const struct zc_gpu_ops *ops, void *gstate);
+/* Staged calls issued and rounds run so far (tests read them to see which path ran). */
+void zc__stage_counts(const zc_comm *comm, uint64_t *calls, uint64_t *rounds);
+/* The path decided at init (zc_gpu_path; ZC_GPU_PATH_AUTO: no provider). */
+uint32_t zc__stage_path(const zc_comm *comm);
+/* From coll.c's device routing for a device-memory call the staged path carries:
+ * ZC_ALG_STAGED, or ZC_LIMIT when the staging cannot hold one element of each block (said in a sentence). */
+zc_status zc__stage_route(zc_comm *comm, zc__sched *s);
+/* From zc__issue, before the reservation of a ZC_ALG_STAGED call: its rounds' schedules (which
+ * zc__stage_msgs reads); after it (r issued): the request's staged state. */
+zc_status zc__stage_prepare(zc_comm *comm, const zc__sched *s);
+void zc__stage_begin(zc_comm *comm, zc__req *r);
+/* Messages a staged call exchanges with peer over all its rounds (tx: to it; else from it). */
+uint64_t zc__stage_msgs(const zc_comm *comm, const zc__sched *s, uint32_t peer, bool tx);
+/* zc__step of a staged call. */
+void zc__stage_step(zc_comm *comm, zc__req *r, uint32_t *budget);
 
 /* ---- progress.c ---- */
 /* Takes a request slot for s, reserves its channel numbers and starts it (ZC_AGAIN if full);
@@ -504,6 +533,7 @@ typedef enum zc__region {
     ZC_R_GPU_MAPPED, /* [max_mems][nranks] uint8_t * */
     ZC_R_GPU_PTRS,   /* [max_requests][2 * nranks] uint8_t * (zc__req.ptrs) */
     ZC_R_GPU_BINDS,  /* [gpu_stream_slots] zc__bind */
+    ZC_R_STAGE,      /* host staging of device-memory calls (zc__stage_bytes; sched_stage.c) */
     ZC_R_SCRATCH,    /* init and split time (ZC_SCRATCH_RANK_BYTES above) */
     ZC_R_WINDOW,     /* in-process: this rank's inbound window; else empty */
     ZC_R_COUNT_

@@ -43,6 +43,7 @@ void zc__gpu_open(zc_comm *c) {
     g->flags = g->ops->flags(g->state);
     g->scratch = g->ops->scratch(g->state);
     c->gpu = g;
+    zc__stage_open(c, g->ops, g->state); /* staging and the path (sched_stage.c) */
 }
 
 static void zc_gpu_unmap(struct zc__gpu *g, uint32_t e) {
@@ -159,8 +160,9 @@ zc_status zc__gpu_mem_register(zc_comm *c, void *addr, size_t bytes, zc_mem **me
                          "(cfg->max_mems)", c->cfg.max_mems);
     zc__mem_entry *me = &c->mems[e];
     me->mr = (zc_wire_mr){0};
-    if (c->wire->mem_register) { /* transport_ib: the NIC registers it; no CUDA IPC */
-        st = zc_gpu_register_nic(c, g, me, addr, bytes);
+    if (c->wire->mem_register || zc__stage_path(c) == ZC_GPU_PATH_STAGED) {
+        /* transport_ib: the NIC registers it. Staged: no CUDA IPC either way */
+        st = c->wire->mem_register ? zc_gpu_register_nic(c, g, me, addr, bytes) : ZC_OK;
         if (st != ZC_OK) return st;
         me->gstate = ZC_GMEM_FREE; /* nothing mapped from peers */
         return zc_gpu_entry(g, me, addr, bytes, mem_out);

@@ -106,6 +106,7 @@ static void zc_rows(const zc_config *cfg, const zc__arena_map *L, size_t state,
     bytes[ZC_R_PLANS] = cfg->max_plans * sizeof(zc__plan);
     bytes[ZC_R_MEMS] = cfg->max_mems * sizeof(zc__mem_entry);
     zc_gpu_rows(cfg, bytes);
+    bytes[ZC_R_STAGE] = zc__stage_bytes(cfg); /* 0 without a gpu provider (sched_stage.c) */
     bytes[ZC_R_SCRATCH] = (inproc ? 0 : sizeof(zc__boot) + n * ZC_SCRATCH_VERDICT_BYTES) +
                           n * ZC_SCRATCH_RANK_BYTES + addr;
     /* In-process ranks keep their inbound window in the arena; processes map theirs. */

@@ -81,6 +81,10 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
     if (!r)
         return zc__error(comm, ZC_AGAIN, "%s: all %u request slots are in flight; progress and "
                          "finish one first", zc__kind_name(s->kind), comm->cfg.max_requests);
+    if (s->alg == ZC_ALG_STAGED) { /* its rounds' schedules, which the reservation reads */
+        zc_status st = zc__stage_prepare(comm, s);
+        if (st != ZC_OK) return st;
+    }
     r->state = ZC_REQ_ACTIVE;
     r->status = ZC_IN_PROGRESS;
     r->s = *s;
@@ -99,6 +103,7 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
     r->held = 0;
     r->bind = bind;
     if (zc__gpu_alg(s->alg)) zc__gpu_begin(comm, r); /* its phase; held while gated */
+    if (s->alg == ZC_ALG_STAGED) zc__stage_begin(comm, r);
     comm->active[comm->nreqs_active++] = index;
     req->opaque_[0] = ZC_HANDLE_MAGIC | index;
     req->opaque_[1] = r->gen;

@@ -143,6 +143,7 @@ void zc__place_plan(zc_comm *comm, zc__req *r) {
     const zc__sched *s = &r->s;
     uint32_t me = comm->rank;
     r->place = 0;
+    if (s->alg == ZC_ALG_STAGED) return; /* its rounds' streams go through the slots */
     for (uint32_t p = 0; p < comm->nranks; p++) {
         zc__place *pl = &r->pl[p];
         zc_stream st;
@@ -221,6 +222,7 @@ static bool zc_puts_done(zc_comm *comm, const zc__req *r) {
 }
 
 uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
+    if (s->alg == ZC_ALG_STAGED) return zc__stage_msgs(comm, s, p, true);
     if (zc__gpu_alg(s->alg)) return zc__gpu_msgs(comm, s); /* signals, as many each way */
     if (s->alg == ZC_ALG_P2P)
         return s->kind == ZC_K_SEND && p == s->root ? zc__msgs(s->count, s->chunk) : 0;
@@ -228,6 +230,7 @@ uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
 }
 
 uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
+    if (s->alg == ZC_ALG_STAGED) return zc__stage_msgs(comm, s, p, false);
     if (zc__gpu_alg(s->alg)) return zc__gpu_msgs(comm, s);
     if (s->alg == ZC_ALG_P2P)
         return s->kind == ZC_K_RECV && p == s->root ? zc__msgs(s->count, s->chunk) : 0;
@@ -520,6 +523,10 @@ static void zc_step_barrier(zc_ctx *x) {
 }
 
 void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    if (r->s.alg == ZC_ALG_STAGED) { /* device memory staged: sched_stage.c's rounds */
+        zc__stage_step(comm, r, budget);
+        return;
+    }
     if (zc__gpu_alg(r->s.alg)) { /* device memory: sched_gpu.c's phases, the same budget */
         zc__gpu_step(comm, r, budget);
         return;

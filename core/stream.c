@@ -22,6 +22,11 @@ static zc_status zc_gpu_stream_start(zc_comm *c, zc__sched *s, void *stream) {
     if (!g)
         return zc__error(c, ZC_UNSUPPORTED, "%s_stream: %s", name,
                          h ? h->why : zc__gpu_absent(&c->cfg));
+    if (s->alg == ZC_ALG_STAGED)
+        return zc__error(c, ZC_UNSUPPORTED, "%s_stream: stream-ordered calls on the staged path "
+                         "(%s) are not supported yet: call %s and wait instead", name,
+                         zc__stage_path(c) == ZC_GPU_PATH_STAGED ? "this communicator's "
+                         "gpu_path" : "device send/recv", name);
     if (!zc__gpu_alg(s->alg)) {
         if (s->kind != ZC_K_BARRIER && s->count != 0)
             return zc__error(c, ZC_INVALID_ARG, "%s_stream: the buffers must be registered "

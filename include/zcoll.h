@@ -143,6 +143,18 @@ typedef enum zc_transport {
 #define ZC_DEFAULT_GPU_STREAM_SLOTS 16u
 #define ZC_DEFAULT_GPU_SCRATCH_BYTES (8u << 20)
 #define ZC_DEFAULT_GPU_ONESHOT_MAX_BYTES (256u << 10)
+/* Host staging of device-memory calls on the staged path (zc_config.gpu_stage_bytes). */
+#define ZC_DEFAULT_GPU_STAGE_BYTES (1u << 20)
+
+/* How device-memory calls move their bytes (zc_config.gpu_path; zc_comm_gpu_path says which
+ * one a communicator chose at init). */
+typedef enum zc_gpu_path {
+    ZC_GPU_PATH_AUTO = 0,  /* IPC where the wire maps peers (shm), staged over transport_ib */
+    ZC_GPU_PATH_IPC = 1,   /* kernels read peers' IPC-mapped device buffers (shm wire only;
+                            * send/recv of device memory is staged on every path) */
+    ZC_GPU_PATH_STAGED = 2 /* per round: device-to-host copies into host staging in the arena
+                            * (cfg->gpu_stage_bytes), the host schedule, host-to-device copies */
+} zc_gpu_path;
 
 /* Which gpu provider runs device-memory collectives (zc_config.gpu_provider). */
 typedef enum zc_gpu_provider {
@@ -210,6 +222,11 @@ typedef struct zc_config {
     uint64_t sym_bytes;          /* symmetric region of every rank (zc_sym_alloc), a
                                   * multiple of 4096 up to 1 TiB; 0 (default) = none. Must be
                                   * equal on every rank; only the shared-memory wire has one */
+    uint32_t gpu_path;           /* zc_gpu_path: ZC_GPU_PATH_AUTO (default), _IPC or _STAGED;
+                                  * every rank must use the same */
+    uint64_t gpu_stage_bytes;    /* host staging of the staged path (one call at a time uses it,
+                                  * larger calls run in rounds), 0..1 GiB, multiple of 256; 0
+                                  * refuses staged calls. Must be equal on every rank */
     char error_text[ZC_ERROR_TEXT_BYTES]; /* written by zc_config_from_env on failure */
 } zc_config;
 
@@ -226,7 +243,7 @@ void zc_config_default(zc_config *cfg);
  * (auto|shm|ib), ZC_IB_DEVICE, ZC_IB_PORT, ZC_IB_GID_INDEX (or auto), ZC_IB_QPS_PER_PEER,
  * ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT, ZC_IB_ZCOPY_MIN_BYTES, ZC_GPU_DEVICE (-2, -1 or an
  * ordinal), ZC_GPU_STREAM_SLOTS, ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES, ZC_GPU_PROVIDER
- * (auto|cuda|sim). No launcher
+ * (auto|cuda|sim), ZC_GPU_PATH (auto|ipc|staged), ZC_GPU_STAGE_BYTES. No launcher
  * variables at all leaves the single-rank default.
  * Malformed values (non-numeric, rank >= size, size 0, more than one rank without a
  * rendezvous address, a secret that is not 32 hex digits) return ZC_INVALID_ARG with a
@@ -285,6 +302,9 @@ uint32_t zc_comm_size(const zc_comm *comm);
  * replace it); before that, the sentence of the last call that failed ("" if none). Never
  * NULL. */
 const char *zc_comm_error_text(const zc_comm *comm);
+/* The path this communicator's device-memory calls take, decided at init: "ipc", "staged", or
+ * "none" (no gpu provider). Never NULL. */
+const char *zc_comm_gpu_path(const zc_comm *comm);
 
 /* ---- memory registration ----------------------------------------------------------------- */
 typedef struct zc_mem zc_mem;

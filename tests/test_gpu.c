@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim.h"
 #include "zcoll.h"
 
 static uint64_t zt_arena[(8u << 20) / 8];
@@ -134,4 +135,70 @@ void gpu_stream_forms_without_a_usable_device_are_unsupported(void) {
     ZT_CHECK_ST(zc_allreduce(c, buf, buf, 16, ZC_FLOAT32, ZC_SUM, &req), ZC_OK);
     ZT_CHECK_ST(zc_wait(c, &req), ZC_OK);
     ZT_CHECK_ST(zc_comm_fini(c), ZC_OK);
+}
+
+/* The staged path's fields (core/sched_stage.c): defaults, validation, ZC_GPU_PATH and
+ * ZC_GPU_STAGE_BYTES; then one rank on the simulated device with the staged path forced: the
+ * path zc_comm_gpu_path reports, a staged all_reduce in several rounds equal to its input (also
+ * as a persistent plan started twice), a device send to itself refused like a host one, and ZC_LIMIT naming cfg->gpu_stage_bytes when
+ * the staging is 0. */
+void gpu_staged_path_fields_and_one_rank_staged_allreduce(void) {
+    zc_config cfg;
+    zc_config_default(&cfg);
+    ZT_CHECK_EQ(cfg.gpu_path, ZC_GPU_PATH_AUTO);
+    ZT_CHECK_EQ(cfg.gpu_stage_bytes, ZC_DEFAULT_GPU_STAGE_BYTES);
+    zc_config bad = cfg;
+    bad.gpu_path = 3;
+    ZT_CHECK_EQ(zc_comm_arena_bytes(&bad), 0);
+    bad = cfg;
+    bad.gpu_stage_bytes = 1000; /* not a multiple of 256 */
+    ZT_CHECK_EQ(zc_comm_arena_bytes(&bad), 0);
+    ZT_CHECK(setenv("ZC_GPU_PATH", "staged", 1) == 0);
+    ZT_CHECK(setenv("ZC_GPU_STAGE_BYTES", "4096", 1) == 0);
+    ZT_CHECK_ST(zc_config_from_env(&cfg), ZC_OK);
+    ZT_CHECK_EQ(cfg.gpu_path, ZC_GPU_PATH_STAGED);
+    ZT_CHECK_EQ(cfg.gpu_stage_bytes, 4096);
+    ZT_CHECK(setenv("ZC_GPU_PATH", "direct", 1) == 0);
+    ZT_CHECK_ST(zc_config_from_env(&cfg), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(cfg.error_text, "ZC_GPU_PATH") != NULL);
+    ZT_CHECK(unsetenv("ZC_GPU_PATH") == 0 && unsetenv("ZC_GPU_STAGE_BYTES") == 0);
+    static const uint64_t stages[] = {256, 0};
+    for (int k = 0; k < 2; k++) {
+        uint64_t stage = stages[k];
+        zc_config_default(&cfg);
+        cfg.gpu_provider = ZC_GPU_PROVIDER_SIM;
+        cfg.gpu_path = ZC_GPU_PATH_STAGED;
+        cfg.gpu_stage_bytes = stage;
+        zc_comm *c = NULL;
+        ZT_CHECK_ST(zc_comm_init(&cfg, zt_arena, sizeof zt_arena, &c), ZC_OK);
+        ZT_CHECK(strcmp(zc_comm_gpu_path(c), "staged") == 0);
+        float *d = zc_gpu_sim_alloc(4096), want[100];
+        ZT_CHECK(d != NULL);
+        for (int i = 0; i < 100; i++) d[i] = want[i] = (float)i - 7.5f;
+        zc_mem *m;
+        zc_req req;
+        ZT_CHECK_ST(zc_mem_register(c, d, 4096, ZC_MEM_CUDA, &m), ZC_OK);
+        zc_status st = zc_allreduce(c, d, d + 512, 100, ZC_FLOAT32, ZC_SUM, &req);
+        if (stage) { /* 32 elements per round: 4 rounds */
+            ZT_CHECK_ST(st, ZC_OK);
+            ZT_CHECK_ST(zc_wait(c, &req), ZC_OK);
+            ZT_CHECK(memcmp(d + 512, want, sizeof want) == 0);
+            ZT_CHECK_ST(zc_send(c, d, 10, ZC_FLOAT32, 0, &req), ZC_INVALID_ARG);
+            zc_plan plan; /* a persistent staged call, started twice */
+            ZT_CHECK_ST(zc_allreduce_init(c, d, d + 256, 100, ZC_FLOAT32, ZC_SUM, &plan), ZC_OK);
+            for (int start = 0; start < 2; start++) {
+                memset(d + 256, 0, sizeof want);
+                ZT_CHECK_ST(zc_start(c, &plan, &req), ZC_OK);
+                ZT_CHECK_ST(zc_wait(c, &req), ZC_OK);
+                ZT_CHECK(memcmp(d + 256, want, sizeof want) == 0);
+            }
+            ZT_CHECK_ST(zc_plan_release(c, &plan), ZC_OK);
+        } else {
+            ZT_CHECK_ST(st, ZC_LIMIT);
+            ZT_CHECK(strstr(zc_comm_error_text(c), "cfg->gpu_stage_bytes") != NULL);
+        }
+        ZT_CHECK_ST(zc_mem_deregister(c, m), ZC_OK);
+        ZT_CHECK_ST(zc_comm_fini(c), ZC_OK);
+        zc_gpu_sim_free(d);
+    }
 }

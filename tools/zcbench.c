@@ -93,12 +93,20 @@ typedef struct zb_opts {
     zc_transport transport;
     bool transport_set;    /* --transport given (else ZC_TRANSPORT or auto) */
     bool sym;              /* --sym: send and recv carved from the symmetric region */
+    bool device;           /* --device: buffers on the simulated device, ZC_MEM_CUDA */
 } zb_opts;
+
+/* The simulated device's allocator (gpu/sim.h; in libzcoll): its "device memory" is shared
+ * host memory, so the fill and the checks below read and write it directly. The staged path's
+ * counters (core/sched_stage.c) say how each table's calls moved. */
+void *zc_gpu_sim_alloc(size_t bytes);
+void zc_gpu_sim_free(void *p);
+void zc__stage_counts(const zc_comm *comm, uint64_t *calls, uint64_t *rounds);
 
 static const char zb_usage_line[] =
     "usage: zcrun -n N zcbench -c COLL [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-d DTYPE]\n"
     "       [-o OP] [-r ROOT] [-w WARMUP] [-n ITERS] [--mode loop|barrier] [--check] [--json]\n"
-    "       [--transport auto|shm|ib] [--sym]   (zcbench --help for more)\n";
+    "       [--transport auto|shm|ib] [--sym] [--device]   (zcbench --help for more)\n";
 
 static void zb_help(void) {
     fputs(zb_usage_line, stdout);
@@ -129,6 +137,9 @@ static void zb_help(void) {
           "                 the device, port and GID)\n"
           "  --sym          send and recv from the symmetric region (zc_sym_alloc; cfg->sym_bytes\n"
           "                 sized to fit): the single-copy path of one host\n"
+          "  --device       send and receive buffers on the simulated device (needs\n"
+          "                 ZC_GPU_PROVIDER=sim), registered ZC_MEM_CUDA; each table ends with\n"
+          "                 the device path and the staged calls and rounds it ran\n"
           "  -h, --help     this text\n",
           stdout);
     fputs("\nSizes follow nccl-tests: `size` is the total buffer per rank: allreduce, reduce,\n"
@@ -215,6 +226,8 @@ static void zb_parse_option(zb_opts *o, int argc, char **argv, int *i) {
                        : strcmp(s, "ib") == 0 ? ZC_TRANSPORT_IB
                                               : ZC_TRANSPORT_AUTO;
         o->transport_set = true;
+    } else if (strcmp(a, "--device") == 0) {
+        o->device = true;
     } else {
         zb_usage("unknown argument %s", a);
     }
@@ -625,6 +638,8 @@ static void zb_run_coll(zb_bench *b, br_coll c) {
     }
     if (b->rank == 0) zb_print_header(b, c);
     int64_t allocs = 0;
+    uint64_t calls0, rounds0, calls1, rounds1;
+    zc__stage_counts(b->comm, &calls0, &rounds0);
     if (c == BR_BARRIER) {
         allocs = zb_run_size(b, c, 0);
     } else {
@@ -640,6 +655,10 @@ static void zb_run_coll(zb_bench *b, br_coll c) {
         fprintf(b->meta, "# allocations: not counted (sanitized build)\n");
     else
         fprintf(b->meta, "# allocations during timed loops: %" PRId64 "\n", allocs);
+    zc__stage_counts(b->comm, &calls1, &rounds1);
+    if (b->o.device)
+        fprintf(b->meta, "# device path %s: %" PRIu64 " staged calls in %" PRIu64 " rounds\n",
+                zc_comm_gpu_path(b->comm), calls1 - calls0, rounds1 - rounds0);
     fflush(b->meta);
 }
 
@@ -656,6 +675,20 @@ static void *zb_alloc(size_t bytes, const char *what) {
     return p;
 }
 
+/* A send or receive buffer of buf_bytes: host memory, or (--device) the simulated device's. */
+static uint8_t *zb_buffer(const zb_bench *b, const char *what) {
+    if (!b->o.device) return zb_alloc(b->buf_bytes, what);
+    size_t rounded = (b->buf_bytes + ZB_ALIGN - 1) / ZB_ALIGN * ZB_ALIGN;
+    uint8_t *p = zc_gpu_sim_alloc(rounded);
+    if (!p) {
+        fprintf(stderr, "zcbench: --device: the simulated device has no memory for %s (%zu "
+                "bytes)\n", what, rounded);
+        exit(ZB_EXIT_FAIL);
+    }
+    memset(p, 0, rounded);
+    return p;
+}
+
 static void zb_init(zb_bench *b) {
     zc_config_default(&b->cfg);
     zc_status st = zc_config_from_env(&b->cfg);
@@ -665,6 +698,11 @@ static void zb_init(zb_bench *b) {
         exit(ZB_EXIT_FAIL);
     }
     if (b->o.transport_set) b->cfg.transport = b->o.transport;
+    if (b->o.device && b->cfg.gpu_provider != ZC_GPU_PROVIDER_SIM) {
+        fprintf(stderr, "zcbench: --device needs ZC_GPU_PROVIDER=sim (zcbench fills and checks "
+                "buffers from the host: a real GPU's memory is not supported yet)\n");
+        exit(ZB_EXIT_USAGE);
+    }
     if (b->o.sym) /* send and recv, each rounded up to ZB_ALIGN, in whole pages */
         b->cfg.sym_bytes = (2 * (b->o.br.max_bytes + ZB_ALIGN) + 4095) / 4096 * 4096;
     b->arena_bytes = zc_comm_arena_bytes(&b->cfg);
@@ -690,12 +728,13 @@ static void zb_init(zb_bench *b) {
         memset(b->send, 0, b->buf_bytes); /* touch every page before timing */
         memset(b->recv, 0, b->buf_bytes);
     } else {
-        b->send = zb_alloc(b->buf_bytes, "the send buffer");
-        b->recv = zb_alloc(b->buf_bytes, "the receive buffer");
+        b->send = zb_buffer(b, "the send buffer");
+        b->recv = zb_buffer(b, "the receive buffer");
     }
     if (b->o.br.check) b->ref = zb_alloc(b->buf_bytes, "the expected results");
-    ZB_CALL(b, zc_mem_register(b->comm, b->send, b->buf_bytes, ZC_MEM_HOST, &b->send_mem));
-    ZB_CALL(b, zc_mem_register(b->comm, b->recv, b->buf_bytes, ZC_MEM_HOST, &b->recv_mem));
+    zc_mem_kind kind = b->o.device ? ZC_MEM_CUDA : ZC_MEM_HOST;
+    ZB_CALL(b, zc_mem_register(b->comm, b->send, b->buf_bytes, kind, &b->send_mem));
+    ZB_CALL(b, zc_mem_register(b->comm, b->recv, b->buf_bytes, kind, &b->recv_mem));
     b->times_cap = b->o.br.iters > BR_ADAPTIVE_MAX ? b->o.br.iters : BR_ADAPTIVE_MAX;
     b->times = zb_alloc((size_t)b->times_cap * sizeof b->times[0], "the iteration times");
     b->meta = b->o.br.json ? stderr : stdout;
@@ -708,7 +747,10 @@ static void zb_fini(zb_bench *b) {
     b->comm = NULL;
     free(b->times);
     free(b->ref);
-    if (!b->o.sym) { /* region buffers went with the communicator */
+    if (b->o.device) {
+        zc_gpu_sim_free(b->recv);
+        zc_gpu_sim_free(b->send);
+    } else if (!b->o.sym) { /* region buffers went with the communicator */
         free(b->recv);
         free(b->send);
     }

@@ -60,6 +60,8 @@ class Config(ctypes.Structure):
         ('gpu_oneshot_max_bytes', ctypes.c_uint64),
         ('gpu_provider', ctypes.c_uint32),
         ('sym_bytes', ctypes.c_uint64),
+        ('gpu_path', ctypes.c_uint32),
+        ('gpu_stage_bytes', ctypes.c_uint64),
         ('error_text', ctypes.c_char * 256),
     ]
 

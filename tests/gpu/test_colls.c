@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine.h" /* zc__stage_counts: which path the calls took */
 #include "reduce.h"
 
 #include "zg_cuda.h"
@@ -162,6 +163,80 @@ static void zg_run_case(zc_comm *c, const zg_case *k, uint32_t seed, uint8_t *ds
     }
 }
 
+/* Device send/recv in a ring (to me + 1, from me - 1), both issued before either is waited
+ * for, compared with the sender's input; send/recv of device memory is always staged. Returns
+ * the calls made (0 with one rank). */
+static uint32_t zg_send_recv_ring(zc_comm *c, uint32_t *seed, uint8_t *dsend, uint8_t *drecv,
+                                  uint8_t *const *in, uint8_t *got) {
+    uint32_t n = zc_comm_size(c), me = zc_comm_rank(c), calls = 0;
+    static const size_t counts[] = {1, 4099, 100003};
+    static const zc_dtype dts[] = {ZC_INT8, ZC_FLOAT32, ZC_FLOAT64};
+    uint32_t to = (me + 1) % n, from = (me + n - 1) % n;
+    for (size_t ci = 0; ci < 3 && n > 1; ci++)
+        for (size_t di = 0; di < 3; di++, (*seed)++, calls += 2) {
+            size_t bytes = counts[ci] * zc_dtype_bytes(dts[di]);
+            for (uint32_t r = 0; r < n; r++) zg_fill(in[r], counts[ci], dts[di], *seed * 64u + r);
+            zg_h2d(dsend, in[me], bytes);
+            zg_dev_memset(drecv, 0xa5, bytes);
+            zc_req rr, rs;
+            ZG_CHECK_ST(c, zc_recv(c, drecv, counts[ci], dts[di], from, &rr), ZC_OK);
+            ZG_CHECK_ST(c, zg_wait(c, zc_send(c, dsend, counts[ci], dts[di], to, &rs), &rs),
+                        ZC_OK);
+            ZG_CHECK_ST(c, zc_wait(c, &rr), ZC_OK);
+            zg_d2h(got, drecv, bytes);
+            ZG_CHECK(memcmp(got, in[from], bytes) == 0);
+        }
+    /* Nobody leaves while a peer still waits on its ring neighbour: progress's liveness check
+     * watches every peer, so a rank gone early would fail a late peer's recv. */
+    zc_req req;
+    ZG_CHECK_ST(c, zg_wait(c, zc_barrier(c, &req), &req), ZC_OK);
+    return calls;
+}
+
+/* Two collectives in flight at once (a staged call waits for the staging in issue order): an
+ * all_reduce and an all_gather of the same input, issued back to back, then waited for in the
+ * other order; both against the host reference. Returns the calls made. */
+static uint32_t zg_two_in_flight(zc_comm *c, uint32_t seed, uint8_t *dsend, uint8_t *drecv,
+                                 uint8_t *const *in, uint8_t *want, uint8_t *got) {
+    enum { N = 3001 };
+    uint32_t n = zc_comm_size(c), me = zc_comm_rank(c);
+    const void *ins[64];
+    for (uint32_t r = 0; r < n; r++) {
+        zg_fill(in[r], N, ZC_INT32, seed * 64u + r);
+        ins[r] = in[r];
+    }
+    zg_h2d(dsend, in[me], N * 4);
+    uint8_t *gathered = drecv + (64u << 10); /* past the all_reduce's N * 4 bytes */
+    zc_req ra, rg;
+    ZG_CHECK_ST(c, zc_allreduce(c, dsend, drecv, N, ZC_INT32, ZC_SUM, &ra), ZC_OK);
+    ZG_CHECK_ST(c, zc_allgather(c, dsend, gathered, N, ZC_INT32, &rg), ZC_OK);
+    ZG_CHECK_ST(c, zc_wait(c, &rg), ZC_OK);
+    ZG_CHECK_ST(c, zc_wait(c, &ra), ZC_OK);
+    zc__reduce(want, ins, n, N, ZC_INT32, ZC_SUM);
+    zg_d2h(got, drecv, N * 4);
+    ZG_CHECK(memcmp(got, want, N * 4) == 0);
+    zg_d2h(got, gathered, (size_t)n * N * 4);
+    for (uint32_t r = 0; r < n; r++) ZG_CHECK(memcmp(got + (size_t)r * N * 4, in[r], N * 4) == 0);
+    return 2;
+}
+
+/* ZG_PATH (when set): the path the communicator must have chosen, "ipc" or "staged"; staged:
+ * every call of the sweep went through the staging, in more rounds than calls (the staging is
+ * small); ipc: only send/recv did. */
+static void zg_check_path(zc_comm *c, uint32_t cases, uint32_t p2p) {
+    const char *want = getenv("ZG_PATH");
+    uint64_t calls, rounds;
+    zc__stage_counts(c, &calls, &rounds);
+    if (zc_comm_rank(c) == 0)
+        printf("path %s: %llu staged calls in %llu rounds (%u calls in all)\n",
+               zc_comm_gpu_path(c), (unsigned long long)calls, (unsigned long long)rounds,
+               cases);
+    if (!want) return;
+    ZG_CHECK(strcmp(zc_comm_gpu_path(c), want) == 0);
+    if (strcmp(want, "staged") == 0) ZG_CHECK(calls == cases && rounds > calls);
+    else ZG_CHECK(calls == p2p);
+}
+
 int zg_rank_collectives(void) {
     zg_need_device();
     /* Small scratch and one-shot limit: several rounds and both all_reduce algorithms. */
@@ -193,8 +268,12 @@ int zg_rank_collectives(void) {
                     zg_run_case(c, &k, seed++, dsend, drecv, in, want, got);
                     cases++;
                 }
+    cases += zg_two_in_flight(c, seed++, dsend, drecv, in, want, got);
+    uint32_t p2p = zg_send_recv_ring(c, &seed, dsend, drecv, in, got);
+    cases += p2p;
     if (zc_comm_rank(c) == 0)
         printf("%u ranks: %u device collectives equal to the host reference\n", n, cases);
+    zg_check_path(c, cases, p2p);
     ZG_CHECK_ST(c, zc_mem_deregister(c, ms), ZC_OK);
     ZG_CHECK_ST(c, zc_mem_deregister(c, mr), ZC_OK);
     ZG_CHECK_ST(c, zc_comm_fini(c), ZC_OK);
@@ -214,7 +293,10 @@ static void zg_ranks(uint32_t n, const char *name) {
 }
 
 void gpu_collectives_match_host_reference_1_rank(void) { zg_ranks(1, "zg_rank_collectives"); }
-void gpu_collectives_match_host_reference_2_ranks(void) { zg_ranks(2, "zg_rank_collectives"); }
+void gpu_collectives_match_host_reference_2_ranks(void) {
+    setenv("ZG_PATH", "ipc", 1);
+    zg_ranks(2, "zg_rank_collectives");
+}
 void gpu_collectives_match_host_reference_4_ranks(void) { zg_ranks(4, "zg_rank_collectives"); }
 
 /* ---- stream-ordered forms ---- */
@@ -326,12 +408,15 @@ void gpu_stream_forms_in_order_on_a_stream_100_rounds_4_ranks(void) {
 
 /* ---- an injected fault (simulated device only) ---- */
 
-/* Rank 1's third reduce faults: its all_reduce fails with the device's sentence, every other
- * rank's fails too (the communicator's failure reaches them), and nobody hangs. */
+/* Rank 1's third reduce faults (ZG_FAULT_AT: another operation): its all_reduce fails with the
+ * device's sentence, every other rank's fails too (the communicator's failure reaches them),
+ * and nobody hangs. On the IPC path the others are in the same call by then; on the staged path
+ * (ZG_FAULT_AT set) a rank may still be finishing the call before, which fails instead. */
 int zg_rank_fault(void) {
     enum { N = 1000 };
     uint32_t me = (uint32_t)atoi(getenv("ZC_RANK") ? getenv("ZC_RANK") : "0");
-    if (me == 1) setenv("ZC_GPU_SIM_FAULT", "3", 1);
+    const char *at = getenv("ZG_FAULT_AT"); /* the staged path copies instead of reducing */
+    if (me == 1) setenv("ZC_GPU_SIM_FAULT", at ? at : "3", 1);
     setenv("ZC_TIMEOUT_MS", "10000", 1);
     zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
     uint32_t n = zc_comm_size(c);
@@ -342,20 +427,24 @@ int zg_rank_fault(void) {
     for (int i = 0; i < N; i++) host[i] = (float)me;
     zg_h2d(dsend, host, sizeof host);
     zc_req req;
-    for (int k = 0; k < 2; k++) {
-        ZG_CHECK_ST(c, zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, &req),
-                               &req), ZC_OK);
+    zc_status st = ZC_OK;
+    int k;
+    double t0 = zg_now_s();
+    for (k = 0; k < 3 && st == ZC_OK; k++) {
+        t0 = zg_now_s();
+        st = zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, &req), &req);
+        if (st != ZC_OK) break;
         zg_d2h(host, drecv, sizeof host);
         ZG_CHECK(host[0] == (float)(n * (n - 1) / 2) && host[N - 1] == host[0]);
     }
-    double t0 = zg_now_s();
-    zc_status st = zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, &req), &req);
     double took = zg_now_s() - t0;
     const char *why = zc_comm_error_text(c);
-    printf("rank %u: %s after %.2f s: %s\n", me, zc_status_name(st), took, why);
+    printf("rank %u: call %d: %s after %.2f s: %s\n", me, k, zc_status_name(st), took, why);
     ZG_CHECK(st != ZC_OK && why[0] != '\0');
+    ZG_CHECK(k == 2 || (at && me != 1 && k == 1));
     if (me == 1) ZG_CHECK(st == ZC_GPU && strstr(why, "simulated fault") != NULL);
-    else ZG_CHECK(strstr(why, "called zc_allreduce") != NULL); /* its device call was found */
+    else if (!at) ZG_CHECK(strstr(why, "called zc_allreduce") != NULL); /* its call was found */
+    else ZG_CHECK(st == ZC_GPU && strstr(why, "rank 1 detected ZC_GPU") != NULL);
     ZG_CHECK(took < 8.0); /* the deadline is 10 s: seen before it, not by it */
     (void)zc_comm_fini(c);
     zg_dev_free(dsend);
@@ -504,6 +593,59 @@ void gpu_injected_device_fault_fails_every_rank_with_a_sentence_4_ranks(void) {
     if (!zg_sim()) zg_skip("fault injection is the simulated device's (ZC_GPU_SIM_FAULT)");
     int rc = zg_run_ranks(4, "zg_rank_fault", 60);
     ZG_CHECK(rc == 0);
+}
+
+/* ---- the staged path on one host (sched_stage.c; cfg->gpu_path staged over shm) ---- */
+
+/* The whole sweep staged through 16 KiB of host staging: many rounds per call. */
+static void zg_staged(uint32_t n) {
+    setenv("ZC_GPU_PATH", "staged", 1);
+    setenv("ZC_GPU_STAGE_BYTES", "16384", 1);
+    setenv("ZG_PATH", "staged", 1);
+    zg_ranks(n, "zg_rank_collectives");
+}
+void gpu_staged_collectives_match_host_reference_2_ranks(void) { zg_staged(2); }
+void gpu_staged_collectives_match_host_reference_3_ranks(void) { zg_staged(3); }
+
+/* Rank 1's fifth device operation faults: the third all_reduce's device-to-host copy (each
+ * staged all_reduce of one round is two copies). */
+void gpu_staged_injected_device_fault_fails_every_rank_with_a_sentence_2_ranks(void) {
+    if (!zg_sim()) zg_skip("fault injection is the simulated device's (ZC_GPU_SIM_FAULT)");
+    setenv("ZC_GPU_PATH", "staged", 1);
+    setenv("ZG_FAULT_AT", "5", 1);
+    ZG_CHECK(zg_run_ranks(2, "zg_rank_fault", 60) == 0);
+}
+
+void gpu_staged_dead_peer_fails_device_allreduce_with_peer_lost_2_ranks(void) {
+    setenv("ZC_GPU_PATH", "staged", 1);
+    zg_peer_trouble("exit");
+}
+
+/* Two device buffers of bytes each, registered ZC_MEM_CUDA (until zc_comm_fini). */
+static void zg_registered_pair(zc_comm *c, size_t bytes, float **send, float **recv) {
+    zc_mem *m;
+    *send = zg_dev_alloc(bytes);
+    *recv = zg_dev_alloc(bytes);
+    ZG_CHECK_ST(c, zc_mem_register(c, *send, bytes, ZC_MEM_CUDA, &m), ZC_OK);
+    ZG_CHECK_ST(c, zc_mem_register(c, *recv, bytes, ZC_MEM_CUDA, &m), ZC_OK);
+}
+
+/* One 1 MiB float32 device all_reduce that must fail (tests/rxe/suite.sh runs it under a
+ * wrong rkey): prints "zg-result: rank R: STATUS: sentence" and exits 0 when it failed. */
+int zg_rank_must_fail(void) {
+    enum { N = 1 << 18 };
+    setenv("ZC_TIMEOUT_MS", "30000", 1);
+    zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
+    float *dsend, *drecv;
+    zg_registered_pair(c, N * 4, &dsend, &drecv);
+    zc_req req;
+    zc_status st = zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, &req), &req);
+    printf("zg-result: rank %u: %s: %s\n", zc_comm_rank(c), zc_status_name(st),
+           zc_comm_error_text(c));
+    (void)zc_comm_fini(c);
+    zg_dev_free(dsend);
+    zg_dev_free(drecv);
+    return st == ZC_OK;
 }
 
 /* ---- latency ---- */

@@ -267,7 +267,7 @@ for b in ibv_devinfo ibv_devices ibv_rc_pingpong rdma ip; do
 done
 for p in /usr/lib/$MA/libibverbs/librxe-rdmav*.so; do copy_with_libs "$p"; done
 cp /etc/libibverbs.d/rxe.driver "$R/etc/libibverbs.d/"
-for b in zctest zcrun zcbench libzcoll.so; do
+for b in zctest zcrun zcbench zcgputest libzcoll.so; do
     [ -e "build/$b" ] && copy_with_libs "build/$b" "/zc/build/$b"
 done
 cp "$W/bad_rkey.so" "$R/zc/lib/bad_rkey.so"

@@ -255,7 +255,7 @@ t_alloc_free() {
 t_zcbench() {
     traffic_begin
     env ZC_TRANSPORT=ib ZC_IB_DEVICE=rxe0 "$@" timeout -s KILL 150 zcrun -n 3 --timeout 120 \
-        zcbench -c all -b 64K -e 64K --check -n 20 >/tmp/bench.out 2>&1
+        zcbench -c all -b 64K -e 64K --check -n 20 $ZB_ARGS >/tmp/bench.out 2>&1
     rc=$?
     tables=$(grep -c '^\[0\] # zcbench: .* transport ib,' /tmp/bench.out)
     allocs=$(grep -c '^\[0\] # allocations during timed loops: 0$' /tmp/bench.out)
@@ -263,6 +263,11 @@ t_zcbench() {
         /tmp/bench.out)
     rows=$(awk '$1 == "[0]" && $2 ~ /^[0-9]+$/ { n++ } END { print n + 0 }' /tmp/bench.out)
     NOTE="$tables tables over ib"
+    if [ -n "$ZB_ARGS" ]; then # --device: every table's calls took the staged path
+        staged=$(grep -c '^\[0\] # device path staged: [1-9][0-9]* staged calls' /tmp/bench.out)
+        NOTE="$NOTE, $staged staged"
+        [ "$staged" -ge $((tables - 1)) ] || rc=1 # all but the barrier's
+    fi
     if [ $rc = 0 ] && [ "$tables" -ge 10 ] && [ "$allocs" = "$tables" ] &&
         [ "$rows" = "$tables" ] && [ "$wrong" = 0 ]; then
         awk '$2 == "#" && $3 == "zcbench:" { c = $4 }
@@ -319,6 +324,25 @@ EOF
     return 1
 }
 
+# The failure lines of a wrong-rkey job (MARKER starts each rank's line): every rank reported a
+# failure that is not its deadline, one names the remote access error, and the job took less
+# than the 30 s deadline (MS). Says what is wrong, and returns 1, otherwise.
+rkey_failures() {
+    marker=$1 ms=$2 good=1
+    for r in 0 1; do
+        line=$(grep "^\[$r\] $marker" "$OUT" | head -n 1)
+        case $line in
+        "") echo "-- rank $r reported no failure"; good=0 ;;
+        *ZC_TIMED_OUT*) echo "-- rank $r waited for its deadline, not seeing the error"; good=0 ;;
+        *ZC_INTERNAL*|*ZC_OK:*) echo "-- rank $r: $line"; good=0 ;;
+        esac
+    done
+    grep "^\[[01]\] $marker" "$OUT" | grep -qi 'remote access\|REM_ACCESS' ||
+        { echo "-- no rank's error text names the remote access error"; good=0; }
+    [ "$ms" -lt 30000 ] || { echo "-- took $ms ms, the deadline is 30000 ms"; good=0; }
+    [ $good = 1 ]
+}
+
 # A wrong rkey: rank 1 hands its peers rkeys with one bit flipped (tests/rxe/bad_rkey.c, an
 # LD_PRELOAD shim), so rank 0's first RDMA write to rank 1 fails with a remote access error.
 # Both ranks of a 1 MiB float32 allreduce must fail with a status (not ZC_TIMED_OUT: the
@@ -343,19 +367,72 @@ t_wrong_rkey() {
     124|137) echo "-- the job hung until zcrun's timeout (exit $rc)" ;;
     *) ok=1 ;;
     esac
-    for r in 0 1; do
-        line=$(grep "^\[$r\] mp FAILED" "$OUT" | head -n 1)
-        case $line in
-        "") echo "-- rank $r reported no failure"; ok=0 ;;
-        *ZC_TIMED_OUT*) echo "-- rank $r waited for its deadline, not seeing the error"; ok=0 ;;
-        *ZC_INTERNAL*) echo "-- rank $r: ZC_INTERNAL"; ok=0 ;;
-        esac
-    done
-    grep '^\[[01]\] mp FAILED' "$OUT" | grep -qi 'remote access\|REM_ACCESS' ||
-        { echo "-- no rank's error text names the remote access error"; ok=0; }
-    [ $ms -lt 30000 ] || { echo "-- took $ms ms, the deadline is 30000 ms"; ok=0; }
+    rkey_failures 'mp FAILED' "$ms" || ok=0
     [ $ok = 1 ] && SHOW=1
     [ $ok = 1 ]
+}
+
+# ---- device memory over ib: the staged path (core/sched_stage.c) on the simulated device ------
+
+# Each rank of a job in a UTS namespace of its own named hostR (as t_killed_other_host): the
+# ranks present as different hosts, so ZC_TRANSPORT auto picks ib and gpu_path auto the staged
+# path (the rank programs check which path ran when ZG_PATH is set).
+otherhost_wrapper() {
+    cat >/tmp/otherhost <<'EOF'
+#!/bin/sh
+exec unshare -u sh -c 'hostname "host$ZC_RANK" && exec "$@"' sh "$@"
+EOF
+    chmod 755 /tmp/otherhost
+}
+
+# t_gpu NRANKS RANK_PROGRAM LIMIT_S [VAR=VALUE...]: build/zcgputest's rank program on the
+# simulated device across "hosts"; zcrun must exit 0 and rxe0 must have moved packets.
+t_gpu() {
+    n=$1 prog=$2 limit=$3
+    shift 3
+    otherhost_wrapper
+    traffic_begin
+    env ZC_IB_DEVICE=rxe0 ZC_GPU_PROVIDER=sim "$@" timeout -s KILL $((limit + 15)) \
+        zcrun -n "$n" --timeout "$limit" /tmp/otherhost /zc/build/zcgputest --rank "$prog" \
+        >/tmp/gpu.out 2>&1
+    rc=$?
+    if [ $rc = 0 ] && ! grep -q 'check failed' /tmp/gpu.out; then
+        grep -E 'path |equal to|rank [0-9]+: ' /tmp/gpu.out && SHOW=1
+        traffic_end 1
+        return
+    fi
+    cat /tmp/gpu.out
+    traffic_end 0
+    echo "-- zcrun exit $rc (0 expected)"
+    return 1
+}
+
+# A wrong rkey under a staged device all_reduce (as t_wrong_rkey): both ranks fail with a
+# status that is not ZC_TIMED_OUT well before the 30 s deadline; one names the access error.
+t_gpu_wrong_rkey() {
+    otherhost_wrapper
+    t0=$(now_ms)
+    ZC_IB_DEVICE=rxe0 ZC_GPU_PROVIDER=sim ZC_RXE_BAD_RKEY_RANK=1 \
+        LD_PRELOAD=/zc/lib/bad_rkey.so timeout -s KILL 120 zcrun -n 2 --keep-going \
+        --timeout 90 /tmp/otherhost /zc/build/zcgputest --rank zg_rank_must_fail
+    rc=$?
+    ms=$(($(now_ms) - t0))
+    NOTE="job $ms ms"
+    ok=1
+    [ $rc = 0 ] || { echo "-- zcrun exit $rc (0: both ranks' calls failed)"; ok=0; }
+    rkey_failures 'zg-result: ' "$ms" || ok=0
+    [ $ok = 1 ] && SHOW=1
+    [ $ok = 1 ]
+}
+
+# zcbench --device (buffers on the simulated device, ZC_MEM_CUDA) over ib: t_zcbench's checks,
+# and every table's calls staged (its "# device path staged: N staged calls" line).
+t_zcbench_device() {
+    ZB_ARGS=--device
+    t_zcbench ZC_GPU_PROVIDER=sim
+    rc=$?
+    ZB_ARGS=
+    return $rc
 }
 
 # ---- the list (tests/rxe/run.sh --list reads the run_test lines) ------------------------------
@@ -385,4 +462,13 @@ run_test ib/mp_killed_peer_is_reported_as_peer_lost \
     t_zctest mp_killed_peer_is_reported_as_peer_lost 1
 run_test ib/mp_killed_peer_on_another_host_is_reported t_killed_other_host
 run_test ib/wrong_rkey_is_reported t_wrong_rkey
+run_test gpu/staged_collectives_match_reference_n2 t_gpu 2 zg_rank_collectives 400 ZG_PATH=staged \
+    ZC_GPU_STAGE_BYTES=16384
+run_test gpu/staged_collectives_match_reference_n3 t_gpu 3 zg_rank_collectives 400 ZG_PATH=staged
+run_test gpu/staged_injected_device_fault_fails_every_rank_n2 t_gpu 2 zg_rank_fault 60 \
+    ZG_FAULT_AT=5
+run_test gpu/staged_killed_rank_is_reported_as_peer_lost_n2 t_gpu 2 zg_rank_peer_trouble 60 \
+    ZG_ACT=exit ZC_IB_TIMEOUT=12
+run_test gpu/staged_wrong_rkey_is_reported t_gpu_wrong_rkey
+run_test zcbench/all_collectives_checked_on_device_buffers_over_ib_n3 t_zcbench_device
 echo "@@rxe: suite-end $PASS $FAIL $SKIP"

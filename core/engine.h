@@ -377,8 +377,6 @@ size_t zc__stage_bytes(const zc_config *cfg);
 struct zc_gpu_ops; /* provider/gpu.h */
 /* From zc__gpu_open once the provider is up: carves comm->stage_area, decides the path. */
 void zc__stage_open(zc_comm *comm, const struct zc_gpu_ops *ops, void *gstate);
-/* Staged calls issued and rounds run so far (tests read them to see which path ran). */
-void zc__stage_counts(const zc_comm *comm, uint64_t *calls, uint64_t *rounds);
 /* The path decided at init (zc_gpu_path; ZC_GPU_PATH_AUTO: no provider). */
 uint32_t zc__stage_path(const zc_comm *comm);
 /* From coll.c's device routing for a device-memory call the staged path carries:

@@ -94,9 +94,10 @@ const char *zc_comm_gpu_path(const zc_comm *c) {
     return c->stage->path == ZC_GPU_PATH_STAGED ? "staged" : "ipc";
 }
 
-void zc__stage_counts(const zc_comm *c, uint64_t *calls, uint64_t *rounds) {
-    *calls = c->stage ? c->stage->calls : 0;
-    *rounds = c->stage ? c->stage->rounds : 0;
+void zc_comm_gpu_staged(const zc_comm *c, uint64_t *calls, uint64_t *rounds) {
+    bool has = zc__comm_ok(c) && c->stage;
+    if (calls) *calls = has ? c->stage->calls : 0;
+    if (rounds) *rounds = has ? c->stage->rounds : 0;
 }
 
 /* Blocks of one round the staging holds at most, at any rank (in and out together). */

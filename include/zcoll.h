@@ -305,6 +305,10 @@ const char *zc_comm_error_text(const zc_comm *comm);
 /* The path this communicator's device-memory calls take, decided at init: "ipc", "staged", or
  * "none" (no gpu provider). Never NULL. */
 const char *zc_comm_gpu_path(const zc_comm *comm);
+/* Device-memory calls this communicator ran on the staged path, and their rounds, since init
+ * (0 and 0 for NULL or a communicator without a gpu provider): how a program or test sees
+ * which path its calls took. */
+void zc_comm_gpu_staged(const zc_comm *comm, uint64_t *calls, uint64_t *rounds);
 
 /* ---- memory registration ----------------------------------------------------------------- */
 typedef struct zc_mem zc_mem;

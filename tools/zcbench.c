@@ -98,10 +98,9 @@ typedef struct zb_opts {
 
 /* The simulated device's allocator (gpu/sim.h; in libzcoll): its "device memory" is shared
  * host memory, so the fill and the checks below read and write it directly. The staged path's
- * counters (core/sched_stage.c) say how each table's calls moved. */
+ * counters (zc_comm_gpu_staged) say how each table's calls moved. */
 void *zc_gpu_sim_alloc(size_t bytes);
 void zc_gpu_sim_free(void *p);
-void zc__stage_counts(const zc_comm *comm, uint64_t *calls, uint64_t *rounds);
 
 static const char zb_usage_line[] =
     "usage: zcrun -n N zcbench -c COLL [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-d DTYPE]\n"
@@ -639,7 +638,7 @@ static void zb_run_coll(zb_bench *b, br_coll c) {
     if (b->rank == 0) zb_print_header(b, c);
     int64_t allocs = 0;
     uint64_t calls0, rounds0, calls1, rounds1;
-    zc__stage_counts(b->comm, &calls0, &rounds0);
+    zc_comm_gpu_staged(b->comm, &calls0, &rounds0);
     if (c == BR_BARRIER) {
         allocs = zb_run_size(b, c, 0);
     } else {
@@ -655,7 +654,7 @@ static void zb_run_coll(zb_bench *b, br_coll c) {
         fprintf(b->meta, "# allocations: not counted (sanitized build)\n");
     else
         fprintf(b->meta, "# allocations during timed loops: %" PRId64 "\n", allocs);
-    zc__stage_counts(b->comm, &calls1, &rounds1);
+    zc_comm_gpu_staged(b->comm, &calls1, &rounds1);
     if (b->o.device)
         fprintf(b->meta, "# device path %s: %" PRIu64 " staged calls in %" PRIu64 " rounds\n",
                 zc_comm_gpu_path(b->comm), calls1 - calls0, rounds1 - rounds0);

@@ -78,23 +78,6 @@ static zc_status zc_check_buffers(zc_comm *c, const zc_call *a, uint64_t es) {
     return ZC_OK;
 }
 
-static zc__alg zc_choose(const zc_comm *c, const zc_call *a, uint64_t bytes) {
-    const zc_config *cfg = &c->cfg;
-    if (a->kind == ZC_K_BARRIER) return ZC_ALG_DISSEM;
-    if (a->count == 0) return ZC_ALG_LOCAL;
-    switch (a->kind) {
-    case ZC_K_ALLREDUCE:
-        return bytes <= cfg->allreduce_oneshot_max_bytes || a->count < c->nranks
-                   ? ZC_ALG_ONESHOT : ZC_ALG_RSAG;
-    case ZC_K_REDUCE:
-        return bytes <= cfg->reduce_direct_max_bytes || a->count < c->nranks
-                   ? ZC_ALG_DIRECT : ZC_ALG_RSGATHER;
-    case ZC_K_BROADCAST: return bytes <= cfg->bcast_tree_max_bytes ? ZC_ALG_TREE : ZC_ALG_CHAIN;
-    case ZC_K_SEND:
-    case ZC_K_RECV: return ZC_ALG_P2P;
-    default: return ZC_ALG_DIRECT;
-    }
-}
 
 /* ---- device routing (the device schedules themselves: sched_gpu.c) ---- */
 
@@ -179,7 +162,7 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
     s->count = a->kind == ZC_K_BARRIER ? 0 : a->count;
     s->send = a->send;
     s->recv = a->recv;
-    s->alg = (uint8_t)zc_choose(c, a, (uint64_t)a->count * es);
+    s->alg = (uint8_t)zc__choose(c, a->kind, a->count, (uint64_t)a->count * es);
     if (c->cfg.sym_bytes && s->alg != ZC_ALG_LOCAL && zc__sym_fits(c, s))
         s->alg = ZC_ALG_SYM;
     return c->gpu ? zc_gpu_route(c, s) : ZC_OK; /* ZC_MEM_CUDA buffers: a device algorithm */
@@ -209,7 +192,7 @@ static zc_status zc_call_issue(zc_comm *c, const zc_call *a, zc_req *req) {
  * all of them and fits 32 bits (what a start of its plan reserves), else 0. */
 static uint32_t zc_same_msgs(const zc_comm *c, const zc__sched *s) {
     uint64_t m = 0;
-    if (zc__gpu_alg(s->alg)) return 0;
+    if (zc__device_alg(s->alg)) return 0;
     for (uint32_t p = 0; p < c->nranks; p++) {
         if (p == c->rank) continue;
         uint64_t tx = zc__tx_total(c, s, p);

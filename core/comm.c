@@ -11,8 +11,9 @@ const char *zc_comm_error_text(const zc_comm *comm) {
     return zc__comm_ok(comm) ? comm->err : "not a communicator";
 }
 
-/* The device regions (empty without a provider): the header's tables and every request's
- * row of buffers; zc__gpu_open (gpu_mem.c) starts the provider once the wire is up. */
+/* The device regions (empty without a provider): the header's tables, the staging, and every
+ * request's rows (buffers, staged state); zc__gpu_open (gpu_mem.c) starts the provider once the
+ * wire is up. */
 static void zc_carve_gpu(zc_comm *c, uint8_t *a, const zc__arena_map *L) {
     const zc_config *cfg = &c->cfg;
     size_t n = cfg->nranks < ZC_GPU_MAX_SRCS ? cfg->nranks : ZC_GPU_MAX_SRCS;
@@ -22,9 +23,15 @@ static void zc_carve_gpu(zc_comm *c, uint8_t *a, const zc__arena_map *L) {
     g->recs = (zc_gpu_ipc *)(void *)(a + L->at[ZC_R_GPU_RECS]);
     g->mapped = (uint8_t **)(void *)(a + L->at[ZC_R_GPU_MAPPED]);
     g->binds = (zc__bind *)(void *)(a + L->at[ZC_R_GPU_BINDS]);
-    for (uint32_t i = 0; i < cfg->max_requests; i++)
+    struct zc__stage *st = (struct zc__stage *)(void *)(a + L->at[ZC_R_STAGE]);
+    st->p2p = a + L->at[ZC_R_STAGE_P2P];
+    st->buf = a + L->at[ZC_R_STAGE_BUF];
+    for (uint32_t i = 0; i < cfg->max_requests; i++) {
         c->reqs[i].ptrs = (uint8_t **)(void *)(a + L->at[ZC_R_GPU_PTRS]) + (size_t)i * 2u * n;
+        c->reqs[i].stg = (zc__stage_req *)(void *)(a + L->at[ZC_R_STAGE_REQS]) + i;
+    }
     c->gpu_area = g;
+    c->stage_area = st;
 }
 
 /* Checks the arena and carves the communicator's state from it (no communication). A failure
@@ -75,7 +82,6 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
     for (uint32_t i = 0; i < cfg->max_plans; i++) c->plans[i].running = -1;
     c->mems = (zc__mem_entry *)(void *)(a + L.at[ZC_R_MEMS]);
     zc_carve_gpu(c, a, &L);
-    c->stage_area = a + L.at[ZC_R_STAGE]; /* zc__stage_open sets it up */
     c->scratch = a + L.at[ZC_R_SCRATCH];
     c->window = L.bytes[ZC_R_WINDOW] ? a + L.at[ZC_R_WINDOW] : 0;
     *out = c;

@@ -20,14 +20,15 @@
  *   coll.c      the public collectives, plans and zc_start: argument checks, algorithm choice
  *               (host, or device when the buffers are registered ZC_MEM_CUDA)
  *   progress.c  the request pool and the polling loop: issue, zc_progress, stream slots,
- *               deadlines, peer liveness, peers' failure reports, zc_test, zc_wait
- *   sched.c     every host collective's schedule (zc__step), its message counts, placement
+ *               deadlines, peer liveness, peers' failure reports, zc_test, zc_wait; which
+ *               file steps a request (sched_stage.c for staged calls, else sched.c)
+ *   sched_stage.c  device-memory calls staged through host memory: per round, copies around
+ *               the host schedule of the round (zc__step)
+ *   sched.c     every host collective's schedule (zc__step), its message counts, placement,
+ *               the algorithm choice
  *   sym.c       the symmetric region (zc_sym_alloc, zc_sym_free) and its single-copy
  *               schedule (ZC_ALG_SYM)
  *   sched_gpu.c every device schedule (zc__gpu_step): phases, signals, provider launches
- *   sched_stage.c  device-memory calls staged through host memory: per round, copies around a
- *               host schedule (points up: zc__build, zc__extents of coll.c and zc__step,
- *               zc__tx_total of sched.c, for its rounds' schedules)
  *   channel.c   one message through a (lane, peer) channel: turn, credits, header check
  *   fail.c      the failure record (first failure wins) and the words of its sentences
  *   layout.c    the arena's regions (the device ones too), for the size query and the carve
@@ -90,6 +91,8 @@ typedef enum zc__alg {
 } zc__alg;
 
 static inline bool zc__gpu_alg(uint32_t alg) { return alg >= ZC_ALG_GPU_ONESHOT; }
+/* A call on device memory: staged, or one of sched_gpu.c's. */
+static inline bool zc__device_alg(uint32_t alg) { return alg >= ZC_ALG_STAGED; }
 
 /* Everything a start needs: validated arguments and the chosen algorithm. */
 typedef struct zc__sched {
@@ -142,6 +145,7 @@ typedef struct zc__req {
     uint32_t pad_;
     uint64_t round_elems; /* elements per round (RS+AG: per region of n blocks) */
     uint8_t **ptrs;      /* [2 * nranks] every rank's send, then recv buffer, in this process */
+    struct zc__stage_req *stg; /* a staged call's state (sched_stage.c; NULL: no gpu provider) */
 } zc__req;
 
 /* Placement (wires with put): a stream of at least comm->put_min bytes from a peer is preceded
@@ -240,6 +244,44 @@ struct zc__gpu {
     char why[ZC_ERROR_TEXT_BYTES]; /* why comm->gpu is NULL */
 };
 
+/* ---- the staged path: the state sched_stage.c keeps (comm.c carves it) ---- */
+typedef enum zc__sphase {
+    ZC_S_TURN = 0, /* wait until the staging is this call's (its ticket is served) */
+    ZC_S_D2H,      /* launch the round's device-to-host copies */
+    ZC_S_D2H_WAIT,
+    ZC_S_HOST,     /* the round's host schedule */
+    ZC_S_H2D,      /* launch the round's host-to-device copies */
+    ZC_S_H2D_WAIT,
+    ZC_S_DONE
+} zc__sphase;
+
+/* A staged call's state: a row per request slot (zc__req.stg). */
+typedef struct zc__stage_req {
+    uint32_t phase;       /* zc__sphase */
+    uint32_t own;         /* 1: send/recv, on the slot's own staging (no ticket) */
+    uint8_t *base;        /* the staging it uses */
+    uint64_t ticket;      /* its turn at the staging */
+    uint64_t round, rounds;
+    uint64_t per;         /* elements of every block per round */
+    zc__sched dev;        /* the call as issued (device buffers, ZC_ALG_STAGED) */
+    zc__sched full, last; /* host schedules of a full round and of the last round */
+    uint64_t full_tx, full_rx, last_tx, last_rx; /* their messages, all peers together */
+} zc__stage_req;
+
+struct zc__stage {
+    const zc_gpu_ops *ops; /* the communicator's gpu provider (zc__gpu_open's) */
+    void *gstate;
+    uint32_t path;         /* zc_gpu_path decided at init: IPC or STAGED */
+    uint32_t pad_;
+    uint8_t *buf;          /* the collectives' staging (ZC_R_STAGE_BUF) */
+    uint64_t bytes;
+    uint8_t *p2p;          /* [max_requests][slot_bytes] send/recv's staging, per request slot
+                            * (ZC_R_STAGE_P2P) */
+    uint64_t next, serving; /* tickets: the next one handed out; the one holding the staging */
+    uint64_t calls, rounds; /* staged calls issued and rounds run (tests read them) */
+    zc__stage_req pend;           /* the call being issued: zc__stage_msgs reads its rounds */
+};
+
 /* One direction of one lane with one peer is a channel; counters are message numbers. */
 typedef struct zc__chan {
     uint64_t tx_count;     /* messages posted to the peer */
@@ -308,8 +350,8 @@ struct zc_comm {
     struct zc__gpu *gpu_area; /* the device region's header; NULL: cfg picks no provider */
     uint8_t *scratch;      /* init and split time only: ZC_SCRATCH_* (layout.c sizes it) */
     struct zc__gpu *gpu;   /* device-memory state; NULL: no CUDA build, no device, or off */
-    uint8_t *stage_area;   /* the staging region of the arena (sched_stage.c carves it) */
-    struct zc__stage *stage; /* staged-path state; NULL: no gpu provider */
+    struct zc__stage *stage_area; /* the staged path's state, carved; NULL: no provider */
+    struct zc__stage *stage; /* staged-path state once opened; NULL: no gpu provider */
     char err[ZC_ERROR_TEXT_BYTES];
 };
 
@@ -371,26 +413,6 @@ zc_status zc__gpu_mem_deregister(zc_comm *comm, zc__mem_entry *e);
 zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, size_t count,
                     zc_dtype dtype, zc_op op, uint32_t root, zc__sched *s);
 
-/* ---- sched_stage.c: device-memory calls staged through host memory ---- */
-/* Arena bytes of the staging region for cfg (0 without a gpu provider). */
-size_t zc__stage_bytes(const zc_config *cfg);
-struct zc_gpu_ops; /* provider/gpu.h */
-/* From zc__gpu_open once the provider is up: carves comm->stage_area, decides the path. */
-void zc__stage_open(zc_comm *comm, const struct zc_gpu_ops *ops, void *gstate);
-/* The path decided at init (zc_gpu_path; ZC_GPU_PATH_AUTO: no provider). */
-uint32_t zc__stage_path(const zc_comm *comm);
-/* From coll.c's device routing for a device-memory call the staged path carries:
- * ZC_ALG_STAGED, or ZC_LIMIT when the staging cannot hold one element of each block (said in a sentence). */
-zc_status zc__stage_route(zc_comm *comm, zc__sched *s);
-/* From zc__issue, before the reservation of a ZC_ALG_STAGED call: its rounds' schedules (which
- * zc__stage_msgs reads); after it (r issued): the request's staged state. */
-zc_status zc__stage_prepare(zc_comm *comm, const zc__sched *s);
-void zc__stage_begin(zc_comm *comm, zc__req *r);
-/* Messages a staged call exchanges with peer over all its rounds (tx: to it; else from it). */
-uint64_t zc__stage_msgs(const zc_comm *comm, const zc__sched *s, uint32_t peer, bool tx);
-/* zc__step of a staged call. */
-void zc__stage_step(zc_comm *comm, zc__req *r, uint32_t *budget);
-
 /* ---- progress.c ---- */
 /* Takes a request slot for s, reserves its channel numbers and starts it (ZC_AGAIN if full);
  * host and device schedules alike. bind: the stream slot + 1 whose start flag gates a
@@ -404,6 +426,25 @@ zc__req *zc__lookup(zc_comm *comm, const zc_req *req);
 /* Issues stream slot i's call (armed), gated by its start flag; the slot runs on ZC_OK. */
 zc_status zc__bind_issue(zc_comm *comm, uint32_t i);
 
+/* ---- sched_stage.c: device-memory calls staged through host memory ---- */
+/* From zc__gpu_open once the provider is up: the provider and the path (comm.c carved the
+ * staging's regions). */
+void zc__stage_open(zc_comm *comm, const zc_gpu_ops *ops, void *gstate);
+/* The path decided at init (zc_gpu_path; ZC_GPU_PATH_AUTO: no provider). */
+uint32_t zc__stage_path(const zc_comm *comm);
+/* From coll.c's device routing for a device-memory call the staged path carries:
+ * ZC_ALG_STAGED, or ZC_LIMIT (with a sentence) when the staging cannot hold one element of each
+ * block. */
+zc_status zc__stage_route(zc_comm *comm, zc__sched *s);
+/* From zc__issue, before the reservation of a ZC_ALG_STAGED call: its rounds' schedules (which
+ * zc__stage_msgs reads); after it (r issued): the request's staged state. */
+zc_status zc__stage_prepare(zc_comm *comm, const zc__sched *s);
+void zc__stage_begin(zc_comm *comm, zc__req *r);
+/* Messages a staged call exchanges with peer over all its rounds (tx: to it; else from it). */
+uint64_t zc__stage_msgs(const zc_comm *comm, const zc__sched *s, uint32_t peer, bool tx);
+/* zc__step of a staged call: each round's host schedule through zc__step (sched.c). */
+void zc__stage_step(zc_comm *comm, zc__req *r, uint32_t *budget);
+
 /* ---- sched.c: every host collective's schedule as a state machine ---- */
 /* Messages r sends to / receives from peer in total (reserved at issue). */
 uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
@@ -412,8 +453,12 @@ uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
  * r->place, and when it is not 0 r->pl (which peers exchange ready messages with r;
  * zc_reserve reserves them). */
 void zc__place_plan(zc_comm *comm, zc__req *r);
-/* Moves r forward within *budget messages; sets r->status to ZC_OK when finished. */
+/* Moves r forward within *budget messages; sets r->status to ZC_OK when finished. Host, sym
+ * and device (sched_gpu.c) schedules; a staged call is sched_stage.c's (progress.c picks). */
 void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget);
+/* The host algorithm of a call of kind with count elements of bytes in all, from the
+ * configured thresholds (never from timing: every rank picks the same). */
+zc__alg zc__choose(const zc_comm *comm, uint32_t kind, uint64_t count, uint64_t bytes);
 
 /* ---- sym.c: the symmetric region's single-copy schedule ---- */
 /* Whether s runs as ZC_ALG_SYM: a collective it covers, at least ZC_SYM_MIN_BYTES, and every
@@ -531,7 +576,10 @@ typedef enum zc__region {
     ZC_R_GPU_MAPPED, /* [max_mems][nranks] uint8_t * */
     ZC_R_GPU_PTRS,   /* [max_requests][2 * nranks] uint8_t * (zc__req.ptrs) */
     ZC_R_GPU_BINDS,  /* [gpu_stream_slots] zc__bind */
-    ZC_R_STAGE,      /* host staging of device-memory calls (zc__stage_bytes; sched_stage.c) */
+    ZC_R_STAGE,      /* struct zc__stage: the staged path's state (empty without a provider) */
+    ZC_R_STAGE_REQS, /* [max_requests] zc__stage_req (zc__req.stg) */
+    ZC_R_STAGE_P2P,  /* [max_requests][slot_bytes] send/recv's staging */
+    ZC_R_STAGE_BUF,  /* [gpu_stage_bytes] the collectives' staging */
     ZC_R_SCRATCH,    /* init and split time (ZC_SCRATCH_RANK_BYTES above) */
     ZC_R_WINDOW,     /* in-process: this rank's inbound window; else empty */
     ZC_R_COUNT_

@@ -57,6 +57,10 @@ static void zc_gpu_rows(const zc_config *cfg, size_t bytes[ZC_R_COUNT_]) {
     bytes[ZC_R_GPU_MAPPED] = ops ? mems * n * sizeof(uint8_t *) : 0;
     bytes[ZC_R_GPU_PTRS] = ops ? reqs * 2u * n * sizeof(uint8_t *) : 0;
     bytes[ZC_R_GPU_BINDS] = ops ? cfg->gpu_stream_slots * sizeof(zc__bind) : 0;
+    bytes[ZC_R_STAGE] = ops ? sizeof(struct zc__stage) : 0;
+    bytes[ZC_R_STAGE_REQS] = ops ? reqs * sizeof(zc__stage_req) : 0;
+    bytes[ZC_R_STAGE_P2P] = ops ? reqs * cfg->slot_bytes : 0;
+    bytes[ZC_R_STAGE_BUF] = ops ? cfg->gpu_stage_bytes : 0;
 }
 
 /* The wires a communicator with cfg may end up on (AUTO: either); NULL-terminated. */
@@ -106,7 +110,6 @@ static void zc_rows(const zc_config *cfg, const zc__arena_map *L, size_t state,
     bytes[ZC_R_PLANS] = cfg->max_plans * sizeof(zc__plan);
     bytes[ZC_R_MEMS] = cfg->max_mems * sizeof(zc__mem_entry);
     zc_gpu_rows(cfg, bytes);
-    bytes[ZC_R_STAGE] = zc__stage_bytes(cfg); /* 0 without a gpu provider (sched_stage.c) */
     bytes[ZC_R_SCRATCH] = (inproc ? 0 : sizeof(zc__boot) + n * ZC_SCRATCH_VERDICT_BYTES) +
                           n * ZC_SCRATCH_RANK_BYTES + addr;
     /* In-process ranks keep their inbound window in the arena; processes map theirs. */

@@ -38,6 +38,20 @@ static inline void zc_reserve_peer(zc_comm *comm, zc__req *r, uint32_t p, uint64
     r->rx_left += rx;
 }
 
+/* Messages r sends to (tx) or receives from peer p in all: a staged call's over its rounds. */
+static uint64_t zc_total(const zc_comm *comm, const zc__req *r, uint32_t p, bool tx) {
+    if (p == comm->rank) return 0;
+    if (r->s.alg == ZC_ALG_STAGED) return zc__stage_msgs(comm, &r->s, p, tx);
+    return tx ? zc__tx_total(comm, &r->s, p) : zc__rx_total(comm, &r->s, p);
+}
+
+/* Steps r within *budget: a staged call by sched_stage.c (which steps each round's host
+ * schedule through sched.c), every other by sched.c. */
+static inline void zc_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    if (r->s.alg == ZC_ALG_STAGED) zc__stage_step(comm, r, budget);
+    else zc__step(comm, r, budget);
+}
+
 /* Reserves the message numbers r will use on every peer's channel of its lane; a start of a
  * plan whose counts are the same with every peer reserves them without recounting. */
 static void zc_reserve(zc_comm *comm, zc__req *r) {
@@ -48,8 +62,7 @@ static void zc_reserve(zc_comm *comm, zc__req *r) {
     for (uint32_t p = 0; p < comm->nranks && same; p++)
         zc_reserve_peer(comm, r, p, p == comm->rank ? 0 : same, p == comm->rank ? 0 : same);
     for (uint32_t p = 0; p < comm->nranks && !same; p++)
-        zc_reserve_peer(comm, r, p, p == comm->rank ? 0 : zc__tx_total(comm, &r->s, p),
-                        p == comm->rank ? 0 : zc__rx_total(comm, &r->s, p));
+        zc_reserve_peer(comm, r, p, zc_total(comm, r, p, true), zc_total(comm, r, p, false));
 }
 
 /* A host call whose every stream is one message takes its first step at issue, as an eager
@@ -61,7 +74,7 @@ static void zc_eager(zc_comm *comm, zc__req *r) {
     uint32_t budget = ZC_PROGRESS_BUDGET;
     zc_check_alarm(comm);
     if (comm->failed) return;
-    zc__step(comm, r, &budget);
+    zc_step(comm, r, &budget);
     if (comm->failed) return;
     if (budget != ZC_PROGRESS_BUDGET) r->moved = 1;
     if (r->status == ZC_IN_PROGRESS) return;
@@ -109,7 +122,7 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
     req->opaque_[1] = r->gen;
     req->opaque_[2] = (uint64_t)(uintptr_t)comm;
     req->opaque_[3] = r->seq;
-    if (!zc__gpu_alg(s->alg) && s->count <= s->chunk) zc_eager(comm, r);
+    if (!zc__device_alg(s->alg) && s->count <= s->chunk) zc_eager(comm, r);
     return ZC_OK;
 }
 
@@ -239,7 +252,7 @@ static zc_status zc_progress_locked(zc_comm *comm) {
     for (uint32_t i = 0; i < comm->nreqs_active && budget && !comm->failed;) {
         zc__req *r = &comm->reqs[comm->active[i]];
         uint32_t before = budget;
-        zc__step(comm, r, &budget);
+        zc_step(comm, r, &budget);
         if (budget != before) r->moved = 1;
         if (comm->failed) break; /* the step failed the communicator (a mismatch) */
         if (r->status != ZC_IN_PROGRESS) {

@@ -221,8 +221,25 @@ static bool zc_puts_done(zc_comm *comm, const zc__req *r) {
     return true;
 }
 
+zc__alg zc__choose(const zc_comm *c, uint32_t kind, uint64_t count, uint64_t bytes) {
+    const zc_config *cfg = &c->cfg;
+    if (kind == ZC_K_BARRIER) return ZC_ALG_DISSEM;
+    if (count == 0) return ZC_ALG_LOCAL;
+    switch (kind) {
+    case ZC_K_ALLREDUCE:
+        return bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks
+                   ? ZC_ALG_ONESHOT : ZC_ALG_RSAG;
+    case ZC_K_REDUCE:
+        return bytes <= cfg->reduce_direct_max_bytes || count < c->nranks
+                   ? ZC_ALG_DIRECT : ZC_ALG_RSGATHER;
+    case ZC_K_BROADCAST: return bytes <= cfg->bcast_tree_max_bytes ? ZC_ALG_TREE : ZC_ALG_CHAIN;
+    case ZC_K_SEND:
+    case ZC_K_RECV: return ZC_ALG_P2P;
+    default: return ZC_ALG_DIRECT;
+    }
+}
+
 uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
-    if (s->alg == ZC_ALG_STAGED) return zc__stage_msgs(comm, s, p, true);
     if (zc__gpu_alg(s->alg)) return zc__gpu_msgs(comm, s); /* signals, as many each way */
     if (s->alg == ZC_ALG_P2P)
         return s->kind == ZC_K_SEND && p == s->root ? zc__msgs(s->count, s->chunk) : 0;
@@ -230,7 +247,6 @@ uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
 }
 
 uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
-    if (s->alg == ZC_ALG_STAGED) return zc__stage_msgs(comm, s, p, false);
     if (zc__gpu_alg(s->alg)) return zc__gpu_msgs(comm, s);
     if (s->alg == ZC_ALG_P2P)
         return s->kind == ZC_K_RECV && p == s->root ? zc__msgs(s->count, s->chunk) : 0;
@@ -523,10 +539,7 @@ static void zc_step_barrier(zc_ctx *x) {
 }
 
 void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget) {
-    if (r->s.alg == ZC_ALG_STAGED) { /* device memory staged: sched_stage.c's rounds */
-        zc__stage_step(comm, r, budget);
-        return;
-    }
+    ZC_ASSERT(r->s.alg != ZC_ALG_STAGED); /* sched_stage.c's (progress.c picks) */
     if (zc__gpu_alg(r->s.alg)) { /* device memory: sched_gpu.c's phases, the same budget */
         zc__gpu_step(comm, r, budget);
         return;

@@ -9,7 +9,7 @@
  * last round the rest):
  *   D2H   the round's slice of every block of send: device-to-host copies on the provider's
  *         stream into the staging's in part, the request's event polled (never synchronized);
- *   HOST  the ordinary host schedule of the round (zc__build's choice for the round's count, on
+ *   HOST  the ordinary host schedule of the round (zc__choose's for the round's count, on
  *         the staging's in and out parts; its reductions are the host kernels, which the device
  *         kernels equal bitwise), stepped by zc__step within progress's budget; its channel
  *         numbers start where the previous round's ended (the bases move by its messages);
@@ -27,60 +27,10 @@
 #include "engine.h"
 #include "gpu.h"
 
-typedef enum zc_sphase {
-    ZC_S_TURN = 0, /* wait until the staging is this call's (its ticket is served) */
-    ZC_S_D2H,      /* launch the round's device-to-host copies */
-    ZC_S_D2H_WAIT,
-    ZC_S_HOST,     /* the round's host schedule */
-    ZC_S_H2D,      /* launch the round's host-to-device copies */
-    ZC_S_H2D_WAIT,
-    ZC_S_DONE
-} zc_sphase;
-
-/* Per request slot. */
-typedef struct zc_srq {
-    uint32_t phase;       /* zc_sphase */
-    uint32_t own;         /* 1: send/recv, on the slot's own staging (no ticket) */
-    uint8_t *base;        /* the staging it uses */
-    uint64_t ticket;      /* its turn at the staging */
-    uint64_t round, rounds;
-    uint64_t per;         /* elements of every block per round */
-    zc__sched dev;        /* the call as issued (device buffers, ZC_ALG_STAGED) */
-    zc__sched full, last; /* host schedules of a full round and of the last round */
-    uint64_t full_tx, full_rx, last_tx, last_rx; /* their messages, all peers together */
-} zc_srq;
-
-struct zc__stage {
-    const zc_gpu_ops *ops; /* the communicator's gpu provider (zc__gpu_open's) */
-    void *gstate;
-    uint32_t path;         /* zc_gpu_path decided at init: IPC or STAGED */
-    uint32_t pad_;
-    uint8_t *buf;          /* the collectives' staging */
-    uint64_t bytes;
-    uint8_t *p2p;          /* [max_requests][slot_bytes] send/recv's staging, per request slot */
-    uint64_t next, serving; /* tickets: the next one handed out; the one holding the staging */
-    uint64_t calls, rounds; /* staged calls issued and rounds run (tests read them) */
-    zc_srq pend;           /* the call being issued: zc__stage_msgs reads its rounds */
-    zc_srq *rqs;           /* [max_requests] */
-};
-
-static size_t zc_salign(size_t v) { return (v + 63u) & ~(size_t)63u; }
-
-size_t zc__stage_bytes(const zc_config *cfg) {
-    if (!zc__gpu_provider(cfg)) return 0;
-    return zc_salign(sizeof(struct zc__stage)) + zc_salign(cfg->max_requests * sizeof(zc_srq)) +
-           (size_t)cfg->max_requests * cfg->slot_bytes + cfg->gpu_stage_bytes;
-}
-
 void zc__stage_open(zc_comm *c, const zc_gpu_ops *ops, void *gstate) {
-    size_t at = zc_salign(sizeof(struct zc__stage));
-    struct zc__stage *st = (struct zc__stage *)(void *)c->stage_area;
-    *st = (struct zc__stage){0};
+    struct zc__stage *st = c->stage_area; /* carved, with its buffers, by comm.c */
     st->ops = ops;
     st->gstate = gstate;
-    st->rqs = (zc_srq *)(void *)(c->stage_area + at);
-    st->p2p = c->stage_area + at + zc_salign(c->cfg.max_requests * sizeof(zc_srq));
-    st->buf = st->p2p + (size_t)c->cfg.max_requests * c->cfg.slot_bytes;
     st->bytes = c->cfg.gpu_stage_bytes;
     if (c->cfg.gpu_path != ZC_GPU_PATH_AUTO) st->path = c->cfg.gpu_path;
     else st->path = c->wire->mem_register ? ZC_GPU_PATH_STAGED : ZC_GPU_PATH_IPC;
@@ -143,20 +93,26 @@ static void zc_stage_parts(const zc_comm *c, const zc__sched *d, uint8_t *base, 
                                      : base + (sb ? sb : 1u) * len * d->esize;
 }
 
-/* The host schedule of a round of len elements per block. */
-static zc_status zc_stage_sched(zc_comm *c, const zc__sched *d, uint8_t *base, uint64_t len,
-                                zc__sched *out) {
+/* The host schedule of a round of len elements per block: the call as issued, on the staging's
+ * parts, with the host algorithm that len elements get (zc__choose's, as for a host call of
+ * that size; the arguments were checked at the call). */
+static void zc_stage_sched(zc_comm *c, const zc__sched *d, uint8_t *base, uint64_t len,
+                           zc__sched *out) {
     uint8_t *in, *o;
     zc_stage_parts(c, d, base, len, &in, &o);
-    return zc__build(c, d->kind, in, o, (size_t)len, (zc_dtype)d->dtype, (zc_op)d->op, d->root,
-                     out);
+    *out = *d;
+    out->count = len;
+    out->send = in;
+    out->recv = o;
+    out->same = 0;
+    out->alg = (uint8_t)zc__choose(c, d->kind, len, len * d->esize);
 }
 
 zc_status zc__stage_prepare(zc_comm *c, const zc__sched *s) {
     struct zc__stage *st = c->stage;
-    zc_srq *q = &st->pend;
+    zc__stage_req *q = &st->pend;
     ZC_ASSERT(st && s->alg == ZC_ALG_STAGED && s->count);
-    *q = (zc_srq){0};
+    *q = (zc__stage_req){0};
     q->dev = *s;
     q->own = zc_stage_p2p(s->kind);
     q->base = q->own ? st->p2p : st->buf; /* send/recv: moved to the slot's below */
@@ -164,21 +120,21 @@ zc_status zc__stage_prepare(zc_comm *c, const zc__sched *s) {
     if (q->per > s->count) q->per = s->count;
     q->rounds = (s->count + q->per - 1u) / q->per;
     uint64_t last = s->count - (q->rounds - 1u) * q->per;
-    zc_status rc = zc_stage_sched(c, s, q->base, q->per, &q->full);
-    if (rc == ZC_OK) rc = zc_stage_sched(c, s, q->base, last, &q->last);
-    return rc;
+    zc_stage_sched(c, s, q->base, q->per, &q->full);
+    zc_stage_sched(c, s, q->base, last, &q->last);
+    return ZC_OK;
 }
 
 void zc__stage_begin(zc_comm *c, zc__req *r) {
     struct zc__stage *st = c->stage;
-    zc_srq *q = &st->pend;
+    zc__stage_req *q = &st->pend;
     const zc__sched *s = &q->dev;
     uint32_t i = (uint32_t)(r - c->reqs);
     uint64_t last = s->count - (q->rounds - 1u) * q->per;
     if (q->own) {
         q->base = st->p2p + (size_t)i * c->cfg.slot_bytes;
-        (void)zc_stage_sched(c, s, q->base, q->per, &q->full);
-        (void)zc_stage_sched(c, s, q->base, last, &q->last);
+        zc_stage_sched(c, s, q->base, q->per, &q->full);
+        zc_stage_sched(c, s, q->base, last, &q->last);
         q->phase = ZC_S_D2H;
     }
     for (uint32_t p = 0; p < c->nranks; p++) {
@@ -189,12 +145,12 @@ void zc__stage_begin(zc_comm *c, zc__req *r) {
         q->last_rx += zc__rx_total(c, &q->last, p);
     }
     if (!q->own) q->ticket = st->next++;
-    st->rqs[i] = *q;
+    *r->stg = *q;
     st->calls++;
 }
 
 uint64_t zc__stage_msgs(const zc_comm *c, const zc__sched *s, uint32_t peer, bool tx) {
-    const zc_srq *q = &c->stage->pend;
+    const zc__stage_req *q = &c->stage->pend;
     ZC_ASSERT(q->dev.count == s->count && q->dev.kind == s->kind && q->dev.send == s->send);
     uint64_t full = tx ? zc__tx_total(c, &q->full, peer) : zc__rx_total(c, &q->full, peer);
     uint64_t last = tx ? zc__tx_total(c, &q->last, peer) : zc__rx_total(c, &q->last, peer);
@@ -204,7 +160,7 @@ uint64_t zc__stage_msgs(const zc_comm *c, const zc__sched *s, uint32_t peer, boo
 /* ---- the rounds ---- */
 
 /* Launches the round's copies: device to host (in) or host to device. */
-static zc_status zc_stage_copies(zc_comm *c, const zc_srq *q, bool in) {
+static zc_status zc_stage_copies(zc_comm *c, const zc__stage_req *q, uint32_t idx, bool in) {
     const struct zc__stage *st = c->stage;
     const zc__sched *d = &q->dev;
     uint64_t sb, rb, lo = q->round * q->per, es = d->esize;
@@ -219,7 +175,7 @@ static zc_status zc_stage_copies(zc_comm *c, const zc_srq *q, bool in) {
         rc = in ? st->ops->copy(st->gstate, hs, dv, (size_t)(len * es))
                 : st->ops->copy(st->gstate, dv, hs, (size_t)(len * es));
     }
-    return rc == ZC_OK ? st->ops->event_record(st->gstate, (uint32_t)(q - st->rqs)) : rc;
+    return rc == ZC_OK ? st->ops->event_record(st->gstate, idx) : rc;
 }
 
 /* Fails the communicator with the provider's sentence; false. */
@@ -236,13 +192,13 @@ static bool zc_stage_waited(zc_comm *c, const zc__req *r, uint32_t idx) {
     return rc == ZC_IN_PROGRESS ? false : zc_stage_fail(c, r, rc);
 }
 
-static const zc__sched *zc_stage_round(const zc_srq *q) {
+static const zc__sched *zc_stage_round(const zc__stage_req *q) {
     return q->round + 1u == q->rounds ? &q->last : &q->full;
 }
 
 /* The round's host schedule within *budget; true once it finished. It sees the round as a
  * whole call: its schedule and, as messages left, only the round's. */
-static bool zc_stage_host(zc_comm *c, zc__req *r, zc_srq *q, uint32_t *budget) {
+static bool zc_stage_host(zc_comm *c, zc__req *r, zc__stage_req *q, uint32_t *budget) {
     uint64_t later = q->rounds - q->round - 1u; /* rounds after this one */
     uint64_t tx = later ? (later - 1u) * q->full_tx + q->last_tx : 0;
     uint64_t rx = later ? (later - 1u) * q->full_rx + q->last_rx : 0;
@@ -259,7 +215,7 @@ static bool zc_stage_host(zc_comm *c, zc__req *r, zc_srq *q, uint32_t *budget) {
 }
 
 /* After a round: the next round's channel numbers start after this one's; the next phase. */
-static uint32_t zc_stage_next(zc_comm *c, zc__req *r, zc_srq *q) {
+static uint32_t zc_stage_next(zc_comm *c, zc__req *r, zc__stage_req *q) {
     const zc__sched *R = zc_stage_round(q);
     for (uint32_t p = 0; p < c->nranks; p++) {
         if (p == c->rank) continue;
@@ -274,7 +230,7 @@ static uint32_t zc_stage_next(zc_comm *c, zc__req *r, zc_srq *q) {
 }
 
 /* One phase transition; false when the request has to wait (or failed). */
-static bool zc_stage_advance(zc_comm *c, zc__req *r, zc_srq *q, uint32_t idx,
+static bool zc_stage_advance(zc_comm *c, zc__req *r, zc__stage_req *q, uint32_t idx,
                              uint32_t *budget) {
     zc_status rc;
     switch (q->phase) {
@@ -284,7 +240,7 @@ static bool zc_stage_advance(zc_comm *c, zc__req *r, zc_srq *q, uint32_t idx,
         break;
     case ZC_S_D2H:
     case ZC_S_H2D:
-        rc = zc_stage_copies(c, q, q->phase == ZC_S_D2H);
+        rc = zc_stage_copies(c, q, idx, q->phase == ZC_S_D2H);
         if (rc != ZC_OK) return zc_stage_fail(c, r, rc);
         q->phase++;
         break;
@@ -308,7 +264,7 @@ static bool zc_stage_advance(zc_comm *c, zc__req *r, zc_srq *q, uint32_t idx,
 
 void zc__stage_step(zc_comm *c, zc__req *r, uint32_t *budget) {
     uint32_t idx = (uint32_t)(r - c->reqs);
-    zc_srq *q = &c->stage->rqs[idx];
+    zc__stage_req *q = r->stg;
     while (*budget && !c->failed && q->phase != ZC_S_DONE &&
            zc_stage_advance(c, r, q, idx, budget)) {
     }

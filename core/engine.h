@@ -602,8 +602,8 @@ const char *zc__gpu_absent(const zc_config *cfg);
 
 /* Blocks of count elements in the send and recv buffers of a call of kind at this rank (0: not
  * used here); the host checks, the device routing and the symmetric schedule read one rule. */
-static inline void zc__extents(const zc_comm *c, uint32_t kind, uint32_t root_rank, uint64_t *sblocks,
-                 uint64_t *rblocks) {
+static inline void zc__extents(const zc_comm *c, uint32_t kind, uint32_t root_rank,
+                               uint64_t *sblocks, uint64_t *rblocks) {
     uint64_t n = c->nranks;
     bool root = c->rank == root_rank;
     *sblocks = *rblocks = 1;

@@ -43,7 +43,8 @@ static zc_status zc_gpu_stream_start(zc_comm *c, zc__sched *s, void *stream) {
     const zc_gpu_ops *o = g->ops;
     uint32_t tick = b->tick + 1u ? b->tick + 1u : 1u;
     zc_status st = o->stream_capturing(g->state, stream, &captured);
-    if (st == ZC_OK && captured) st = o->stream_write_flag(g->state, stream, 2u * i + 1u, tick - 1u);
+    if (st == ZC_OK && captured)
+        st = o->stream_write_flag(g->state, stream, 2u * i + 1u, tick - 1u);
     if (st == ZC_OK) st = o->stream_write_flag(g->state, stream, 2u * i, tick);
     if (st == ZC_OK) st = o->stream_wait_flag(g->state, stream, 2u * i + 1u, tick);
     if (st != ZC_OK) /* the caller's stream (or capture) is broken, not the communicator */

@@ -330,10 +330,11 @@ typedef struct zc_mem zc_mem;
  * map each other's buffers (CUDA IPC) during zc_progress, before the first collective that
  * uses them moves data. ZC_UNSUPPORTED without CUDA in this build (and gpu_provider not
  * ZC_GPU_PROVIDER_SIM) or without a usable device in this process (the error text says which
- * and why). With the simulated device, "device memory" is what zc_gpu_sim_alloc returned. Over transport_ib the NIC registers
- * device memory instead (local, no exchange): through a dma-buf export of its pages
- * (ibv_reg_dmabuf_mr, GPUDirect RDMA), else by address (nvidia-peermem); collectives on device
- * memory over ib then say ZC_UNSUPPORTED (not implemented yet). */
+ * and why). With the simulated device, "device memory" is what zc_gpu_sim_alloc returned.
+ * Over transport_ib (or with gpu_path ZC_GPU_PATH_STAGED) there is no IPC exchange: the NIC
+ * registers device memory (local: through a dma-buf export of its pages, ibv_reg_dmabuf_mr,
+ * else by address, nvidia-peermem), and collectives on it run on the staged path (host
+ * staging in the arena, zc_comm_gpu_path says "staged"). */
 zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind kind,
                           zc_mem **mem_out);
 zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem);

@@ -36,6 +36,8 @@ void zc__gpu_open(zc_comm *c) {
     g->scratch_bytes = c->cfg.gpu_scratch_bytes;
     g->pid = zc_plat_process_id();
     zc_gpu_geom geom = zc__gpu_geometry(&c->cfg);
+    geom.pin = c->stage_area->p2p; /* the staging: send/recv's, then the collectives' */
+    geom.pin_bytes = (uint64_t)(c->stage_area->buf + c->cfg.gpu_stage_bytes - c->stage_area->p2p);
     if (g->ops->init(g->state, &geom) != ZC_OK) {
         zc__fmt(g->why, sizeof g->why, "%s", g->ops->error_text(g->state));
         return;

@@ -39,6 +39,7 @@ typedef struct zc_cuda {
     CUdeviceptr flags_dev;  /* the same words as the GPU addresses them */
     void *scratch;
     uint64_t scratch_bytes;
+    void *pinned;           /* host memory page-locked at init (geom pin), NULL: none */
     zc_pfn_value32 wait32, write32;
     zc_pfn_range range;
     zc_pfn_dmabuf dmabuf;   /* NULL when the driver has none (then dmabuf_export says so) */
@@ -166,6 +167,8 @@ static void zc_cuda_release(zc_cuda *st) {
     if (st->stream) (void)cudaStreamDestroy(st->stream);
     if (st->flags_host) (void)cudaFreeHost(st->flags_host);
     if (st->scratch) (void)cudaFree(st->scratch);
+    if (st->pinned) (void)cudaHostUnregister(st->pinned);
+    st->pinned = 0;
     st->stream = 0;
     st->flags_host = 0;
     st->scratch = 0;
@@ -237,6 +240,13 @@ static zc_status zc_cuda_create(zc_cuda *st, const zc_gpu_geom *g) {
     if (g->scratch_bytes)
         ZC_CU_RT(st, cudaMalloc(&st->scratch, (size_t)g->scratch_bytes), "cudaMalloc(scratch)");
     st->scratch_bytes = g->scratch_bytes;
+    if (g->pin && g->pin_bytes) { /* copies to and from it run asynchronously */
+        cudaError_t e = cudaHostRegister(g->pin, (size_t)g->pin_bytes, cudaHostRegisterPortable);
+        if (e == cudaErrorHostMemoryAlreadyRegistered) /* the caller's arena is pinned already */
+            (void)cudaGetLastError();
+        else if (e != cudaSuccess) return zc_cuda_fail(st, e, "cudaHostRegister(staging)");
+        else st->pinned = g->pin;
+    }
     return ZC_OK;
 }
 

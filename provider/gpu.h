@@ -15,7 +15,7 @@
 
 #include "zcoll.h"
 
-#define ZC_GPU_VERSION 1u
+#define ZC_GPU_VERSION 2u
 /* Ranks whose buffers one reduction launch reads (and the ceiling of ranks in a communicator
  * that runs device-memory collectives: every rank's input is one source). */
 #define ZC_GPU_MAX_SRCS 64u
@@ -28,6 +28,11 @@ typedef struct zc_gpu_geom {
     uint64_t scratch_bytes; /* device scratch buffer (0: none) */
     int32_t device;         /* CUDA device ordinal; -1: the calling thread's current device */
     uint32_t reserved_;
+    /* Host memory the core copies device memory to and from (the staged path's staging in the
+     * arena; NULL: none): init page-locks it (CUDA: cudaHostRegister) so that those copies are
+     * asynchronous and never block the host, and fini releases it. */
+    void *pin;
+    uint64_t pin_bytes;
 } zc_gpu_geom;
 
 /* What mem_query says about an address range. */

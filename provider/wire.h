@@ -79,9 +79,12 @@ typedef struct zc_wire_ops {
      * for good: the peer is lost (peer_alive says how). */
     zc_status (*post)(void *state, uint32_t lane, uint32_t peer, uint32_t slot, size_t bytes,
                       uint64_t tag);
-    /* The inbound slot from peer if the message tagged tag has arrived there, else NULL. */
+    /* The inbound slot from peer if the message tagged tag has arrived there, else NULL.
+     * lines: payload lines (64 B, after the header) the caller will read at once; a wire whose
+     * sender writes the slot in place may prefetch them while the message is not there yet, so
+     * they travel with the header instead of one miss after it (a hint; 0: none). */
     const void *(*rx_slot)(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
-                           uint64_t tag);
+                           uint64_t tag, uint32_t lines);
     /* Tells peer that `consumed` of its messages on lane are consumed (monotonic). */
     void (*credit)(void *state, uint32_t lane, uint32_t peer, uint64_t consumed);
     /* How many of my messages on lane peer has consumed. */

@@ -339,7 +339,7 @@ static const uint8_t *ib_wait_rx(ib_pair *p, uint32_t r, uint32_t lane, uint32_t
     uint64_t t0 = ib_now_ns();
     for (;;) {
         uint32_t slot = (uint32_t)(m % p->g[r].slots);
-        const uint8_t *in = zc_wire_ib.rx_slot(p->state[r], lane, from, slot, m + 1u);
+        const uint8_t *in = zc_wire_ib.rx_slot(p->state[r], lane, from, slot, m + 1u, 0);
         if (in) return in;
         ZT_CHECK(zc_wire_ib.peer_alive(p->state[r], from, p->err, sizeof p->err) == ZC_OK);
         ZT_CHECK(ib_now_ns() - t0 < 10000 * IB_MS);

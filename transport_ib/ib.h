@@ -173,7 +173,7 @@ void *zc__ib_tx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot);
 zc_status zc__ib_post(void *state, uint32_t lane, uint32_t peer, uint32_t slot, size_t bytes,
                       uint64_t tag);
 const void *zc__ib_rx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
-                           uint64_t tag);
+                           uint64_t tag, uint32_t lines);
 void zc__ib_credit(void *state, uint32_t lane, uint32_t peer, uint64_t consumed);
 uint64_t zc__ib_credits(void *state, uint32_t lane, uint32_t peer);
 void zc__ib_alarm(void *state, uint64_t word);

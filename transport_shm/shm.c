@@ -215,12 +215,15 @@ static zc_status zc_shm_post(void *state, uint32_t lane, uint32_t peer, uint32_t
 }
 
 static const void *zc_shm_rx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
-                                  uint64_t tag) {
+                                  uint64_t tag, uint32_t lines) {
     zc_shm *s = state;
     uint8_t *p = zc_shm_slot(s, s->mine, lane, peer, slot);
     uint64_t have = __atomic_load_n((uint64_t *)(void *)(p + ZC_SLOT_HDR_BYTES - 8u),
                                     __ATOMIC_ACQUIRE);
-    return have == tag ? p : 0;
+    if (have == tag) return p;
+    for (uint32_t i = 0; i < lines; i++) /* not there yet: its payload comes along */
+        __builtin_prefetch(p + ZC_SLOT_HDR_BYTES + (size_t)i * 64u, 0, 3);
+    return 0;
 }
 
 static void zc_shm_credit(void *state, uint32_t lane, uint32_t peer, uint64_t consumed) {

@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
     if (fz_issue(c[0], kind, count, root, s[0], d[0], &req[0]) != ZC_OK) abort();
     for (int i = 0; i < 4; i++) (void)zc_progress(c[0]); /* rank 0 publishes to rank 1 */
     /* The first message from rank 0 to rank 1 (lane 0, slot 0, tag 1), if it was sent. */
-    uint8_t *h = (uint8_t *)(uintptr_t)c[1]->wire->rx_slot(c[1]->wire_state, 0, 0, 0, 1);
+    uint8_t *h = (uint8_t *)(uintptr_t)c[1]->wire->rx_slot(c[1]->wire_state, 0, 0, 0, 1, 0);
     if (h)
         for (size_t i = 0; i < nflip; i++) h[i] ^= flip[i];
     if (fz_issue(c[1], kind, count, root, s[1], d[1], &req[1]) != ZC_OK) abort();

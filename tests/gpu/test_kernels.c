@@ -21,7 +21,7 @@ static uint64_t zg_state[(1u << 16) / 8];
 
 static const zc_gpu_ops *zg_provider(uint32_t events) {
     const zc_gpu_ops *o = zg_ops();
-    zc_gpu_geom g = {0, 1, events, 2, 0, -1, 0};
+    zc_gpu_geom g = {0, 1, events, 2, 0, -1, 0, 0, 0};
     ZG_CHECK(o->state_bytes(&g) <= sizeof zg_state);
     if (o->init(zg_state, &g) != ZC_OK) zg_fail(__FILE__, __LINE__, "init", o->error_text(zg_state));
     return o;

@@ -20,6 +20,12 @@ uint64_t zc__rx_done(const zc_comm *comm, const zc__req *r, uint32_t peer) {
     return c->rx_count > r->rx_base[peer] ? c->rx_count - r->rx_base[peer] : 0;
 }
 
+bool zc__tx_puts_done(zc_comm *comm, const zc__req *r) {
+    for (uint32_t p = 0; p < comm->nranks; p++)
+        if (r->pl[p].direct && !comm->wire->put_done(comm->wire_state, p)) return false;
+    return true;
+}
+
 /* The communicator fails when the wire cannot post (what) message k of the call (kind, seq)
  * to peer for good, saying why. */
 static zc_status zc_post_failed(zc_comm *comm, uint32_t kind, uint64_t seq, uint32_t peer,

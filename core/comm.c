@@ -23,6 +23,7 @@ static void zc_carve_gpu(zc_comm *c, uint8_t *a, const zc__arena_map *L) {
     g->recs = (zc_gpu_ipc *)(void *)(a + L->at[ZC_R_GPU_RECS]);
     g->mapped = (uint8_t **)(void *)(a + L->at[ZC_R_GPU_MAPPED]);
     g->binds = (zc__bind *)(void *)(a + L->at[ZC_R_GPU_BINDS]);
+    g->peers = (zc__gpu_peer *)(void *)(a + L->at[ZC_R_GPU_PEERS]);
     struct zc__stage *st = (struct zc__stage *)(void *)(a + L->at[ZC_R_STAGE]);
     st->p2p = a + L->at[ZC_R_STAGE_P2P];
     st->buf = a + L->at[ZC_R_STAGE_BUF];
@@ -98,6 +99,7 @@ zc_wire_geom zc__geom(const zc_comm *c, uint64_t comm_id, void *const *windows) 
 typedef struct zc_hello {
     uint64_t pid, nonce, host;
     uint32_t slots, slot_bytes, transport, sym_pages; /* sym_pages: cfg->sym_bytes / 4096 */
+    uint32_t gpu; /* zc_gpu_word: the gpu provider and path asked for */
 } zc_hello;
 _Static_assert(sizeof(zc_hello) <= ZC_SCRATCH_RANK_BYTES, "hellos fit the init scratch");
 
@@ -115,6 +117,12 @@ static uint64_t zc_host_hash(char *why, size_t cap) {
         return 0;
     }
     return zc__siphash(key, id, zc__strlen(id)) | 1u;
+}
+
+/* The device settings every rank must share (gpu_mem.c decides the path from them alike):
+ * whether cfg picks a gpu provider, which, and cfg->gpu_path. */
+static uint32_t zc_gpu_word(const zc_config *cfg) {
+    return zc__gpu_provider(cfg) ? 1u | cfg->gpu_provider << 4 | cfg->gpu_path << 8 : 0u;
 }
 
 static const char *zc_transport_name(uint32_t t) {
@@ -179,6 +187,13 @@ static zc_status zc_check_hellos(zc_comm *c, const zc_hello *all, const char *ho
                     all[r].slots, all[r].slot_bytes, all[0].slots, all[0].slot_bytes);
             return ZC_MISMATCH;
         }
+        if (all[r].gpu != all[0].gpu) {
+            zc__fmt(c->err, sizeof c->err, "rank %u has gpu provider/path settings 0x%x but rank "
+                    "0 has 0x%x (1 = a provider, then gpu_provider << 4, gpu_path << 8): every "
+                    "rank needs the same cfg->gpu_provider, gpu_path and whether gpu_device is "
+                    "-2", r, all[r].gpu, all[0].gpu);
+            return ZC_MISMATCH;
+        }
         if (all[r].sym_pages != all[0].sym_pages) {
             zc__fmt(c->err, sizeof c->err, "rank %u has sym_bytes=%llu but rank 0 has %llu: "
                     "every rank needs the same symmetric region", r,
@@ -191,10 +206,34 @@ static zc_status zc_check_hellos(zc_comm *c, const zc_hello *all, const char *ho
 }
 
 /* After the wire is up: whether its streams may be written in place (engine.h). */
-void zc__open_place(zc_comm *c) {
+static void zc_open_place(zc_comm *c) {
     c->put_min = c->wire->put_min && c->wire->put && c->wire->put_done && c->wire->mem_register
                      ? c->wire->put_min(c->wire_state) : 0;
     c->placed_bytes = 0;
+}
+
+void zc__open_live(zc_comm *c) {
+    zc_open_place(c);
+    c->magic = ZC_COMM_MAGIC;
+}
+
+/* The device state (gpu_mem.c). Where its path needs every rank's landing record, they are
+ * all-gathered over the bootstrap, which every rank still holds: a fault of the new wire (a
+ * wrong key) cannot make the ranks' verdicts differ. A failure closes the device state and the
+ * wire (comm->err says why). */
+static zc_status zc_open_device(zc_comm *c, zc__boot *b) {
+    bool gather;
+    zc_status st = zc__gpu_open(c, &gather);
+    if (st == ZC_OK && !gather) return ZC_OK;
+    if (st == ZC_OK) {
+        zc__gpu_peer *all = c->gpu_area->peers, mine = all[c->rank];
+        st = zc__boot_allgather(b, &mine, all, sizeof mine);
+    }
+    if (st == ZC_OK) st = zc__gpu_path(c);
+    if (st == ZC_OK) return ZC_OK;
+    zc__gpu_close(c);
+    c->wire->close(c->wire_state);
+    return st;
 }
 
 /* What every rank tells the others once it tried to reach its peers: its status and, when it
@@ -284,7 +323,7 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
     char host_why[128] = "";
     zc_hello mine = {zc_plat_process_id(), 0, zc_host_hash(host_why, sizeof host_why),
                      cfg->slots, cfg->slot_bytes, (uint32_t)cfg->transport,
-                     (uint32_t)(cfg->sym_bytes >> 12)};
+                     (uint32_t)(cfg->sym_bytes >> 12), zc_gpu_word(cfg)};
     if (zc_plat_random(&mine.nonce, sizeof mine.nonce) != ZC_PLAT_OK) mine.nonce = mine.pid;
     st = zc__boot_allgather(boot, &mine, all, sizeof mine);
     if (st == ZC_OK) st = zc_check_hellos(c, all, host_why);
@@ -294,14 +333,13 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
         c->comm_id = zc__siphash(cfg->secret, &all[0].nonce, sizeof all[0].nonce);
         st = zc_open_wire(c, boot);
     }
+    if (st == ZC_OK) st = zc_open_device(c, boot);
     zc__boot_close(boot);
     if (st != ZC_OK) {
         zc__set_init_error("%s", c->err);
         return st;
     }
-    zc__gpu_open(c);
-    zc__open_place(c);
-    c->magic = ZC_COMM_MAGIC;
+    zc__open_live(c);
     *comm_out = c;
     return ZC_OK;
 }
@@ -341,9 +379,14 @@ zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[
             zc__set_init_error("%s", c->err);
             return st;
         }
-        zc__gpu_open(comms[r]);
-        zc__open_place(comms[r]);
-        comms[r]->magic = ZC_COMM_MAGIC;
+        bool gather;
+        st = zc__gpu_open(c, &gather);
+        if (st != ZC_OK) { /* gpu_path direct: the in-process wire has no puts */
+            zc__set_init_error("%s", c->err);
+            return st;
+        }
+        ZC_ASSERT(!gather);
+        zc__open_live(c);
     }
     return ZC_OK;
 }

@@ -118,8 +118,8 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
     ZC_REQUIRE_(cfg->sym_bytes <= (1ull << 40) && cfg->sym_bytes % 4096u == 0,
                 "cfg->sym_bytes is %llu, must be a multiple of 4096 in 0..1099511627776",
                 (unsigned long long)cfg->sym_bytes);
-    ZC_REQUIRE_(cfg->gpu_path <= ZC_GPU_PATH_STAGED, "cfg->gpu_path is %u, must be 0 (auto), "
-                "1 (ipc) or 2 (staged)", cfg->gpu_path);
+    ZC_REQUIRE_(cfg->gpu_path <= ZC_GPU_PATH_DIRECT, "cfg->gpu_path is %u, must be 0 (auto), "
+                "1 (ipc), 2 (staged) or 3 (direct)", cfg->gpu_path);
     ZC_REQUIRE_(cfg->gpu_stage_bytes <= (1ull << 30) && cfg->gpu_stage_bytes % 256u == 0,
                 "cfg->gpu_stage_bytes is %llu, must be a multiple of 256 in 0..1073741824",
                 (unsigned long long)cfg->gpu_stage_bytes);
@@ -316,7 +316,8 @@ static bool zc_env_ib(zc_config *c, zc_env_err *err) {
     return true;
 }
 
-/* ZC_GPU_PATH and ZC_GPU_STAGE_BYTES: how device-memory calls move (core/sched_stage.c). */
+/* ZC_GPU_PATH and ZC_GPU_STAGE_BYTES: how device-memory calls move (core/gpu_mem.c decides,
+ * core/sched_stage.c and core/sched_put.c run them). */
 static bool zc_env_gpu_path(zc_config *c, zc_env_err *err) {
     bool has;
     uint64_t v = 0;
@@ -326,8 +327,10 @@ static bool zc_env_gpu_path(zc_config *c, zc_env_err *err) {
     if (path && zc__streq(path, "auto")) c->gpu_path = ZC_GPU_PATH_AUTO;
     else if (path && zc__streq(path, "ipc")) c->gpu_path = ZC_GPU_PATH_IPC;
     else if (path && zc__streq(path, "staged")) c->gpu_path = ZC_GPU_PATH_STAGED;
+    else if (path && zc__streq(path, "direct")) c->gpu_path = ZC_GPU_PATH_DIRECT;
     else if (path) {
-        zc__fmt(err->text, err->cap, "ZC_GPU_PATH=\"%s\" is not one of auto, ipc, staged", path);
+        zc__fmt(err->text, err->cap, "ZC_GPU_PATH=\"%s\" is not one of auto, ipc, staged, "
+                "direct", path);
         return false;
     }
     return true;

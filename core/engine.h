@@ -14,7 +14,8 @@
  *   split.c     zc_comm_split(_inproc): children agreed over the parent's own collectives
  *   comm.c      init (bootstrap, wire setup, carve), in-process groups, abort, fini,
  *               accessors, host memory registration
- *   gpu_mem.c   the device state's start and stop, CUDA registrations (the NIC's, or an
+ *   gpu_mem.c   the device state's start and stop, the path its calls take (ipc, staged, or
+ *               direct from every rank's landing record), CUDA registrations (the NIC's, or an
  *               internal schedule that exchanges the IPC records)
  *   stream.c    the stream-ordered forms (zc_*_stream): a stream slot, then an issue
  *   coll.c      the public collectives, plans and zc_start: argument checks, algorithm choice
@@ -28,7 +29,10 @@
  *               the algorithm choice
  *   sym.c       the symmetric region (zc_sym_alloc, zc_sym_free) and its single-copy
  *               schedule (ZC_ALG_SYM)
- *   sched_gpu.c every device schedule (zc__gpu_step): phases, signals, provider launches
+ *   sched_put.c the direct path's device schedules (zc__put_step): puts into peers' device
+ *               memory (recv buffers, landing areas, send/recv slots), kernels over landed data
+ *   sched_gpu.c the ipc path's device schedules (zc__gpu_step): phases, signals, provider
+ *               launches; the gate, launch and wait steps sched_put.c shares
  *   channel.c   one message through a (lane, peer) channel: turn, credits, header check
  *   fail.c      the failure record (first failure wins) and the words of its sentences
  *   layout.c    the arena's regions (the device ones too), for the size query and the carve
@@ -86,12 +90,29 @@ typedef enum zc__alg {
     ZC_ALG_GPU_ONESHOT, /* all_reduce: every rank reduces all n inputs */
     ZC_ALG_GPU_RSAG,    /* all_reduce: reduce-scatter, then all-gather of the blocks */
     ZC_ALG_GPU_DIRECT,  /* every other collective: each rank pulls what it needs */
-    ZC_ALG_GPU_REGISTER /* internal: a CUDA registration's IPC records to and from every
-                         * peer, then the mapping of the peers' buffers */
+    ZC_ALG_GPU_REGISTER, /* internal: a CUDA registration's IPC records to and from every
+                          * peer, then the mapping of the peers' buffers */
+    /* Device memory on the direct path (sched_put.c): the wire's puts (RDMA WRITE) carry the
+     * bytes into the receiver's registered buffer or its landing areas in device scratch, a
+     * header-only message after each says it is there; reductions are provider kernels. */
+    ZC_ALG_PUT_ONESHOT, /* all_reduce (small), reduce: each contributor puts its round's slice
+                         * into every reducer's landing; reducers reduce all n in rank order */
+    ZC_ALG_PUT_RSAG,    /* all_reduce (large): per round, blocks into their owners' landing,
+                         * owners reduce, then put the result into every peer's recv;
+                         * reduce_scatter: the first half */
+    ZC_ALG_PUT_COPY,    /* broadcast, scatter, gather, all_gather, all_to_all: every block put
+                         * straight into its receiver's recv */
+    ZC_ALG_PUT_P2P      /* send/recv: chunks put into the receiver's device slots, copied out
+                         * by a kernel; the slot's credit returns after the copy */
 } zc__alg;
 
-static inline bool zc__gpu_alg(uint32_t alg) { return alg >= ZC_ALG_GPU_ONESHOT; }
-/* A call on device memory: staged, or one of sched_gpu.c's. */
+/* sched_gpu.c's schedules (peers' buffers mapped through IPC). */
+static inline bool zc__gpu_alg(uint32_t alg) {
+    return alg >= ZC_ALG_GPU_ONESHOT && alg <= ZC_ALG_GPU_REGISTER;
+}
+/* sched_put.c's (the direct path). */
+static inline bool zc__put_alg(uint32_t alg) { return alg >= ZC_ALG_PUT_ONESHOT; }
+/* A call on device memory: staged, or one of sched_gpu.c's or sched_put.c's. */
 static inline bool zc__device_alg(uint32_t alg) { return alg >= ZC_ALG_STAGED; }
 
 /* Everything a start needs: validated arguments and the chosen algorithm. */
@@ -136,8 +157,8 @@ typedef struct zc__req {
     uint64_t *tx_base;   /* [nranks] first message number on each peer's lane, sending */
     uint64_t *rx_base;   /* [nranks] the same, receiving */
     struct zc__place *pl; /* [nranks] streams written in place, per peer (sched.c) */
-    /* Device schedules (sched_gpu.c). */
-    uint32_t phase;      /* zc__gphase */
+    /* Device schedules (sched_gpu.c, sched_put.c). */
+    uint32_t phase;      /* zc__gphase, or sched_put.c's phases */
     uint32_t round, rounds;
     uint32_t bind;       /* stream slot + 1 of a stream-ordered call (0: none): its start flag
                           * gates the request, its done flag is written when it ends */
@@ -145,6 +166,11 @@ typedef struct zc__req {
     uint32_t pad_;
     uint64_t round_elems; /* elements per round (RS+AG: per region of n blocks) */
     uint8_t **ptrs;      /* [2 * nranks] every rank's send, then recv buffer, in this process */
+    /* The direct path (sched_put.c). */
+    uint64_t ticket;     /* its turn at the landing areas (ONESHOT, RSAG) */
+    const zc_wire_mr *smr, *rmr; /* the NIC's registrations of send and recv (NULL: none) */
+    uint32_t pflags;     /* ZC_PUT_* (sched_put.c): own copy launched / done, bytes landed */
+    uint32_t pad2_;
     struct zc__stage_req *stg; /* a staged call's state (sched_stage.c; NULL: no gpu provider) */
 } zc__req;
 
@@ -224,6 +250,36 @@ typedef struct zc__bind {
     zc__sched s;
 } zc__bind;
 
+/* A buffer the calls of a communicator share (the staged path's staging, the direct path's
+ * landing areas), taken in issue order: every rank issues its calls in the same order, so
+ * waiting for it cannot deadlock (its holder never waits for a later call). */
+typedef struct zc__turn {
+    uint64_t next;    /* the ticket the next call takes */
+    uint64_t serving; /* the ticket that holds the buffer */
+} zc__turn;
+static inline uint64_t zc__turn_take(zc__turn *t) { return t->next++; }
+static inline bool zc__turn_mine(const zc__turn *t, uint64_t ticket) {
+    return t->serving == ticket;
+}
+static inline void zc__turn_pass(zc__turn *t) { t->serving++; }
+
+/* One rank's landing on the direct path, as every rank learns it at init (gpu_mem.c). */
+typedef struct zc__gpu_peer {
+    uint64_t addr;  /* its landing memory (the provider's scratch) as its NIC registered it */
+    uint64_t rkey;
+    uint64_t area;  /* bytes of one collective landing area (gpu_mem.c: zc_gpu_area) */
+    uint32_t no;    /* zc__land_no: why this rank cannot take the direct path (0: it can) */
+    uint32_t pad_;
+} zc__gpu_peer;
+
+typedef enum zc__land_no {
+    ZC_LAND_OK = 0,
+    ZC_LAND_NO_DEVICE, /* no device state at this rank (gpu_open failed) */
+    ZC_LAND_NO_RDMA,   /* the device takes no NIC writes (no GPUDirect RDMA) */
+    ZC_LAND_NIC,       /* the NIC refused to register the device's landing memory */
+    ZC_LAND_SMALL      /* gpu_scratch_bytes / nranks is under 256 bytes */
+} zc__land_no;
+
 struct zc__gpu {
     const zc_gpu_ops *ops;
     void *state;           /* the provider's, in the arena */
@@ -241,6 +297,16 @@ struct zc__gpu {
     zc_gpu_ipc *recs;      /* [max_mems * nranks] every rank's export of each registration */
     uint8_t **mapped;      /* [max_mems * nranks] peers' registered buffers in this process */
     zc__bind *binds;       /* [nbinds] */
+    /* The direct path (gpu_mem.c opens it; sched_put.c uses it). The provider's scratch is the
+     * landing: nranks collective areas of `area` bytes (source rank q's at q * area), then
+     * send/recv's slots (source q's ring of cfg.slots slots at p2p_at + q * slots * slot_bytes,
+     * mirroring the host ring, so the host slot's credit guards both). */
+    zc__gpu_peer *peers;   /* [nranks] every rank's landing (ZC_R_GPU_PEERS) */
+    zc_wire_mr land_mr;    /* the NIC's registration of this rank's landing (handle NULL: none) */
+    uint64_t area;         /* bytes of one collective landing area */
+    uint64_t p2p_at;       /* offset of send/recv's landing slots in the scratch */
+    zc__turn land;         /* the collective landing areas, in issue order (ONESHOT, RSAG) */
+    uint64_t direct_calls, direct_bytes; /* direct calls issued; bytes put from this rank */
     char why[ZC_ERROR_TEXT_BYTES]; /* why comm->gpu is NULL */
 };
 
@@ -271,13 +337,13 @@ typedef struct zc__stage_req {
 struct zc__stage {
     const zc_gpu_ops *ops; /* the communicator's gpu provider (zc__gpu_open's) */
     void *gstate;
-    uint32_t path;         /* zc_gpu_path decided at init: IPC or STAGED */
+    uint32_t path;         /* zc_gpu_path decided at init: IPC, STAGED or DIRECT */
     uint32_t pad_;
     uint8_t *buf;          /* the collectives' staging (ZC_R_STAGE_BUF) */
     uint64_t bytes;
     uint8_t *p2p;          /* [max_requests][slot_bytes] send/recv's staging, per request slot
                             * (ZC_R_STAGE_P2P) */
-    uint64_t next, serving; /* tickets: the next one handed out; the one holding the staging */
+    zc__turn turn;          /* the collectives' staging, in issue order */
     uint64_t calls, rounds; /* staged calls issued and rounds run (tests read them) */
     zc__stage_req pend;           /* the call being issued: zc__stage_msgs reads its rounds */
 };
@@ -392,17 +458,28 @@ static inline bool zc__comm_ok(const zc_comm *comm) {
 zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_comm **out,
                     char *err);
 zc_wire_geom zc__geom(const zc_comm *c, uint64_t comm_id, void *const *windows);
-/* After the wire is up: whether its streams may be written in place. */
-void zc__open_place(zc_comm *c);
+/* Once the wire and the device state are up: placement, and the communicator made live. */
+void zc__open_live(zc_comm *c);
 /* Builds an in-process group of n ranks over arenas[], each with cfg's sizes (the init error
  * says why it failed). */
 zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[],
                            size_t arena_bytes, zc_comm *comms[], uint64_t comm_id);
 
 /* ---- gpu_mem.c: the device state, CUDA registrations ---- */
-/* After the wire is up: sets up comm->gpu_area and starts the provider. Never fails the
- * communicator: without a usable device comm->gpu stays NULL and registrations say why. */
-void zc__gpu_open(zc_comm *comm);
+/* After the wire is up: starts the provider (comm->gpu; without a usable device it stays
+ * NULL and registrations say why) and decides the path, unless the path needs every rank's
+ * landing record first: then (a wire that writes into memory, gpu_path auto or direct, the same
+ * on every rank: zc__gpu_gathers) this rank's record is in gpu_area->peers[rank], *gather is
+ * true, and the caller gathers every rank's record into gpu_area->peers (init over the
+ * bootstrap, split over the parent) and calls zc__gpu_path. Fails (comm->err says why) only for
+ * gpu_path direct on a wire that cannot write into memory; the caller closes the wire. */
+zc_status zc__gpu_open(zc_comm *comm, bool *gather);
+bool zc__gpu_gathers(const zc_comm *comm);
+/* The path from every rank's landing record: direct when every rank can take it, else staged;
+ * ZC_UNSUPPORTED when cfg->gpu_path is direct and a rank cannot, ZC_MISMATCH when the landing
+ * areas differ (comm->err says which rank and why; the caller closes the communicator). The
+ * same on every rank: it reads only the gathered records. */
+zc_status zc__gpu_path(zc_comm *comm);
 void zc__gpu_close(zc_comm *comm);
 zc_status zc__gpu_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem **mem_out);
 zc_status zc__gpu_mem_deregister(zc_comm *comm, zc__mem_entry *e);
@@ -427,9 +504,9 @@ zc__req *zc__lookup(zc_comm *comm, const zc_req *req);
 zc_status zc__bind_issue(zc_comm *comm, uint32_t i);
 
 /* ---- sched_stage.c: device-memory calls staged through host memory ---- */
-/* From zc__gpu_open once the provider is up: the provider and the path (comm.c carved the
- * staging's regions). */
-void zc__stage_open(zc_comm *comm, const zc_gpu_ops *ops, void *gstate);
+/* From zc__gpu_open once the provider is up and the path decided (zc_gpu_path; comm.c carved
+ * the staging's regions). */
+void zc__stage_open(zc_comm *comm, const zc_gpu_ops *ops, void *gstate, uint32_t path);
 /* The path decided at init (zc_gpu_path; ZC_GPU_PATH_AUTO: no provider). */
 uint32_t zc__stage_path(const zc_comm *comm);
 /* From coll.c's device routing for a device-memory call the staged path carries:
@@ -476,6 +553,25 @@ void zc__gpu_begin(zc_comm *comm, zc__req *r);
 void zc__gpu_step(zc_comm *comm, zc__req *r, uint32_t *budget);
 /* The CUDA registration holding [p, p+bytes) entirely; *partial when one overlaps it only. */
 int32_t zc__gpu_find(const zc_comm *comm, const void *p, size_t bytes, bool *partial);
+/* Shared with sched_put.c. A stream-ordered call's gate: true once its stream wrote the start
+ * flag (then its deadline starts). st of a launch on the provider's stream, then the request's
+ * event recorded after it: false (the communicator failed with the provider's sentence) unless
+ * both went. ZC_OK once that event completed, ZC_IN_PROGRESS before, else the failure (the
+ * communicator failed). zc__gpu_failed: fails the communicator with the provider's sentence. */
+bool zc__gpu_gate(zc_comm *comm, zc__req *r);
+bool zc__gpu_launched(zc_comm *comm, zc__req *r, zc_status st);
+zc_status zc__gpu_waited(zc_comm *comm, zc__req *r);
+zc_status zc__gpu_failed(zc_comm *comm, const zc__req *r, zc_status st);
+
+/* ---- sched_put.c: the direct path's schedules (ZC_ALG_PUT_*) ---- */
+/* From coll.c's device routing on the direct path: the put algorithm of s. */
+void zc__put_route(const zc_comm *comm, zc__sched *s);
+/* Messages a put schedule sends to peer (tx) or receives from it. */
+uint64_t zc__put_msgs(const zc_comm *comm, const zc__sched *s, uint32_t peer, bool tx);
+/* At issue: r's phase, rounds, registrations and turn at the landing. */
+void zc__put_begin(zc_comm *comm, zc__req *r);
+/* zc__step of a put schedule: messages and phase transitions, one unit of *budget each. */
+void zc__put_step(zc_comm *comm, zc__req *r, uint32_t *budget);
 
 /* ---- channel.c: moving one message ---- */
 /* Payload pointer of message k (0-based within r) to peer for a payload of bytes, or NULL when
@@ -488,6 +584,9 @@ uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k);
  * zc__tx_flush): it counts as sent. A wire that cannot post it for good fails the communicator
  * (status and sentence recorded); the status is returned. */
 zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes);
+/* True once the wire has read every put r made from the caller's memory (zc__place.direct
+ * marks the peers it put to): the sources may change. */
+bool zc__tx_puts_done(zc_comm *comm, const zc__req *r);
 /* Messages of r already sent to peer / consumed from peer. */
 uint64_t zc__tx_done(const zc_comm *comm, const zc__req *r, uint32_t peer);
 uint64_t zc__rx_done(const zc_comm *comm, const zc__req *r, uint32_t peer);
@@ -576,6 +675,7 @@ typedef enum zc__region {
     ZC_R_GPU_MAPPED, /* [max_mems][nranks] uint8_t * */
     ZC_R_GPU_PTRS,   /* [max_requests][2 * nranks] uint8_t * (zc__req.ptrs) */
     ZC_R_GPU_BINDS,  /* [gpu_stream_slots] zc__bind */
+    ZC_R_GPU_PEERS,  /* [nranks] zc__gpu_peer: every rank's landing (the direct path) */
     ZC_R_STAGE,      /* struct zc__stage: the staged path's state (empty without a provider) */
     ZC_R_STAGE_REQS, /* [max_requests] zc__stage_req (zc__req.stg) */
     ZC_R_STAGE_P2P,  /* [max_requests][slot_bytes] send/recv's staging */

@@ -57,6 +57,7 @@ static void zc_gpu_rows(const zc_config *cfg, size_t bytes[ZC_R_COUNT_]) {
     bytes[ZC_R_GPU_MAPPED] = ops ? mems * n * sizeof(uint8_t *) : 0;
     bytes[ZC_R_GPU_PTRS] = ops ? reqs * 2u * n * sizeof(uint8_t *) : 0;
     bytes[ZC_R_GPU_BINDS] = ops ? cfg->gpu_stream_slots * sizeof(zc__bind) : 0;
+    bytes[ZC_R_GPU_PEERS] = ops ? cfg->nranks * sizeof(zc__gpu_peer) : 0; /* every rank's */
     bytes[ZC_R_STAGE] = ops ? sizeof(struct zc__stage) : 0;
     bytes[ZC_R_STAGE_REQS] = ops ? reqs * sizeof(zc__stage_req) : 0;
     bytes[ZC_R_STAGE_P2P] = ops ? reqs * cfg->slot_bytes : 0;

@@ -116,6 +116,7 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
     r->held = 0;
     r->bind = bind;
     if (zc__gpu_alg(s->alg)) zc__gpu_begin(comm, r); /* its phase; held while gated */
+    if (zc__put_alg(s->alg)) zc__put_begin(comm, r);
     if (s->alg == ZC_ALG_STAGED) zc__stage_begin(comm, r);
     comm->active[comm->nreqs_active++] = index;
     req->opaque_[0] = ZC_HANDLE_MAGIC | index;

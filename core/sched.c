@@ -214,13 +214,6 @@ static void zc_place_handshake(zc_comm *comm, zc__req *r, uint32_t *budget) {
     if (done && *budget) r->place &= ~ZC_PLACE_HANDSHAKE;
 }
 
-/* Every put from the caller's memory has been read by the wire (the source may change). */
-static bool zc_puts_done(zc_comm *comm, const zc__req *r) {
-    for (uint32_t p = 0; p < comm->nranks; p++)
-        if (r->pl[p].direct && !comm->wire->put_done(comm->wire_state, p)) return false;
-    return true;
-}
-
 zc__alg zc__choose(const zc_comm *c, uint32_t kind, uint64_t count, uint64_t bytes) {
     const zc_config *cfg = &c->cfg;
     if (kind == ZC_K_BARRIER) return ZC_ALG_DISSEM;
@@ -241,6 +234,7 @@ zc__alg zc__choose(const zc_comm *c, uint32_t kind, uint64_t count, uint64_t byt
 
 uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
     if (zc__gpu_alg(s->alg)) return zc__gpu_msgs(comm, s); /* signals, as many each way */
+    if (zc__put_alg(s->alg)) return zc__put_msgs(comm, s, p, true);
     if (s->alg == ZC_ALG_P2P)
         return s->kind == ZC_K_SEND && p == s->root ? zc__msgs(s->count, s->chunk) : 0;
     return zc_msgs_between(s, comm->nranks, comm->rank, p);
@@ -248,6 +242,7 @@ uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
 
 uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
     if (zc__gpu_alg(s->alg)) return zc__gpu_msgs(comm, s);
+    if (zc__put_alg(s->alg)) return zc__put_msgs(comm, s, p, false);
     if (s->alg == ZC_ALG_P2P)
         return s->kind == ZC_K_RECV && p == s->root ? zc__msgs(s->count, s->chunk) : 0;
     return zc_msgs_between(s, comm->nranks, p, comm->rank);
@@ -544,6 +539,10 @@ void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget) {
         zc__gpu_step(comm, r, budget);
         return;
     }
+    if (zc__put_alg(r->s.alg)) { /* device memory on the direct path: sched_put.c's */
+        zc__put_step(comm, r, budget);
+        return;
+    }
     zc_ctx x = {comm, r, budget, comm->rank, comm->nranks, r->s.chunk, r->s.esize,
                 zc_result_bytes(&r->s, comm->nranks) >= ZC_STREAM_COPY_MIN_BYTES};
     if (r->place & ZC_PLACE_HANDSHAKE) {
@@ -567,6 +566,6 @@ void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget) {
     case ZC_ALG_SYM: zc__step_sym(comm, r, budget, x.stream); break;
     default: zc_plat_panic(__FILE__, __LINE__, "unknown algorithm");
     }
-    if (r->status == ZC_OK && (r->place & ZC_PLACE_DIRECT) && !zc_puts_done(comm, r))
+    if (r->status == ZC_OK && (r->place & ZC_PLACE_DIRECT) && !zc__tx_puts_done(comm, r))
         r->status = ZC_IN_PROGRESS; /* the wire may still read the caller's source */
 }

@@ -49,6 +49,10 @@ static zc_status zc_gpu_fail(zc_comm *c, struct zc__gpu *g, zc_status st, const 
     return zc__fail(c, st, seq, -1, 0, "%s: %s", what, g->ops->error_text(g->state));
 }
 
+zc_status zc__gpu_failed(zc_comm *c, const zc__req *r, zc_status st) {
+    return zc_gpu_fail(c, c->gpu, st, zc__kind_name(r->s.kind), r->seq);
+}
+
 /* ---- registrations ---- */
 
 int32_t zc__gpu_find(const zc_comm *c, const void *p, size_t bytes, bool *partial) {
@@ -325,20 +329,29 @@ static uint32_t zc_gpu_event(const zc_comm *c, const zc__req *r) {
     return (uint32_t)(r - c->reqs);
 }
 
-/* Launches (what) and records the request's event; the next phase waits for it. */
-static bool zc_gpu_launched(zc_comm *c, struct zc__gpu *g, zc__req *r,
-                            zc_status st) {
+bool zc__gpu_launched(zc_comm *c, zc__req *r, zc_status st) {
+    struct zc__gpu *g = c->gpu;
     if (st == ZC_OK) st = g->ops->event_record(g->state, zc_gpu_event(c, r));
     if (st == ZC_OK) return true;
     zc_gpu_fail(c, g, st, zc__kind_name(r->s.kind), r->seq);
     return false;
 }
 
-/* ZC_OK once the request's event completed; ZC_IN_PROGRESS before; failures fail the comm. */
-static zc_status zc_gpu_waited(zc_comm *c, struct zc__gpu *g, zc__req *r) {
+zc_status zc__gpu_waited(zc_comm *c, zc__req *r) {
+    struct zc__gpu *g = c->gpu;
     zc_status st = g->ops->event_query(g->state, zc_gpu_event(c, r));
     if (st == ZC_OK || st == ZC_IN_PROGRESS) return st;
     return zc_gpu_fail(c, g, st, zc__kind_name(r->s.kind), r->seq);
+}
+
+bool zc__gpu_gate(zc_comm *c, zc__req *r) {
+    struct zc__gpu *g = c->gpu;
+    uint32_t *start = &g->flags[2u * (r->bind - 1u)];
+    if (__atomic_load_n(start, __ATOMIC_ACQUIRE) != g->binds[r->bind - 1u].tick) return false;
+    __atomic_store_n(start, 0u, __ATOMIC_RELAXED);
+    r->held = 0; /* the deadline runs from progress's next clock read */
+    r->deadline_ns = 0;
+    return true;
 }
 
 /* One phase transition; false when the request has to wait (or failed). */
@@ -346,15 +359,10 @@ static bool zc_gpu_advance(zc_comm *c, struct zc__gpu *g, zc__req *r) {
     uint8_t *const *ptrs = r->ptrs;
     bool rsag = r->s.alg == ZC_ALG_GPU_RSAG;
     switch (r->phase) {
-    case ZC_G_GATE: {
-        uint32_t *start = &g->flags[2u * (r->bind - 1u)];
-        if (__atomic_load_n(start, __ATOMIC_ACQUIRE) != g->binds[r->bind - 1u].tick) return false;
-        __atomic_store_n(start, 0u, __ATOMIC_RELAXED);
-        r->held = 0; /* the deadline runs from progress's next clock read */
-        r->deadline_ns = 0;
+    case ZC_G_GATE:
+        if (!zc__gpu_gate(c, r)) return false;
         r->phase = ZC_G_READY;
         return true;
-    }
     case ZC_G_READY:
         if (!zc_gpu_exchange(c, r, 0)) return false;
         r->phase = r->s.alg == ZC_ALG_GPU_REGISTER ? ZC_G_MAP : ZC_G_MAIN;
@@ -364,11 +372,11 @@ static bool zc_gpu_advance(zc_comm *c, struct zc__gpu *g, zc__req *r) {
         r->phase = ZC_G_FINISHED;
         return true;
     case ZC_G_MAIN:
-        if (!zc_gpu_launched(c, g, r, zc_gpu_launch_main(c, g, r, ptrs))) return false;
+        if (!zc__gpu_launched(c, r, zc_gpu_launch_main(c, g, r, ptrs))) return false;
         r->phase = ZC_G_MAIN_WAIT;
         return true;
     case ZC_G_MAIN_WAIT:
-        if (zc_gpu_waited(c, g, r) != ZC_OK) return false;
+        if (zc__gpu_waited(c, r) != ZC_OK) return false;
         r->phase = r->s.alg == ZC_ALG_GPU_DIRECT ? ZC_G_SYNC_DONE : ZC_G_SYNC_A;
         return true;
     case ZC_G_SYNC_A:
@@ -377,11 +385,11 @@ static bool zc_gpu_advance(zc_comm *c, struct zc__gpu *g, zc__req *r) {
         r->phase = zc_gpu_in_place(r) ? ZC_G_PLACE : rsag ? ZC_G_SYNC_B : zc_gpu_next_round(r);
         return true;
     case ZC_G_PLACE:
-        if (!zc_gpu_launched(c, g, r, zc_gpu_launch_place(c, g, r))) return false;
+        if (!zc__gpu_launched(c, r, zc_gpu_launch_place(c, g, r))) return false;
         r->phase = ZC_G_PLACE_WAIT;
         return true;
     case ZC_G_PLACE_WAIT:
-        if (zc_gpu_waited(c, g, r) != ZC_OK) return false;
+        if (zc__gpu_waited(c, r) != ZC_OK) return false;
         r->phase = rsag ? ZC_G_SYNC_B : zc_gpu_next_round(r);
         return true;
     case ZC_G_SYNC_B:
@@ -389,11 +397,11 @@ static bool zc_gpu_advance(zc_comm *c, struct zc__gpu *g, zc__req *r) {
         r->phase = ZC_G_GATHER;
         return true;
     case ZC_G_GATHER:
-        if (!zc_gpu_launched(c, g, r, zc_gpu_launch_gather(c, g, r, ptrs))) return false;
+        if (!zc__gpu_launched(c, r, zc_gpu_launch_gather(c, g, r, ptrs))) return false;
         r->phase = ZC_G_GATHER_WAIT;
         return true;
     case ZC_G_GATHER_WAIT:
-        if (zc_gpu_waited(c, g, r) != ZC_OK) return false;
+        if (zc__gpu_waited(c, r) != ZC_OK) return false;
         r->phase = zc_gpu_next_round(r);
         return true;
     case ZC_G_SYNC_DONE:

@@ -1,7 +1,6 @@
 /* sched_stage.c: device-memory calls staged through host memory: every collective and send/recv
- * on registered ZC_MEM_CUDA buffers over a wire that cannot map peers' device buffers
- * (transport_ib, or any wire with cfg->gpu_path ZC_GPU_PATH_STAGED), and device send/recv on
- * every wire.
+ * on registered ZC_MEM_CUDA buffers over transport_ib when the direct path is not possible (or
+ * any wire with cfg->gpu_path ZC_GPU_PATH_STAGED), and device send/recv on the ipc path.
  *
  * A staged call is one request of the one engine (ZC_ALG_STAGED): issued like any call, it
  * reserves at issue the channel numbers of all its rounds (the sum of its rounds' host
@@ -27,13 +26,12 @@
 #include "engine.h"
 #include "gpu.h"
 
-void zc__stage_open(zc_comm *c, const zc_gpu_ops *ops, void *gstate) {
+void zc__stage_open(zc_comm *c, const zc_gpu_ops *ops, void *gstate, uint32_t path) {
     struct zc__stage *st = c->stage_area; /* carved, with its buffers, by comm.c */
     st->ops = ops;
     st->gstate = gstate;
     st->bytes = c->cfg.gpu_stage_bytes;
-    if (c->cfg.gpu_path != ZC_GPU_PATH_AUTO) st->path = c->cfg.gpu_path;
-    else st->path = c->wire->mem_register ? ZC_GPU_PATH_STAGED : ZC_GPU_PATH_IPC;
+    st->path = path;
     c->stage = st;
 }
 
@@ -41,13 +39,23 @@ uint32_t zc__stage_path(const zc_comm *c) { return c->stage ? c->stage->path : 0
 
 const char *zc_comm_gpu_path(const zc_comm *c) {
     if (!zc__comm_ok(c) || !c->stage) return "none";
-    return c->stage->path == ZC_GPU_PATH_STAGED ? "staged" : "ipc";
+    switch (c->stage->path) {
+    case ZC_GPU_PATH_STAGED: return "staged";
+    case ZC_GPU_PATH_DIRECT: return "direct";
+    default: return "ipc";
+    }
 }
 
 void zc_comm_gpu_staged(const zc_comm *c, uint64_t *calls, uint64_t *rounds) {
     bool has = zc__comm_ok(c) && c->stage;
     if (calls) *calls = has ? c->stage->calls : 0;
     if (rounds) *rounds = has ? c->stage->rounds : 0;
+}
+
+void zc_comm_gpu_direct(const zc_comm *c, uint64_t *calls, uint64_t *bytes) {
+    bool has = zc__comm_ok(c) && c->gpu;
+    if (calls) *calls = has ? c->gpu->direct_calls : 0;
+    if (bytes) *bytes = has ? c->gpu->direct_bytes : 0;
 }
 
 /* Blocks of one round the staging holds at most, at any rank (in and out together). */
@@ -144,7 +152,7 @@ void zc__stage_begin(zc_comm *c, zc__req *r) {
         q->last_tx += zc__tx_total(c, &q->last, p);
         q->last_rx += zc__rx_total(c, &q->last, p);
     }
-    if (!q->own) q->ticket = st->next++;
+    if (!q->own) q->ticket = zc__turn_take(&st->turn);
     *r->stg = *q;
     st->calls++;
 }
@@ -225,7 +233,7 @@ static uint32_t zc_stage_next(zc_comm *c, zc__req *r, zc__stage_req *q) {
     r->a = r->b = 0;
     c->stage->rounds++;
     if (++q->round < q->rounds) return ZC_S_D2H;
-    if (!q->own) c->stage->serving++; /* the staging passes to the next staged call */
+    if (!q->own) zc__turn_pass(&c->stage->turn); /* the staging: to the next staged call */
     return ZC_S_DONE;
 }
 
@@ -235,7 +243,7 @@ static bool zc_stage_advance(zc_comm *c, zc__req *r, zc__stage_req *q, uint32_t 
     zc_status rc;
     switch (q->phase) {
     case ZC_S_TURN:
-        if (c->stage->serving != q->ticket) return false;
+        if (!zc__turn_mine(&c->stage->turn, q->ticket)) return false;
         q->phase = ZC_S_D2H;
         break;
     case ZC_S_D2H:

@@ -53,6 +53,35 @@ static zc_status zc_split_exchange(zc_comm *parent, const int32_t *all, zc_comm 
     return st;
 }
 
+/* The child's device state (gpu_mem.c); where its path needs every member's landing record,
+ * every parent rank joins one all_gather of them over the parent (a non-member gives an empty
+ * one), and members keep their color's at the sender's child rank. c: this rank's child, NULL
+ * for a non-member. The parent's scratch holds {color, key} per rank, then the records. */
+static zc_status zc_split_device(zc_comm *parent, const int32_t *all, zc_comm *c) {
+    zc__gpu_peer *recs = (zc__gpu_peer *)(void *)(parent->scratch + 8u * parent->nranks);
+    bool gathers = zc__gpu_gathers(parent);
+    zc_status st = ZC_OK;
+    if (c) { /* a child has its parent's wire and cfg: it gathers when its parent would */
+        bool gather;
+        st = zc__gpu_open(c, &gather);
+        ZC_ASSERT(st != ZC_OK || gather == gathers);
+    }
+    if (!gathers) return st;
+    zc__gpu_peer mine = {0, 0, 0, ZC_LAND_NO_DEVICE, 0};
+    if (c) mine = c->gpu_area->peers[c->rank];
+    zc_req req;
+    st = zc_allgather(parent, &mine, recs, sizeof mine, ZC_UINT8, &req);
+    if (st == ZC_OK) st = zc_wait(parent, &req);
+    if (st != ZC_OK || !c) return st;
+    for (uint32_t p = 0; p < parent->nranks; p++) {
+        uint32_t rank, size;
+        if (all[2 * p] != all[2 * parent->rank]) continue;
+        zc_child_place(all, parent->nranks, p, &rank, &size);
+        c->gpu_area->peers[rank] = recs[p];
+    }
+    return zc__gpu_path(c);
+}
+
 /* A split uses its parent's scratch from start to end: a second one on the same parent at the
  * same time (another thread's) is refused, never interleaved. True when this one may run. */
 static bool zc_split_claim(zc_comm *parent, const char *who) {
@@ -118,17 +147,21 @@ static zc_status zc_split(zc_comm *parent, int color, int key, void *arena, size
     if (st == ZC_OK) st = zc_allreduce(parent, &ok, &worst, 1, ZC_INT32, ZC_MIN, &sync);
     if (st == ZC_OK) st = zc_wait(parent, &sync);
     if (st == ZC_OK && worst != 0) st = (zc_status)worst;
+    if (st == ZC_OK && c) c->wire->seal(c->wire_state); /* every member attached */
+    bool device = false; /* its device step failed: the child's sentence says why */
+    if (st == ZC_OK) {
+        st = zc_split_device(parent, all, c);
+        device = st != ZC_OK && c;
+    }
     if (c && local == ZC_OK && st == ZC_OK) {
-        c->wire->seal(c->wire_state);
-        zc__gpu_open(c);
-        zc__open_place(c);
-        c->magic = ZC_COMM_MAGIC;
+        zc__open_live(c);
         *child_out = c;
         return ZC_OK;
     }
+    if (c && c->gpu) zc__gpu_close(c);
     if (created) c->wire->close(c->wire_state); /* also after a failed attach */
     if (st == ZC_OK) st = local;
-    if (local != ZC_OK) zc__set_init_error("zc_comm_split: %s", c ? c->err : err);
+    if (local != ZC_OK || device) zc__set_init_error("zc_comm_split: %s", c ? c->err : err);
     else zc__set_init_error("zc_comm_split: another rank failed to set up its child (%s)",
                             zc_status_name(st));
     return st;

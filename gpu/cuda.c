@@ -40,6 +40,9 @@ typedef struct zc_cuda {
     void *scratch;
     uint64_t scratch_bytes;
     void *pinned;           /* host memory page-locked at init (geom pin), NULL: none */
+    uint32_t caps;          /* ZC_GPU_CAP_RDMA: cudaDevAttrGPUDirectRDMASupported */
+    uint32_t flush;         /* 1: NIC writes need cudaDeviceFlushGPUDirectRDMAWrites before a
+                             * kernel reads them (writes ordering below "owner") */
     zc_pfn_value32 wait32, write32;
     zc_pfn_range range;
     zc_pfn_dmabuf dmabuf;   /* NULL when the driver has none (then dmabuf_export says so) */
@@ -224,6 +227,19 @@ static zc_status zc_cuda_pick_device(zc_cuda *st, const zc_gpu_geom *g) {
 static zc_status zc_cuda_create(zc_cuda *st, const zc_gpu_geom *g) {
     ZC_CU_RT(st, cudaDeviceGetAttribute(&st->sms, cudaDevAttrMultiProcessorCount, st->device),
              "cudaDeviceGetAttribute(cudaDevAttrMultiProcessorCount)");
+    int rdma = 0, order = 0, opts = 0;
+    ZC_CU_RT(st, cudaDeviceGetAttribute(&rdma, cudaDevAttrGPUDirectRDMASupported, st->device),
+             "cudaDeviceGetAttribute(cudaDevAttrGPUDirectRDMASupported)");
+    ZC_CU_RT(st, cudaDeviceGetAttribute(&order, cudaDevAttrGPUDirectRDMAWritesOrdering,
+                                        st->device),
+             "cudaDeviceGetAttribute(cudaDevAttrGPUDirectRDMAWritesOrdering)");
+    ZC_CU_RT(st, cudaDeviceGetAttribute(&opts, cudaDevAttrGPUDirectRDMAFlushWritesOptions,
+                                        st->device),
+             "cudaDeviceGetAttribute(cudaDevAttrGPUDirectRDMAFlushWritesOptions)");
+    /* A device that needs flushes but offers no host flush cannot take the direct path. */
+    st->flush = order < (int)cudaGPUDirectRDMAWritesOrderingOwner;
+    st->caps = rdma && (!st->flush || (opts & (int)cudaFlushGPUDirectRDMAWritesOptionHost))
+                   ? ZC_GPU_CAP_RDMA : 0u;
     ZC_CU_RT(st, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking),
              "cudaStreamCreateWithFlags");
     for (; st->nevents < g->events; st->nevents++)
@@ -394,6 +410,23 @@ static zc_status zc_cuda_reduce(void *state, void *dst, const void *const *srcs,
     return e ? zc_cuda_fail(st, (cudaError_t)e, "zc_reduce_kernel launch") : ZC_OK;
 }
 
+static uint32_t zc_cuda_caps(const void *state) { return ((const zc_cuda *)state)->caps; }
+
+/* Devices that order NIC writes for their own kernels (Hopper and later, by the attribute)
+ * need nothing; older ones flush here (a short host call, not a stream synchronization). */
+static zc_status zc_cuda_rdma_flush(void *state) {
+    zc_cuda *st = state;
+    zc_devguard gd;
+    zc_status s = zc_cuda_usable(st);
+    if (s != ZC_OK || !st->flush) return s;
+    s = zc_dev_enter(st, &gd);
+    if (s != ZC_OK) return s;
+    cudaError_t e = cudaDeviceFlushGPUDirectRDMAWrites(
+        cudaFlushGPUDirectRDMAWritesTargetCurrentDevice, cudaFlushGPUDirectRDMAWritesToOwner);
+    zc_dev_leave(&gd);
+    return e != cudaSuccess ? zc_cuda_fail(st, e, "cudaDeviceFlushGPUDirectRDMAWrites") : ZC_OK;
+}
+
 static zc_status zc_cuda_copy(void *state, void *dst, const void *src, size_t bytes) {
     zc_cuda *st = state;
     zc_devguard gd;
@@ -494,6 +527,8 @@ const zc_gpu_ops zc_gpu_cuda = {
     .ipc_open = zc_cuda_ipc_open,
     .ipc_close = zc_cuda_ipc_close,
     .dmabuf_export = zc_cuda_dmabuf_export,
+    .caps = zc_cuda_caps,
+    .rdma_flush = zc_cuda_rdma_flush,
     .reduce = zc_cuda_reduce,
     .copy = zc_cuda_copy,
     .event_record = zc_cuda_event_record,

@@ -7,7 +7,8 @@
  * communicator whose work runs later than the call (one operation per event_query unless
  * ZC_GPU_SIM_EAGER=1); events completed when the stream reaches them; an injected fault
  * (ZC_GPU_SIM_FAULT=N) that is sticky like a lost CUDA context; caller streams with flag
- * writes and waits. Reductions call the host kernel (provider/hostkernel.h's zc__reduce), so results
+ * writes and waits; a device that a NIC may write (GPUDirect RDMA: its memory is host memory a
+ * NIC registers by address) unless ZC_GPU_SIM_NO_RDMA=1 says it cannot. Reductions call the host kernel (provider/hostkernel.h's zc__reduce), so results
  * are the host kernels' by construction; the CUDA kernels' equality to them is a GPU run's to
  * show. What it does not model: graph capture (never capturing), concurrency between the
  * stream and the host (work runs inside the host's own calls), peer-access faults. */
@@ -35,6 +36,9 @@ typedef struct zc_sim_event {
 typedef struct zc_sim {
     uint32_t nevents, nflags;
     uint32_t eager;       /* ZC_GPU_SIM_EAGER: run at the call */
+    uint32_t caps;        /* ZC_GPU_CAP_RDMA unless ZC_GPU_SIM_NO_RDMA */
+    uint32_t pad_;
+    uint64_t flushes;     /* rdma_flush calls (nothing to flush: host memory is coherent) */
     zc_status sticky;     /* ZC_OK, or ZC_GPU once the injected fault ran */
     uint64_t fault_at;    /* ZC_GPU_SIM_FAULT (0: none) */
     uint64_t numbered;    /* reduces and copies enqueued so far */
@@ -195,6 +199,7 @@ static zc_status zc_sim_init(void *state, const zc_gpu_geom *g) {
     st->flags = (uint32_t *)(void *)(st->events + g->events);
     st->eager = zc_sim_env_u64("ZC_GPU_SIM_EAGER") != 0;
     st->fault_at = zc_sim_env_u64("ZC_GPU_SIM_FAULT");
+    st->caps = zc_sim_env_u64("ZC_GPU_SIM_NO_RDMA") ? 0u : ZC_GPU_CAP_RDMA;
     zc_gpu_sim_stream_init(&st->stream);
     if (g->scratch_bytes) {
         void *p = NULL;
@@ -290,6 +295,16 @@ static zc_status zc_sim_dmabuf_export(void *state, void *addr, size_t bytes, int
     (void)addr, (void)bytes, (void)fd, (void)offset;
     snprintf(st->err, sizeof st->err, "the simulated device has no dma-buf export");
     return ZC_UNSUPPORTED;
+}
+
+static uint32_t zc_sim_caps(const void *state) { return ((const zc_sim *)state)->caps; }
+
+/* The simulated device is host memory, which the NIC's writes reach coherently: nothing to
+ * flush but the call, counted. */
+static zc_status zc_sim_rdma_flush(void *state) {
+    zc_sim *st = state;
+    st->flushes++;
+    return zc_sim_usable(st);
 }
 
 /* ---- the data path ---- */
@@ -432,6 +447,8 @@ const zc_gpu_ops zc_gpu_sim = {
     .ipc_open = zc_sim_ipc_open,
     .ipc_close = zc_sim_ipc_close,
     .dmabuf_export = zc_sim_dmabuf_export,
+    .caps = zc_sim_caps,
+    .rdma_flush = zc_sim_rdma_flush,
     .reduce = zc_sim_reduce,
     .copy = zc_sim_copy,
     .event_record = zc_sim_event_record,

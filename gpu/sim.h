@@ -14,7 +14,10 @@
  *   ZC_GPU_SIM_EAGER=1   run every enqueued operation at once (no deferral);
  *   ZC_GPU_SIM_FAULT=N   the Nth reduce or copy (counted from 1 on this communicator) fails
  *                        when it runs: event_query reports ZC_GPU with a sentence, and every
- *                        later call fails with it (sticky, like a lost CUDA context).
+ *                        later call fails with it (sticky, like a lost CUDA context);
+ *   ZC_GPU_SIM_NO_RDMA=1 the device says it cannot take NIC writes (no GPUDirect RDMA), so
+ *                        a communicator over transport_ib goes staged (or, with gpu_path
+ *                        direct, fails init saying which rank).
  * Not thread-safe: the allocation table is the process's; allocate from one thread. */
 #ifndef ZC_GPU_SIM_H
 #define ZC_GPU_SIM_H

@@ -149,11 +149,17 @@ typedef enum zc_transport {
 /* How device-memory calls move their bytes (zc_config.gpu_path; zc_comm_gpu_path says which
  * one a communicator chose at init). */
 typedef enum zc_gpu_path {
-    ZC_GPU_PATH_AUTO = 0,  /* IPC where the wire maps peers (shm), staged over transport_ib */
-    ZC_GPU_PATH_IPC = 1,   /* kernels read peers' IPC-mapped device buffers (shm wire only;
-                            * send/recv of device memory is staged on every path) */
-    ZC_GPU_PATH_STAGED = 2 /* per round: device-to-host copies into host staging in the arena
-                            * (cfg->gpu_stage_bytes), the host schedule, host-to-device copies */
+    ZC_GPU_PATH_AUTO = 0,   /* IPC where the wire maps peers (shm); over transport_ib direct
+                             * when every rank's device and NIC can (GPUDirect RDMA), else
+                             * staged */
+    ZC_GPU_PATH_IPC = 1,    /* kernels read peers' IPC-mapped device buffers (shm wire only;
+                             * send/recv of device memory is staged on this path) */
+    ZC_GPU_PATH_STAGED = 2, /* per round: device-to-host copies into host staging in the arena
+                             * (cfg->gpu_stage_bytes), the host schedule, host-to-device copies */
+    ZC_GPU_PATH_DIRECT = 3  /* transport_ib: the NIC writes peers' bytes straight into device
+                             * memory (registered buffers, or landing areas in device scratch),
+                             * reductions are device kernels; init fails when a rank's device or
+                             * NIC cannot */
 } zc_gpu_path;
 
 /* Which gpu provider runs device-memory collectives (zc_config.gpu_provider). */
@@ -212,9 +218,12 @@ typedef struct zc_config {
                                   * device ZC_MEM_CUDA registration is ZC_UNSUPPORTED */
     uint32_t gpu_stream_slots;   /* zc_*_stream calls in flight plus graph-captured ones held,
                                   * 0..4096 */
-    uint64_t gpu_scratch_bytes;  /* device scratch of in-place device all_reduce (per round),
-                                  * 0..1 GiB, multiple of 256; 0 refuses in-place device
-                                  * all_reduce. Must be equal on every rank */
+    uint64_t gpu_scratch_bytes;  /* device scratch, 0..1 GiB, multiple of 256: of in-place
+                                  * device all_reduce (per round) on the ipc path, 0 refusing
+                                  * it; on the direct path the landing areas of the peers'
+                                  * data (gpu_scratch_bytes / nranks each, the most one round
+                                  * or one RDMA write moves; under 256 B each: no direct
+                                  * path). Must be equal on every rank */
     uint64_t gpu_oneshot_max_bytes; /* device all_reduce: one-shot up to this many bytes,
                                      * reduce-scatter + all-gather above */
     uint32_t gpu_provider;       /* zc_gpu_provider: ZC_GPU_PROVIDER_AUTO (default), _CUDA or
@@ -222,8 +231,8 @@ typedef struct zc_config {
     uint64_t sym_bytes;          /* symmetric region of every rank (zc_sym_alloc), a
                                   * multiple of 4096 up to 1 TiB; 0 (default) = none. Must be
                                   * equal on every rank; only the shared-memory wire has one */
-    uint32_t gpu_path;           /* zc_gpu_path: ZC_GPU_PATH_AUTO (default), _IPC or _STAGED;
-                                  * every rank must use the same */
+    uint32_t gpu_path;           /* zc_gpu_path: ZC_GPU_PATH_AUTO (default), _IPC, _STAGED or
+                                  * _DIRECT; every rank must use the same */
     uint64_t gpu_stage_bytes;    /* host staging of the staged path (one call at a time uses it,
                                   * larger calls run in rounds), 0..1 GiB, multiple of 256; 0
                                   * refuses staged calls. Must be equal on every rank */
@@ -302,13 +311,19 @@ uint32_t zc_comm_size(const zc_comm *comm);
  * replace it); before that, the sentence of the last call that failed ("" if none). Never
  * NULL. */
 const char *zc_comm_error_text(const zc_comm *comm);
-/* The path this communicator's device-memory calls take, decided at init: "ipc", "staged", or
- * "none" (no gpu provider). Never NULL. */
+/* The path this communicator's device-memory calls take, decided at init: "ipc", "staged",
+ * "direct", or "none" (no gpu provider). Never NULL. Over transport_ib with gpu_path auto, init
+ * picks direct when every rank's device supports GPUDirect RDMA and every rank's NIC registered
+ * its device landing memory, staged otherwise (ZC_LOG=info prints which and why). */
 const char *zc_comm_gpu_path(const zc_comm *comm);
 /* Device-memory calls this communicator ran on the staged path, and their rounds, since init
  * (0 and 0 for NULL or a communicator without a gpu provider): how a program or test sees
  * which path its calls took. */
 void zc_comm_gpu_staged(const zc_comm *comm, uint64_t *calls, uint64_t *rounds);
+/* Device-memory calls this communicator ran on the direct path since init, and the bytes its
+ * NIC wrote from this rank into peers' device memory for them (0 and 0 for NULL or a
+ * communicator without a gpu provider). */
+void zc_comm_gpu_direct(const zc_comm *comm, uint64_t *calls, uint64_t *bytes);
 
 /* ---- memory registration ----------------------------------------------------------------- */
 typedef struct zc_mem zc_mem;
@@ -331,10 +346,11 @@ typedef struct zc_mem zc_mem;
  * uses them moves data. ZC_UNSUPPORTED without CUDA in this build (and gpu_provider not
  * ZC_GPU_PROVIDER_SIM) or without a usable device in this process (the error text says which
  * and why). With the simulated device, "device memory" is what zc_gpu_sim_alloc returned.
- * Over transport_ib (or with gpu_path ZC_GPU_PATH_STAGED) there is no IPC exchange: the NIC
- * registers device memory (local: through a dma-buf export of its pages, ibv_reg_dmabuf_mr,
- * else by address, nvidia-peermem), and collectives on it run on the staged path (host
- * staging in the arena, zc_comm_gpu_path says "staged"). */
+ * Over transport_ib (or with gpu_path ZC_GPU_PATH_STAGED) there is no IPC exchange and the
+ * registration is local. On the direct path the NIC registers the buffer (through a dma-buf
+ * export of its pages, ibv_reg_dmabuf_mr, else by address, nvidia-peermem; a refusal is this
+ * call's status, with both reasons) and peers' RDMA writes land in it; on the staged path the
+ * NIC never sees it (calls copy through host staging in the arena). */
 zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind kind,
                           zc_mem **mem_out);
 zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem);

@@ -15,7 +15,7 @@
 
 #include "zcoll.h"
 
-#define ZC_GPU_VERSION 2u
+#define ZC_GPU_VERSION 3u
 /* Ranks whose buffers one reduction launch reads (and the ceiling of ranks in a communicator
  * that runs device-memory collectives: every rank's input is one source). */
 #define ZC_GPU_MAX_SRCS 64u
@@ -34,6 +34,9 @@ typedef struct zc_gpu_geom {
     void *pin;
     uint64_t pin_bytes;
 } zc_gpu_geom;
+
+/* What a provider's device can do (caps, read after init). */
+#define ZC_GPU_CAP_RDMA 1u /* a NIC may write its memory (GPUDirect RDMA): the direct path */
 
 /* What mem_query says about an address range. */
 typedef enum zc_gpu_mem {
@@ -83,6 +86,14 @@ typedef struct zc_gpu_ops {
      * GPUDirect RDMA path); *offset is addr's offset inside it. The caller closes the fd. */
     zc_status (*dmabuf_export)(void *state, void *addr, size_t bytes, int32_t *fd,
                                uint64_t *offset);
+    /* ZC_GPU_CAP_* of the device init opened (0 before a successful init). */
+    uint32_t (*caps)(const void *state);
+    /* Makes the NIC writes into device memory that completed before the call (their messages
+     * arrived) visible to work enqueued after it, where the device does not order them already
+     * (CUDA: cuFlushGPUDirectRDMAWrites below CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER). The
+     * direct path calls it before a launch reads such bytes and before a call whose buffers
+     * received them finishes. Never blocks on the stream. */
+    zc_status (*rdma_flush)(void *state);
     /* Enqueues dst[i] = srcs[0][i] op srcs[1][i] ... op srcs[nsrc-1][i] for i < count with the
      * host kernels' exact semantics (core/reduce.h: rank order, fp32 accumulation of narrow
      * floats rounded once, canonical NaN, AVG divides by nsrc). 1 <= nsrc <= ZC_GPU_MAX_SRCS;

@@ -167,6 +167,7 @@ ZT_TEST(zcbench_reports_failures_with_exit_1_and_runs_single_rank, 60)
 ZT_TEST(gpu_mem_register_cuda_without_a_usable_device_is_unsupported_with_a_sentence, 20)
 ZT_TEST(gpu_config_fields_are_validated_and_read_from_env, 20)
 ZT_TEST(gpu_staged_path_fields_and_one_rank_staged_allreduce, 20)
+ZT_TEST(gpu_direct_path_needs_a_wire_with_puts, 20)
 ZT_TEST(gpu_arena_region_exists_only_in_cuda_builds_and_grows_with_stream_slots, 20)
 ZT_TEST(gpu_stream_forms_without_a_usable_device_are_unsupported, 20)
 

@@ -137,6 +137,29 @@ void gpu_stream_forms_without_a_usable_device_are_unsupported(void) {
     ZT_CHECK_ST(zc_comm_fini(c), ZC_OK);
 }
 
+/* gpu_path direct on a wire that cannot write into device memory (shm, in-process): init
+ * refuses it with a sentence that says what to do; gpu_path auto there is ipc. */
+void gpu_direct_path_needs_a_wire_with_puts(void) {
+    zc_config cfg;
+    zc_config_default(&cfg);
+    cfg.gpu_provider = ZC_GPU_PROVIDER_SIM;
+    cfg.gpu_path = ZC_GPU_PATH_DIRECT;
+    zc_comm *c = NULL;
+    ZT_CHECK_ST(zc_comm_init(&cfg, zt_arena, sizeof zt_arena, &c), ZC_UNSUPPORTED);
+    ZT_CHECK(c == NULL);
+    ZT_CHECK(strstr(zc_init_error_text(), "gpu_path is direct") != NULL &&
+             strstr(zc_init_error_text(), "use gpu_path auto") != NULL);
+    cfg.gpu_path = ZC_GPU_PATH_AUTO;
+    ZT_CHECK_ST(zc_comm_init(&cfg, zt_arena, sizeof zt_arena, &c), ZC_OK);
+    ZT_CHECK(strcmp(zc_comm_gpu_path(c), "ipc") == 0);
+    uint64_t calls = 1, bytes = 1;
+    zc_comm_gpu_direct(c, &calls, &bytes);
+    ZT_CHECK(calls == 0 && bytes == 0);
+    ZT_CHECK_ST(zc_comm_fini(c), ZC_OK);
+    zc_comm_gpu_direct(NULL, &calls, &bytes);
+    ZT_CHECK(calls == 0 && bytes == 0);
+}
+
 /* The staged path's fields (core/sched_stage.c): defaults, validation, ZC_GPU_PATH and
  * ZC_GPU_STAGE_BYTES; then one rank on the simulated device with the staged path forced: the
  * path zc_comm_gpu_path reports, a staged all_reduce in several rounds equal to its input (also
@@ -148,7 +171,7 @@ void gpu_staged_path_fields_and_one_rank_staged_allreduce(void) {
     ZT_CHECK_EQ(cfg.gpu_path, ZC_GPU_PATH_AUTO);
     ZT_CHECK_EQ(cfg.gpu_stage_bytes, ZC_DEFAULT_GPU_STAGE_BYTES);
     zc_config bad = cfg;
-    bad.gpu_path = 3;
+    bad.gpu_path = ZC_GPU_PATH_DIRECT + 1;
     ZT_CHECK_EQ(zc_comm_arena_bytes(&bad), 0);
     bad = cfg;
     bad.gpu_stage_bytes = 1000; /* not a multiple of 256 */
@@ -159,6 +182,9 @@ void gpu_staged_path_fields_and_one_rank_staged_allreduce(void) {
     ZT_CHECK_EQ(cfg.gpu_path, ZC_GPU_PATH_STAGED);
     ZT_CHECK_EQ(cfg.gpu_stage_bytes, 4096);
     ZT_CHECK(setenv("ZC_GPU_PATH", "direct", 1) == 0);
+    ZT_CHECK_ST(zc_config_from_env(&cfg), ZC_OK);
+    ZT_CHECK_EQ(cfg.gpu_path, ZC_GPU_PATH_DIRECT);
+    ZT_CHECK(setenv("ZC_GPU_PATH", "gpudirect", 1) == 0);
     ZT_CHECK_ST(zc_config_from_env(&cfg), ZC_INVALID_ARG);
     ZT_CHECK(strstr(cfg.error_text, "ZC_GPU_PATH") != NULL);
     ZT_CHECK(unsetenv("ZC_GPU_PATH") == 0 && unsetenv("ZC_GPU_STAGE_BYTES") == 0);

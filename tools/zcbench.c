@@ -97,8 +97,9 @@ typedef struct zb_opts {
 } zb_opts;
 
 /* The simulated device's allocator (gpu/sim.h; in libzcoll): its "device memory" is shared
- * host memory, so the fill and the checks below read and write it directly. The staged path's
- * counters (zc_comm_gpu_staged) say how each table's calls moved. */
+ * host memory, so the fill and the checks below read and write it directly. The staged and
+ * direct paths' counters (zc_comm_gpu_staged, zc_comm_gpu_direct) say how each table's calls
+ * moved. */
 void *zc_gpu_sim_alloc(size_t bytes);
 void zc_gpu_sim_free(void *p);
 
@@ -637,8 +638,9 @@ static void zb_run_coll(zb_bench *b, br_coll c) {
     }
     if (b->rank == 0) zb_print_header(b, c);
     int64_t allocs = 0;
-    uint64_t calls0, rounds0, calls1, rounds1;
+    uint64_t calls0, rounds0, calls1, rounds1, direct0, bytes0, direct1, bytes1;
     zc_comm_gpu_staged(b->comm, &calls0, &rounds0);
+    zc_comm_gpu_direct(b->comm, &direct0, &bytes0);
     if (c == BR_BARRIER) {
         allocs = zb_run_size(b, c, 0);
     } else {
@@ -655,9 +657,11 @@ static void zb_run_coll(zb_bench *b, br_coll c) {
     else
         fprintf(b->meta, "# allocations during timed loops: %" PRId64 "\n", allocs);
     zc_comm_gpu_staged(b->comm, &calls1, &rounds1);
+    zc_comm_gpu_direct(b->comm, &direct1, &bytes1);
     if (b->o.device)
-        fprintf(b->meta, "# device path %s: %" PRIu64 " staged calls in %" PRIu64 " rounds\n",
-                zc_comm_gpu_path(b->comm), calls1 - calls0, rounds1 - rounds0);
+        fprintf(b->meta, "# device path %s: %" PRIu64 " staged calls in %" PRIu64 " rounds, %"
+                PRIu64 " direct calls putting %" PRIu64 " bytes\n", zc_comm_gpu_path(b->comm),
+                calls1 - calls0, rounds1 - rounds0, direct1 - direct0, bytes1 - bytes0);
     fflush(b->meta);
 }
 

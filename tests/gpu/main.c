@@ -86,7 +86,8 @@ int zg_run_ranks(uint32_t nranks, const char *name, uint32_t timeout_s) {
 static zc_comm *zg_comm;
 static uint64_t zg_arena[(64u << 20) / 8]; /* static: allocation-free like every zcoll user */
 
-zc_comm *zg_comm_from_env(uint64_t gpu_scratch_bytes, uint64_t oneshot_max_bytes) {
+zc_status zg_comm_init_env(uint64_t gpu_scratch_bytes, uint64_t oneshot_max_bytes,
+                           zc_comm **out) {
     zc_config cfg;
     zc_config_default(&cfg);
     if (zc_config_from_env(&cfg) != ZC_OK) zg_fail(__FILE__, __LINE__, "zc_config_from_env",
@@ -96,7 +97,11 @@ zc_comm *zg_comm_from_env(uint64_t gpu_scratch_bytes, uint64_t oneshot_max_bytes
     if (!getenv("ZC_TIMEOUT_MS")) cfg.timeout_ns = 60000000000ull;
     size_t need = zc_comm_arena_bytes(&cfg);
     ZG_CHECK(need > 0 && need <= sizeof zg_arena);
-    zc_status st = zc_comm_init(&cfg, zg_arena, sizeof zg_arena, &zg_comm);
+    return zc_comm_init(&cfg, zg_arena, sizeof zg_arena, out);
+}
+
+zc_comm *zg_comm_from_env(uint64_t gpu_scratch_bytes, uint64_t oneshot_max_bytes) {
+    zc_status st = zg_comm_init_env(gpu_scratch_bytes, oneshot_max_bytes, &zg_comm);
     if (st != ZC_OK) zg_fail(__FILE__, __LINE__, "zc_comm_init", zc_init_error_text());
     return zg_comm;
 }

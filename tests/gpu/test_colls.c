@@ -163,8 +163,8 @@ static void zg_run_case(zc_comm *c, const zg_case *k, uint32_t seed, uint8_t *ds
 }
 
 /* Device send/recv in a ring (to me + 1, from me - 1), both issued before either is waited
- * for, compared with the sender's input; send/recv of device memory is always staged. Returns
- * the calls made (0 with one rank). */
+ * for, compared with the sender's input (staged on the ipc and staged paths, put into the
+ * receiver's device slots on the direct path). Returns the calls made (0 with one rank). */
 static uint32_t zg_send_recv_ring(zc_comm *c, uint32_t *seed, uint8_t *dsend, uint8_t *drecv,
                                   uint8_t *const *in, uint8_t *got) {
     uint32_t n = zc_comm_size(c), me = zc_comm_rank(c), calls = 0;
@@ -219,21 +219,25 @@ static uint32_t zg_two_in_flight(zc_comm *c, uint32_t seed, uint8_t *dsend, uint
     return 2;
 }
 
-/* ZG_PATH (when set): the path the communicator must have chosen, "ipc" or "staged"; staged:
- * every call of the sweep went through the staging, in more rounds than calls (the staging is
- * small); ipc: only send/recv did. */
+/* ZG_PATH (when set): the path the communicator must have chosen, "ipc", "staged" or
+ * "direct"; staged: every call of the sweep went through the staging, in more rounds than
+ * calls (the staging is small); direct: every call was a direct one, none staged, and this
+ * rank's NIC wrote into its peers' device memory; ipc: only send/recv were staged. */
 static void zg_check_path(zc_comm *c, uint32_t cases, uint32_t p2p) {
     const char *want = getenv("ZG_PATH");
-    uint64_t calls, rounds;
+    uint64_t calls, rounds, direct, bytes;
     zc_comm_gpu_staged(c, &calls, &rounds);
+    zc_comm_gpu_direct(c, &direct, &bytes);
     if (zc_comm_rank(c) == 0)
-        printf("path %s: %llu staged calls in %llu rounds (%u calls in all)\n",
-               zc_comm_gpu_path(c), (unsigned long long)calls, (unsigned long long)rounds,
-               cases);
+        printf("path %s: %llu staged calls in %llu rounds, %llu direct calls putting %llu "
+               "bytes (%u calls in all)\n", zc_comm_gpu_path(c), (unsigned long long)calls,
+               (unsigned long long)rounds, (unsigned long long)direct,
+               (unsigned long long)bytes, cases);
     if (!want) return;
     ZG_CHECK(strcmp(zc_comm_gpu_path(c), want) == 0);
-    if (strcmp(want, "staged") == 0) ZG_CHECK(calls == cases && rounds > calls);
-    else ZG_CHECK(calls == p2p);
+    if (strcmp(want, "staged") == 0) ZG_CHECK(calls == cases && rounds > calls && direct == 0);
+    else if (strcmp(want, "direct") == 0) ZG_CHECK(calls == 0 && direct == cases && bytes > 0);
+    else ZG_CHECK(calls == p2p && direct == 0);
 }
 
 int zg_rank_collectives(void) {
@@ -623,6 +627,113 @@ void gpu_staged_injected_device_fault_fails_every_rank_with_a_sentence_2_ranks(v
 void gpu_staged_dead_peer_fails_device_allreduce_with_peer_lost_2_ranks(void) {
     setenv("ZC_GPU_PATH", "staged", 1);
     zg_peer_trouble("exit");
+}
+
+/* ---- the path over a wire that writes into memory (transport_ib; tests/rxe/suite.sh) ---- */
+
+/* ZG_NO_RDMA_RANK (when set) names a rank whose simulated device takes no NIC writes. With
+ * gpu_path auto every rank must report ZG_PATH (staged when such a rank is there, direct
+ * otherwise) and run device all_reduces on it equal to the reference; with ZC_GPU_PATH=direct
+ * and such a rank, init must fail on every rank with ZC_UNSUPPORTED and a sentence naming it. */
+int zg_rank_path_choice(void) {
+    enum { N = 3000 };
+    uint32_t me = (uint32_t)atoi(getenv("ZC_RANK") ? getenv("ZC_RANK") : "0");
+    const char *bad = getenv("ZG_NO_RDMA_RANK"), *path = getenv("ZC_GPU_PATH");
+    if (bad && (uint32_t)atoi(bad) == me) setenv("ZC_GPU_SIM_NO_RDMA", "1", 1);
+    zc_comm *c = NULL;
+    zc_status st = zg_comm_init_env(8u << 10, 8u << 10, &c);
+    if (bad && path && strcmp(path, "direct") == 0) {
+        const char *why = zc_init_error_text();
+        char name[32];
+        snprintf(name, sizeof name, "rank %s", bad);
+        printf("rank %u: init %s: %s\n", me, zc_status_name(st), why);
+        ZG_CHECK(st == ZC_UNSUPPORTED && strstr(why, "gpu_path is direct") && strstr(why, name));
+        ZG_CHECK(strstr(why, "GPUDirect RDMA") != NULL);
+        return 0;
+    }
+    if (st != ZC_OK) zg_fail(__FILE__, __LINE__, "zc_comm_init", zc_init_error_text());
+    uint32_t n = zc_comm_size(c);
+    int32_t *dsend = zg_dev_alloc(N * 4), *drecv = zg_dev_alloc(N * 4), host[N];
+    zc_mem *m1, *m2;
+    ZG_CHECK_ST(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
+    ZG_CHECK_ST(c, zc_mem_register(c, drecv, N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
+    for (uint32_t k = 1; k <= 4; k++) { /* 12 KiB: RS+AG in rounds on the direct path */
+        for (int i = 0; i < N; i++) host[i] = (int32_t)(k * me + (uint32_t)i);
+        zg_h2d(dsend, host, sizeof host);
+        zc_req req;
+        ZG_CHECK_ST(c, zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_INT32, ZC_SUM, &req),
+                               &req), ZC_OK);
+        zg_d2h(host, drecv, sizeof host);
+        for (int i = 0; i < N; i++)
+            ZG_CHECK(host[i] == (int32_t)(k * n * (n - 1) / 2 + n * (uint32_t)i));
+    }
+    uint64_t staged, rounds, direct, bytes;
+    zc_comm_gpu_staged(c, &staged, &rounds);
+    zc_comm_gpu_direct(c, &direct, &bytes);
+    printf("rank %u: path %s: %llu staged and %llu direct calls\n", me, zc_comm_gpu_path(c),
+           (unsigned long long)staged, (unsigned long long)direct);
+    const char *want = getenv("ZG_PATH");
+    ZG_CHECK(want && strcmp(zc_comm_gpu_path(c), want) == 0);
+    ZG_CHECK(strcmp(want, "direct") == 0 ? direct == 4 && staged == 0 : staged == 4 && !direct);
+    ZG_CHECK_ST(c, zc_comm_fini(c), ZC_OK);
+    zg_dev_free(dsend);
+    zg_dev_free(drecv);
+    return 0;
+}
+
+/* One device all_reduce of N int32 on c (registered buffers d, e) of every member's k * rank +
+ * i, checked against the sum over the members (their parent ranks: ranks[]). */
+static void zg_sum_check(zc_comm *c, int32_t *d, int32_t *e, int32_t k, uint32_t me,
+                         const uint32_t *ranks, uint32_t n) {
+    enum { N = 3000 };
+    int32_t host[N], want = 0;
+    for (uint32_t r = 0; r < n; r++) want += k * (int32_t)ranks[r];
+    for (int i = 0; i < N; i++) host[i] = k * (int32_t)me + i;
+    zg_h2d(d, host, sizeof host);
+    zc_req req;
+    ZG_CHECK_ST(c, zg_wait(c, zc_allreduce(c, d, e, N, ZC_INT32, ZC_SUM, &req), &req), ZC_OK);
+    zg_d2h(host, e, sizeof host);
+    for (int i = 0; i < N; i++) ZG_CHECK(host[i] == want + (int32_t)n * i);
+}
+
+/* A split on a wire that writes into memory: 4 ranks split by parity, each child deciding its
+ * path from its members' landing records (gathered over the parent); each child and then the
+ * parent run device all_reduces on the path ZG_PATH names, equal to the reference. */
+int zg_rank_split(void) {
+    enum { N = 3000 };
+    zc_comm *parent = zg_comm_from_env(8u << 10, 8u << 10), *child = NULL;
+    uint32_t me = zc_comm_rank(parent), n = zc_comm_size(parent), ranks[64], m = 0;
+    void *arena = malloc(64u << 20);
+    ZG_CHECK(arena != NULL);
+    ZG_CHECK_ST(parent, zc_comm_split(parent, (int)(me % 2), (int)me, arena, 64u << 20,
+                                      &child), ZC_OK);
+    ZG_CHECK(child != NULL && zc_comm_size(child) == (n + 1 - me % 2) / 2);
+    for (uint32_t r = me % 2; r < n; r += 2) ranks[m++] = r;
+    int32_t *d[4];
+    zc_mem *mem;
+    for (int i = 0; i < 4; i++) {
+        d[i] = zg_dev_alloc(N * 4);
+        ZG_CHECK_ST(i < 2 ? child : parent,
+                    zc_mem_register(i < 2 ? child : parent, d[i], N * 4, ZC_MEM_CUDA, &mem),
+                    ZC_OK);
+    }
+    for (int32_t k = 1; k <= 3; k++) zg_sum_check(child, d[0], d[1], k, me, ranks, m);
+    for (uint32_t r = 0; r < n; r++) ranks[r] = r;
+    zg_sum_check(parent, d[2], d[3], 5, me, ranks, n);
+    uint64_t cd, pd;
+    zc_comm_gpu_direct(child, &cd, NULL);
+    zc_comm_gpu_direct(parent, &pd, NULL);
+    printf("rank %u: child of %u ranks on path %s (%llu direct calls), parent on %s\n", me, m,
+           zc_comm_gpu_path(child), (unsigned long long)cd, zc_comm_gpu_path(parent));
+    const char *want = getenv("ZG_PATH");
+    ZG_CHECK(want && strcmp(zc_comm_gpu_path(child), want) == 0 &&
+             strcmp(zc_comm_gpu_path(parent), want) == 0);
+    if (strcmp(want, "direct") == 0) ZG_CHECK(cd == 3 && pd == 1);
+    ZG_CHECK_ST(child, zc_comm_fini(child), ZC_OK);
+    ZG_CHECK_ST(parent, zc_comm_fini(parent), ZC_OK);
+    for (int i = 0; i < 4; i++) zg_dev_free(d[i]);
+    free(arena);
+    return 0;
 }
 
 /* Two device buffers of bytes each, registered ZC_MEM_CUDA (until zc_comm_fini). */

@@ -59,8 +59,11 @@ void *zg_managed_alloc(size_t bytes);
 /* Runs `zcrun -n nranks --timeout T zcgputest --rank name`; returns its exit status (0 ok,
  * 77 skipped). */
 int zg_run_ranks(uint32_t nranks, const char *name, uint32_t timeout_s);
-/* A rank program's communicator from the zcrun environment; the arena is static. */
+/* A rank program's communicator from the zcrun environment; the arena is static. The _init_env
+ * form returns zc_comm_init's status instead of failing the test. */
 zc_comm *zg_comm_from_env(uint64_t gpu_scratch_bytes, uint64_t oneshot_max_bytes);
+zc_status zg_comm_init_env(uint64_t gpu_scratch_bytes, uint64_t oneshot_max_bytes,
+                           zc_comm **out);
 
 /* splitmix64 */
 static inline uint64_t zg_next(uint64_t *s) {

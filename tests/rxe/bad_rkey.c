@@ -10,7 +10,9 @@
  * with a stale or corrupted key on a real fabric. lkeys, and so local work, are untouched.
  * Each flip is logged on stderr ("bad_rkey: rank R: ..."), so a test can tell that the fault
  * was injected. rdma_rxe's rkeys are (index << 8 | 8-bit key): a flipped key bit never names
- * another region. Nothing else in the process changes. */
+ * another region. Nothing else in the process changes. ZC_RXE_BAD_RKEY_SKIP=N leaves the first
+ * N such regions alone (1: the wire's window, so that only memory registered after it, such as
+ * device memory on the direct path, has a wrong key). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
@@ -35,7 +37,10 @@ static int bad_rkey_here(void) {
 static struct ibv_mr *bad_rkey_apply(struct ibv_mr *mr, unsigned int access, const char *fn) {
     unsigned int remote = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                           IBV_ACCESS_REMOTE_ATOMIC;
+    static int seen;
     if (bad_rkey_depth != 0 || !mr || !(access & remote) || !bad_rkey_here()) return mr;
+    const char *skip = getenv("ZC_RXE_BAD_RKEY_SKIP");
+    if (seen++ < (skip ? atoi(skip) : 0)) return mr;
     uint32_t good = mr->rkey;
     mr->rkey = good ^ 1u;
     fprintf(stderr, "bad_rkey: rank %s: %s(%zu bytes) rkey 0x%08x handed out as 0x%08x\n",

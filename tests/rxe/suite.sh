@@ -263,10 +263,15 @@ t_zcbench() {
         /tmp/bench.out)
     rows=$(awk '$1 == "[0]" && $2 ~ /^[0-9]+$/ { n++ } END { print n + 0 }' /tmp/bench.out)
     NOTE="$tables tables over ib"
-    if [ -n "$ZB_ARGS" ]; then # --device: every table's calls took the staged path
-        staged=$(grep -c '^\[0\] # device path staged: [1-9][0-9]* staged calls' /tmp/bench.out)
-        NOTE="$NOTE, $staged staged"
-        [ "$staged" -ge $((tables - 1)) ] || rc=1 # all but the barrier's
+    if [ -n "$ZB_ARGS" ]; then # --device: every table's calls took the path $ZB_PATH
+        if [ "$ZB_PATH" = staged ]; then
+            want='staged: [1-9][0-9]* staged calls in [0-9]* rounds, 0 direct'
+        else
+            want='direct: 0 staged calls in 0 rounds, [1-9][0-9]* direct calls'
+        fi
+        took=$(grep -c "^\[0\] # device path $want" /tmp/bench.out)
+        NOTE="$NOTE, $took $ZB_PATH"
+        [ "$took" -ge $((tables - 1)) ] || rc=1 # all but the barrier's
     fi
     if [ $rc = 0 ] && [ "$tables" -ge 10 ] && [ "$allocs" = "$tables" ] &&
         [ "$rows" = "$tables" ] && [ "$wrong" = 0 ]; then
@@ -372,11 +377,14 @@ t_wrong_rkey() {
     [ $ok = 1 ]
 }
 
-# ---- device memory over ib: the staged path (core/sched_stage.c) on the simulated device ------
+# ---- device memory over ib on the simulated device: the direct path (core/sched_put.c) and
+# the staged path (core/sched_stage.c) ----------------------------------------------------------
 
 # Each rank of a job in a UTS namespace of its own named hostR (as t_killed_other_host): the
-# ranks present as different hosts, so ZC_TRANSPORT auto picks ib and gpu_path auto the staged
-# path (the rank programs check which path ran when ZG_PATH is set).
+# ranks present as different hosts, so ZC_TRANSPORT auto picks ib, and gpu_path auto the direct
+# path (the simulated device takes NIC writes: its memory is host memory rxe registers), or the
+# staged one with ZC_GPU_PATH=staged or a device that takes none (ZC_GPU_SIM_NO_RDMA); the rank
+# programs check which path ran when ZG_PATH is set.
 otherhost_wrapper() {
     cat >/tmp/otherhost <<'EOF'
 #!/bin/sh
@@ -398,7 +406,7 @@ t_gpu() {
     rc=$?
     if [ $rc = 0 ] && ! grep -q 'check failed' /tmp/gpu.out; then
         grep -E 'path |equal to|rank [0-9]+: ' /tmp/gpu.out && SHOW=1
-        traffic_end 1
+        traffic_end "${GPU_TRAFFIC:-1}"
         return
     fi
     cat /tmp/gpu.out
@@ -407,12 +415,24 @@ t_gpu() {
     return 1
 }
 
-# A wrong rkey under a staged device all_reduce (as t_wrong_rkey): both ranks fail with a
-# status that is not ZC_TIMED_OUT well before the 30 s deadline; one names the access error.
+# t_gpu for a job that fails at init, before any packet (the device path is decided over the
+# bootstrap): its sentence, checked by the rank program, names the ib wire's direct path.
+t_gpu_init_fails() {
+    GPU_TRAFFIC=0
+    t_gpu "$@"
+    rc=$?
+    GPU_TRAFFIC=1
+    return $rc
+}
+
+# A wrong rkey under a device all_reduce (as t_wrong_rkey; VAR=VALUEs pick the path, and with
+# ZC_RXE_BAD_RKEY_SKIP=1 only memory registered after the wire's window has the wrong key: on
+# the direct path the device landing and buffers): both ranks fail with a status that is not
+# ZC_TIMED_OUT well before the 30 s deadline; one names the access error.
 t_gpu_wrong_rkey() {
     otherhost_wrapper
     t0=$(now_ms)
-    ZC_IB_DEVICE=rxe0 ZC_GPU_PROVIDER=sim ZC_RXE_BAD_RKEY_RANK=1 \
+    env "$@" ZC_IB_DEVICE=rxe0 ZC_GPU_PROVIDER=sim ZC_RXE_BAD_RKEY_RANK=1 \
         LD_PRELOAD=/zc/lib/bad_rkey.so timeout -s KILL 120 zcrun -n 2 --keep-going \
         --timeout 90 /tmp/otherhost /zc/build/zcgputest --rank zg_rank_must_fail
     rc=$?
@@ -426,10 +446,12 @@ t_gpu_wrong_rkey() {
 }
 
 # zcbench --device (buffers on the simulated device, ZC_MEM_CUDA) over ib: t_zcbench's checks,
-# and every table's calls staged (its "# device path staged: N staged calls" line).
+# and every table's calls on the path PATH (its "# device path PATH: ..." line: the staged and
+# direct calls it ran). Arguments: PATH, then VAR=VALUEs.
 t_zcbench_device() {
-    ZB_ARGS=--device
-    t_zcbench ZC_GPU_PROVIDER=sim
+    ZB_ARGS=--device ZB_PATH=$1
+    shift
+    t_zcbench ZC_GPU_PROVIDER=sim "$@"
     rc=$?
     ZB_ARGS=
     return $rc
@@ -462,13 +484,30 @@ run_test ib/mp_killed_peer_is_reported_as_peer_lost \
     t_zctest mp_killed_peer_is_reported_as_peer_lost 1
 run_test ib/mp_killed_peer_on_another_host_is_reported t_killed_other_host
 run_test ib/wrong_rkey_is_reported t_wrong_rkey
-run_test gpu/staged_collectives_match_reference_n2 t_gpu 2 zg_rank_collectives 400 ZG_PATH=staged \
-    ZC_GPU_STAGE_BYTES=16384
-run_test gpu/staged_collectives_match_reference_n3 t_gpu 3 zg_rank_collectives 400 ZG_PATH=staged
-run_test gpu/staged_injected_device_fault_fails_every_rank_n2 t_gpu 2 zg_rank_fault 60 \
-    ZG_FAULT_AT=5
-run_test gpu/staged_killed_rank_is_reported_as_peer_lost_n2 t_gpu 2 zg_rank_peer_trouble 60 \
+run_test gpu/direct_collectives_match_reference_n2 t_gpu 2 zg_rank_collectives 400 ZG_PATH=direct
+run_test gpu/direct_collectives_match_reference_n3 t_gpu 3 zg_rank_collectives 400 ZG_PATH=direct
+run_test gpu/direct_injected_device_fault_fails_every_rank_n2 t_gpu 2 zg_rank_fault 60
+run_test gpu/direct_killed_rank_is_reported_as_peer_lost_n2 t_gpu 2 zg_rank_peer_trouble 60 \
     ZG_ACT=exit ZC_IB_TIMEOUT=12
-run_test gpu/staged_wrong_rkey_is_reported t_gpu_wrong_rkey
-run_test zcbench/all_collectives_checked_on_device_buffers_over_ib_n3 t_zcbench_device
+run_test gpu/direct_wrong_rkey_is_reported t_gpu_wrong_rkey ZC_RXE_BAD_RKEY_SKIP=1
+run_test gpu/direct_stream_forms_in_order_n2 t_gpu 2 zg_rank_stream_forms 200
+run_test gpu/auto_path_is_staged_when_a_device_takes_no_rdma_n3 t_gpu 3 zg_rank_path_choice 60 \
+    ZG_NO_RDMA_RANK=2 ZG_PATH=staged
+run_test gpu/auto_path_is_direct_when_every_device_takes_rdma_n3 t_gpu 3 zg_rank_path_choice \
+    60 ZG_PATH=direct
+run_test gpu/direct_split_children_decide_their_path_n4 t_gpu 4 zg_rank_split 120 ZG_PATH=direct
+run_test gpu/forced_direct_fails_init_naming_the_rank_that_cannot_n2 t_gpu_init_fails 2 \
+    zg_rank_path_choice 60 ZG_NO_RDMA_RANK=1 ZC_GPU_PATH=direct
+run_test gpu/staged_collectives_match_reference_n2 t_gpu 2 zg_rank_collectives 400 ZG_PATH=staged \
+    ZC_GPU_PATH=staged ZC_GPU_STAGE_BYTES=16384
+run_test gpu/staged_collectives_match_reference_n3 t_gpu 3 zg_rank_collectives 400 ZG_PATH=staged \
+    ZC_GPU_PATH=staged
+run_test gpu/staged_injected_device_fault_fails_every_rank_n2 t_gpu 2 zg_rank_fault 60 \
+    ZG_FAULT_AT=5 ZC_GPU_PATH=staged
+run_test gpu/staged_killed_rank_is_reported_as_peer_lost_n2 t_gpu 2 zg_rank_peer_trouble 60 \
+    ZG_ACT=exit ZC_IB_TIMEOUT=12 ZC_GPU_PATH=staged
+run_test gpu/staged_wrong_rkey_is_reported t_gpu_wrong_rkey ZC_GPU_PATH=staged
+run_test zcbench/all_collectives_checked_on_device_buffers_over_ib_n3 t_zcbench_device direct
+run_test zcbench/all_collectives_checked_on_staged_device_buffers_over_ib_n3 t_zcbench_device \
+    staged ZC_GPU_PATH=staged
 echo "@@rxe: suite-end $PASS $FAIL $SKIP"

@@ -6,6 +6,10 @@
 #include "engine.h"
 
 uint32_t zc_comm_rank(const zc_comm *comm) { return zc__comm_ok(comm) ? comm->rank : 0; }
+uint32_t zc_comm_node(const zc_comm *comm) { return zc__comm_ok(comm) ? comm->node : 0; }
+const char *zc_comm_transport(const zc_comm *comm) {
+    return zc__comm_ok(comm) ? comm->wire->name : "none";
+}
 uint32_t zc_comm_size(const zc_comm *comm) { return zc__comm_ok(comm) ? comm->nranks : 0; }
 const char *zc_comm_error_text(const zc_comm *comm) {
     return zc__comm_ok(comm) ? comm->err : "not a communicator";
@@ -130,18 +134,36 @@ static const char *zc_transport_name(uint32_t t) {
                                                                          ? "auto" : "inproc";
 }
 
-/* Picks the wire once every rank's hello is known: AUTO is shm on one host, else ib. */
+/* Picks the wire once every rank's hello is known: AUTO is shm on one host, else ib. One wire
+ * carries the whole communicator, so across hosts ranks that share one talk through the NIC
+ * too; a child split by zc_comm_node gets shared memory back (split.c). */
 static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all) {
     uint32_t other = 0;
+    bool shared = false;
     for (uint32_t r = 1; r < c->nranks && !other; r++)
         if (all[r].host != all[0].host) other = r;
+    for (uint32_t r = 0; r < c->nranks; r++) {
+        uint32_t q = 0;
+        while (all[q].host != all[r].host) q++; /* the lowest rank on r's host */
+        if (r == c->rank) c->node = q;
+        shared = shared || q != r;
+    }
+    c->host = all[c->rank].host;
     zc_transport t = c->cfg.transport;
+    c->wire_auto = t == ZC_TRANSPORT_AUTO;
     if (t == ZC_TRANSPORT_AUTO) t = other ? ZC_TRANSPORT_IB : ZC_TRANSPORT_SHM;
     if (t == ZC_TRANSPORT_SHM && other) {
         zc__fmt(c->err, sizeof c->err, "rank %u runs on another host than rank 0: the "
-                "shared-memory wire needs every rank on one host (use ZC_TRANSPORT=ib or auto)",
-                other);
+                "shared-memory wire needs every rank on one host (use ZC_TRANSPORT=ib or auto; "
+                "for shared memory among each host's ranks, split by zc_comm_node)", other);
         return ZC_UNSUPPORTED;
+    }
+    if (other && shared && c->rank == 0) {
+        char line[ZC_ERROR_TEXT_BYTES];
+        zc__fmt(line, sizeof line, "ranks span hosts and some share one: one wire (ib) "
+                "carries this communicator, also between ranks on one host; children split by "
+                "zc_comm_node run on shared memory");
+        zc_plat_log(ZC_PLAT_LOG_INFO, line);
     }
 #ifndef ZC_HAVE_IB
     if (t == ZC_TRANSPORT_IB) {

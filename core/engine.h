@@ -395,6 +395,10 @@ struct zc_comm {
     uint32_t nreqs_active;
     uint64_t seq;          /* next collective sequence number */
     uint64_t splits;       /* zc_comm_split calls made (names children) */
+    uint64_t host;         /* a hash of this rank's host (init's; a child keeps its parent's) */
+    uint32_t node;         /* the lowest rank on this rank's host (zc_comm_node) */
+    uint32_t wire_auto;    /* 1: cfg asked for ZC_TRANSPORT_AUTO: a split child whose ranks
+                            * share a host takes the shared-memory wire (split.c) */
     uint64_t empty_polls;  /* zc_progress calls in a row that moved nothing */
     uint64_t clock_polls;  /* zc_progress calls since it last read the clock */
     uint64_t liveness_ns;  /* last time peers' liveness was checked */

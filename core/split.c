@@ -27,6 +27,27 @@ static bool zc_split_needs_addrs(const zc_comm *parent) {
     return parent->wire->addr_bytes(&g) > 0; /* same wire everywhere: same answer */
 }
 
+/* This rank's child's wire and host number: every parent rank's host all-gathered over the
+ * parent (into its scratch after all[]), then whether all of this rank's color share its host
+ * (*one_host) and the lowest child rank on its host (*node). */
+static zc_status zc_split_hosts(zc_comm *parent, const int32_t *all, bool *one_host,
+                                uint32_t *node) {
+    uint64_t *hosts = (uint64_t *)(void *)(parent->scratch + 8u * parent->nranks);
+    zc_req req;
+    zc_status st = zc_allgather(parent, &parent->host, hosts, 1, ZC_UINT64, &req);
+    if (st == ZC_OK) st = zc_wait(parent, &req);
+    *one_host = true;
+    *node = UINT32_MAX;
+    for (uint32_t p = 0; p < parent->nranks && st == ZC_OK; p++) {
+        uint32_t rank, size;
+        if (all[2 * p] != all[2 * parent->rank]) continue;
+        zc_child_place(all, parent->nranks, p, &rank, &size);
+        if (hosts[p] != parent->host) *one_host = false;
+        else if (rank < *node) *node = rank;
+    }
+    return st;
+}
+
 /* Gives every child its members' address blobs over the parent: each parent rank broadcasts
  * its blob in turn (sizes first, as they differ between colors); members of the same color
  * keep it at the sender's child rank. all[] holds {color, key} per parent rank. */
@@ -54,25 +75,24 @@ static zc_status zc_split_exchange(zc_comm *parent, const int32_t *all, zc_comm 
 }
 
 /* The child's device state (gpu_mem.c); where its path needs every member's landing record,
- * every parent rank joins one all_gather of them over the parent (a non-member gives an empty
- * one), and members keep their color's at the sender's child rank. c: this rank's child, NULL
- * for a non-member. The parent's scratch holds {color, key} per rank, then the records. */
+ * every parent rank joins one all_gather of them over the parent (a rank whose child needs none
+ * gives an empty one), and members keep their color's at the sender's child rank. c: this
+ * rank's child, NULL for a non-member. The parent's scratch holds {color, key} per rank, then
+ * the records. */
 static zc_status zc_split_device(zc_comm *parent, const int32_t *all, zc_comm *c) {
     zc__gpu_peer *recs = (zc__gpu_peer *)(void *)(parent->scratch + 8u * parent->nranks);
-    bool gathers = zc__gpu_gathers(parent);
-    zc_status st = ZC_OK;
-    if (c) { /* a child has its parent's wire and cfg: it gathers when its parent would */
-        bool gather;
-        st = zc__gpu_open(c, &gather);
-        ZC_ASSERT(st != ZC_OK || gather == gathers);
-    }
+    bool gathers = zc__gpu_gathers(parent), gather = false;
+    zc_status st = c ? zc__gpu_open(c, &gather) : ZC_OK;
+    /* A child gathers only where its parent does (a shared-memory child of an ib parent
+     * does not), so every parent rank joins when the parent would. */
+    ZC_ASSERT(!gather || gathers);
     if (!gathers) return st;
     zc__gpu_peer mine = {0, 0, 0, ZC_LAND_NO_DEVICE, 0};
-    if (c) mine = c->gpu_area->peers[c->rank];
+    if (gather) mine = c->gpu_area->peers[c->rank];
     zc_req req;
-    st = zc_allgather(parent, &mine, recs, sizeof mine, ZC_UINT8, &req);
-    if (st == ZC_OK) st = zc_wait(parent, &req);
-    if (st != ZC_OK || !c) return st;
+    zc_status sync = zc_allgather(parent, &mine, recs, sizeof mine, ZC_UINT8, &req);
+    if (sync == ZC_OK) sync = zc_wait(parent, &req);
+    if (st != ZC_OK || sync != ZC_OK || !gather) return st != ZC_OK ? st : sync;
     for (uint32_t p = 0; p < parent->nranks; p++) {
         uint32_t rank, size;
         if (all[2 * p] != all[2 * parent->rank]) continue;
@@ -110,6 +130,9 @@ static zc_status zc_split(zc_comm *parent, int color, int key, void *arena, size
     zc_req req;
     zc_status st = zc_allgather(parent, mine, all, 2, ZC_INT32, &req);
     if (st == ZC_OK) st = zc_wait(parent, &req);
+    bool one_host;
+    uint32_t node;
+    if (st == ZC_OK) st = zc_split_hosts(parent, all, &one_host, &node);
     if (st != ZC_OK) return st;
     uint64_t id = zc_child_id(parent, mine[0]);
     parent->splits++;
@@ -119,11 +142,14 @@ static zc_status zc_split(zc_comm *parent, int color, int key, void *arena, size
     zc_status local = ZC_OK;
     bool created = false; /* the child's wire exists: close it unless the split succeeds */
     if (color >= 0) {
-        zc_config cc = parent->cfg;
+        zc_config cc = parent->cfg; /* its transport: the wire the parent picked */
         zc_child_place(all, parent->nranks, parent->rank, &cc.rank, &cc.nranks);
+        if (one_host && parent->wire_auto) cc.transport = ZC_TRANSPORT_SHM;
         local = zc__carve(&cc, arena, arena_bytes, &c, err);
         if (local == ZC_OK) {
-            c->wire = parent->wire;
+            c->wire_auto = parent->wire_auto;
+            c->host = parent->host;
+            c->node = node;
             c->comm_id = id;
             zc_wire_geom g = zc__geom(c, id, 0);
             ab = c->wire->addr_bytes(&g);

@@ -291,7 +291,12 @@ zc_status zc_comm_init_inproc(const zc_config *cfg, void *const arenas[], size_t
 /* Collective over parent's ranks: ranks with the same color form a child communicator ranked
  * by (key, parent rank), with its own arena (zc_comm_arena_bytes of the parent's config always
  * suffices) and its own windows; usable concurrently with the parent. A negative color gives
- * *child_out == NULL for that rank. Blocks until done or the parent's init timeout. */
+ * *child_out == NULL for that rank. Blocks until done or the parent's init timeout. A child
+ * runs on its parent's wire, except that a child whose ranks all share one host runs on shared
+ * memory when the parent's cfg->transport was ZC_TRANSPORT_AUTO: one communicator runs on one
+ * wire, so a job across hosts gets shared memory within each host by splitting with
+ * zc_comm_node as the color (and, say, the ranks with zc_comm_node(c) == zc_comm_rank(c) as the
+ * cross-host communicator). */
 zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t arena_bytes,
                         zc_comm **child_out);
 /* The same for every rank of an in-process group at once: parents[r], colors[r], keys[r],
@@ -307,6 +312,11 @@ zc_status zc_comm_abort(zc_comm *comm);
 zc_status zc_comm_fini(zc_comm *comm);
 uint32_t zc_comm_rank(const zc_comm *comm);
 uint32_t zc_comm_size(const zc_comm *comm);
+/* The lowest rank of comm on this rank's host: equal for the ranks that share a host, so it
+ * serves as a zc_comm_split color for a communicator per host (0 for NULL). */
+uint32_t zc_comm_node(const zc_comm *comm);
+/* The wire this communicator runs on: "shm", "ib" (transport_ib), or "none" for NULL. */
+const char *zc_comm_transport(const zc_comm *comm);
 /* Why this communicator failed, once it has (the first failure's sentence: later errors do not
  * replace it); before that, the sentence of the last call that failed ("" if none). Never
  * NULL. */

@@ -592,10 +592,8 @@ static int zb_root_of(const zb_bench *b, br_coll c) {
 
 static void zb_print_header(const zb_bench *b, br_coll c) {
     FILE *f = b->meta;
-    zc_transport t = b->cfg.transport;
     fprintf(f, "# zcbench: %s on %u ranks, transport %s, mode %s, %s%s%s\n", br_colls[c].name,
-            b->n, t == ZC_TRANSPORT_IB ? "ib" : t == ZC_TRANSPORT_SHM ? "shm" : "auto",
-            b->o.br.barrier_mode ? "barrier" : "loop", zc_dtype_name(b->o.dtype),
+            b->n, zc_comm_transport(b->comm), b->o.br.barrier_mode ? "barrier" : "loop", zc_dtype_name(b->o.dtype),
             br_colls[c].reduces ? "/" : "", br_colls[c].reduces ? zc_op_name(b->o.op) : "");
     fprintf(f, "# arena %zu bytes per rank (zc_comm_arena_bytes)%s\n", b->arena_bytes,
             b->o.sym ? "; buffers in the symmetric region (--sym)" : "");

@@ -736,6 +736,62 @@ int zg_rank_split(void) {
     return 0;
 }
 
+/* A job across hosts, ZG_PER_HOST ranks to a host (tests/rxe/suite.sh): the parent runs over
+ * ib and zc_comm_node numbers the hosts; a split by it gives each host a child on shared memory
+ * (device memory on the ipc path), a split of the hosts' lowest ranks a child across hosts over
+ * ib (the direct path); device all_reduces on each child and on the parent equal the
+ * reference. */
+int zg_rank_mixed(void) {
+    enum { N = 3000 };
+    zc_comm *parent = zg_comm_from_env(8u << 10, 8u << 10), *host = NULL, *cross = NULL;
+    uint32_t me = zc_comm_rank(parent), n = zc_comm_size(parent), ranks[64], m = 0;
+    uint32_t per = (uint32_t)atoi(getenv("ZG_PER_HOST") ? getenv("ZG_PER_HOST") : "1");
+    uint32_t node = zc_comm_node(parent);
+    ZG_CHECK(per > 0 && node == me / per * per && strcmp(zc_comm_transport(parent), "ib") == 0);
+    void *a1 = malloc(64u << 20), *a2 = malloc(64u << 20);
+    ZG_CHECK(a1 && a2);
+    ZG_CHECK_ST(parent, zc_comm_split(parent, (int)node, (int)me, a1, 64u << 20, &host), ZC_OK);
+    ZG_CHECK_ST(parent, zc_comm_split(parent, node == me ? 0 : -1, (int)me, a2, 64u << 20,
+                                      &cross), ZC_OK);
+    ZG_CHECK(host && zc_comm_node(host) == 0 && strcmp(zc_comm_transport(host), "shm") == 0);
+    ZG_CHECK(strcmp(zc_comm_gpu_path(host), "ipc") == 0);
+    ZG_CHECK((cross != NULL) == (node == me));
+    int32_t *d[6];
+    zc_mem *mem;
+    zc_comm *on[6] = {host, host, parent, parent, cross, cross};
+    for (int i = 0; i < 6; i++) {
+        d[i] = zg_dev_alloc(N * 4);
+        if (on[i]) ZG_CHECK_ST(on[i], zc_mem_register(on[i], d[i], N * 4, ZC_MEM_CUDA, &mem),
+                               ZC_OK);
+    }
+    for (uint32_t r = node; r < n && r < node + per; r++) ranks[m++] = r;
+    zg_sum_check(host, d[0], d[1], 2, me, ranks, m);
+    int64_t mine = me + 1, sum = 0; /* host memory on the shared-memory child too */
+    zc_req req;
+    ZG_CHECK_ST(host, zg_wait(host, zc_allreduce(host, &mine, &sum, 1, ZC_INT64, ZC_SUM, &req),
+                              &req), ZC_OK);
+    ZG_CHECK(sum == (int64_t)(m * (node + 1) + m * (m - 1) / 2));
+    if (cross) {
+        ZG_CHECK(strcmp(zc_comm_transport(cross), "ib") == 0);
+        ZG_CHECK(strcmp(zc_comm_gpu_path(cross), "direct") == 0);
+        for (m = 0; m * per < n; m++) ranks[m] = m * per;
+        zg_sum_check(cross, d[4], d[5], 3, me, ranks, m);
+    }
+    for (uint32_t r = 0; r < n; r++) ranks[r] = r;
+    zg_sum_check(parent, d[2], d[3], 5, me, ranks, n);
+    printf("rank %u: host %u: host child on %s (%s path), %s, parent on %s (%s path)\n", me,
+           node, zc_comm_transport(host), zc_comm_gpu_path(host),
+           cross ? "in the cross-host child on ib" : "not across", zc_comm_transport(parent),
+           zc_comm_gpu_path(parent));
+    if (cross) ZG_CHECK_ST(cross, zc_comm_fini(cross), ZC_OK);
+    ZG_CHECK_ST(host, zc_comm_fini(host), ZC_OK);
+    ZG_CHECK_ST(parent, zc_comm_fini(parent), ZC_OK);
+    for (int i = 0; i < 6; i++) zg_dev_free(d[i]);
+    free(a1);
+    free(a2);
+    return 0;
+}
+
 /* Two device buffers of bytes each, registered ZC_MEM_CUDA (until zc_comm_fini). */
 static void zg_registered_pair(zc_comm *c, size_t bytes, float **send, float **recv) {
     zc_mem *m;

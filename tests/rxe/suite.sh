@@ -300,11 +300,7 @@ t_zcbench() {
 # of SIGKILL mid-allreduce and ranks 0 and 1 report it (ZC_PEER_LOST, or ZC_TIMED_OUT, at
 # most 1 s after the kill: the rank program checks that) and then abort cleanly.
 t_killed_other_host() {
-    cat >/tmp/otherhost <<'EOF'
-#!/bin/sh
-exec unshare -u sh -c 'hostname "host$ZC_RANK" && exec "$@"' sh "$@"
-EOF
-    chmod 755 /tmp/otherhost
+    otherhost_wrapper
     traffic_begin
     ZC_TRANSPORT=ib ZC_IB_DEVICE=rxe0 ZC_IB_TIMEOUT=12 timeout -s KILL 60 zcrun -n 3 \
         --timeout 40 --keep-going /tmp/otherhost /zc/build/zctest --rank mp_rank_killed \
@@ -380,7 +376,8 @@ t_wrong_rkey() {
 # ---- device memory over ib on the simulated device: the direct path (core/sched_put.c) and
 # the staged path (core/sched_stage.c) ----------------------------------------------------------
 
-# Each rank of a job in a UTS namespace of its own named hostR (as t_killed_other_host): the
+# Each rank of a job in a UTS namespace of its own named hostH, H = rank / ZG_PER_HOST (1 by
+# default: every rank its own host; as t_killed_other_host): the
 # ranks present as different hosts, so ZC_TRANSPORT auto picks ib, and gpu_path auto the direct
 # path (the simulated device takes NIC writes: its memory is host memory rxe registers), or the
 # staged one with ZC_GPU_PATH=staged or a device that takes none (ZC_GPU_SIM_NO_RDMA); the rank
@@ -388,7 +385,7 @@ t_wrong_rkey() {
 otherhost_wrapper() {
     cat >/tmp/otherhost <<'EOF'
 #!/bin/sh
-exec unshare -u sh -c 'hostname "host$ZC_RANK" && exec "$@"' sh "$@"
+exec unshare -u sh -c 'hostname "host$((ZC_RANK / ${ZG_PER_HOST:-1}))" && exec "$@"' sh "$@"
 EOF
     chmod 755 /tmp/otherhost
 }
@@ -496,6 +493,8 @@ run_test gpu/auto_path_is_staged_when_a_device_takes_no_rdma_n3 t_gpu 3 zg_rank_
 run_test gpu/auto_path_is_direct_when_every_device_takes_rdma_n3 t_gpu 3 zg_rank_path_choice \
     60 ZG_PATH=direct
 run_test gpu/direct_split_children_decide_their_path_n4 t_gpu 4 zg_rank_split 120 ZG_PATH=direct
+run_test gpu/mixed_job_splits_by_host_onto_shared_memory_n4 t_gpu 4 zg_rank_mixed 120 \
+    ZG_PER_HOST=2 ZC_LOG=info
 run_test gpu/forced_direct_fails_init_naming_the_rank_that_cannot_n2 t_gpu_init_fails 2 \
     zg_rank_path_choice 60 ZG_NO_RDMA_RANK=1 ZC_GPU_PATH=direct
 run_test gpu/staged_collectives_match_reference_n2 t_gpu 2 zg_rank_collectives 400 ZG_PATH=staged \

@@ -168,7 +168,7 @@ uint64_t zc__stage_msgs(const zc_comm *c, const zc__sched *s, uint32_t peer, boo
 /* ---- the rounds ---- */
 
 /* Launches the round's copies: device to host (in) or host to device. */
-static zc_status zc_stage_copies(zc_comm *c, const zc__stage_req *q, uint32_t idx, bool in) {
+static zc_status zc_stage_copies(zc_comm *c, const zc__stage_req *q, bool in) {
     const struct zc__stage *st = c->stage;
     const zc__sched *d = &q->dev;
     uint64_t sb, rb, lo = q->round * q->per, es = d->esize;
@@ -183,21 +183,7 @@ static zc_status zc_stage_copies(zc_comm *c, const zc__stage_req *q, uint32_t id
         rc = in ? st->ops->copy(st->gstate, hs, dv, (size_t)(len * es))
                 : st->ops->copy(st->gstate, dv, hs, (size_t)(len * es));
     }
-    return rc == ZC_OK ? st->ops->event_record(st->gstate, idx) : rc;
-}
-
-/* Fails the communicator with the provider's sentence; false. */
-static bool zc_stage_fail(zc_comm *c, const zc__req *r, zc_status rc) {
-    zc__fail(c, rc, r->seq, -1, 0, "%s (staged through host memory): %s",
-             zc__kind_name(r->s.kind), c->stage->ops->error_text(c->stage->gstate));
-    return false;
-}
-
-/* True once the request's event completed; false before, or when it failed. */
-static bool zc_stage_waited(zc_comm *c, const zc__req *r, uint32_t idx) {
-    zc_status rc = c->stage->ops->event_query(c->stage->gstate, idx);
-    if (rc == ZC_OK) return true;
-    return rc == ZC_IN_PROGRESS ? false : zc_stage_fail(c, r, rc);
+    return rc;
 }
 
 static const zc__sched *zc_stage_round(const zc__stage_req *q) {
@@ -237,10 +223,9 @@ static uint32_t zc_stage_next(zc_comm *c, zc__req *r, zc__stage_req *q) {
     return ZC_S_DONE;
 }
 
-/* One phase transition; false when the request has to wait (or failed). */
-static bool zc_stage_advance(zc_comm *c, zc__req *r, zc__stage_req *q, uint32_t idx,
-                             uint32_t *budget) {
-    zc_status rc;
+/* One phase transition; false when the request has to wait (or failed). The copies' launch
+ * and wait are sched_gpu.c's (the request's event, the provider's sentence on a failure). */
+static bool zc_stage_advance(zc_comm *c, zc__req *r, zc__stage_req *q, uint32_t *budget) {
     switch (q->phase) {
     case ZC_S_TURN:
         if (!zc__turn_mine(&c->stage->turn, q->ticket)) return false;
@@ -248,12 +233,11 @@ static bool zc_stage_advance(zc_comm *c, zc__req *r, zc__stage_req *q, uint32_t 
         break;
     case ZC_S_D2H:
     case ZC_S_H2D:
-        rc = zc_stage_copies(c, q, idx, q->phase == ZC_S_D2H);
-        if (rc != ZC_OK) return zc_stage_fail(c, r, rc);
+        if (!zc__gpu_launched(c, r, zc_stage_copies(c, q, q->phase == ZC_S_D2H))) return false;
         q->phase++;
         break;
     case ZC_S_D2H_WAIT:
-        if (!zc_stage_waited(c, r, idx)) return false;
+        if (zc__gpu_waited(c, r) != ZC_OK) return false;
         q->phase = ZC_S_HOST;
         break;
     case ZC_S_HOST:
@@ -261,7 +245,7 @@ static bool zc_stage_advance(zc_comm *c, zc__req *r, zc__stage_req *q, uint32_t 
         q->phase = ZC_S_H2D;
         return true; /* the schedule spent its own budget */
     case ZC_S_H2D_WAIT:
-        if (!zc_stage_waited(c, r, idx)) return false;
+        if (zc__gpu_waited(c, r) != ZC_OK) return false;
         q->phase = zc_stage_next(c, r, q);
         break;
     default: return false;
@@ -271,10 +255,8 @@ static bool zc_stage_advance(zc_comm *c, zc__req *r, zc__stage_req *q, uint32_t 
 }
 
 void zc__stage_step(zc_comm *c, zc__req *r, uint32_t *budget) {
-    uint32_t idx = (uint32_t)(r - c->reqs);
     zc__stage_req *q = r->stg;
-    while (*budget && !c->failed && q->phase != ZC_S_DONE &&
-           zc_stage_advance(c, r, q, idx, budget)) {
+    while (*budget && !c->failed && q->phase != ZC_S_DONE && zc_stage_advance(c, r, q, budget)) {
     }
     if (!c->failed && q->phase == ZC_S_DONE) {
         ZC_ASSERT(r->tx_left == 0 && r->rx_left == 0);

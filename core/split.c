@@ -92,6 +92,9 @@ static zc_status zc_split_device(zc_comm *parent, const int32_t *all, zc_comm *c
     zc_req req;
     zc_status sync = zc_allgather(parent, &mine, recs, sizeof mine, ZC_UINT8, &req);
     if (sync == ZC_OK) sync = zc_wait(parent, &req);
+    if (st == ZC_OK && sync != ZC_OK && c)
+        zc__fmt(c->err, sizeof c->err, "the exchange of landing records over the parent "
+                "failed: %s", parent->err);
     if (st != ZC_OK || sync != ZC_OK || !gather) return st != ZC_OK ? st : sync;
     for (uint32_t p = 0; p < parent->nranks; p++) {
         uint32_t rank, size;

@@ -736,6 +736,42 @@ int zg_rank_split(void) {
     return 0;
 }
 
+/* Ranks that call different device collectives (rank 0 all_reduce, the others all_gather):
+ * every rank fails with ZC_MISMATCH and a sentence naming its call well before the deadline,
+ * and no user buffer was written by a peer (on the direct path puts into a peer's recv wait for
+ * its READY, which a mismatched peer never sends). */
+int zg_rank_mismatch(void) {
+    enum { N = 1000 };
+    setenv("ZC_TIMEOUT_MS", "20000", 1);
+    zc_comm *c = zg_comm_from_env(64u << 10, 8u << 10);
+    uint32_t me = zc_comm_rank(c), n = zc_comm_size(c);
+    int32_t *dsend = zg_dev_alloc(N * 4), *drecv = zg_dev_alloc(64u * N * 4), host[N];
+    zc_mem *m1, *m2;
+    ZG_CHECK_ST(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
+    ZG_CHECK_ST(c, zc_mem_register(c, drecv, 64u * N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
+    for (int i = 0; i < N; i++) host[i] = 7;
+    zg_h2d(dsend, host, sizeof host);
+    zg_dev_memset(drecv, 0x5a, (size_t)n * N * 4);
+    zc_req req;
+    double t0 = zg_now_s();
+    zc_status st = me == 0 ? zc_allreduce(c, dsend, drecv, N, ZC_INT32, ZC_SUM, &req)
+                           : zc_allgather(c, dsend, drecv, N, ZC_INT32, &req);
+    st = zg_wait(c, st, &req);
+    double took = zg_now_s() - t0;
+    const char *why = zc_comm_error_text(c);
+    printf("rank %u: %s after %.2f s: %s\n", me, zc_status_name(st), took, why);
+    ZG_CHECK(st == ZC_MISMATCH && took < 10.0);
+    ZG_CHECK(strstr(why, me == 0 ? "zc_allreduce" : "zc_allgather") != NULL);
+    uint8_t *got = malloc((size_t)n * N * 4);
+    zg_d2h(got, drecv, (size_t)n * N * 4);
+    for (size_t i = 0; i < (size_t)n * N * 4; i++) ZG_CHECK(got[i] == 0x5a);
+    free(got);
+    (void)zc_comm_fini(c);
+    zg_dev_free(dsend);
+    zg_dev_free(drecv);
+    return 0;
+}
+
 /* A job across hosts, ZG_PER_HOST ranks to a host (tests/rxe/suite.sh): the parent runs over
  * ib and zc_comm_node numbers the hosts; a split by it gives each host a child on shared memory
  * (device memory on the ipc path), a split of the hosts' lowest ranks a child across hosts over

@@ -486,6 +486,7 @@ run_test gpu/direct_collectives_match_reference_n3 t_gpu 3 zg_rank_collectives 4
 run_test gpu/direct_injected_device_fault_fails_every_rank_n2 t_gpu 2 zg_rank_fault 60
 run_test gpu/direct_killed_rank_is_reported_as_peer_lost_n2 t_gpu 2 zg_rank_peer_trouble 60 \
     ZG_ACT=exit ZC_IB_TIMEOUT=12
+run_test gpu/direct_mismatch_is_reported_on_every_rank_n3 t_gpu 3 zg_rank_mismatch 60
 run_test gpu/direct_wrong_rkey_is_reported t_gpu_wrong_rkey ZC_RXE_BAD_RKEY_SKIP=1
 run_test gpu/direct_stream_forms_in_order_n2 t_gpu 2 zg_rank_stream_forms 200
 run_test gpu/auto_path_is_staged_when_a_device_takes_no_rdma_n3 t_gpu 3 zg_rank_path_choice 60 \

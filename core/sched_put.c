@@ -50,7 +50,8 @@ enum {
 
 /* zc__req.pflags. */
 #define ZC_PUT_OWN 1u    /* COPY: this rank's own block's copy launched (its event pending) */
-#define ZC_PUT_LANDED 2u /* puts landed in this call's recv: flush before finishing */
+#define ZC_PUT_LANDED 2u /* puts landed in this call's recv: flushed before it finishes (the
+                          * landing areas' bytes are flushed before the kernel that reads them) */
 
 /* READY's payload: this rank's recv, as the peer puts into it (it adds its offset). */
 typedef struct zc_pready {
@@ -206,7 +207,6 @@ static bool zc_put_take(zc_comm *c, zc__req *r, uint32_t p, uint64_t k, bool pla
                  placed ? "a signal" : "data put in place", placed ? "data" : "a signal");
         return false;
     }
-    if (placed) r->pflags |= ZC_PUT_LANDED;
     zc__rx_consume(c, r, p);
     return true;
 }
@@ -309,13 +309,16 @@ static bool zc_put_round(zc_comm *c, zc__req *r, uint32_t *budget, bool after) {
         uint64_t t1 = t0 + (after ? out.after : out.data);
         uint64_t i0 = in.ready + r->round * (in.data + in.after) + (after ? in.data : 0u);
         uint64_t i1 = i0 + (after ? in.after : in.data);
-        bool landed = !after || (r->s.alg == ZC_ALG_PUT_RSAG && r->s.kind == ZC_K_ALLREDUCE);
+        bool rsag = r->s.alg == ZC_ALG_PUT_RSAG && r->s.kind == ZC_K_ALLREDUCE;
+        bool placed = !after || rsag; /* after messages are signals but RS+AG's block */
+        bool into_recv = after ? rsag : r->s.alg == ZC_ALG_PUT_COPY;
         for (uint64_t k = zc__tx_done(c, r, p); k < t1 && *budget; k = zc__tx_done(c, r, p)) {
             if (!(after ? zc_put_after(c, r, p, k) : zc_put_data(c, r, p, k - t0, k))) break;
             (*budget)--;
         }
         for (uint64_t k = zc__rx_done(c, r, p); k < i1 && *budget; k = zc__rx_done(c, r, p)) {
-            if (!zc_put_take(c, r, p, k, landed)) break;
+            if (!zc_put_take(c, r, p, k, placed)) break;
+            if (into_recv) r->pflags |= ZC_PUT_LANDED; /* flushed before the call finishes */
             (*budget)--;
         }
         if (zc__tx_done(c, r, p) < t1 || zc__rx_done(c, r, p) < i1) all = false;

@@ -1121,6 +1121,14 @@ int mp_rank_split(void) {
     MP_CHECK(&m, zc_comm_size(child) == 2 && zc_comm_rank(child) == want_rank,
              "child is rank %u of %u, expected rank %u of 2 (key -rank orders the higher parent "
              "rank first)", zc_comm_rank(child), zc_comm_size(child), want_rank);
+    /* One host: every rank's host number is 0, and a child keeps its parent's wire (shm; ib
+     * when ZC_TRANSPORT=ib asked for it: only an auto parent's one-host child takes shm). */
+    MP_CHECK(&m, zc_comm_node(m.comm) == 0 && zc_comm_node(child) == 0,
+             "host numbers %u (parent) and %u (child) on one host, expected 0",
+             zc_comm_node(m.comm), zc_comm_node(child));
+    MP_CHECK(&m, strcmp(zc_comm_transport(child), zc_comm_transport(m.comm)) == 0,
+             "the child runs on %s, its parent on %s", zc_comm_transport(child),
+             zc_comm_transport(m.comm));
     uint32_t who1[2] = {m.rank % 2 + 2, m.rank % 2};
     for (uint32_t round = 0; round < 12; round++)
         mp_split_round(&m, m.comm, NULL, child, who1, round, &g);

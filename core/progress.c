@@ -295,8 +295,8 @@ zc__req *zc__lookup(zc_comm *comm, const zc_req *req) {
     return r->state != ZC_REQ_FREE && r->gen == req->opaque_[1] ? r : 0;
 }
 
-zc_status zc__test(zc_comm *comm, zc_req *req) {
-    zc__req *r = zc__lookup(comm, req);
+/* zc__test of the request r that req names (looked up already; NULL: none). */
+static zc_status zc_test_found(zc_comm *comm, zc__req *r, zc_req *req) {
     if (!r)
         return zc__error(comm, ZC_INVALID_ARG, "req is not a request in flight on this "
                          "communicator (never started, already finished, or another's)");
@@ -307,6 +307,10 @@ zc_status zc__test(zc_comm *comm, zc_req *req) {
     r->gen++;
     req->opaque_[0] = 0;
     return st;
+}
+
+zc_status zc__test(zc_comm *comm, zc_req *req) {
+    return zc_test_found(comm, zc__lookup(comm, req), req);
 }
 
 zc_status zc_test(zc_comm *comm, zc_req *req) {
@@ -322,7 +326,7 @@ zc_status zc_wait(zc_comm *comm, zc_req *req) {
     if (!comm || comm->magic != ZC_COMM_MAGIC || !req) return ZC_INVALID_ARG;
     bool inproc = comm->cfg.transport == ZC_TRANSPORT_INPROC;
     zc__lock(comm);
-    const zc__req *r = zc__lookup(comm, req); /* once: the loop below only polls */
+    zc__req *r = zc__lookup(comm, req); /* once: the loop below only polls */
     for (uint32_t pass = 1; r && r->state == ZC_REQ_ACTIVE; pass++) {
         (void)zc_progress_locked(comm);
         if (r->state != ZC_REQ_ACTIVE || (!inproc && pass % ZC_WAIT_PASSES)) continue;
@@ -331,7 +335,10 @@ zc_status zc_wait(zc_comm *comm, zc_req *req) {
             if (comm->group[p] && comm->group[p] != comm) (void)zc_progress(comm->group[p]);
         zc__lock(comm);
     }
-    zc_status st = zc__test(comm, req); /* the result, or the sentence for a dead handle */
+    /* The lock was let go between passes: another thread may have finished the request (its
+     * slot freed or reused), which the generation tells; then the dead handle's sentence. */
+    if (r && (r->state == ZC_REQ_FREE || r->gen != req->opaque_[1])) r = 0;
+    zc_status st = zc_test_found(comm, r, req);
     zc__unlock(comm);
     return st;
 }

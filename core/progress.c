@@ -52,16 +52,21 @@ static inline void zc_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
     else zc__step(comm, r, budget);
 }
 
-/* Reserves the message numbers r will use on every peer's channel of its lane; a start of a
- * plan whose counts are the same with every peer reserves them without recounting. */
+/* Reserves the message numbers r will use on every peer's channel of its lane: a host call
+ * whose counts have a flat shape (zc__sched.flat, set at build) without counting per peer. */
 static void zc_reserve(zc_comm *comm, zc__req *r) {
     r->tx_left = r->rx_left = 0;
     r->place = 0;
     if (comm->put_min && r->s.count * r->s.esize >= comm->put_min) zc__place_plan(comm, r);
-    uint64_t same = r->s.same;
-    for (uint32_t p = 0; p < comm->nranks && same; p++)
-        zc_reserve_peer(comm, r, p, p == comm->rank ? 0 : same, p == comm->rank ? 0 : same);
-    for (uint32_t p = 0; p < comm->nranks && !same; p++)
+    uint32_t f = zc__device_alg(r->s.alg) ? 0 : r->s.flat, root = r->s.root;
+    uint64_t tx = f & ZC_FLAT_TX ? r->s.same : 0, rx = f & ZC_FLAT_RX ? r->s.same : 0;
+    uint64_t tx_other = f & ZC_FLAT_ROOT ? 0 : tx, rx_other = f & ZC_FLAT_ROOT ? 0 : rx;
+    for (uint32_t p = 0; p < comm->nranks && f; p++) {
+        bool me = p == comm->rank;
+        zc_reserve_peer(comm, r, p, me ? 0 : p == root ? tx : tx_other,
+                        me ? 0 : p == root ? rx : rx_other);
+    }
+    for (uint32_t p = 0; p < comm->nranks && !f; p++)
         zc_reserve_peer(comm, r, p, zc_total(comm, r, p, true), zc_total(comm, r, p, false));
 }
 

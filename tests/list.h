@@ -159,6 +159,7 @@ ZT_TEST(copy_stream_copies_every_alignment_and_length_exactly, 20)
 /* tests/test_zcbench.c */
 ZT_TEST(zcbench_check_every_collective_at_2_ranks_exact_and_allocation_free, 60)
 ZT_TEST(zcbench_check_every_collective_at_3_ranks_exact_and_allocation_free, 60)
+ZT_TEST(zcbench_persistent_plans_check_every_collective_exact, 60)
 ZT_TEST(zcbench_check_narrow_dtypes_ops_and_roots_exact, 60)
 ZT_TEST(zcbench_json_lines_have_every_key_and_bus_factor, 60)
 ZT_TEST(zcbench_rejects_bad_usage_with_exit_2, 60)

@@ -9,9 +9,24 @@
  * COLL: allreduce reduce broadcast reduce_scatter allgather gather scatter alltoall sendrecv
  * barrier, or start (a persistent all_reduce plan, zc_start). sendrecv is one zc_recv and one
  * zc_send per rank per iteration (zcbench's sendrecv), counted as one call.
+ * One rank's path: `percall COLL ITERS RANK` counts only rank RANK's calls (run it with
+ * `valgrind --tool=callgrind --collect-atstart=no`; the difference of two runs over the
+ * difference of ITERS is then per call of that rank) and issues in the order of a loop's steady
+ * state between two processes, where the rank that only sends (a non-root of reduce and
+ * gather) runs ahead: it issues first, so that the root finds its message there. Needs
+ * valgrind's <valgrind/callgrind.h> (Debian: valgrind); without it RANK is refused.
  * Link the CUDA runtime too (-L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lstdc++) when
  * the library was built with CUDA. */
 #include "zcoll.h"
+
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define PC_TOGGLE() CALLGRIND_TOGGLE_COLLECT
+#define PC_HAS_TOGGLE 1
+#else
+#define PC_TOGGLE() ((void)0)
+#define PC_HAS_TOGGLE 0
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,16 +58,25 @@ static zc_status pc_issue(int c, zc_comm *comm, uint32_t k, float *in, float *ou
     }
 }
 
+/* Around rank k's calls when only counts rank k alone: turns callgrind's collection on before
+ * them and off after (-1: everything is counted, nothing toggled). */
+static void pc_toggle(int only, uint32_t k) {
+    if (only == (int)k) PC_TOGGLE();
+}
+
 int main(int argc, char **argv) {
     const char *name = argc > 1 ? argv[1] : "allreduce";
     int iters = argc > 2 ? atoi(argv[2]) : 100000, c = 0;
+    int only = argc > 3 ? atoi(argv[3]) : -1;
     while (c < PC_NCOLLS && strcmp(name, pc_colls[c]) != 0) c++;
-    if (c == PC_NCOLLS || iters < 1) {
-        fprintf(stderr, "usage: percall COLL [ITERS]; COLL: allreduce reduce broadcast "
+    if (c == PC_NCOLLS || iters < 1 || only < -1 || only > 1 || (only >= 0 && !PC_HAS_TOGGLE)) {
+        fprintf(stderr, "usage: percall COLL [ITERS [RANK]]; COLL: allreduce reduce broadcast "
                         "reduce_scatter allgather gather scatter alltoall sendrecv barrier "
                         "start\n");
         return 2;
     }
+    /* One rank's path: the sending rank of reduce and gather (rank 1) issues first. */
+    uint32_t first = only >= 0 && (c == 1 || c == 5) ? 1u : 0u;
     zc_config cfg;
     zc_config_default(&cfg);
     cfg.nranks = 2;
@@ -71,11 +95,20 @@ int main(int argc, char **argv) {
             return 1;
     for (int i = 0; i < iters; i++) {
         zc_req q[2][2];
-        for (uint32_t k = 0; k < 2; k++)
-            if (pc_issue(c, comm[k], k, in[k], out[k], &plan[k], q[k]) != ZC_OK) return 1;
-        for (uint32_t k = 0; k < 2; k++) {
-            if (zc_wait(comm[k], &q[k][0]) != ZC_OK) return 1;
-            if (c == 8 && zc_wait(comm[k], &q[k][1]) != ZC_OK) return 1;
+        for (uint32_t j = 0; j < 2; j++) {
+            uint32_t k = j ^ first;
+            pc_toggle(only, k);
+            zc_status st = pc_issue(c, comm[k], k, in[k], out[k], &plan[k], q[k]);
+            pc_toggle(only, k);
+            if (st != ZC_OK) return 1;
+        }
+        for (uint32_t j = 0; j < 2; j++) {
+            uint32_t k = j ^ first;
+            pc_toggle(only, k);
+            zc_status st = zc_wait(comm[k], &q[k][0]);
+            if (st == ZC_OK && c == 8) st = zc_wait(comm[k], &q[k][1]);
+            pc_toggle(only, k);
+            if (st != ZC_OK) return 1;
         }
     }
     printf("%s x %d on 2 in-process ranks: rank 1 holds %g %g\n", name, iters, out[1][0],

@@ -91,7 +91,9 @@ uint8_t *zc__tx_begin_n(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, si
         if (m - c->tx_credit >= comm->cfg.slots) return 0; /* the peer's ring is full */
     }
     uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
-    return zc_payload(comm->wire->tx_slot(comm->wire_state, r->lane, peer, slot), bytes);
+    comm->tx_begun = c;
+    comm->tx_hdr = comm->wire->tx_slot(comm->wire_state, r->lane, peer, slot);
+    return zc_payload(comm->tx_hdr, bytes);
 }
 
 zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
@@ -111,12 +113,15 @@ static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
     zc__chan *c = zc_chan(comm, r->lane, peer);
     uint64_t m = r->tx_base[peer] + k;
     uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
-    ZC_ASSERT(c->tx_count == m && bytes <= comm->cfg.slot_bytes);
-    zc__hdr *h = comm->wire->tx_slot(comm->wire_state, r->lane, peer, slot);
+    /* Every schedule publishes a message right after zc__tx_begin_n found its slot, before it
+     * begins another: the header found there is this message's. */
+    ZC_ASSERT(c->tx_count == m && bytes <= comm->cfg.slot_bytes && comm->tx_begun == c);
+    zc__hdr *h = comm->tx_hdr;
+    comm->tx_begun = 0;
     h->comm_id = comm->comm_id;
     h->seq = r->seq;
     h->count = r->s.count;
-    h->kind = r->s.kind == ZC_K_RECV ? ZC_K_SEND : r->s.kind;
+    h->kind = r->s.kind; /* a receive never sends */
     h->dtype = r->s.dtype;
     h->op = r->s.op;
     h->alg = r->s.alg;

@@ -169,7 +169,10 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
     s->alg = (uint8_t)zc__choose(c, a->kind, a->count, (uint64_t)a->count * es);
     if (c->cfg.sym_bytes && s->alg != ZC_ALG_LOCAL && zc__sym_fits(c, s))
         s->alg = ZC_ALG_SYM;
-    return c->gpu ? zc_gpu_route(c, s) : ZC_OK; /* ZC_MEM_CUDA buffers: a device algorithm */
+    if (c->gpu && (st = zc_gpu_route(c, s)) != ZC_OK) /* ZC_MEM_CUDA buffers: a device alg */
+        return st;
+    if (!zc__device_alg(s->alg)) zc__flat(c, s); /* the counts the issue reserves */
+    return ZC_OK;
 }
 
 zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, size_t count,
@@ -218,7 +221,8 @@ static zc_status zc_call_plan_locked(zc_comm *c, const zc_call *a, zc_plan *plan
         p->used = 1;
         p->running = -1;
         p->s = s;
-        p->s.same = zc_same_msgs(c, &s);
+        if (!s.flat) p->s.same = zc_same_msgs(c, &s);
+        if (!s.flat && p->s.same) p->s.flat = ZC_FLAT_TX | ZC_FLAT_RX;
         plan->opaque_[0] = ZC_PLAN_HANDLE | i;
         plan->opaque_[1] = p->gen;
         plan->opaque_[2] = (uint64_t)(uintptr_t)c;

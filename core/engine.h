@@ -124,12 +124,22 @@ typedef struct zc__sched {
     uint32_t root;       /* root, or the peer of send/recv; 0 where there is none */
     uint32_t esize;      /* bytes per element */
     uint32_t chunk;      /* elements per message: slot_bytes / esize */
-    uint32_t same;       /* a plan's: messages each way with every peer when that is the same
-                          * for all (a start reserves them without recounting); else 0 */
+    uint32_t same;       /* with flat: messages each way flat names (a plan's start and every
+                          * host call reserve them at issue without counting per peer) */
+    uint32_t flat;       /* ZC_FLAT_*: which peers exchange `same` messages with this rank, each
+                          * way; 0: counted per peer (zc__tx_total, zc__rx_total) */
     uint64_t count;      /* elements, as the caller gave them (per rank / per block) */
     const uint8_t *send;
     uint8_t *recv;
 } zc__sched;
+
+/* zc__sched.flat: a call sends (TX) and/or receives (RX) `same` messages to and from every peer,
+ * or (ROOT) only the root. Set at build for the host algorithms whose counts have this shape
+ * (sched.c's zc__flat); 0 for the rest (trees and chains of more than 2 ranks, RS+AG,
+ * dissemination of more than 2 ranks, device calls), which are counted per peer. */
+#define ZC_FLAT_TX 1u
+#define ZC_FLAT_RX 2u
+#define ZC_FLAT_ROOT 4u
 
 typedef enum zc__req_state { ZC_REQ_FREE = 0, ZC_REQ_ACTIVE, ZC_REQ_DONE } zc__req_state;
 
@@ -406,6 +416,9 @@ struct zc_comm {
     uint64_t placed_bytes; /* payload bytes peers put straight into this rank's buffers */
     uint64_t sym_used;     /* bytes of the symmetric region zc_sym_alloc has carved (sym.c) */
     uint64_t unposted;     /* channels with a message the wire refused for now (tx_unposted) */
+    zc__chan *tx_begun;    /* the channel whose next message zc__tx_begin_n returned last ... */
+    struct zc__hdr *tx_hdr; /* ... and that message's slot header (NULL: none since the
+                            * channel's last publish), which its publish reuses */
     const zc_wire_ops *wire;
     void *wire_state;
     uint8_t *addrs;        /* [nranks * addr_bytes] the wire's address blobs */
@@ -530,6 +543,9 @@ void zc__stage_step(zc_comm *comm, zc__req *r, uint32_t *budget);
 /* Messages r sends to / receives from peer in total (reserved at issue). */
 uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
 uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
+/* s->flat and s->same of a host call whose counts have a flat shape (engine.h ZC_FLAT_*), else
+ * s->flat 0: what the issue reserves without counting per peer. */
+void zc__flat(const zc_comm *comm, zc__sched *s);
 /* At issue, before the reservation, for a call of at least comm->put_min bytes per block:
  * r->place, and when it is not 0 r->pl (which peers exchange ready messages with r;
  * zc_reserve reserves them). */

@@ -52,16 +52,21 @@ static inline void zc_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
     else zc__step(comm, r, budget);
 }
 
-/* Reserves the message numbers r will use on every peer's channel of its lane; a start of a
- * plan whose counts are the same with every peer reserves them without recounting. */
+/* Reserves the message numbers r will use on every peer's channel of its lane: a host call
+ * whose counts have a flat shape (zc__sched.flat, set at build) without counting per peer. */
 static void zc_reserve(zc_comm *comm, zc__req *r) {
     r->tx_left = r->rx_left = 0;
     r->place = 0;
     if (comm->put_min && r->s.count * r->s.esize >= comm->put_min) zc__place_plan(comm, r);
-    uint64_t same = r->s.same;
-    for (uint32_t p = 0; p < comm->nranks && same; p++)
-        zc_reserve_peer(comm, r, p, p == comm->rank ? 0 : same, p == comm->rank ? 0 : same);
-    for (uint32_t p = 0; p < comm->nranks && !same; p++)
+    uint32_t f = zc__device_alg(r->s.alg) ? 0 : r->s.flat, root = r->s.root;
+    uint64_t tx = f & ZC_FLAT_TX ? r->s.same : 0, rx = f & ZC_FLAT_RX ? r->s.same : 0;
+    uint64_t tx_other = f & ZC_FLAT_ROOT ? 0 : tx, rx_other = f & ZC_FLAT_ROOT ? 0 : rx;
+    for (uint32_t p = 0; p < comm->nranks && f; p++) {
+        bool me = p == comm->rank;
+        zc_reserve_peer(comm, r, p, me ? 0 : p == root ? tx : tx_other,
+                        me ? 0 : p == root ? rx : rx_other);
+    }
+    for (uint32_t p = 0; p < comm->nranks && !f; p++)
         zc_reserve_peer(comm, r, p, zc_total(comm, r, p, true), zc_total(comm, r, p, false));
 }
 
@@ -296,8 +301,8 @@ zc__req *zc__lookup(zc_comm *comm, const zc_req *req) {
     return r->state != ZC_REQ_FREE && r->gen == req->opaque_[1] ? r : 0;
 }
 
-zc_status zc__test(zc_comm *comm, zc_req *req) {
-    zc__req *r = zc__lookup(comm, req);
+/* zc__test of the request r that req names (looked up already; NULL: none). */
+static zc_status zc_test_found(zc_comm *comm, zc__req *r, zc_req *req) {
     if (!r)
         return zc__error(comm, ZC_INVALID_ARG, "req is not a request in flight on this "
                          "communicator (never started, already finished, or another's)");
@@ -308,6 +313,10 @@ zc_status zc__test(zc_comm *comm, zc_req *req) {
     r->gen++;
     req->opaque_[0] = 0;
     return st;
+}
+
+zc_status zc__test(zc_comm *comm, zc_req *req) {
+    return zc_test_found(comm, zc__lookup(comm, req), req);
 }
 
 zc_status zc_test(zc_comm *comm, zc_req *req) {
@@ -323,7 +332,7 @@ zc_status zc_wait(zc_comm *comm, zc_req *req) {
     if (!comm || comm->magic != ZC_COMM_MAGIC || !req) return ZC_INVALID_ARG;
     bool inproc = comm->cfg.transport == ZC_TRANSPORT_INPROC;
     zc__lock(comm);
-    const zc__req *r = zc__lookup(comm, req); /* once: the loop below only polls */
+    zc__req *r = zc__lookup(comm, req); /* once: the loop below only polls */
     for (uint32_t pass = 1; r && r->state == ZC_REQ_ACTIVE; pass++) {
         (void)zc_progress_locked(comm);
         if (r->state != ZC_REQ_ACTIVE || (!inproc && pass % ZC_WAIT_PASSES)) continue;
@@ -332,7 +341,10 @@ zc_status zc_wait(zc_comm *comm, zc_req *req) {
             if (comm->group[p] && comm->group[p] != comm) (void)zc_progress(comm->group[p]);
         zc__lock(comm);
     }
-    zc_status st = zc__test(comm, req); /* the result, or the sentence for a dead handle */
+    /* The lock was let go between passes: another thread may have finished the request (its
+     * slot freed or reused), which the generation tells; then the dead handle's sentence. */
+    if (r && (r->state == ZC_REQ_FREE || r->gen != req->opaque_[1])) r = 0;
+    zc_status st = zc_test_found(comm, r, req);
     zc__unlock(comm);
     return st;
 }

@@ -248,6 +248,40 @@ uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
     return zc_msgs_between(s, comm->nranks, p, comm->rank);
 }
 
+/* The flat shape of a call's counts (engine.h), read from the rules of zc_msgs_between: C
+ * messages each way with every peer (one-shot, the direct copies and reduce_scatter; two ranks'
+ * tree, chain and barrier), the symmetric schedule's two, or C one way with the root or every
+ * peer (direct reduce, gather, scatter; send and recv); 0 for the rest. */
+static uint32_t zc_flat_shape(const zc__sched *s, uint32_t n, uint32_t me, uint64_t *msgs) {
+    const uint32_t both = ZC_FLAT_TX | ZC_FLAT_RX;
+    bool root = me == s->root;
+    *msgs = zc__msgs(s->count, s->chunk);
+    switch (s->alg) {
+    case ZC_ALG_LOCAL: *msgs = 0; return both;
+    case ZC_ALG_SYM: *msgs = 2; return both; /* ready, done (sym.c) */
+    case ZC_ALG_ONESHOT: return both;
+    case ZC_ALG_P2P: return ZC_FLAT_ROOT | (s->kind == ZC_K_SEND ? ZC_FLAT_TX : ZC_FLAT_RX);
+    case ZC_ALG_DISSEM: *msgs = 1; return n == 2 ? both : 0;
+    case ZC_ALG_TREE:
+    case ZC_ALG_CHAIN: return n != 2 ? 0 : root ? ZC_FLAT_TX : ZC_FLAT_RX | ZC_FLAT_ROOT;
+    case ZC_ALG_DIRECT: break;
+    default: return 0;
+    }
+    switch (s->kind) {
+    case ZC_K_REDUCE:
+    case ZC_K_GATHER: return root ? ZC_FLAT_RX : ZC_FLAT_TX | ZC_FLAT_ROOT;
+    case ZC_K_SCATTER: return root ? ZC_FLAT_TX : ZC_FLAT_RX | ZC_FLAT_ROOT;
+    default: return both; /* reduce_scatter, allgather, alltoall */
+    }
+}
+
+void zc__flat(const zc_comm *comm, zc__sched *s) {
+    uint64_t msgs;
+    s->flat = zc_flat_shape(s, comm->nranks, comm->rank, &msgs);
+    s->same = (uint32_t)msgs;
+    if (msgs > UINT32_MAX) s->flat = s->same = 0;
+}
+
 static void zc_send_placed(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t len,
                            uint64_t first, uint64_t ready);
 

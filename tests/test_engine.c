@@ -311,3 +311,65 @@ void wire_again_on_post_is_back_pressure_not_failure(void) {
         free(arenas[r]);
     }
 }
+
+/* What the issue reserves with peer p for a call whose counts have a flat shape (engine.h
+ * ZC_FLAT_*), the rule of progress.c's zc_reserve. */
+static void flat_counts(const zc__sched *s, uint32_t me, uint32_t p, uint64_t *tx, uint64_t *rx) {
+    bool with = p != me && (!(s->flat & ZC_FLAT_ROOT) || p == s->root);
+    *tx = with && (s->flat & ZC_FLAT_TX) ? s->same : 0;
+    *rx = with && (s->flat & ZC_FLAT_RX) ? s->same : 0;
+}
+
+/* Every call shape the build marks flat reserves exactly the messages its schedule counts per
+ * peer (zc__tx_total, zc__rx_total), on 1 to 8 ranks, every kind, root, algorithm (thresholds
+ * around the sizes) and message count (0, 1, a chunk, more); and the shapes that must be
+ * counted per peer are marked so. */
+void flat_counts_match_the_schedules_counts(void) {
+    static const size_t counts[] = {0, 1, 3, 64, 65, 200, 1000};
+    static uint8_t sendbuf[8 * 1000 * 4], recvbuf[8 * 1000 * 4];
+    uint32_t flat_seen = 0, counted_seen = 0;
+    for (uint32_t n = 1; n <= 8; n++) {
+        for (uint64_t small = 64; small <= 4096; small *= 64) {
+            zc_config cfg;
+            void *arenas[8];
+            zc_comm *c[8];
+            zr_group_config(&cfg, n, 256, 4, small, 0);
+            size_t bytes = zc_comm_arena_bytes(&cfg);
+            for (uint32_t r = 0; r < n; r++)
+                ZT_CHECK((arenas[r] = aligned_alloc(64, bytes)) != NULL);
+            ZT_CHECK_ST(zc_comm_init_inproc(&cfg, arenas, bytes, c), ZC_OK);
+            for (uint32_t me = 0; me < n; me++)
+                for (uint32_t kind = ZC_K_ALLREDUCE; kind <= ZC_K_BARRIER; kind++)
+                    for (uint32_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+                        for (uint32_t root = 0; root < n; root++) {
+                            zc__sched s;
+                            bool p2p = kind == ZC_K_SEND || kind == ZC_K_RECV;
+                            if (p2p && root == me) continue;
+                            ZT_CHECK_ST(zc__build(c[me], kind, sendbuf, recvbuf, counts[i],
+                                                  ZC_INT32, ZC_SUM, root, &s),
+                                        ZC_OK);
+                            if (!s.flat) {
+                                bool rooted_tree = (s.alg == ZC_ALG_TREE ||
+                                                    s.alg == ZC_ALG_CHAIN) && n != 2;
+                                ZT_CHECK(rooted_tree || s.alg == ZC_ALG_RSAG ||
+                                         s.alg == ZC_ALG_RSGATHER ||
+                                         (s.alg == ZC_ALG_DISSEM && n != 2));
+                                counted_seen++;
+                                continue;
+                            }
+                            flat_seen++;
+                            for (uint32_t p = 0; p < n; p++) {
+                                uint64_t tx, rx;
+                                flat_counts(&s, me, p, &tx, &rx);
+                                ZT_CHECK_EQ(tx, p == me ? 0 : zc__tx_total(c[me], &s, p));
+                                ZT_CHECK_EQ(rx, p == me ? 0 : zc__rx_total(c[me], &s, p));
+                            }
+                        }
+            for (uint32_t r = 0; r < n; r++) {
+                ZT_CHECK_ST(zc_comm_fini(c[r]), ZC_OK);
+                free(arenas[r]);
+            }
+        }
+    }
+    ZT_CHECK(flat_seen > 1000 && counted_seen > 100);
+}

@@ -239,6 +239,32 @@ void inproc_pool_exhaustion_is_again_and_recovers(void) {
     group_close(&small);
 }
 
+/* zc_wait on a handle whose request finished (at its issue: a non-root's one-message reduce)
+ * gives the result once; after that, and for a handle whose slot a later call took over, it
+ * says the handle is dead instead of waiting on the later call. */
+void inproc_wait_on_a_finished_handle_gives_its_result_once(void) {
+    group g;
+    group_open(&g, 2, 256, 2, 0, 0);
+    int32_t x[2] = {3, 4}, y = 0;
+    zc_req q[2], old;
+    ZT_CHECK_ST(zc_reduce(g.c[1], &x[1], NULL, 1, ZC_INT32, ZC_SUM, 0, &q[1]), ZC_OK);
+    old = q[1];
+    ZT_CHECK_ST(zc_wait(g.c[1], &q[1]), ZC_OK);
+    ZT_CHECK_ST(zc_wait(g.c[1], &old), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(zc_comm_error_text(g.c[1]), "not a request in flight") != NULL);
+    ZT_CHECK_ST(zc_reduce(g.c[0], &x[0], &y, 1, ZC_INT32, ZC_SUM, 0, &q[0]), ZC_OK);
+    ZT_CHECK_ST(zc_wait(g.c[0], &q[0]), ZC_OK);
+    ZT_CHECK_EQ(y, 7);
+    /* The next call takes the same slot; the old handle does not name it. */
+    ZT_CHECK_ST(zc_reduce(g.c[1], &x[1], NULL, 1, ZC_INT32, ZC_SUM, 0, &q[1]), ZC_OK);
+    ZT_CHECK_EQ(q[1].opaque_[0], old.opaque_[0]);
+    ZT_CHECK_ST(zc_wait(g.c[1], &old), ZC_INVALID_ARG);
+    ZT_CHECK_ST(zc_reduce(g.c[0], &x[0], &y, 1, ZC_INT32, ZC_SUM, 0, &q[0]), ZC_OK);
+    ZT_CHECK_ST(zc_wait(g.c[0], &q[0]), ZC_OK);
+    ZT_CHECK_ST(zc_wait(g.c[1], &q[1]), ZC_OK);
+    group_close(&g);
+}
+
 void inproc_rank_that_never_joins_times_out(void) {
     group g;
     group_open(&g, 3, 256, 2, 0, 150000000ull);

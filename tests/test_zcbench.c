@@ -108,10 +108,11 @@ static bool zb_next_rank0_line(const char **cursor, char *line, size_t cap) {
     }
 }
 
-/* Runs every collective with --check at n ranks and checks rows, #wrong and allocations. */
-static void zb_check_all(uint32_t n) {
+/* Runs every collective with --check at n ranks (persistent: --persistent, whose header
+ * says so) and checks rows, #wrong and allocations. */
+static void zb_check_all(uint32_t n, bool persistent) {
     const char *args[] = {"-c", "all", "-b", "8", "-e", "64K", "-f", "4", "-n", "5",
-                          "-w", "1", "--check", NULL};
+                          "-w", "1", "--check", persistent ? "--persistent" : NULL, NULL};
     int rc = zb_bench(n, args, NULL);
     if (rc != 0) zb_show();
     ZT_CHECK_EQ(rc, 0);
@@ -161,14 +162,22 @@ static void zb_check_all(uint32_t n) {
         ZB_CHECK(rows[c] == want);
     }
     ZB_CHECK(allocs_lines == ZB_COLLS);
+    ZB_CHECK(zb_count(zb_out, "persistent plans, zc_start per call") ==
+             (persistent ? ZB_COLLS : 0));
 }
 
 void zcbench_check_every_collective_at_2_ranks_exact_and_allocation_free(void) {
-    zb_check_all(2);
+    zb_check_all(2, false);
 }
 
 void zcbench_check_every_collective_at_3_ranks_exact_and_allocation_free(void) {
-    zb_check_all(3);
+    zb_check_all(3, false);
+}
+
+/* --persistent: every row's plans made once and started per iteration, exact and allocation
+ * free, at 3 ranks (sendrecv with a rank idle). */
+void zcbench_persistent_plans_check_every_collective_exact(void) {
+    zb_check_all(3, true);
 }
 
 /* Narrow types, other ops, a non-zero root and barrier mode still check exactly. */

@@ -94,6 +94,7 @@ typedef struct zb_opts {
     bool transport_set;    /* --transport given (else ZC_TRANSPORT or auto) */
     bool sym;              /* --sym: send and recv carved from the symmetric region */
     bool device;           /* --device: buffers on the simulated device, ZC_MEM_CUDA */
+    bool persistent;       /* --persistent: each row's call made a plan once, timed zc_start */
 } zb_opts;
 
 /* The simulated device's allocator (gpu/sim.h; in libzcoll): its "device memory" is shared
@@ -106,7 +107,8 @@ void zc_gpu_sim_free(void *p);
 static const char zb_usage_line[] =
     "usage: zcrun -n N zcbench -c COLL [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-d DTYPE]\n"
     "       [-o OP] [-r ROOT] [-w WARMUP] [-n ITERS] [--mode loop|barrier] [--check] [--json]\n"
-    "       [--transport auto|shm|ib] [--sym] [--device]   (zcbench --help for more)\n";
+    "       [--transport auto|shm|ib] [--sym] [--device] [--persistent]\n"
+    "       (zcbench --help for more)\n";
 
 static void zb_help(void) {
     fputs(zb_usage_line, stdout);
@@ -140,6 +142,8 @@ static void zb_help(void) {
           "  --device       send and receive buffers on the simulated device (needs\n"
           "                 ZC_GPU_PROVIDER=sim), registered ZC_MEM_CUDA; each table ends with\n"
           "                 the device path and the staged calls and rounds it ran\n"
+          "  --persistent   each row's call made a persistent plan once (zc_*_init, before the\n"
+          "                 warm-up), every timed iteration one zc_start and its wait\n"
           "  -h, --help     this text\n",
           stdout);
     fputs("\nSizes follow nccl-tests: `size` is the total buffer per rank: allreduce, reduce,\n"
@@ -228,6 +232,8 @@ static void zb_parse_option(zb_opts *o, int argc, char **argv, int *i) {
         o->transport_set = true;
     } else if (strcmp(a, "--device") == 0) {
         o->device = true;
+    } else if (strcmp(a, "--persistent") == 0) {
+        o->persistent = true;
     } else {
         zb_usage("unknown argument %s", a);
     }
@@ -259,6 +265,7 @@ typedef struct zb_bench {
     size_t buf_bytes;         /* of send, recv and (with --check) ref */
     uint8_t *send, *recv, *ref;
     zc_mem *send_mem, *recv_mem;
+    zc_plan plan[2];          /* --persistent: the row's plans (sendrecv's receive: plan[1]) */
     uint64_t *times;          /* per-iteration ns; times_cap entries */
     uint64_t times_cap;
     FILE *meta;               /* where header and comment lines go: stdout, stderr in JSON */
@@ -302,50 +309,81 @@ static void zb_barrier(zb_bench *b) {
     zb_wait(b, &req, "zc_wait(barrier)");
 }
 
-/* Issues one call of the row's collective and waits for it. */
-static void zb_run_once(zb_bench *b, const zb_size *s) {
+/* The row's call: issued (plan NULL: its request in req, sendrecv's receive in req2) or, with
+ * plan, made a persistent plan instead (plan[0]; sendrecv's receive in plan[1]). */
+#define ZB_FORM(fn, plan, slot, req, ...)                                                       \
+    ((plan) ? fn##_init(__VA_ARGS__, &(plan)[slot]) : fn(__VA_ARGS__, (req)))
+static void zb_call(zb_bench *b, const zb_size *s, zc_plan *plan, zc_req *req, zc_req *req2) {
     zc_comm *c = b->comm;
     const zb_opts *o = &b->o;
-    zc_req req, req2;
+    void *root_recv = b->rank == o->root ? b->send : b->recv;
     switch (s->coll) {
     case BR_ALLREDUCE:
-        ZB_CALL(b, zc_allreduce(c, b->send, b->recv, s->arg, o->dtype, o->op, &req));
+        ZB_CALL(b, ZB_FORM(zc_allreduce, plan, 0, req, c, b->send, b->recv, s->arg, o->dtype,
+                           o->op));
         break;
     case BR_REDUCE:
-        ZB_CALL(b, zc_reduce(c, b->send, b->recv, s->arg, o->dtype, o->op, o->root, &req));
+        ZB_CALL(b, ZB_FORM(zc_reduce, plan, 0, req, c, b->send, b->recv, s->arg, o->dtype, o->op,
+                           o->root));
         break;
     case BR_BROADCAST:
         /* In place at the root, as MPI_Bcast and torch.distributed.broadcast: no local copy. */
-        ZB_CALL(b, zc_broadcast(c, b->send, b->rank == o->root ? b->send : b->recv, s->arg,
-                                o->dtype, o->root, &req));
+        ZB_CALL(b, ZB_FORM(zc_broadcast, plan, 0, req, c, b->send, root_recv, s->arg, o->dtype,
+                           o->root));
         break;
     case BR_REDUCE_SCATTER:
-        ZB_CALL(b, zc_reduce_scatter(c, b->send, b->recv, s->arg, o->dtype, o->op, &req));
+        ZB_CALL(b, ZB_FORM(zc_reduce_scatter, plan, 0, req, c, b->send, b->recv, s->arg,
+                           o->dtype, o->op));
         break;
     case BR_ALLGATHER:
-        ZB_CALL(b, zc_allgather(c, b->send, b->recv, s->arg, o->dtype, &req));
+        ZB_CALL(b, ZB_FORM(zc_allgather, plan, 0, req, c, b->send, b->recv, s->arg, o->dtype));
         break;
     case BR_GATHER:
-        ZB_CALL(b, zc_gather(c, b->send, b->recv, s->arg, o->dtype, o->root, &req));
+        ZB_CALL(b, ZB_FORM(zc_gather, plan, 0, req, c, b->send, b->recv, s->arg, o->dtype,
+                           o->root));
         break;
     case BR_SCATTER:
-        ZB_CALL(b, zc_scatter(c, b->send, b->recv, s->arg, o->dtype, o->root, &req));
+        ZB_CALL(b, ZB_FORM(zc_scatter, plan, 0, req, c, b->send, b->recv, s->arg, o->dtype,
+                           o->root));
         break;
     case BR_ALLTOALL:
-        ZB_CALL(b, zc_alltoall(c, b->send, b->recv, s->arg, o->dtype, &req));
+        ZB_CALL(b, ZB_FORM(zc_alltoall, plan, 0, req, c, b->send, b->recv, s->arg, o->dtype));
         break;
     case BR_SENDRECV:
-        if (s->idle) return;
-        ZB_CALL(b, zc_recv(c, b->recv, s->arg, o->dtype, s->peer, &req2));
-        ZB_CALL(b, zc_send(c, b->send, s->arg, o->dtype, s->peer, &req));
-        zb_wait(b, &req2, "zc_wait(recv)");
+        ZB_CALL(b, ZB_FORM(zc_recv, plan, 1, req2, c, b->recv, s->arg, o->dtype, s->peer));
+        ZB_CALL(b, ZB_FORM(zc_send, plan, 0, req, c, b->send, s->arg, o->dtype, s->peer));
         break;
     case BR_BARRIER:
-        ZB_CALL(b, zc_barrier(c, &req));
+        ZB_CALL(b, plan ? zc_barrier_init(c, &plan[0]) : zc_barrier(c, req));
         break;
     case BR_COLL_COUNT:
+        break;
+    }
+}
+
+/* --persistent: the row's plans, made before its warm-up and released after its timed loop. */
+static void zb_plans(zb_bench *b, const zb_size *s, bool make) {
+    if (!b->o.persistent || (s->coll == BR_SENDRECV && s->idle)) return;
+    if (make) {
+        zb_call(b, s, b->plan, NULL, NULL);
         return;
     }
+    ZB_CALL(b, zc_plan_release(b->comm, &b->plan[0]));
+    if (s->coll == BR_SENDRECV) ZB_CALL(b, zc_plan_release(b->comm, &b->plan[1]));
+}
+
+/* Runs one call of the row's collective (a start of its plans with --persistent) and waits. */
+static void zb_run_once(zb_bench *b, const zb_size *s) {
+    zc_req req, req2;
+    bool p2p = s->coll == BR_SENDRECV;
+    if (p2p && s->idle) return;
+    if (b->o.persistent) {
+        if (p2p) ZB_CALL(b, zc_start(b->comm, &b->plan[1], &req2));
+        ZB_CALL(b, zc_start(b->comm, &b->plan[0], &req));
+    } else {
+        zb_call(b, s, NULL, &req, &req2);
+    }
+    if (p2p) zb_wait(b, &req2, "zc_wait(recv)");
     zb_wait(b, &req, "zc_wait");
 }
 
@@ -595,8 +633,9 @@ static void zb_print_header(const zb_bench *b, br_coll c) {
     fprintf(f, "# zcbench: %s on %u ranks, transport %s, mode %s, %s%s%s\n", br_colls[c].name,
             b->n, zc_comm_transport(b->comm), b->o.br.barrier_mode ? "barrier" : "loop", zc_dtype_name(b->o.dtype),
             br_colls[c].reduces ? "/" : "", br_colls[c].reduces ? zc_op_name(b->o.op) : "");
-    fprintf(f, "# arena %zu bytes per rank (zc_comm_arena_bytes)%s\n", b->arena_bytes,
-            b->o.sym ? "; buffers in the symmetric region (--sym)" : "");
+    fprintf(f, "# arena %zu bytes per rank (zc_comm_arena_bytes)%s%s\n", b->arena_bytes,
+            b->o.sym ? "; buffers in the symmetric region (--sym)" : "",
+            b->o.persistent ? "; persistent plans, zc_start per call (--persistent)" : "");
     br_print_iters_line(f, b->o.br.iters, b->o.br.warmup);
     if (b->o.br.json) return;
     br_print_columns();
@@ -620,7 +659,9 @@ static int64_t zb_run_size(zb_bench *b, br_coll c, uint64_t bytes) {
         zb_prepare_move(b, &s);
     uint64_t t0 = br_now_ns();
     br_result r;
+    zb_plans(b, &s, true);
     zb_measure(b, &s, &r);
+    zb_plans(b, &s, false);
     if (b->rank != 0) return r.allocs;
     zb_print_row(b, &s, &r);
     fflush(stdout);

@@ -96,10 +96,10 @@ static zc_status zc_gpu_unregistered(zc_comm *c, const char *name, const char *w
 /* Picks the device algorithm when the buffers are registered ZC_MEM_CUDA; refuses unregistered
  * device memory, mixed host/device buffers and what the wire cannot run on device memory. */
 static zc_status zc_gpu_route(zc_comm *c, zc__sched *s) {
-    const char *name = zc__kind_name(s->kind);
     uint64_t sblk, rblk;
     /* The hot path of host calls: one load when nothing is registered ZC_MEM_CUDA. */
     if (!c->gpu || !c->gpu->used || s->kind == ZC_K_BARRIER || s->count == 0) return ZC_OK;
+    const char *name = zc__kind_name(s->kind);
     zc__extents(c, s->kind, s->root, &sblk, &rblk);
     size_t sb = (size_t)(sblk * s->count * s->esize), rb = (size_t)(rblk * s->count * s->esize);
     bool sp = false, rp = false;

@@ -96,7 +96,7 @@ def plan_sections(args):
     t = args.timeout
     persistent = [Section('2 ranks, persistent plans (zc_start)', 2, 'persistent',
                           [c for c in ('allreduce',) if c in args.colls], sweeps_barrier, t,
-                          'zcbench --mode persistent: one plan made before the loop, each '
+                          'zcbench --persistent: one plan made before the loop, each '
                           'timed call a zc_start and its wait (zcoll only).',
                           ('zcoll',))] \
         if getattr(args, 'persistent', False) else []
@@ -181,8 +181,11 @@ class Peer:
     def command(self, section, coll, sweep):
         b, e, f = sweep
         n = str(section.ranks)
+        persistent = section.mode == 'persistent'   # zcbench --persistent times loop calls
         args = ['-c', coll, '-b', str(b), '-e', str(e), '-f', str(f), '-d', 'float32',
-                '-o', 'sum', '--mode', section.mode, '--json']
+                '-o', 'sum', '--mode', 'loop' if persistent else section.mode, '--json']
+        if persistent:
+            args.append('--persistent')
         if self.impl in ('zcoll', 'zcoll_sym'):
             return [ZCRUN, '-n', n, ZCBENCH] + args + (['--sym'] if self.impl == 'zcoll_sym'
                                                         else [])
@@ -585,7 +588,10 @@ def host_description(host, peers, started, seconds, args, load_start, load_end):
         '- load average (1 min) at start %s, at end %s%s' % (
             load_start, load_end,
             ': other work was running, expect noise' if load_above(load_start, 0.5) else ''),
-        '- zcoll: commit %s, build/zcbench through build/zcrun' % host['commit'],
+        '- zcoll: commit %s, build/zcbench through build/zcrun (zcbench calls from one '
+        'thread and says so, cfg->threads serial: no lock per call, the thread level '
+        'MPI_Init gives the MPI peers; `--threads multi` measures the locked mode)'
+        % host['commit'],
     ]
     fl = host.get('floor') or {}
     if 'one_way_ns_p50' in fl:
@@ -855,7 +861,7 @@ def persistent_target_line(table):
     pz = table.median(2, 'persistent', 'allreduce', 8, 'zcoll')
     lz = table.median(2, 'loop', 'allreduce', 8, 'zcoll')
     if not pz or not lz:
-        return '%s | %s | not measured |' % (head, 'zcbench has no --mode persistent'
+        return '%s | %s | not measured |' % (head, 'zcbench has no --persistent'
                                               if not pz else 'no plain allreduce 8 B row')
     r = pz['time_us'] / lz['time_us']
     return '%s | allreduce 8 B: persistent %s us, plain %s us: %.2fx (%.0f%% %s) | %s |' % (

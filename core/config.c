@@ -34,6 +34,7 @@ void zc_config_default(zc_config *cfg) {
     cfg->gpu_provider = ZC_GPU_PROVIDER_AUTO;
     cfg->gpu_path = ZC_GPU_PATH_AUTO;
     cfg->gpu_stage_bytes = ZC_DEFAULT_GPU_STAGE_BYTES;
+    cfg->threads = ZC_THREADS_MULTI;
 }
 
 static bool zc_has_nul(const char *s, size_t cap) {
@@ -120,6 +121,8 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
                 (unsigned long long)cfg->sym_bytes);
     ZC_REQUIRE_(cfg->gpu_path <= ZC_GPU_PATH_DIRECT, "cfg->gpu_path is %u, must be 0 (auto), "
                 "1 (ipc), 2 (staged) or 3 (direct)", cfg->gpu_path);
+    ZC_REQUIRE_(cfg->threads <= ZC_THREADS_SERIAL, "cfg->threads is %u, must be 0 (multi) or 1 "
+                "(serial)", cfg->threads);
     ZC_REQUIRE_(cfg->gpu_stage_bytes <= (1ull << 30) && cfg->gpu_stage_bytes % 256u == 0,
                 "cfg->gpu_stage_bytes is %llu, must be a multiple of 256 in 0..1073741824",
                 (unsigned long long)cfg->gpu_stage_bytes);
@@ -370,6 +373,13 @@ static bool zc_env_gpu(zc_config *c, zc_env_err *err) {
 static bool zc_env_tunables(zc_config *c, zc_env_err *err) {
     bool has;
     uint64_t v = 0;
+    const char *threads = zc_plat_getenv("ZC_THREADS");
+    if (threads && zc__streq(threads, "multi")) c->threads = ZC_THREADS_MULTI;
+    else if (threads && zc__streq(threads, "serial")) c->threads = ZC_THREADS_SERIAL;
+    else if (threads) {
+        zc__fmt(err->text, err->cap, "ZC_THREADS=\"%s\" is not one of multi, serial", threads);
+        return false;
+    }
     if (!zc_env_u64("ZC_TIMEOUT_MS", UINT64_MAX / 1000000u, &has, &v, err)) return false;
     if (has) c->timeout_ns = v * 1000000u;
     if (!zc_env_u64("ZC_SLOT_BYTES", UINT32_MAX, &has, &v, err)) return false;

@@ -9,7 +9,9 @@
  * - threads: calls on one communicator may come from several threads at once. They are
  *   serialized by a lock in the communicator (each holder does bounded work and never waits,
  *   so a contender spins briefly): one thread may issue while another drives zc_progress, and
- *   zc_wait lets go of the lock between polls. Calls on different communicators run in
+ *   zc_wait lets go of the lock between polls; a communicator whose cfg->threads is
+ *   ZC_THREADS_SERIAL takes the caller's promise that its calls never overlap instead, and
+ *   skips the lock. Calls on different communicators run in
  *   parallel; zc_comm_init, zc_comm_split and the _inproc forms are reentrant. Two splits of
  *   one parent at the same time: the second returns ZC_INVALID_STATE. Calls racing with
  *   zc_comm_fini of their communicator, or with the caller freeing its arena, are the caller's
@@ -170,6 +172,15 @@ typedef enum zc_gpu_provider {
                                * from zc_gpu_sim_alloc stands for device memory, for tests */
 } zc_gpu_provider;
 
+/* Whether calls on one communicator may overlap (zc_config.threads). */
+typedef enum zc_threads {
+    ZC_THREADS_MULTI = 0, /* default: several threads may call at once; a lock in the
+                           * communicator serializes them (an atomic exchange per call) */
+    ZC_THREADS_SERIAL = 1 /* the caller promises that calls on this communicator never overlap
+                           * (one thread, or the caller's own lock: MPI's THREAD_SERIALIZED);
+                           * zcoll takes no lock (overlapping calls then corrupt its state) */
+} zc_threads;
+
 #define ZC_CONFIG_VERSION 1u
 
 /* The public configuration. Start from zc_config_default(), then set fields or call
@@ -236,6 +247,8 @@ typedef struct zc_config {
     uint64_t gpu_stage_bytes;    /* host staging of the staged path (one call at a time uses it,
                                   * larger calls run in rounds), 0..1 GiB, multiple of 256; 0
                                   * refuses staged calls. Must be equal on every rank */
+    uint32_t threads;            /* zc_threads: ZC_THREADS_MULTI (default) or _SERIAL; may differ
+                                  * between ranks */
     char error_text[ZC_ERROR_TEXT_BYTES]; /* written by zc_config_from_env on failure */
 } zc_config;
 

@@ -35,6 +35,7 @@ static const char *const zt_env_vars[] = {
     "ZC_IB_GID_INDEX",  "ZC_IB_QPS_PER_PEER",
     "ZC_IB_TIMEOUT",    "ZC_IB_RETRY_CNT",
     "ZC_SPIN_POLLS",    "ZC_IB_ZCOPY_MIN_BYTES",
+    "ZC_THREADS",
 };
 
 static void zt_env_clear(void) {
@@ -182,6 +183,7 @@ void config_default_is_single_rank_and_valid(void) {
     ZT_CHECK_EQ(cfg.slots, ZC_DEFAULT_SLOTS);
     ZT_CHECK_EQ(cfg.spin_polls, 0); /* auto */
     ZT_CHECK_EQ(cfg.transport, ZC_TRANSPORT_AUTO);
+    ZT_CHECK_EQ(cfg.threads, ZC_THREADS_MULTI);
     ZT_CHECK(cfg.allreduce_oneshot_max_bytes == ZC_DEFAULT_ALLREDUCE_ONESHOT_MAX_BYTES);
     ZT_CHECK(cfg.reduce_direct_max_bytes == ZC_DEFAULT_REDUCE_DIRECT_MAX_BYTES);
     ZT_CHECK(cfg.bcast_tree_max_bytes == ZC_DEFAULT_BCAST_TREE_MAX_BYTES);
@@ -226,7 +228,7 @@ void config_from_env_reads_zcrun_variables(void) {
     static const char *const tuned[] = {
         "ZC_RANK=3", "ZC_NRANKS=4", "ZC_ROOT_ADDR=node-a:1", "ZC_SECRET=" ZT_SECRET_HEX,
         "ZC_TIMEOUT_MS=1500", "ZC_SLOT_BYTES=4096", "ZC_SLOTS=16", "ZC_MAX_REQUESTS=64",
-        "ZC_TRANSPORT=shm", "ZC_SPIN_POLLS=17", NULL};
+        "ZC_TRANSPORT=shm", "ZC_SPIN_POLLS=17", "ZC_THREADS=serial", NULL};
     zt_env_only(tuned);
     zt_cfg_base(&cfg);
     ZT_FROM_ENV_OK(&cfg);
@@ -239,7 +241,11 @@ void config_from_env_reads_zcrun_variables(void) {
     ZT_CHECK_EQ(cfg.max_requests, 64);
     ZT_CHECK_EQ(cfg.spin_polls, 17);
     ZT_CHECK_EQ(cfg.transport, ZC_TRANSPORT_SHM);
+    ZT_CHECK_EQ(cfg.threads, ZC_THREADS_SERIAL);
     ZT_CHECK(zc_comm_arena_bytes(&cfg) > 0);
+    ZT_CHECK(setenv("ZC_THREADS", "multi", 1) == 0);
+    ZT_FROM_ENV_OK(&cfg);
+    ZT_CHECK_EQ(cfg.threads, ZC_THREADS_MULTI);
     ZT_CHECK(setenv("ZC_TRANSPORT", "auto", 1) == 0);
     ZT_FROM_ENV_OK(&cfg); /* from the shm config just made */
     ZT_CHECK_EQ(cfg.transport, ZC_TRANSPORT_AUTO);
@@ -538,6 +544,7 @@ static const zt_bad_env zt_bad_envs[] = {
     {{"ZC_TRANSPORT=tcp", NULL}, "ZC_TRANSPORT"},
     {{"ZC_TRANSPORT=", NULL}, "ZC_TRANSPORT"},
     {{"ZC_TRANSPORT=IB", NULL}, "ZC_TRANSPORT"},
+    {{"ZC_THREADS=single", NULL}, "ZC_THREADS"},
     {{"ZC_IB_DEVICE=0123456789012345678901234567890123456789012345678901234567890123", NULL},
      "ZC_IB_DEVICE"},
     {{"ZC_IB_PORT=256", NULL}, "ZC_IB_PORT"},

@@ -335,6 +335,34 @@ void inproc_split_makes_independent_children(void) {
     group_close(&g);
 }
 
+/* cfg->threads ZC_THREADS_SERIAL (the caller's promise that calls never overlap, instead of
+ * the communicator's lock): the same results, here from this one thread progressing 4 ranks,
+ * rooted and not, with requests in flight on every rank at once. */
+void inproc_serial_threads_promise_gives_the_same_results(void) {
+    group g;
+    memset(&g, 0, sizeof g);
+    g.n = 4;
+    zr_group_config(&g.cfg, 4, 256, 4, 1024, 0);
+    g.cfg.threads = ZC_THREADS_SERIAL;
+    size_t bytes = zc_comm_arena_bytes(&g.cfg);
+    for (uint32_t r = 0; r < 4; r++) ZT_CHECK((g.arenas[r] = aligned_alloc(64, bytes)) != NULL);
+    ZT_CHECK_ST(zc_comm_init_inproc(&g.cfg, g.arenas, bytes, g.c), ZC_OK);
+    int64_t in[4][300], sum[4][300], red[300];
+    zc_req q[4], rq[4];
+    for (uint32_t r = 0; r < 4; r++) {
+        for (int i = 0; i < 300; i++) in[r][i] = (int64_t)(r + 1) * i;
+        ZT_CHECK_ST(zc_allreduce(g.c[r], in[r], sum[r], 300, ZC_INT64, ZC_SUM, &q[r]), ZC_OK);
+        ZT_CHECK_ST(zc_reduce(g.c[r], in[r], r == 2 ? red : NULL, 300, ZC_INT64, ZC_MAX, 2,
+                              &rq[r]), ZC_OK);
+    }
+    wait_all(&g, q, ZC_OK);
+    wait_all(&g, rq, ZC_OK);
+    for (uint32_t r = 0; r < 4; r++)
+        for (int i = 0; i < 300; i++) ZT_CHECK(sum[r][i] == 10 * i);
+    for (int i = 0; i < 300; i++) ZT_CHECK(red[i] == 4 * i);
+    group_close(&g);
+}
+
 void inproc_init_rejects_short_arena_and_wrong_transport(void) {
     zc_config cfg;
     zc_config_default(&cfg);

@@ -110,9 +110,10 @@ static bool zb_next_rank0_line(const char **cursor, char *line, size_t cap) {
 
 /* Runs every collective with --check at n ranks (persistent: --persistent, whose header
  * says so) and checks rows, #wrong and allocations. */
-static void zb_check_all(uint32_t n, bool persistent) {
+static void zb_check_all(uint32_t n, bool persistent, bool multi) {
     const char *args[] = {"-c", "all", "-b", "8", "-e", "64K", "-f", "4", "-n", "5",
-                          "-w", "1", "--check", persistent ? "--persistent" : NULL, NULL};
+                          "-w", "1", "--threads", multi ? "multi" : "serial", "--check",
+                          persistent ? "--persistent" : NULL, NULL};
     int rc = zb_bench(n, args, NULL);
     if (rc != 0) zb_show();
     ZT_CHECK_EQ(rc, 0);
@@ -164,20 +165,23 @@ static void zb_check_all(uint32_t n, bool persistent) {
     ZB_CHECK(allocs_lines == ZB_COLLS);
     ZB_CHECK(zb_count(zb_out, "persistent plans, zc_start per call") ==
              (persistent ? ZB_COLLS : 0));
+    ZB_CHECK(zb_count(zb_out, multi ? ", threads multi\n" : ", threads serial\n") == ZB_COLLS);
 }
 
 void zcbench_check_every_collective_at_2_ranks_exact_and_allocation_free(void) {
-    zb_check_all(2, false);
+    zb_check_all(2, false, false);
 }
 
+/* At 3 ranks with --threads multi: the communicator's lock taken, as for a library called from
+ * several threads (the default is serial, no lock). */
 void zcbench_check_every_collective_at_3_ranks_exact_and_allocation_free(void) {
-    zb_check_all(3, false);
+    zb_check_all(3, false, true);
 }
 
 /* --persistent: every row's plans made once and started per iteration, exact and allocation
  * free, at 3 ranks (sendrecv with a rank idle). */
 void zcbench_persistent_plans_check_every_collective_exact(void) {
-    zb_check_all(3, true);
+    zb_check_all(3, true, false);
 }
 
 /* Narrow types, other ops, a non-zero root and barrier mode still check exactly. */
@@ -280,6 +284,7 @@ void zcbench_rejects_bad_usage_with_exit_2(void) {
         {"-c", "allreduce", "-n", "0", NULL},
         {"-c", "allreduce", "--transport", "carrier-pigeon", NULL},
         {"-c", "allreduce", "--bogus", NULL},
+        {"-c", "allreduce", "--threads", "single", NULL},
         {"-c", "allreduce", "-e", NULL},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -298,7 +303,7 @@ void zcbench_rejects_bad_usage_with_exit_2(void) {
     static const char *const words[] = {
         "-c COLL", "-b MINBYTES", "-e MAXBYTES", "-f FACTOR", "-d DTYPE", "-o OP", "-r ROOT",
         "-w WARMUP", "-n ITERS", "--mode loop", "--mode barrier", "--check", "--json",
-        "--transport", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "p99.9(us)",
+        "--transport", "--threads", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "p99.9(us)",
         "allocations"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) ZB_CHECK(strstr(zb_out, words[i]));
 }

@@ -95,6 +95,9 @@ typedef struct zb_opts {
     bool sym;              /* --sym: send and recv carved from the symmetric region */
     bool device;           /* --device: buffers on the simulated device, ZC_MEM_CUDA */
     bool persistent;       /* --persistent: each row's call made a plan once, timed zc_start */
+    bool threads_multi;    /* --threads multi: cfg->threads ZC_THREADS_MULTI (the lock taken);
+                            * default serial: zcbench calls from one thread, as the MPI peers'
+                            * MPI_Init (MPI_THREAD_SINGLE) */
 } zb_opts;
 
 /* The simulated device's allocator (gpu/sim.h; in libzcoll): its "device memory" is shared
@@ -108,6 +111,7 @@ static const char zb_usage_line[] =
     "usage: zcrun -n N zcbench -c COLL [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-d DTYPE]\n"
     "       [-o OP] [-r ROOT] [-w WARMUP] [-n ITERS] [--mode loop|barrier] [--check] [--json]\n"
     "       [--transport auto|shm|ib] [--sym] [--device] [--persistent]\n"
+    "       [--threads serial|multi]\n"
     "       (zcbench --help for more)\n";
 
 static void zb_help(void) {
@@ -144,6 +148,10 @@ static void zb_help(void) {
           "                 the device path and the staged calls and rounds it ran\n"
           "  --persistent   each row's call made a persistent plan once (zc_*_init, before the\n"
           "                 warm-up), every timed iteration one zc_start and its wait\n"
+          "  --threads T    serial (default: zcbench calls from one thread, cfg->threads\n"
+          "                 ZC_THREADS_SERIAL, no lock; the thread level MPI_Init gives the\n"
+          "                 MPI peers) or multi (the communicator's lock, as for a library\n"
+          "                 called from several threads)\n"
           "  -h, --help     this text\n",
           stdout);
     fputs("\nSizes follow nccl-tests: `size` is the total buffer per rank: allreduce, reduce,\n"
@@ -234,6 +242,11 @@ static void zb_parse_option(zb_opts *o, int argc, char **argv, int *i) {
         o->device = true;
     } else if (strcmp(a, "--persistent") == 0) {
         o->persistent = true;
+    } else if (strcmp(a, "--threads") == 0) {
+        const char *s = zb_value(argc, argv, i);
+        if (strcmp(s, "serial") != 0 && strcmp(s, "multi") != 0)
+            zb_usage("--threads %s: serial or multi", s);
+        o->threads_multi = strcmp(s, "multi") == 0;
     } else {
         zb_usage("unknown argument %s", a);
     }
@@ -630,9 +643,11 @@ static int zb_root_of(const zb_bench *b, br_coll c) {
 
 static void zb_print_header(const zb_bench *b, br_coll c) {
     FILE *f = b->meta;
-    fprintf(f, "# zcbench: %s on %u ranks, transport %s, mode %s, %s%s%s\n", br_colls[c].name,
-            b->n, zc_comm_transport(b->comm), b->o.br.barrier_mode ? "barrier" : "loop", zc_dtype_name(b->o.dtype),
-            br_colls[c].reduces ? "/" : "", br_colls[c].reduces ? zc_op_name(b->o.op) : "");
+    fprintf(f, "# zcbench: %s on %u ranks, transport %s, mode %s, %s%s%s, threads %s\n",
+            br_colls[c].name, b->n, zc_comm_transport(b->comm),
+            b->o.br.barrier_mode ? "barrier" : "loop", zc_dtype_name(b->o.dtype),
+            br_colls[c].reduces ? "/" : "", br_colls[c].reduces ? zc_op_name(b->o.op) : "",
+            b->o.threads_multi ? "multi" : "serial");
     fprintf(f, "# arena %zu bytes per rank (zc_comm_arena_bytes)%s%s\n", b->arena_bytes,
             b->o.sym ? "; buffers in the symmetric region (--sym)" : "",
             b->o.persistent ? "; persistent plans, zc_start per call (--persistent)" : "");
@@ -740,6 +755,7 @@ static void zb_init(zb_bench *b) {
         exit(ZB_EXIT_FAIL);
     }
     if (b->o.transport_set) b->cfg.transport = b->o.transport;
+    b->cfg.threads = b->o.threads_multi ? ZC_THREADS_MULTI : ZC_THREADS_SERIAL;
     if (b->o.device && b->cfg.gpu_provider != ZC_GPU_PROVIDER_SIM) {
         fprintf(stderr, "zcbench: --device needs ZC_GPU_PROVIDER=sim (zcbench fills and checks "
                 "buffers from the host: a real GPU's memory is not supported yet)\n");

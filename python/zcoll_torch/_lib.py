@@ -62,6 +62,7 @@ class Config(ctypes.Structure):
         ('sym_bytes', ctypes.c_uint64),
         ('gpu_path', ctypes.c_uint32),
         ('gpu_stage_bytes', ctypes.c_uint64),
+        ('threads', ctypes.c_uint32),
         ('error_text', ctypes.c_char * 256),
     ]
 

@@ -195,18 +195,23 @@ static bool zc_put_signal(zc_comm *c, zc__req *r, uint32_t p, uint64_t k) {
     return zc__tx_begin(c, r, p, k) && zc__tx_end(c, r, p, k, 0) == ZC_OK;
 }
 
-/* Message k from p, which the schedule expects with bytes put in place (placed) or as a
- * signal, consumed; false while it has not arrived (or it failed the communicator). */
-static bool zc_put_take(zc_comm *c, zc__req *r, uint32_t p, uint64_t k, bool placed) {
+/* True once message k from p, which the schedule expects with bytes put in place (placed) or
+ * as a signal, has arrived as expected (not consumed yet); false while it has not, or when it
+ * failed the communicator. */
+static bool zc_put_arrived(zc_comm *c, zc__req *r, uint32_t p, uint64_t k, bool placed) {
     const uint8_t *in = zc__rx_peek(c, r, p, k, 0);
     if (!in) return false;
-    if (zc__rx_placed(in, 0) != placed) {
-        zc__fail(c, ZC_INTERNAL, r->seq, (int32_t)p, 0, "%s sequence %llu: message %llu from "
-                 "rank %u is %s but the direct path expects %s", zc__kind_name(r->s.kind),
-                 (unsigned long long)r->seq, (unsigned long long)k, p,
-                 placed ? "a signal" : "data put in place", placed ? "data" : "a signal");
-        return false;
-    }
+    if (zc__rx_placed(in, 0) == placed) return true;
+    zc__fail(c, ZC_INTERNAL, r->seq, (int32_t)p, 0, "%s sequence %llu: message %llu from rank "
+             "%u is %s but the direct path expects %s", zc__kind_name(r->s.kind),
+             (unsigned long long)r->seq, (unsigned long long)k, p,
+             placed ? "a signal" : "data put in place", placed ? "data" : "a signal");
+    return false;
+}
+
+/* zc_put_arrived, then the message consumed. */
+static bool zc_put_take(zc_comm *c, zc__req *r, uint32_t p, uint64_t k, bool placed) {
+    if (!zc_put_arrived(c, r, p, k, placed)) return false;
     zc__rx_consume(c, r, p);
     return true;
 }
@@ -421,14 +426,7 @@ static bool zc_put_recv(zc_comm *c, zc__req *r) {
     struct zc__gpu *g = c->gpu;
     uint32_t p = r->s.root;
     uint64_t k = zc__rx_done(c, r, p), off;
-    const uint8_t *in = zc__rx_peek(c, r, p, k, 0);
-    if (!in) return false;
-    if (!zc__rx_placed(in, 0)) {
-        zc__fail(c, ZC_INTERNAL, r->seq, (int32_t)p, 0, "recv sequence %llu: message %llu from "
-                 "rank %u is a signal but the direct path expects data put in place",
-                 (unsigned long long)r->seq, (unsigned long long)k, p);
-        return false;
-    }
+    if (!zc_put_arrived(c, r, p, k, true)) return false;
     uint64_t bytes = zc_put_chunk(r, k, &off);
     const uint8_t *slot = g->scratch + zc_put_slot(c, p, r->rx_base[p] + k);
     return zc_put_flush(c, r) &&

@@ -194,14 +194,17 @@ static void zc_prefetch_next(const zc_comm *comm, const zc__hdr *h, uint32_t slo
         __builtin_prefetch((const void *)(next + i * 64u), 0, 3);
 }
 
-/* Payload lines the wire may prefetch while a message of bytes is awaited: the first two of a
- * small message past the inline bytes (measured, 2 ranks: 32 B sendrecv p50 1.15 -> 0.6-0.7
- * us, 128 B 1.18 -> 0.62 us); none for larger ones, whose sender the prefetches would slow
- * (4 KiB all_reduce 1.50 -> 1.80 us when every message prefetched two lines). */
-#define ZC_WAIT_PREFETCH_MAX_BYTES 128u
+/* Payload lines the wire may prefetch while a message of bytes is awaited: every line of a
+ * small message past the inline bytes, at most 512 B (8 lines; measured, 2 ranks, p50: 32 B
+ * sendrecv 1.15 -> 0.6-0.7 us with 2 lines; then up to 512 B: reduce_scatter 512 B 0.95-1.03
+ * -> 0.65-0.67 us, all_to_all 1 KiB 0.73-0.80 -> 0.42-0.43, sendrecv 512 B 1.19 -> 0.82-0.89,
+ * all_gather 512 B 0.68-0.73 -> 0.39-0.41); none for larger ones, whose sender the prefetches
+ * slow (up to 2 KiB: gather 4 KiB 0.47-0.56 -> 0.94-0.95 us, broadcast 2 KiB 0.63 -> 0.85-1.01;
+ * 4 KiB all_reduce 1.50 -> 1.80 us when every message prefetched two lines). */
+#define ZC_WAIT_PREFETCH_MAX_BYTES 512u
 static inline uint32_t zc_wait_lines(size_t bytes) {
     if (bytes <= ZC_INLINE_BYTES || bytes > ZC_WAIT_PREFETCH_MAX_BYTES) return 0;
-    return bytes > 64u ? 2u : 1u;
+    return (uint32_t)((bytes + 63u) / 64u);
 }
 
 const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,

@@ -48,12 +48,13 @@ SYSTEM_PYTHON = '/usr/bin/python3'   # Debian's python3-torch is installed for t
 GLOO_UNSUPPORTED = 3                 # gloo_bench.py's exit status for "no such operation"
 
 # zcoll_sym: zcbench --sym, buffers in zcoll's symmetric region (the single-copy path of one
-# host), run on the sweeps from 1 MiB of the collectives that have that path.
+# host), run on the sizes from ZC_SYM_MIN_BYTES (64 KiB) of the operations that have that path.
 IMPLS = ('zcoll', 'zcoll_sym', 'openmpi', 'mpich', 'gloo')
 PEERS = IMPLS[2:]
 COLLS4 = ('allreduce', 'broadcast', 'allgather')   # at 4 ranks unless --colls4 says more
 SYM_COLLS = ('allreduce', 'reduce', 'broadcast', 'reduce_scatter', 'allgather', 'gather',
-             'scatter', 'alltoall')
+             'scatter', 'alltoall', 'sendrecv')
+SYM_MIN = 64 << 10                   # zcoll.h ZC_SYM_MIN_BYTES: below, the slots as zcoll
 COLLS = ('allreduce', 'reduce', 'broadcast', 'reduce_scatter', 'allgather', 'gather',
          'scatter', 'alltoall', 'sendrecv', 'barrier')
 # The issue's "at least as fast everywhere, 1.5x from 64 KiB" set.
@@ -179,7 +180,7 @@ class Peer:
         self.unsupported = {}     # coll -> reason (an operation the peer lacks)
 
     def command(self, section, coll, sweep):
-        b, e, f = sweep
+        b, e, f = (sym_sweep(sweep) or sweep) if self.impl == 'zcoll_sym' else sweep
         n = str(section.ranks)
         persistent = section.mode == 'persistent'   # zcbench --persistent times loop calls
         args = ['-c', coll, '-b', str(b), '-e', str(e), '-f', str(f), '-d', 'float32',
@@ -404,6 +405,14 @@ BLOCKED = ('reduce_scatter', 'allgather', 'gather', 'scatter', 'alltoall')
 ESIZE = 4  # float32
 
 
+def sym_sweep(sweep):
+    """The part of sweep from ZC_SYM_MIN_BYTES (zcoll_sym's sizes), or None without one."""
+    b, e, f = sweep
+    while b < SYM_MIN and b * f <= e:
+        b *= f
+    return (b, e, f) if b >= SYM_MIN else None
+
+
 def sweep_has_rows(coll, sweep, ranks):
     """False when every size of the sweep rounds to no element (blocked operations need a
     whole element per rank), so no implementation would print a row."""
@@ -424,7 +433,7 @@ def plan_launches(sections, peers, reps):
                 [w for w in s.sweeps if sweep_has_rows(coll, w, s.ranks)]
             for sweep in sweeps:
                 runnable = [i for i in s.impls if peers[i].ok and
-                            (i != 'zcoll_sym' or (coll in SYM_COLLS and sweep[0] >= MIB))]
+                            (i != 'zcoll_sym' or (coll in SYM_COLLS and sym_sweep(sweep)))]
                 for rep in range(reps):
                     k = rep % len(runnable)
                     for impl in runnable[k:] + runnable[:k]:
@@ -491,8 +500,10 @@ class Table:
                                                         for r in la.rows)
                 self.problems.setdefault(k, {}).setdefault(what, []).append(la.rep + 1)
 
-    def sizes(self, ranks, mode, coll):
-        return sorted({k[3] for k in self.rows if k[:3] == (ranks, mode, coll)})
+    def sizes(self, ranks, mode, coll, impl=None):
+        """Sizes with a row of the operation (of impl, when given)."""
+        return sorted({k[3] for k in self.rows if k[:3] == (ranks, mode, coll) and
+                       (impl is None or k[4] == impl)})
 
     def median(self, ranks, mode, coll, nbytes, impl):
         """{metric: median over repetitions, 'reps': k}, or None."""
@@ -506,11 +517,12 @@ class Table:
         m['allocs'] = -1 if any(a < 0 for a in allocs) else max(allocs)
         return m
 
-    def paired_ratio(self, ranks, mode, coll, nbytes, metric='time_us', peers=PEERS):
-        """Median over repetitions of zcoll's `metric` / the lowest peer `metric` of the same
+    def paired_ratio(self, ranks, mode, coll, nbytes, metric='time_us', peers=PEERS,
+                     zimpl='zcoll'):
+        """Median over repetitions of zimpl's `metric` / the lowest peer `metric` of the same
         repetition (the launches of one repetition ran back to back), with the peer that was
         lowest most often; (None, None) without a repetition that has both."""
-        zc = self.by_rep.get((ranks, mode, coll, nbytes, 'zcoll'), {})
+        zc = self.by_rep.get((ranks, mode, coll, nbytes, zimpl), {})
         ratios, winners = [], []
         for rep, row in zc.items():
             best = min(((self.by_rep.get((ranks, mode, coll, nbytes, i), {}).get(rep), i)
@@ -807,11 +819,11 @@ def coll_peers(coll):
     return MPI_PEERS if coll == 'sendrecv' else PEERS
 
 
-def ratio_sweep(table, ranks, coll, sizes, peers):
-    """[(bytes, paired time ratio, peer)] of every size with a zcoll and a peer result."""
+def ratio_sweep(table, ranks, coll, sizes, peers, zimpl='zcoll'):
+    """[(bytes, paired time ratio, peer)] of every size with a zimpl and a peer result."""
     out = []
     for nbytes in sizes:
-        r, who = table.paired_ratio(ranks, 'loop', coll, nbytes, 'time_us', peers)
+        r, who = table.paired_ratio(ranks, 'loop', coll, nbytes, 'time_us', peers, zimpl)
         if r is not None:
             out.append((nbytes, r, who))
     return out
@@ -827,12 +839,12 @@ def worst_text(ratios, limit):
     return text, not over
 
 
-def sweep_target_lines(table, ranks, name, limit, colls, size_ok, peers_of):
-    """One line per collective: its worst paired time ratio over the sizes size_ok keeps."""
+def sweep_target_lines(table, ranks, name, limit, colls, size_ok, peers_of, zimpl='zcoll'):
+    """One line per collective: zimpl's worst paired time ratio over the sizes size_ok keeps."""
     out = []
     for coll in colls:
         sizes = [b for b in table.sizes(ranks, 'loop', coll) if size_ok(b)]
-        ratios = ratio_sweep(table, ranks, coll, sizes, peers_of(coll))
+        ratios = ratio_sweep(table, ranks, coll, sizes, peers_of(coll), zimpl)
         head = '| %s, %s' % (coll, name)
         if not ratios:
             out.append('%s | no zcoll and peer result at the same size | not measured |' % head)
@@ -899,6 +911,11 @@ def issue15_lines(table, floor):
                               lambda b: b <= SMALL_MAX, coll_peers)
     out += sweep_target_lines(table, 2, 'every size: <= 1.0x the best peer', 1.0, colls2,
                               lambda b: True, coll_peers)
+    sym2 = [c for c in colls2 if c in SYM_COLLS and
+            any(b >= SYM_MIN for b in table.sizes(2, 'loop', c, 'zcoll_sym'))]
+    out += sweep_target_lines(table, 2, 'buffers in the symmetric region (zcoll_sym), every size '
+                              'from 64 KiB: <= 1.0x the best peer', 1.0, sym2,
+                              lambda b: b >= SYM_MIN, coll_peers, 'zcoll_sym')
     out.append(persistent_target_line(table))
     out += bandwidth_target_lines(table, floor)
     out += sweep_target_lines(table, 4, '4 ranks on 2 cores: <= 1.0x Open MPI', 1.0, colls4,
@@ -977,7 +994,7 @@ def write_report(path, host, sections, table, peers, launches, args, started, se
           % args.reps, '']
     s0 = sections[0]
     for impl in IMPLS:
-        if peers[impl].ok:
+        if peers[impl].ok and (impl != 'zcoll_sym' or sym_sweep(s0.sweeps[0])):
             L.append('    ' + ' '.join(shlex.quote(w) for w in
                                        peers[impl].command(s0, 'allreduce', s0.sweeps[0])))
     L += ['', 'Open MPI is pinned to ob1 over shared memory (`--mca pml ob1 --mca btl '

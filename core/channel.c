@@ -77,6 +77,13 @@ void zc__tx_flush(zc_comm *comm) {
             if (zc_chan(comm, lane, p)->tx_unposted) (void)zc_repost(comm, lane, p);
 }
 
+bool zc__tx_consumed(zc_comm *comm, const zc__req *r, uint32_t peer, uint64_t k) {
+    zc__chan *c = zc_chan(comm, r->lane, peer);
+    uint64_t m = r->tx_base[peer] + k;
+    if (c->tx_credit <= m) c->tx_credit = comm->wire->credits(comm->wire_state, r->lane, peer);
+    return c->tx_credit > m;
+}
+
 uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k) {
     return zc__tx_begin_n(comm, r, peer, k, SIZE_MAX);
 }
@@ -152,13 +159,18 @@ zc_status zc__tx_end_placed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
     return zc_publish(comm, r, peer, k, bytes, 1);
 }
 
+/* Whether h is of the same call as r's but for its algorithm: a receive matches the peer's
+ * send, whose root field names the sender, as the receive's does. */
+static bool zc_same_call(const zc__req *r, const zc__hdr *h) {
+    uint32_t kind = r->s.kind == ZC_K_RECV ? ZC_K_SEND : r->s.kind;
+    return h->kind == kind && h->count == r->s.count && h->dtype == r->s.dtype &&
+           h->op == r->s.op && h->root == r->s.root;
+}
+
 static bool zc_matches(const zc_comm *comm, const zc__req *r, const zc__hdr *h, uint32_t peer,
                        uint64_t k, size_t expect_bytes) {
-    /* A receive matches the peer's send; its root field names the sender, as ours does. */
-    uint32_t kind = r->s.kind == ZC_K_RECV ? ZC_K_SEND : r->s.kind;
-    return h->comm_id == comm->comm_id && h->seq == r->seq && h->kind == kind &&
-           h->count == r->s.count && h->dtype == r->s.dtype && h->op == r->s.op &&
-           h->root == r->s.root && h->alg == r->s.alg && h->src == peer && h->step == (uint32_t)k &&
+    return h->comm_id == comm->comm_id && h->seq == r->seq && zc_same_call(r, h) &&
+           h->alg == r->s.alg && h->src == peer && h->step == (uint32_t)k &&
            h->bytes == expect_bytes;
 }
 
@@ -172,6 +184,12 @@ static void zc_mismatch(zc_comm *comm, zc__req *r, const zc__hdr *h, uint32_t pe
                  "sequence %llu",
                  (unsigned long long)r->seq, comm->rank, mine, peer, theirs,
                  (unsigned long long)h->seq);
+    else if ((h->alg == ZC_ALG_SYM) != (r->s.alg == ZC_ALG_SYM) && zc_same_call(r, h))
+        zc__fail(comm, ZC_MISMATCH, r->seq, (int32_t)peer, 0,
+                 "mismatch at sequence %llu: rank %u called %s with buffers %sin the symmetric "
+                 "region but rank %u with buffers %sin it (the single-copy schedule needs "
+                 "every rank's in it)", (unsigned long long)r->seq, comm->rank, mine,
+                 r->s.alg == ZC_ALG_SYM ? "" : "not ", peer, h->alg == ZC_ALG_SYM ? "" : "not ");
     else
         zc__fail(comm, ZC_MISMATCH, r->seq, (int32_t)peer, 0,
                  "mismatch at sequence %llu: rank %u called %s but rank %u called %s",

@@ -612,6 +612,9 @@ zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_
 /* True once the wire has read every put r made from the caller's memory (zc__place.direct
  * marks the peers it put to): the sources may change. */
 bool zc__tx_puts_done(zc_comm *comm, const zc__req *r);
+/* True once peer has consumed message k of r (its credit came back): the symmetric schedule's
+ * send learns so that the receiver stopped reading its buffer (sym.c). */
+bool zc__tx_consumed(zc_comm *comm, const zc__req *r, uint32_t peer, uint64_t k);
 /* Messages of r already sent to peer / consumed from peer. */
 uint64_t zc__tx_done(const zc_comm *comm, const zc__req *r, uint32_t peer);
 uint64_t zc__rx_done(const zc_comm *comm, const zc__req *r, uint32_t peer);

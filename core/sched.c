@@ -71,7 +71,9 @@ static uint64_t zc_msgs_between(const zc__sched *s, uint32_t n, uint32_t from, u
     uint64_t C = zc__msgs(s->count, s->chunk);
     switch (s->alg) {
     case ZC_ALG_LOCAL: return 0;
-    case ZC_ALG_SYM: return 2; /* ready, done (sym.c) */
+    case ZC_ALG_SYM: /* ready, done (sym.c); a send's ready only, to its recv */
+        if (s->kind == ZC_K_SEND) return to == root;
+        return s->kind == ZC_K_RECV ? from == root : 2;
     case ZC_ALG_ONESHOT: return C;
     case ZC_ALG_RSAG:
         return zc__msgs(zc_blen(s, n, to), s->chunk) + zc__msgs(zc_blen(s, n, from), s->chunk);
@@ -250,15 +252,19 @@ uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
 
 /* The flat shape of a call's counts (engine.h), read from the rules of zc_msgs_between: C
  * messages each way with every peer (one-shot, the direct copies and reduce_scatter; two ranks'
- * tree, chain and barrier), the symmetric schedule's two, or C one way with the root or every
- * peer (direct reduce, gather, scatter; send and recv); 0 for the rest. */
+ * tree, chain and barrier), the symmetric schedule's two (a send's one, to its recv), or C one
+ * way with the root or every peer (direct reduce, gather, scatter; send and recv); 0 for the
+ * rest. */
 static uint32_t zc_flat_shape(const zc__sched *s, uint32_t n, uint32_t me, uint64_t *msgs) {
     const uint32_t both = ZC_FLAT_TX | ZC_FLAT_RX;
     bool root = me == s->root;
     *msgs = zc__msgs(s->count, s->chunk);
     switch (s->alg) {
     case ZC_ALG_LOCAL: *msgs = 0; return both;
-    case ZC_ALG_SYM: *msgs = 2; return both; /* ready, done (sym.c) */
+    case ZC_ALG_SYM: /* ready, done (sym.c); a send's ready only, to its recv */
+        *msgs = s->kind == ZC_K_SEND || s->kind == ZC_K_RECV ? 1 : 2;
+        if (s->kind == ZC_K_SEND) return ZC_FLAT_ROOT | ZC_FLAT_TX;
+        return s->kind == ZC_K_RECV ? ZC_FLAT_ROOT | ZC_FLAT_RX : both;
     case ZC_ALG_ONESHOT: return both;
     case ZC_ALG_P2P: return ZC_FLAT_ROOT | (s->kind == ZC_K_SEND ? ZC_FLAT_TX : ZC_FLAT_RX);
     case ZC_ALG_DISSEM: *msgs = 1; return n == 2 ? both : 0;

@@ -9,7 +9,13 @@
  * buffers: a reduction reduces this rank's block of every input in rank order (zc__reduce, as
  * every other algorithm) and writes it where the result goes; a copy collective's chunk copies
  * are numbered over (destination rank, source rank, chunk) and rank r does those numbered
- * r, r + n, r + 2n, ... State: r->a = the next chunk (reductions) or copy number of this rank. */
+ * r, r + n, r + 2n, ... State: r->a = the next chunk (reductions) or copy number of this rank.
+ *
+ * A send and its recv exchange one message, the sender's "ready" with its send buffer's
+ * offset: the receiver copies straight from the sender's region into its recv and consumes the
+ * message only then, so the credit that returns on the send's channel tells the sender that
+ * its buffer is no longer read (no message back: a channel's numbers in each direction follow
+ * one rank's issue order, and a rank's sends and recvs to one peer interleave as it likes). */
 #include "engine.h"
 #include "reduce.h"
 
@@ -96,7 +102,9 @@ bool zc__sym_fits(const zc_comm *c, const zc__sched *s) {
     case ZC_K_BROADCAST:
     case ZC_K_ALLGATHER:
     case ZC_K_GATHER:
-    case ZC_K_SCATTER: break;
+    case ZC_K_SCATTER:
+    case ZC_K_SEND: /* the receiver needs its recv in the region too, so both ends choose alike */
+    case ZC_K_RECV: break;
     default: return false;
     }
     return c->nranks > 1 && s->count * s->esize >= ZC_SYM_MIN_BYTES && zc_sym_offsets(c, s, &o);
@@ -230,10 +238,52 @@ static bool zc_sym_copies(zc_sym_ctx *x) {
     return x->r->a >= total;
 }
 
+/* send, recv: the sender's ready message out, then its credit back; the receiver reads the
+ * offset (r->b = 1), copies chunk r->a on, and consumes the message after the last. */
+static void zc_sym_p2p(zc_sym_ctx *x) {
+    zc__req *r = x->r;
+    const zc__sched *s = &r->s;
+    uint32_t p = s->root;
+    if (s->kind == ZC_K_SEND) {
+        if (zc__tx_done(x->c, r, p) == 0) {
+            uint8_t *out = *x->budget ? zc__tx_begin(x->c, r, p, 0) : 0;
+            if (!out) return;
+            zc_sym_ready o;
+            zc_sym_offsets(x->c, s, &o);
+            zc__memcpy(out, &o, sizeof o);
+            if (zc__tx_end(x->c, r, p, 0, sizeof o) != ZC_OK) return;
+            (*x->budget)--;
+        }
+        if (zc__tx_consumed(x->c, r, p, 0)) r->status = ZC_OK;
+        return;
+    }
+    if (!r->b) {
+        const uint8_t *in = *x->budget ? zc__rx_peek(x->c, r, p, 0, sizeof(zc_sym_ready)) : 0;
+        if (!in) return;
+        zc_sym_ready o;
+        zc__memcpy(&o, in, sizeof o);
+        r->pl[p].raddr = o.send_off;
+        r->b = 1;
+        (*x->budget)--;
+    }
+    uint64_t total = zc__msgs(s->count, x->E);
+    for (; *x->budget && r->a < total; r->a++, (*x->budget)--) {
+        uint64_t at = r->a * x->E, elems = s->count - at < x->E ? s->count - at : x->E;
+        zc_sym_copy(x, s->recv + at * x->es, zc_sym_src(x, p) + at * x->es, elems * x->es);
+    }
+    if (r->a < total) return;
+    zc__rx_consume(x->c, r, p); /* the sender's buffer is free from here */
+    r->status = ZC_OK;
+}
+
 void zc__step_sym(zc_comm *c, zc__req *r, uint32_t *budget, bool stream) {
     zc_sym_ctx x = {c, r, budget, c->rank, c->nranks, r->s.chunk, r->s.esize, stream};
     uint32_t k = r->s.kind;
     bool reduces = k == ZC_K_ALLREDUCE || k == ZC_K_REDUCE || k == ZC_K_REDUCE_SCATTER;
+    if (k == ZC_K_SEND || k == ZC_K_RECV) {
+        zc_sym_p2p(&x);
+        return;
+    }
     if (!zc_sym_signal(&x, 0) || c->failed || !zc_sym_await(&x, 0)) return;
     if (!r->b) { /* every peer is ready: this rank's own offsets, and where its work starts */
         zc_sym_ready o;

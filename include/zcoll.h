@@ -393,8 +393,11 @@ zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem);
  * input, in rank order as everywhere else, so results are bitwise those of the other
  * algorithms; all_gather, all_to_all, gather, scatter, broadcast: the copies are shared out
  * among the ranks). Two short messages per peer mark "inputs ready" and "done"; in-place
- * all_to_all and send/recv go through the slots. Ranks that disagree (one passes region
- * buffers, another does not) fail with ZC_MISMATCH, as any other mismatched call. */
+ * all_to_all goes through the slots. A send and its recv of at least ZC_SYM_MIN_BYTES with both
+ * buffers in the regions run single-copy too: the receiver copies straight from the sender's
+ * buffer, and the send finishes once the receiver has (one message, the sender's; the
+ * message's credit coming back says so). Ranks that disagree (one passes region buffers,
+ * another does not) fail with ZC_MISMATCH, as any other mismatched call. */
 #define ZC_SYM_MIN_BYTES 65536u
 zc_status zc_sym_alloc(zc_comm *comm, size_t bytes, void **out);
 zc_status zc_sym_free(zc_comm *comm, void *p);

@@ -1,8 +1,8 @@
 /* test_sym.c: the symmetric region (zc_sym_alloc, zc_sym_free) and the single-copy schedule
  * of collectives whose buffers lie in it, in process (zc_comm_init_inproc) and between
  * processes (zcrun, the shared-memory wire). Results are compared bitwise with tests/ref.c,
- * which reduces in rank order as every algorithm does; sizes straddle ZC_SYM_MIN_BYTES so
- * both the single-copy and the slot paths run on region buffers. */
+ * which reduces in rank order as every algorithm does, send/recv with what was sent; sizes
+ * straddle ZC_SYM_MIN_BYTES so both the single-copy and the slot paths run on region buffers. */
 #include "zt.h"
 #include "zcoll.h"
 #include "ref.h"
@@ -182,6 +182,153 @@ void sym_one_rank_outside_the_region_is_a_mismatch(void) {
     sym_close(&g);
 }
 
+/* ---- send and recv ---- */
+
+/* Elements of a send/recv in the region: half of them from ZC_SYM_MIN_BYTES up (single copy),
+ * half below (the slots), ragged. */
+static size_t sym_p2p_count(zt_rng *rng, zc_dtype t) {
+    size_t es = zc_dtype_bytes(t), lo = zt_rng_below(rng, 2) ? ZC_SYM_MIN_BYTES / es : 1;
+    return lo + (size_t)zt_rng_below(rng, 4u * ZC_SYM_MIN_BYTES / es);
+}
+
+/* A ring on every rank of g, two messages per pair in flight (the second issued before the
+ * first is received, sizes on both sides of ZC_SYM_MIN_BYTES), buffers in the region, every
+ * recv compared bytewise with what its sender sent; the odd rounds as persistent plans. */
+void sym_inproc_send_recv_match_what_was_sent(void) {
+    zt_rng rng = {zt_seed() ^ 0x5e13u};
+    for (uint32_t n = 2; n <= 4; n++) {
+        sym_group g;
+        sym_open(&g, n, SYM_REGION);
+        for (uint32_t round = 0; round < 24; round++) {
+            zc_dtype t = (zc_dtype)zt_rng_below(&rng, ZC_DTYPE_COUNT_);
+            size_t count[2] = {sym_p2p_count(&rng, t), sym_p2p_count(&rng, t)};
+            size_t es = zc_dtype_bytes(t);
+            uint8_t *snd[SYM_MAXR][2], *rcv[SYM_MAXR][2];
+            zc_req q[SYM_MAXR][4];
+            zc_plan pl[SYM_MAXR][4];
+            bool plans = round % 2;
+            for (uint32_t r = 0; r < n; r++)
+                for (uint32_t m = 0; m < 2; m++) {
+                    ZT_CHECK_ST(zc_sym_alloc(g.c[r], count[m] * es, (void **)&snd[r][m]), ZC_OK);
+                    ZT_CHECK_ST(zc_sym_alloc(g.c[r], count[m] * es, (void **)&rcv[r][m]), ZC_OK);
+                    for (size_t i = 0; i < count[m] * es; i++)
+                        snd[r][m][i] = (uint8_t)(zt_seed() + 131u * r + 7u * m + i * 13u + round);
+                    memset(rcv[r][m], 0xA5, count[m] * es);
+                }
+            for (uint32_t r = 0; r < n; r++) {
+                uint32_t to = (r + 1) % n, from = (r + n - 1) % n;
+                for (uint32_t m = 0; m < 2; m++) {
+                    if (plans) {
+                        ZT_CHECK_ST(zc_send_init(g.c[r], snd[r][m], count[m], t, to, &pl[r][2 * m]),
+                                    ZC_OK);
+                        ZT_CHECK_ST(zc_recv_init(g.c[r], rcv[r][m], count[m], t, from,
+                                                 &pl[r][2 * m + 1]), ZC_OK);
+                        ZT_CHECK_ST(zc_start(g.c[r], &pl[r][2 * m], &q[r][2 * m]), ZC_OK);
+                        ZT_CHECK_ST(zc_start(g.c[r], &pl[r][2 * m + 1], &q[r][2 * m + 1]), ZC_OK);
+                    } else {
+                        ZT_CHECK_ST(zc_send(g.c[r], snd[r][m], count[m], t, to, &q[r][2 * m]),
+                                    ZC_OK);
+                        ZT_CHECK_ST(zc_recv(g.c[r], rcv[r][m], count[m], t, from,
+                                            &q[r][2 * m + 1]), ZC_OK);
+                    }
+                }
+            }
+            for (uint32_t r = 0; r < n; r++)
+                for (uint32_t i = 0; i < 4; i++) {
+                    zc_status st = zc_wait(g.c[r], &q[r][i]);
+                    if (st != ZC_OK) printf("    rank %u: %s\n", r, zc_comm_error_text(g.c[r]));
+                    ZT_CHECK_ST(st, ZC_OK);
+                }
+            for (uint32_t r = 0; r < n; r++) {
+                uint32_t from = (r + n - 1) % n;
+                for (uint32_t m = 0; m < 2; m++) {
+                    size_t at = zr_first_diff(rcv[r][m], snd[from][m], count[m] * es);
+                    if (at != count[m] * es)
+                        printf("    n %u round %u: rank %u's message %u (%zu B) differs at byte "
+                               "%zu (seed %llu)\n", n, round, r, m, count[m] * es, at,
+                               (unsigned long long)zt_seed());
+                    ZT_CHECK_EQ(at, count[m] * es);
+                }
+                for (uint32_t i = 0; plans && i < 4; i++)
+                    ZT_CHECK_ST(zc_plan_release(g.c[r], &pl[r][i]), ZC_OK);
+                ZT_CHECK_ST(zc_sym_free(g.c[r], snd[r][0]), ZC_OK);
+            }
+        }
+        sym_close(&g);
+    }
+}
+
+/* A single-copy send finishes only after its receiver has copied the buffer: while rank 1
+ * makes no progress, rank 0's send stays in progress however often rank 0 progresses; then
+ * rank 1's recv gets the bytes, and the send finishes; the sender's buffer is changed only
+ * after that and the recv still holds what was sent. */
+void sym_send_finishes_only_after_its_receiver_copied(void) {
+    sym_group g;
+    sym_open(&g, 2, SYM_REGION);
+    size_t count = 3 * ZC_SYM_MIN_BYTES / sizeof(uint32_t) + 5;
+    uint32_t *snd, *rcv;
+    ZT_CHECK_ST(zc_sym_alloc(g.c[0], count * sizeof *snd, (void **)&snd), ZC_OK);
+    ZT_CHECK_ST(zc_sym_alloc(g.c[1], count * sizeof *rcv, (void **)&rcv), ZC_OK);
+    for (size_t i = 0; i < count; i++) snd[i] = (uint32_t)(i * 2654435761u);
+    memset(rcv, 0xA5, count * sizeof *rcv);
+    zc_req q[2];
+    ZT_CHECK_ST(zc_send(g.c[0], snd, count, ZC_UINT32, 1, &q[0]), ZC_OK);
+    ZT_CHECK_ST(zc_recv(g.c[1], rcv, count, ZC_UINT32, 0, &q[1]), ZC_OK);
+    for (uint32_t i = 0; i < 1000; i++) {
+        ZT_CHECK_ST(zc_progress(g.c[0]), ZC_OK);
+        ZT_CHECK_ST(zc_test(g.c[0], &q[0]), ZC_IN_PROGRESS);
+    }
+    ZT_CHECK_EQ(rcv[0], 0xA5A5A5A5u);
+    ZT_CHECK_ST(zc_wait(g.c[1], &q[1]), ZC_OK);
+    ZT_CHECK_ST(zc_wait(g.c[0], &q[0]), ZC_OK);
+    memset(snd, 0, count * sizeof *snd);
+    for (size_t i = 0; i < count; i++) ZT_CHECK_EQ(rcv[i], (uint32_t)(i * 2654435761u));
+    sym_close(&g);
+}
+
+/* A send from the region to a recv outside it (or the other way): both ends fail with
+ * ZC_MISMATCH, the sentence naming the region, and the private recv is not written; below
+ * ZC_SYM_MIN_BYTES the same buffers go through the slots and work. */
+void sym_send_recv_one_end_outside_the_region_is_a_mismatch(void) {
+    size_t count = 2 * ZC_SYM_MIN_BYTES / sizeof(float);
+    for (uint32_t outside = 0; outside < 2; outside++) {
+        sym_group g;
+        sym_open(&g, 2, SYM_REGION);
+        float *in, *priv = malloc(count * sizeof(float));
+        ZT_CHECK(priv != NULL);
+        ZT_CHECK_ST(zc_sym_alloc(g.c[outside], count * sizeof(float), (void **)&in), ZC_OK);
+        for (size_t i = 0; i < count; i++) in[i] = (float)i;
+        memset(priv, 0xA5, count * sizeof(float));
+        zc_req q[2];
+        /* outside 0: rank 0 sends from the region, rank 1 receives into private memory;
+         * outside 1: rank 0 sends from private memory, rank 1 receives into the region. */
+        float *sbuf = outside ? priv : in, *rbuf = outside ? in : priv;
+        if (outside) memset(in, 0xA5, count * sizeof(float));
+        ZT_CHECK_ST(zc_send(g.c[0], sbuf, count, ZC_FLOAT32, 1, &q[0]), ZC_OK);
+        ZT_CHECK_ST(zc_recv(g.c[1], rbuf, count, ZC_FLOAT32, 0, &q[1]), ZC_OK);
+        for (uint32_t r = 0; r < 2; r++) ZT_CHECK_ST(zc_wait(g.c[r], &q[r]), ZC_MISMATCH);
+        ZT_CHECK(strstr(zc_comm_error_text(g.c[1]), "symmetric region") != NULL);
+        if (!outside) ZT_CHECK_EQ(((uint32_t *)priv)[0], 0xA5A5A5A5u);
+        free(priv);
+        sym_close(&g);
+
+        sym_open(&g, 2, SYM_REGION);
+        size_t small = ZC_SYM_MIN_BYTES / sizeof(float) - 1;
+        priv = malloc(small * sizeof(float));
+        ZT_CHECK(priv != NULL);
+        ZT_CHECK_ST(zc_sym_alloc(g.c[outside], small * sizeof(float), (void **)&in), ZC_OK);
+        for (size_t i = 0; i < small; i++) (outside ? priv : in)[i] = (float)i;
+        sbuf = outside ? priv : in;
+        rbuf = outside ? in : priv;
+        ZT_CHECK_ST(zc_send(g.c[0], sbuf, small, ZC_FLOAT32, 1, &q[0]), ZC_OK);
+        ZT_CHECK_ST(zc_recv(g.c[1], rbuf, small, ZC_FLOAT32, 0, &q[1]), ZC_OK);
+        for (uint32_t r = 0; r < 2; r++) ZT_CHECK_ST(zc_wait(g.c[r], &q[r]), ZC_OK);
+        ZT_CHECK_EQ(rbuf[small - 1], (float)(small - 1));
+        free(priv);
+        sym_close(&g);
+    }
+}
+
 /* ---- between processes ---- */
 
 static int sym_rank_fail(const char *what, zc_comm *c) {
@@ -218,6 +365,31 @@ int sym_rank_collectives(void) {
         bad = sym_check(&k, in, me, send, recv);
         if (zc_sym_free(c, send) != ZC_OK) return sym_rank_fail("zc_sym_free", c);
         for (uint32_t r = 0; r < n; r++) free(in[r]);
+    }
+    for (uint32_t i = 0; i < 12 && !bad; i++) { /* a ring of send/recv in the region */
+        zc_dtype t = (zc_dtype)zt_rng_below(&rng, ZC_DTYPE_COUNT_);
+        size_t pb = sym_p2p_count(&rng, t) * zc_dtype_bytes(t);
+        if (i % 4 == 3) pb = (8u << 20) / zc_dtype_bytes(t) * zc_dtype_bytes(t); /* 8 MiB */
+        uint8_t *ps, *pr;
+        if (zc_sym_alloc(c, pb, (void **)&ps) != ZC_OK ||
+            zc_sym_alloc(c, pb, (void **)&pr) != ZC_OK)
+            return sym_rank_fail("zc_sym_alloc", c);
+        uint32_t to = (me + 1) % n, from = (me + n - 1) % n;
+        for (size_t j = 0; j < pb; j++) ps[j] = (uint8_t)(zt_seed() + 131u * me + j * 13u + i);
+        memset(pr, 0xA5, pb);
+        zc_req q[2];
+        size_t count = pb / zc_dtype_bytes(t);
+        if (zc_send(c, ps, count, t, to, &q[0]) != ZC_OK ||
+            zc_recv(c, pr, count, t, from, &q[1]) != ZC_OK || zc_wait(c, &q[0]) != ZC_OK ||
+            zc_wait(c, &q[1]) != ZC_OK)
+            return sym_rank_fail("send/recv", c);
+        for (size_t j = 0; j < pb && !bad; j++)
+            if (pr[j] != (uint8_t)(zt_seed() + 131u * from + j * 13u + i)) {
+                printf("    rank %u: send/recv of %zu B from rank %u differs at byte %zu\n", me,
+                       pb, from, j);
+                bad = 1;
+            }
+        if (zc_sym_free(c, ps) != ZC_OK) return sym_rank_fail("zc_sym_free", c);
     }
     if (zc_comm_fini(c) != ZC_OK) return sym_rank_fail("fini", 0);
     free(arena);

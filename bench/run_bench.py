@@ -484,6 +484,7 @@ class Table:
         self.rows = {}      # (ranks, mode, coll, bytes, impl) -> [row, ...]
         self.problems = {}  # (ranks, mode, coll, impl) -> {reason: [rep, ...]}
         self.syscalls = {}  # count_syscalls()'s result ({} when not measured)
+        self.start_pair = {}  # start_pair()'s result ({} when not measured)
         self.by_rep = {}    # (ranks, mode, coll, bytes, impl) -> {rep: row}: the pairs
         for la in launches:
             s = la.section
@@ -573,6 +574,40 @@ def host_facts():
     facts['cc'] = (run_quiet(['cc', '--version']) or '?').splitlines()[0]
     facts['floor'] = hardware_floor()
     return facts
+
+
+STARTPAIR_LAUNCHES = 3
+
+
+def start_pair():
+    """bench/startpair.c: zc_start of a plan against the plain 8-byte all_reduce, alternated in
+    blocks within each launch (2 ranks, STARTPAIR_LAUNCHES launches); {'ratios': [...], 'rows':
+    [...]} or {'reason': why not}."""
+    exe = os.path.join(OUT, 'startpair')
+    libs = ''
+    with open('build.ninja') as f:
+        for line in f:
+            if line.startswith('libs = '):
+                libs = line[len('libs = '):].strip()
+    cmd = ['cc', '-O2', '-Iinclude', os.path.join('bench', 'startpair.c'),
+           os.path.join('build', 'libzcoll.a')] + shlex.split(libs) + ['-o', exe]
+    if run_quiet(cmd) is None or not os.access(exe, os.X_OK):
+        return {'reason': 'bench/startpair.c did not build'}
+    rows = []
+    for _ in range(STARTPAIR_LAUNCHES):
+        out = run_quiet([ZCRUN, '-n', '2', exe], timeout=120) or ''
+        for line in out.splitlines():
+            line = line.split('] ', 1)[-1].strip()   # zcrun's "[0] " prefix
+            if line.startswith('{'):
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    pass
+    if not rows:
+        return {'reason': 'bench/startpair.c printed no result'}
+    log('startpair: zc_start / plain all_reduce 8 B: %s' %
+        ', '.join('%.3f' % r['start_over_plain'] for r in rows))
+    return {'ratios': [r['start_over_plain'] for r in rows], 'rows': rows}
 
 
 def hardware_floor():
@@ -869,7 +904,17 @@ def latency_target_lines(table):
 
 
 def persistent_target_line(table):
+    """By bench/startpair.c's paired measure when it ran (the two calls alternated within each
+    launch), else by the persistent section's launch against the loop section's."""
     head = '| persistent plans (zc_start) at 8 B: no slower than the plain call'
+    pair = table.start_pair.get('rows') or []
+    if pair:
+        r = statistics.median(x['start_over_plain'] for x in pair)
+        p50 = lambda k: statistics.median(x[k] for x in pair)
+        return ('%s | allreduce 8 B, alternated in one launch (bench/startpair.c, median of %d '
+                'launches): zc_start %.0f ns, plain %.0f ns per call: %.2fx (%.0f%% %s) | %s |' % (
+                    head, len(pair), p50('start_ns_p50'), p50('plain_ns_p50'), r,
+                    abs(1 - r) * 100, 'faster' if r <= 1 else 'slower', verdict(r <= 1.0)))
     pz = table.median(2, 'persistent', 'allreduce', 8, 'zcoll')
     lz = table.median(2, 'loop', 'allreduce', 8, 'zcoll')
     if not pz or not lz:
@@ -1213,6 +1258,7 @@ def report_only(runs_path):
     host = start.get('host') or host_facts()
     table = Table(launches, args.reps)
     table.syscalls = (end or {}).get('syscalls', {})
+    table.start_pair = (end or {}).get('start_pair', {})
     write_report(report, host, sections, table, peers,
                  launches, args, started, seconds, interrupted, start['load_start'],
                  end['load_end'] if end else '?')
@@ -1253,15 +1299,17 @@ def main(argv):
                                     'peers': peers_state(peers)}) + '\n')
         launches, interrupted = run_all(sections, peers, args, results_file, runs_file)
         syscalls = {} if interrupted else count_syscalls()
+        pair = {} if interrupted else start_pair()
         seconds = time.monotonic() - t0
         load_end = loadavg()
         runs_file.write(json.dumps({'kind': 'end', 'seconds': round(seconds, 1),
                                     'load_end': load_end, 'interrupted': interrupted,
-                                    'syscalls': syscalls,
+                                    'syscalls': syscalls, 'start_pair': pair,
                                     'peers': peers_state(peers)}) + '\n')
     report = os.path.join(OUT, 'report.md')
     table = Table(launches, args.reps)
     table.syscalls = syscalls
+    table.start_pair = pair
     write_report(report, host, sections, table, peers, launches, args,
                  started, seconds, interrupted, load_start, load_end)
     log('wrote %s (%.0f s)' % (report, seconds))

@@ -224,8 +224,9 @@ zc__alg zc__choose(const zc_comm *c, uint32_t kind, uint64_t count, uint64_t byt
     case ZC_K_ALLREDUCE:
         return bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks
                    ? ZC_ALG_ONESHOT : ZC_ALG_RSAG;
-    case ZC_K_REDUCE:
-        return bytes <= cfg->reduce_direct_max_bytes || count < c->nranks
+    case ZC_K_REDUCE: /* at 2 ranks direct at every size: the root reduces the input once,
+                       * where RS + gather has it reduce half, copy half out and wait between */
+        return bytes <= cfg->reduce_direct_max_bytes || count < c->nranks || c->nranks == 2
                    ? ZC_ALG_DIRECT : ZC_ALG_RSGATHER;
     case ZC_K_BROADCAST: return bytes <= cfg->bcast_tree_max_bytes ? ZC_ALG_TREE : ZC_ALG_CHAIN;
     case ZC_K_SEND:

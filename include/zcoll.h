@@ -119,7 +119,9 @@ typedef enum zc_mem_kind { ZC_MEM_HOST, ZC_MEM_CUDA } zc_mem_kind;
 /* all_reduce: at most this many bytes go one-shot (every rank sends its whole input to every
  * peer and reduces all n inputs); above, direct reduce-scatter + all-gather. */
 #define ZC_DEFAULT_ALLREDUCE_ONESHOT_MAX_BYTES 16384u
-/* reduce: at most this many bytes go direct to the root; above, reduce-scatter + gather. */
+/* reduce: at most this many bytes go direct to the root; above, reduce-scatter + gather. With
+ * 2 ranks every size goes direct (the root's work is one reduction of the input there, against
+ * half a reduction, half a copy and a wait between the two phases: 2x faster from 512 KiB). */
 #define ZC_DEFAULT_REDUCE_DIRECT_MAX_BYTES 16384u
 /* broadcast: at most this many bytes go down a binomial tree; above, a pipelined chain. */
 #define ZC_DEFAULT_BCAST_TREE_MAX_BYTES 65536u

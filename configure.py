@@ -72,7 +72,7 @@ LIB_SOURCES = [
     ('platform', 'faults.c', None),
     ('transport_shm', '*.c', None),
     ('transport_ib', '*.c', 'ib'),
-    ('gpu', 'sim.c', None),  # the simulated device: every build (tests run device schedules)
+    ('gpu', 'sim*.c', None),  # the simulated GPU and cuda.c over it: every build
     ('gpu', '*.c', 'cuda'),
     ('gpu', '*.cu', 'cuda'),
 ]
@@ -474,10 +474,12 @@ def write_programs(n, cfg):
         examples.append('build/examples/' + stem(src))
         n.build([examples[-1]], 'link', compile_all(n, cfg, [src]) + ['build/libzcoll.a'])
     # tests/gpu: the device-memory suite, every build (on the simulated device in `ninja check`,
-    # on CUDA in `ninja check-gpu`); its .cu files only with CUDA.
+    # on CUDA in `ninja check-gpu`); its .cu files only with CUDA. It shares zctest's runner
+    # (tests/harness.c) and reference (tests/ref.c).
     gpu_tests = ['build/zcgputest']
     objs = compile_all(n, cfg, sources('tests/gpu', '*.c')
                        + (sources('tests/gpu', '*.cu') if cfg.cuda else []))
+    objs += [obj_path('tests/harness.c'), obj_path('tests/ref.c')]
     n.build(gpu_tests, 'link', objs + ['build/libzcoll.a'])
     n.build(['all-tools'], 'phony', tools)
     n.build(['all-examples'], 'phony', examples)

@@ -440,6 +440,11 @@ zc_status zc_comm_abort(zc_comm *comm) {
 zc_status zc_comm_fini(zc_comm *comm) {
     if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
     zc__lock(comm); /* a call still inside (another thread's) ends first */
+    zc_status st = zc__binds_fini(comm); /* no stream may still write or wait on our flags */
+    if (st != ZC_OK) {
+        zc__unlock(comm);
+        return st;
+    }
     for (uint32_t i = 0; i < comm->cfg.max_mems; i++) /* before the wire's teardown */
         if (comm->mems[i].mr.handle) comm->wire->mem_deregister(comm->wire_state,
                                                                 &comm->mems[i].mr);

@@ -173,14 +173,14 @@ typedef struct zc__req {
     uint32_t bind;       /* stream slot + 1 of a stream-ordered call (0: none): its start flag
                           * gates the request, its done flag is written when it ends */
     uint32_t mem;        /* ZC_K_REGISTER: the registration's entry in comm->mems */
-    uint32_t pad_;
+    uint32_t step;       /* stream-ordered: steps released so far (GO = bind's go + step) */
     uint64_t round_elems; /* elements per round (RS+AG: per region of n blocks) */
     uint8_t **ptrs;      /* [2 * nranks] every rank's send, then recv buffer, in this process */
     /* The direct path (sched_put.c). */
     uint64_t ticket;     /* its turn at the landing areas (ONESHOT, RSAG) */
     const zc_wire_mr *smr, *rmr; /* the NIC's registrations of send and recv (NULL: none) */
     uint32_t pflags;     /* ZC_PUT_* (sched_put.c): own copy launched / done, bytes landed */
-    uint32_t pad2_;
+    uint32_t fill;       /* stream-ordered: entries in the step descriptor being filled */
     struct zc__stage_req *stg; /* a staged call's state (sched_stage.c; NULL: no gpu provider) */
 } zc__req;
 
@@ -246,16 +246,35 @@ typedef enum zc__gphase {
     ZC_G_FINISHED
 } zc__gphase;
 
-typedef enum zc__bind_state { ZC_BIND_FREE = 0, ZC_BIND_ARMED, ZC_BIND_RUNNING } zc__bind_state;
+/* A stream slot's life: FREE; ARMED (its program is on a caller's stream; a graph-captured one
+ * stays armed between replays); RUNNING (issued: its request runs); DRAINING (the done flag is
+ * written: the slot waits until its stream wrote the fin flag, past every operation of the
+ * program, before its flag words and step descriptor serve again); LOST (a program whose
+ * enqueue failed half-way, released: never used again, nothing to wait for). */
+typedef enum zc__bind_state {
+    ZC_BIND_FREE = 0, ZC_BIND_ARMED, ZC_BIND_RUNNING, ZC_BIND_DRAINING, ZC_BIND_LOST
+} zc__bind_state;
 
-/* A stream slot: one stream-ordered call, with flag words start = flags[2i], done =
- * flags[2i+1] (stream.c arms it, progress.c starts and ends it). */
+/* A stream slot's flag words: flags[ZC_BIND_FLAGS * i + ZC_BF_*]. The caller's stream writes
+ * START (the call may begin), KD (step j ran) and FIN (the stream is past the call); the host
+ * writes GO (step j may run) and DONE (the call ended). */
+#define ZC_BIND_FLAGS 8u
+enum { ZC_BF_START = 0, ZC_BF_DONE, ZC_BF_GO, ZC_BF_KD, ZC_BF_FIN };
+/* Device steps a stream-ordered call may enqueue (three stream operations each). */
+#define ZC_BIND_MAX_STEPS 128u
+
+/* A stream slot: one stream-ordered call, its program on the caller's stream (stream.c arms
+ * it, progress.c starts, ends and drains it): [captured: DONE = tick - 1, GO = KD = go] START =
+ * tick; for each step j of steps: wait GO >= go + j, the step's kernel (step descriptor i),
+ * KD = go + j; wait DONE >= tick; FIN = tick. */
 typedef struct zc__bind {
     uint32_t state;      /* zc__bind_state */
     uint32_t persistent; /* captured in a graph: re-armed after every run, held until fini */
-    uint32_t tick;       /* the value its stream writes to start and waits for in done */
+    uint32_t tick;       /* the value its stream writes to START and FIN, waits for in DONE */
     uint32_t slot;       /* RUNNING: its request's slot ... */
     uint32_t gen;        /* ... and that slot's generation (a new one: the request ended) */
+    uint32_t go;         /* the GO / KD base of its program (steps run at go + 1 .. go + steps) */
+    uint32_t steps;      /* device steps of its program */
     uint32_t pad_;
     zc__sched s;
 } zc__bind;
@@ -300,7 +319,7 @@ struct zc__gpu {
                             * even when every registration was dropped again) */
     uint32_t nbinds;
     uint32_t binds_live;   /* stream slots not free (0: zc_progress skips them) */
-    uint32_t *flags;       /* host view of the 2 * nbinds flag words */
+    uint32_t *flags;       /* host view of the ZC_BIND_FLAGS * nbinds flag words */
     uint8_t *scratch;
     uint64_t scratch_bytes;
     uint64_t pid;
@@ -524,6 +543,14 @@ zc_status zc__test(zc_comm *comm, zc_req *req);
 zc__req *zc__lookup(zc_comm *comm, const zc_req *req);
 /* Issues stream slot i's call (armed), gated by its start flag; the slot runs on ZC_OK. */
 zc_status zc__bind_issue(zc_comm *comm, uint32_t i);
+/* Writes slot i's done flag with every step of its program released (an unfinished step runs
+ * nothing): its stream goes on; the slot drains. */
+void zc__bind_release(zc_comm *comm, uint32_t i);
+/* zc_comm_fini's first step: ZC_OK when no caller's stream still holds an operation of this
+ * communicator's (every stream slot free, or captured and idle); on a failed communicator the
+ * calls still waiting are released first. Else ZC_INVALID_STATE with a sentence: nothing was
+ * torn down. */
+zc_status zc__binds_fini(zc_comm *comm);
 
 /* ---- sched_stage.c: device-memory calls staged through host memory ---- */
 /* From zc__gpu_open once the provider is up and the path decided (zc_gpu_path; comm.c carved
@@ -572,6 +599,8 @@ void zc__step_sym(zc_comm *c, zc__req *r, uint32_t *budget, bool stream);
 /* ---- sched_gpu.c: every device schedule as a state machine ---- */
 /* Signals a device schedule exchanges with each peer, each way (zc__tx_total/zc__rx_total). */
 uint64_t zc__gpu_msgs(const zc_comm *comm, const zc__sched *s);
+/* Device steps (launches) a stream-ordered call of s makes: its program's length. */
+uint32_t zc__gpu_steps(const zc_comm *comm, const zc__sched *s);
 /* At issue: the device fields of r (its phase, rounds, buffers). */
 void zc__gpu_begin(zc_comm *comm, zc__req *r);
 /* zc__step of a device schedule: phase transitions, one unit of *budget each. */
@@ -584,6 +613,12 @@ int32_t zc__gpu_find(const zc_comm *comm, const void *p, size_t bytes, bool *par
  * both went. ZC_OK once that event completed, ZC_IN_PROGRESS before, else the failure (the
  * communicator failed). zc__gpu_failed: fails the communicator with the provider's sentence. */
 bool zc__gpu_gate(zc_comm *comm, zc__req *r);
+/* A launch's work: on the provider's stream, or (a stream-ordered call) into the step
+ * descriptor that zc__gpu_launched then lets the caller's stream run. One step holds one
+ * reduction or up to ZC_GPU_MAX_SRCS copies. */
+zc_status zc__gpu_reduce(zc_comm *comm, zc__req *r, void *dst, const void *const *srcs,
+                         size_t count);
+zc_status zc__gpu_copy(zc_comm *comm, zc__req *r, void *dst, const void *src, size_t bytes);
 bool zc__gpu_launched(zc_comm *comm, zc__req *r, zc_status st);
 zc_status zc__gpu_waited(zc_comm *comm, zc__req *r);
 zc_status zc__gpu_failed(zc_comm *comm, const zc__req *r, zc_status st);
@@ -597,6 +632,8 @@ uint64_t zc__put_msgs(const zc_comm *comm, const zc__sched *s, uint32_t peer, bo
 void zc__put_begin(zc_comm *comm, zc__req *r);
 /* zc__step of a put schedule: messages and phase transitions, one unit of *budget each. */
 void zc__put_step(zc_comm *comm, zc__req *r, uint32_t *budget);
+/* Device steps (launches) a stream-ordered put call of s makes. */
+uint32_t zc__put_steps(const zc_comm *comm, const zc__sched *s);
 
 /* ---- channel.c: moving one message ---- */
 /* Payload pointer of message k (0-based within r) to peer for a payload of bytes, or NULL when

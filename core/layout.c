@@ -39,8 +39,15 @@ const char *zc__gpu_absent(const zc_config *cfg) {
 }
 
 zc_gpu_geom zc__gpu_geometry(const zc_config *cfg) {
-    zc_gpu_geom g = {cfg->rank, cfg->nranks, cfg->max_requests, 2u * cfg->gpu_stream_slots,
-                     cfg->gpu_scratch_bytes, cfg->gpu_device, 0, 0, 0};
+    zc_gpu_geom g = {cfg->rank,
+                     cfg->nranks,
+                     cfg->max_requests,
+                     ZC_BIND_FLAGS * cfg->gpu_stream_slots,
+                     cfg->gpu_stream_slots,
+                     cfg->gpu_device,
+                     cfg->gpu_scratch_bytes,
+                     0,
+                     0};
     return g;
 }
 

@@ -203,13 +203,19 @@ static void zc_check_deadlines(zc_comm *comm, uint64_t now) {
 
 /* ---- stream slots (stream.c arms them) ---- */
 
-/* Writes stream slot i's done flag: its stream goes on. A graph-captured slot is armed again
- * for the next replay, any other is free. */
-static void zc_bind_done(struct zc__gpu *g, uint32_t i) {
+static uint32_t *zc_bflag(struct zc__gpu *g, uint32_t i, uint32_t which) {
+    return &g->flags[ZC_BIND_FLAGS * i + which];
+}
+
+void zc__bind_release(zc_comm *comm, uint32_t i) {
+    struct zc__gpu *g = comm->gpu;
     zc__bind *b = &g->binds[i];
-    __atomic_store_n(&g->flags[2u * i + 1u], b->tick, __ATOMIC_RELEASE);
-    b->state = b->persistent ? ZC_BIND_ARMED : ZC_BIND_FREE;
-    if (b->state == ZC_BIND_FREE) g->binds_live--;
+    zc_gpu_desc *d = g->ops->desc(g->state, i);
+    /* A step still to run finds nothing to do; one running already read its descriptor. */
+    __atomic_store_n(&d->mode, ZC_GPU_STEP_NONE, __ATOMIC_RELAXED);
+    __atomic_store_n(zc_bflag(g, i, ZC_BF_GO), b->go + b->steps, __ATOMIC_RELEASE);
+    __atomic_store_n(zc_bflag(g, i, ZC_BF_DONE), b->tick, __ATOMIC_RELEASE);
+    b->state = ZC_BIND_DRAINING;
 }
 
 zc_status zc__bind_issue(zc_comm *comm, uint32_t i) {
@@ -226,25 +232,65 @@ zc_status zc__bind_issue(zc_comm *comm, uint32_t i) {
     return ZC_OK;
 }
 
+/* A draining slot whose stream wrote its fin flag serves again: a graph-captured one armed for
+ * the next replay, any other free. */
+static bool zc_bind_drained(struct zc__gpu *g, uint32_t i) {
+    zc__bind *b = &g->binds[i];
+    if (__atomic_load_n(zc_bflag(g, i, ZC_BF_FIN), __ATOMIC_ACQUIRE) != b->tick) return false;
+    b->state = b->persistent ? ZC_BIND_ARMED : ZC_BIND_FREE;
+    if (b->state == ZC_BIND_FREE) g->binds_live--;
+    return true;
+}
+
 /* An armed slot whose stream wrote its start flag is issued (and when that fails for good, on
- * a failed communicator, its done flag is written at once); a running slot whose request ended
- * (an internal request: its slot was freed, the generation moved on) gets its done flag. Also
- * after a failure: a caller's stream must never hang. One unit of *budget for each. */
+ * a failed communicator, released at once); a running slot whose request ended (an internal
+ * request: its slot was freed, the generation moved on) is released; a draining one frees when
+ * its stream is past it. Also after a failure: a caller's stream must never hang. One unit of
+ * *budget for each change. */
 static void zc_poll_binds(zc_comm *comm, struct zc__gpu *g, uint32_t *budget) {
     for (uint32_t i = 0; i < g->nbinds && *budget; i++) {
         zc__bind *b = &g->binds[i];
+        if (b->state == ZC_BIND_DRAINING && !zc_bind_drained(g, i)) continue;
         if (b->state == ZC_BIND_ARMED) {
-            if (__atomic_load_n(&g->flags[2u * i], __ATOMIC_ACQUIRE) != b->tick) continue;
+            if (__atomic_load_n(zc_bflag(g, i, ZC_BF_START), __ATOMIC_ACQUIRE) != b->tick)
+                continue;
             zc_status st = zc__bind_issue(comm, i);
             if (st == ZC_AGAIN) continue; /* no request slot now: the flag stays up */
-            if (st != ZC_OK) zc_bind_done(g, i);
+            if (st != ZC_OK) zc__bind_release(comm, i);
         } else if (b->state == ZC_BIND_RUNNING && comm->reqs[b->slot].gen != b->gen) {
-            zc_bind_done(g, i);
-        } else {
+            zc__bind_release(comm, i);
+        } else if (b->state != ZC_BIND_FREE) {
             continue;
         }
         (*budget)--;
     }
+}
+
+zc_status zc__binds_fini(zc_comm *comm) {
+    struct zc__gpu *g = comm->gpu;
+    uint32_t busy = 0, first = 0;
+    if (g && g->ops->lost(g->state)) return ZC_OK; /* no stream will run again */
+    for (uint32_t i = 0; g && i < g->nbinds; i++) {
+        zc__bind *b = &g->binds[i];
+        bool waiting = b->state == ZC_BIND_RUNNING ||
+                       (b->state == ZC_BIND_ARMED && !b->persistent);
+        if (waiting && comm->failed) zc__bind_release(comm, i); /* its request ended */
+        if (b->state == ZC_BIND_DRAINING) (void)zc_bind_drained(g, i);
+        if (b->state == ZC_BIND_RUNNING || b->state == ZC_BIND_DRAINING ||
+            (b->state == ZC_BIND_ARMED && !b->persistent)) {
+            if (!busy++) first = i;
+        }
+    }
+    if (!busy) return ZC_OK;
+    const zc__bind *b = &g->binds[first];
+    return zc__error(comm, ZC_INVALID_STATE, "zc_comm_fini: %u stream-ordered call(s) are still "
+                     "on their streams (stream slot %u: %s %s): drive zc_progress until every "
+                     "stream that got a call has passed it (or call zc_comm_abort, then let the "
+                     "streams pass), then call zc_comm_fini again", busy, first,
+                     zc__kind_name(b->s.kind),
+                     b->state == ZC_BIND_DRAINING ? "has ended but its stream is not past it"
+                     : b->state == ZC_BIND_RUNNING ? "is running"
+                                                   : "waits for its stream to reach it");
 }
 
 /* zc_progress's work, under the communicator's lock. */

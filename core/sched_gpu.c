@@ -124,8 +124,16 @@ uint64_t zc__gpu_msgs(const zc_comm *c, const zc__sched *s) {
     }
 }
 
-static bool zc_gpu_in_place(const zc__req *r) {
-    return r->s.kind == ZC_K_ALLREDUCE && r->s.send == r->s.recv;
+static bool zc_gpu_in_place(const zc__sched *s) {
+    return s->kind == ZC_K_ALLREDUCE && s->send == s->recv;
+}
+
+/* Launches per round: MAIN, PLACE (in place), GATHER (RS+AG); DIRECT launches once. */
+uint32_t zc__gpu_steps(const zc_comm *c, const zc__sched *s) {
+    uint64_t re, rounds = zc_gpu_rounds(c, s, &re);
+    uint64_t per = 1u + zc_gpu_in_place(s) + (s->alg == ZC_ALG_GPU_RSAG);
+    uint64_t n = s->alg == ZC_ALG_GPU_DIRECT ? 1u : rounds * per;
+    return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
 void zc__gpu_begin(zc_comm *c, zc__req *r) {
@@ -136,6 +144,7 @@ void zc__gpu_begin(zc_comm *c, zc__req *r) {
     r->round_elems = re;
     r->round = 0;
     r->mem = 0;
+    r->step = r->fill = 0;
     r->phase = r->bind ? ZC_G_GATE : ZC_G_READY;
     r->held = r->bind != 0;
     for (uint32_t p = 0; p < 2u * g->nranks; p++) r->ptrs[p] = 0;
@@ -223,10 +232,8 @@ static bool zc_gpu_exchange(zc_comm *c, zc__req *r, uint64_t k) {
 
 /* ---- launches ---- */
 
-static zc_status zc_gpu_launch_direct(zc_comm *c, struct zc__gpu *g, zc__req *r,
-                                      uint8_t *const *ptrs) {
+static zc_status zc_gpu_launch_direct(zc_comm *c, zc__req *r, uint8_t *const *ptrs) {
     const zc__sched *s = &r->s;
-    const zc_gpu_ops *o = g->ops;
     uint32_t n = c->nranks, me = c->rank, root = s->root;
     size_t blk = (size_t)(s->count * s->esize);
     const void *srcs[ZC_GPU_MAX_SRCS];
@@ -237,14 +244,13 @@ static zc_status zc_gpu_launch_direct(zc_comm *c, struct zc__gpu *g, zc__req *r,
         if (s->kind == ZC_K_REDUCE && me != root) return ZC_OK;
         for (uint32_t p = 0; p < n; p++)
             srcs[p] = ptrs[p] + (s->kind == ZC_K_REDUCE ? 0 : me * blk);
-        return o->reduce(g->state, s->recv, srcs, n, (size_t)s->count, (zc_dtype)s->dtype,
-                         (zc_op)s->op);
+        return zc__gpu_reduce(c, r, s->recv, srcs, (size_t)s->count);
     case ZC_K_BROADCAST:
-        if (me != root) return o->copy(g->state, s->recv, ptrs[root], blk);
-        return s->recv && s->recv != s->send ? o->copy(g->state, s->recv, s->send, blk) : ZC_OK;
+        if (me != root) return zc__gpu_copy(c, r, s->recv, ptrs[root], blk);
+        return s->recv && s->recv != s->send ? zc__gpu_copy(c, r, s->recv, s->send, blk) : ZC_OK;
     case ZC_K_SCATTER:
-        if (me != root) return o->copy(g->state, s->recv, ptrs[root] + me * blk, blk);
-        return s->recv != s->send + me * blk ? o->copy(g->state, s->recv, s->send + me * blk, blk)
+        if (me != root) return zc__gpu_copy(c, r, s->recv, ptrs[root] + me * blk, blk);
+        return s->recv != s->send + me * blk ? zc__gpu_copy(c, r, s->recv, s->send + me * blk, blk)
                                              : ZC_OK;
     case ZC_K_GATHER:
     case ZC_K_ALLGATHER:
@@ -252,7 +258,7 @@ static zc_status zc_gpu_launch_direct(zc_comm *c, struct zc__gpu *g, zc__req *r,
         if (s->kind == ZC_K_GATHER && me != root) return ZC_OK;
         for (uint32_t p = 0; p < n && st == ZC_OK; p++) {
             const uint8_t *src = ptrs[p] + (s->kind == ZC_K_ALLTOALL ? me * blk : 0);
-            if (s->recv + p * blk != src) st = o->copy(g->state, s->recv + p * blk, src, blk);
+            if (s->recv + p * blk != src) st = zc__gpu_copy(c, r, s->recv + p * blk, src, blk);
         }
         return st;
     default: return ZC_OK; /* barrier and count 0: signals only */
@@ -275,7 +281,7 @@ static zc_status zc_gpu_launch_main(zc_comm *c, struct zc__gpu *g, zc__req *r,
     uint32_t n = c->nranks, es = s->esize;
     const void *srcs[ZC_GPU_MAX_SRCS];
     uint64_t lo, len;
-    if (s->alg == ZC_ALG_GPU_DIRECT) return zc_gpu_launch_direct(c, g, r, ptrs);
+    if (s->alg == ZC_ALG_GPU_DIRECT) return zc_gpu_launch_direct(c, r, ptrs);
     if (s->alg == ZC_ALG_GPU_RSAG) {
         zc_gpu_block(r, n, c->rank, &lo, &len);
     } else {
@@ -284,8 +290,8 @@ static zc_status zc_gpu_launch_main(zc_comm *c, struct zc__gpu *g, zc__req *r,
     }
     if (!len) return ZC_OK;
     for (uint32_t p = 0; p < n; p++) srcs[p] = ptrs[p] + lo * es;
-    void *dst = zc_gpu_in_place(r) ? (void *)g->scratch : (void *)(s->recv + lo * es);
-    return g->ops->reduce(g->state, dst, srcs, n, (size_t)len, (zc_dtype)s->dtype, (zc_op)s->op);
+    void *dst = zc_gpu_in_place(&r->s) ? (void *)g->scratch : (void *)(s->recv + lo * es);
+    return zc__gpu_reduce(c, r, dst, srcs, (size_t)len);
 }
 
 /* In place: the round's result from scratch into recv. */
@@ -297,8 +303,7 @@ static zc_status zc_gpu_launch_place(zc_comm *c, struct zc__gpu *g, zc__req *r) 
         lo = (uint64_t)r->round * r->round_elems;
         len = r->s.count - lo < r->round_elems ? r->s.count - lo : r->round_elems;
     }
-    return len ? g->ops->copy(g->state, r->s.recv + lo * es, g->scratch, (size_t)(len * es))
-               : ZC_OK;
+    return len ? zc__gpu_copy(c, r, r->s.recv + lo * es, g->scratch, (size_t)(len * es)) : ZC_OK;
 }
 
 /* RS+AG: every peer's reduced block of the round from its recv into mine. */
@@ -310,7 +315,7 @@ static zc_status zc_gpu_launch_gather(zc_comm *c, struct zc__gpu *g, zc__req *r,
         if (p == c->rank) continue;
         zc_gpu_block(r, c->nranks, p, &lo, &len);
         if (len)
-            st = g->ops->copy(g->state, r->s.recv + lo * es, ptrs[g->nranks + p] + lo * es,
+            st = zc__gpu_copy(c, r, r->s.recv + lo * es, ptrs[g->nranks + p] + lo * es,
                               (size_t)(len * es));
     }
     return st;
@@ -324,33 +329,99 @@ static uint32_t zc_gpu_next_round(zc__req *r) {
     return r->s.alg == ZC_ALG_GPU_ONESHOT ? ZC_G_FINISHED : ZC_G_SYNC_DONE;
 }
 
+/* ---- launches: on the provider's stream, or a stream-ordered call's steps ---- */
+
+/* The step descriptor r fills (its stream slot's), emptied at its first entry of a step. */
+static zc_gpu_desc *zc_gpu_desc_of(zc_comm *c, zc__req *r) {
+    struct zc__gpu *g = c->gpu;
+    zc_gpu_desc *d = g->ops->desc(g->state, r->bind - 1u);
+    if (r->fill++ == 0) {
+        d->mode = ZC_GPU_STEP_NONE;
+        d->n = 0;
+    }
+    return d;
+}
+
+zc_status zc__gpu_reduce(zc_comm *c, zc__req *r, void *dst, const void *const *srcs,
+                         size_t count) {
+    struct zc__gpu *g = c->gpu;
+    if (!r->bind)
+        return g->ops->reduce(g->state, dst, srcs, c->nranks, count, (zc_dtype)r->s.dtype,
+                              (zc_op)r->s.op);
+    zc_gpu_desc *d = zc_gpu_desc_of(c, r);
+    ZC_ASSERT(d->n == 0); /* one reduction per step */
+    d->mode = ZC_GPU_STEP_REDUCE;
+    d->n = c->nranks;
+    d->count = count;
+    d->dst[0] = dst;
+    for (uint32_t k = 0; k < c->nranks; k++) d->src[k] = srcs[k];
+    return ZC_OK;
+}
+
+zc_status zc__gpu_copy(zc_comm *c, zc__req *r, void *dst, const void *src, size_t bytes) {
+    struct zc__gpu *g = c->gpu;
+    if (!r->bind) return g->ops->copy(g->state, dst, src, bytes);
+    zc_gpu_desc *d = zc_gpu_desc_of(c, r);
+    ZC_ASSERT(d->mode != ZC_GPU_STEP_REDUCE && d->n < ZC_GPU_MAX_SRCS);
+    d->mode = ZC_GPU_STEP_COPY;
+    d->dst[d->n] = dst;
+    d->src[d->n] = src;
+    d->bytes[d->n++] = bytes;
+    return ZC_OK;
+}
+
 /* The provider's event of r: one per request slot. */
 static uint32_t zc_gpu_event(const zc_comm *c, const zc__req *r) {
     return (uint32_t)(r - c->reqs);
 }
 
+static uint32_t *zc_gpu_bflag(const zc_comm *c, const zc__req *r, uint32_t which) {
+    return &c->gpu->flags[ZC_BIND_FLAGS * (r->bind - 1u) + which];
+}
+
+/* A stream-ordered call's next step may run: its descriptor (empty when nothing was added)
+ * published, then GO raised past it. */
+static void zc_gpu_go(zc_comm *c, zc__req *r) {
+    const zc__bind *b = &c->gpu->binds[r->bind - 1u];
+    if (r->fill == 0) (void)zc_gpu_desc_of(c, r); /* an empty step */
+    r->fill = 0;
+    r->step++;
+    ZC_ASSERT(r->step <= b->steps); /* paired with zc__gpu_steps / zc__put_steps */
+    __atomic_store_n(zc_gpu_bflag(c, r, ZC_BF_GO), b->go + r->step, __ATOMIC_RELEASE);
+}
+
 bool zc__gpu_launched(zc_comm *c, zc__req *r, zc_status st) {
     struct zc__gpu *g = c->gpu;
-    if (st == ZC_OK) st = g->ops->event_record(g->state, zc_gpu_event(c, r));
+    if (st == ZC_OK && r->bind) zc_gpu_go(c, r);
+    else if (st == ZC_OK) st = g->ops->event_record(g->state, zc_gpu_event(c, r));
     if (st == ZC_OK) return true;
     zc_gpu_fail(c, g, st, zc__kind_name(r->s.kind), r->seq);
     return false;
 }
 
+/* A stream-ordered step ran once its stream wrote KD past it; the provider's query of the
+ * (never recorded) event says whether the device was lost meanwhile. */
 zc_status zc__gpu_waited(zc_comm *c, zc__req *r) {
     struct zc__gpu *g = c->gpu;
     zc_status st = g->ops->event_query(g->state, zc_gpu_event(c, r));
+    if (st == ZC_OK && r->bind) {
+        uint32_t kd = __atomic_load_n(zc_gpu_bflag(c, r, ZC_BF_KD), __ATOMIC_ACQUIRE);
+        st = (int32_t)(kd - (g->binds[r->bind - 1u].go + r->step)) >= 0 ? ZC_OK
+                                                                         : ZC_IN_PROGRESS;
+    }
     if (st == ZC_OK || st == ZC_IN_PROGRESS) return st;
     return zc_gpu_fail(c, g, st, zc__kind_name(r->s.kind), r->seq);
 }
 
 bool zc__gpu_gate(zc_comm *c, zc__req *r) {
     struct zc__gpu *g = c->gpu;
-    uint32_t *start = &g->flags[2u * (r->bind - 1u)];
+    uint32_t *start = zc_gpu_bflag(c, r, ZC_BF_START);
     if (__atomic_load_n(start, __ATOMIC_ACQUIRE) != g->binds[r->bind - 1u].tick) return false;
     __atomic_store_n(start, 0u, __ATOMIC_RELAXED);
     r->held = 0; /* the deadline runs from progress's next clock read */
     r->deadline_ns = 0;
+    r->step = 0;
+    r->fill = 0;
     return true;
 }
 
@@ -382,7 +453,7 @@ static bool zc_gpu_advance(zc_comm *c, struct zc__gpu *g, zc__req *r) {
     case ZC_G_SYNC_A:
         if (!zc_gpu_exchange(c, r, 1u + (rsag ? 2u : 1u) * (uint64_t)r->round))
             return false;
-        r->phase = zc_gpu_in_place(r) ? ZC_G_PLACE : rsag ? ZC_G_SYNC_B : zc_gpu_next_round(r);
+        r->phase = zc_gpu_in_place(&r->s) ? ZC_G_PLACE : rsag ? ZC_G_SYNC_B : zc_gpu_next_round(r);
         return true;
     case ZC_G_PLACE:
         if (!zc__gpu_launched(c, r, zc_gpu_launch_place(c, g, r))) return false;
@@ -419,6 +490,7 @@ void zc__gpu_step(zc_comm *c, zc__req *r, uint32_t *budget) {
     while (*budget && !c->failed && zc_gpu_advance(c, g, r)) (*budget)--;
     if (!c->failed && r->phase == ZC_G_FINISHED) {
         ZC_ASSERT(r->tx_left == 0 && r->rx_left == 0);
+        ZC_ASSERT(!r->bind || r->step == g->binds[r->bind - 1u].steps); /* the program's */
         r->status = ZC_OK;
     }
 }

@@ -168,6 +168,7 @@ void zc__put_begin(zc_comm *c, zc__req *r) {
     r->rmr = zc_put_mr(c, r->s.recv);
     for (uint32_t p = 0; p < c->nranks; p++) r->pl[p] = (zc__place){0};
     if (zc_put_landing(&r->s)) r->ticket = zc__turn_take(&g->land);
+    r->step = r->fill = 0;
     r->held = r->bind != 0;
     r->phase = r->bind ? ZC_P_GATE : zc_put_start(r);
     g->direct_calls++;
@@ -361,7 +362,7 @@ static zc_status zc_put_own_copy(zc_comm *c, zc__req *r, bool *launched) {
     }
     if (from == to) return ZC_OK; /* in place */
     *launched = true;
-    return c->gpu->ops->copy(c->gpu->state, to, from, (size_t)blk);
+    return zc__gpu_copy(c, r, to, from, (size_t)blk);
 }
 
 /* The round's reduction at a reducer: rank order, landed inputs from the landing areas, this
@@ -383,8 +384,7 @@ static zc_status zc_put_reduce(zc_comm *c, zc__req *r, bool *launched) {
     if (!len) return ZC_OK;
     for (uint32_t q = 0; q < c->nranks; q++)
         srcs[q] = q == c->rank ? s->send + own : g->scratch + q * g->area;
-    return g->ops->reduce(g->state, s->recv + dst, srcs, c->nranks, (size_t)len,
-                          (zc_dtype)s->dtype, (zc_op)s->op);
+    return zc__gpu_reduce(c, r, s->recv + dst, srcs, (size_t)len);
 }
 
 /* ---- send/recv ---- */
@@ -430,7 +430,7 @@ static bool zc_put_recv(zc_comm *c, zc__req *r) {
     uint64_t bytes = zc_put_chunk(r, k, &off);
     const uint8_t *slot = g->scratch + zc_put_slot(c, p, r->rx_base[p] + k);
     return zc_put_flush(c, r) &&
-           zc__gpu_launched(c, r, g->ops->copy(g->state, r->s.recv + off, slot, (size_t)bytes));
+           zc__gpu_launched(c, r, zc__gpu_copy(c, r, r->s.recv + off, slot, (size_t)bytes));
 }
 
 /* ---- the state machine ---- */
@@ -470,7 +470,7 @@ static bool zc_put_advance(zc_comm *c, zc__req *r, uint32_t *budget) {
     case ZC_P_READY:
         if (r->s.alg == ZC_ALG_PUT_COPY && !(r->pflags & ZC_PUT_OWN)) {
             st = zc_put_own_copy(c, r, &launched);
-            if (st != ZC_OK || launched) {
+            if (st != ZC_OK || launched || r->bind) { /* a stream's program has the step */
                 if (!zc__gpu_launched(c, r, st)) return false;
                 r->pflags |= ZC_PUT_OWN;
             }
@@ -488,8 +488,9 @@ static bool zc_put_advance(zc_comm *c, zc__req *r, uint32_t *budget) {
         r->phase = r->s.alg == ZC_ALG_PUT_COPY ? ZC_P_DONE : ZC_P_MAIN;
         return true;
     case ZC_P_MAIN:
-        if (!zc_put_reduces(&r->s, c->rank)) {
-            r->phase = ZC_P_AFTER;
+        if (!zc_put_reduces(&r->s, c->rank)) { /* a stream's program has the step: empty */
+            if (r->bind && !zc__gpu_launched(c, r, ZC_OK)) return false;
+            r->phase = r->bind ? ZC_P_MAIN_WAIT : ZC_P_AFTER;
             break;
         }
         /* In place, the result overwrites what this rank put: the wire must have read it. */
@@ -497,7 +498,7 @@ static bool zc_put_advance(zc_comm *c, zc__req *r, uint32_t *budget) {
             return false;
         if (!zc_put_flush(c, r)) return false;
         st = zc_put_reduce(c, r, &launched);
-        if (st != ZC_OK || launched) {
+        if (st != ZC_OK || launched || r->bind) {
             if (!zc__gpu_launched(c, r, st)) return false;
             r->phase = ZC_P_MAIN_WAIT;
         } else {
@@ -541,6 +542,19 @@ void zc__put_step(zc_comm *c, zc__req *r, uint32_t *budget) {
     }
     if (!c->failed && r->phase == ZC_P_FINISHED) {
         ZC_ASSERT(r->tx_left == 0 && r->rx_left == 0);
+        ZC_ASSERT(!r->bind || r->step == c->gpu->binds[r->bind - 1u].steps); /* the program's */
         r->status = ZC_OK;
     }
+}
+
+/* Launch points per call: COPY's own copy, a reduction per round (ONESHOT, RSAG; an empty step
+ * where this rank reduces nothing), a copy per chunk received (P2P). */
+uint32_t zc__put_steps(const zc_comm *c, const zc__sched *s) {
+    uint64_t per, n;
+    switch (s->alg) {
+    case ZC_ALG_PUT_COPY: n = 1; break;
+    case ZC_ALG_PUT_P2P: n = s->kind == ZC_K_RECV ? zc__msgs(s->count, s->chunk) : 0u; break;
+    default: n = zc_put_rounds(c, s, &per); break;
+    }
+    return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }

@@ -1,27 +1,48 @@
 /* stream.c: the stream-ordered forms (zc_*_stream), written once against the gpu provider
- * (provider/gpu.h). A call takes a stream slot (its two flag words in pinned memory), enqueues
- * on the caller's stream "start = tick" and "wait until done >= tick", and is issued as a
- * request gated by its slot (sched_gpu.c's GATE phase waits for the start flag); progress.c
- * writes the done flag when the request ends, whatever its result, so the caller's stream
- * never hangs (the communicator's status says what happened).
+ * (provider/gpu.h). A call takes a stream slot (its flag words and step descriptor in pinned
+ * memory) and enqueues its whole program on the caller's stream at once: "start", then for each
+ * device step of the call "wait for go, the step's kernel, kernel done", then "wait for done" and
+ * "fin". Every dependency is on the caller's stream, in operations the runtime orders there:
+ * no work of the call goes anywhere else later, so a stream waiting on a flag can never hold
+ * back work the flag waits for (one shared hardware queue, CUDA_DEVICE_MAX_CONNECTIONS=1, or
+ * streams that share one are fine). The call is issued as a request gated by its slot
+ * (sched_gpu.c's GATE waits for the start flag); its schedule fills the step descriptor and
+ * raises "go" instead of launching, and waits for "kernel done" instead of an event;
+ * progress.c writes the done flag when the request ends, whatever its result, so the caller's
+ * stream never hangs (the communicator's status says what happened), and frees the slot once
+ * the stream wrote "fin".
  *
  * Must not: include CUDA headers, block, or allocate. */
 #include "engine.h"
 #include "gpu.h"
 
-/* Enqueues a stream-ordered call on the caller's stream: [captured: done = tick - 1]
- * start = tick; wait until done >= tick. Not captured: the request is issued now (it takes its
- * place in the call order now) and waits at its gate for the start flag. Captured in a graph:
- * the slot stays armed until zc_comm_fini and every replay runs the call once more, taking its
- * place in the call order when the replay reaches it. */
-static zc_status zc_gpu_stream_start(zc_comm *c, zc__sched *s, void *stream) {
-    struct zc__gpu *g = c->gpu, *h = c->gpu_area;
+/* Enqueues slot i's program (engine.h, zc__bind) on stream; the first failure's status. */
+static zc_status zc_stream_program(zc_comm *c, uint32_t i, void *stream, bool captured) {
+    struct zc__gpu *g = c->gpu;
+    const zc_gpu_ops *o = g->ops;
+    const zc__bind *b = &g->binds[i];
+    uint32_t f = ZC_BIND_FLAGS * i;
+    zc_status st = ZC_OK;
+    if (captured) { /* every replay starts from the values the graph holds */
+        st = o->stream_write_flag(g->state, stream, f + ZC_BF_DONE, b->tick - 1u);
+        if (st == ZC_OK) st = o->stream_write_flag(g->state, stream, f + ZC_BF_GO, b->go);
+        if (st == ZC_OK) st = o->stream_write_flag(g->state, stream, f + ZC_BF_KD, b->go);
+    }
+    if (st == ZC_OK) st = o->stream_write_flag(g->state, stream, f + ZC_BF_START, b->tick);
+    for (uint32_t j = 1; j <= b->steps && st == ZC_OK; j++) {
+        st = o->stream_wait_flag(g->state, stream, f + ZC_BF_GO, b->go + j);
+        if (st == ZC_OK)
+            st = o->stream_step(g->state, stream, i, (zc_dtype)b->s.dtype, (zc_op)b->s.op);
+        if (st == ZC_OK) st = o->stream_write_flag(g->state, stream, f + ZC_BF_KD, b->go + j);
+    }
+    if (st == ZC_OK) st = o->stream_wait_flag(g->state, stream, f + ZC_BF_DONE, b->tick);
+    if (st == ZC_OK) st = o->stream_write_flag(g->state, stream, f + ZC_BF_FIN, b->tick);
+    return st;
+}
+
+/* The algorithm a stream-ordered call of s runs and its steps; a refusal's sentence. */
+static zc_status zc_stream_plan(zc_comm *c, zc__sched *s, uint32_t *steps) {
     const char *name = zc__kind_name(s->kind);
-    uint32_t i;
-    bool captured = false;
-    if (!g)
-        return zc__error(c, ZC_UNSUPPORTED, "%s_stream: %s", name,
-                         h ? h->why : zc__gpu_absent(&c->cfg));
     if (s->alg == ZC_ALG_STAGED)
         return zc__error(c, ZC_UNSUPPORTED, "%s_stream: stream-ordered calls on the staged path "
                          "(%s) are not supported yet: call %s and wait instead", name,
@@ -33,31 +54,58 @@ static zc_status zc_gpu_stream_start(zc_comm *c, zc__sched *s, void *stream) {
                              "ZC_MEM_CUDA memory", name);
         s->alg = ZC_ALG_GPU_DIRECT; /* signals only: starts and ends in stream order */
     }
+    *steps = zc__gpu_alg(s->alg) ? zc__gpu_steps(c, s) : zc__put_steps(c, s);
+    if (*steps <= ZC_BIND_MAX_STEPS) return ZC_OK;
+    return zc__error(c, ZC_UNSUPPORTED, "%s_stream: this call needs %u device steps (rounds of "
+                     "cfg->gpu_scratch_bytes, or chunks of slot_bytes) and a stream-ordered call "
+                     "takes at most %u: raise those sizes, or call %s and wait", name, *steps,
+                     ZC_BIND_MAX_STEPS, name);
+}
+
+/* Enqueues a stream-ordered call on the caller's stream (zc_stream_program). Not captured: the
+ * request is issued now (it takes its place in the call order now) and waits at its gate for the
+ * start flag. Captured in a graph: the slot stays armed until zc_comm_fini and every replay runs
+ * the call once more, taking its place in the call order when the replay reaches it. */
+static zc_status zc_gpu_stream_start(zc_comm *c, zc__sched *s, void *stream) {
+    struct zc__gpu *g = c->gpu, *h = c->gpu_area;
+    const char *name = zc__kind_name(s->kind);
+    uint32_t i, steps = 0;
+    bool captured = false;
+    if (!g)
+        return zc__error(c, ZC_UNSUPPORTED, "%s_stream: %s", name,
+                         h ? h->why : zc__gpu_absent(&c->cfg));
+    zc_status st = zc_stream_plan(c, s, &steps);
+    if (st != ZC_OK) return st;
     for (i = 0; i < g->nbinds && g->binds[i].state != ZC_BIND_FREE; i++) {
     }
     if (i == g->nbinds)
         return zc__error(c, ZC_AGAIN, "%s_stream: all %u stream slots are in use "
                          "(cfg->gpu_stream_slots; graph-captured calls hold theirs until "
-                         "zc_comm_fini)", name, g->nbinds);
+                         "zc_comm_fini, ended calls until their stream is past them)", name,
+                         g->nbinds);
     zc__bind *b = &g->binds[i];
-    const zc_gpu_ops *o = g->ops;
-    uint32_t tick = b->tick + 1u ? b->tick + 1u : 1u;
-    zc_status st = o->stream_capturing(g->state, stream, &captured);
-    if (st == ZC_OK && captured)
-        st = o->stream_write_flag(g->state, stream, 2u * i + 1u, tick - 1u);
-    if (st == ZC_OK) st = o->stream_write_flag(g->state, stream, 2u * i, tick);
-    if (st == ZC_OK) st = o->stream_wait_flag(g->state, stream, 2u * i + 1u, tick);
+    st = g->ops->stream_capturing(g->state, stream, &captured);
     if (st != ZC_OK) /* the caller's stream (or capture) is broken, not the communicator */
-        return zc__error(c, st, "%s_stream: %s", name, o->error_text(g->state));
-    b->tick = tick;
+        return zc__error(c, st, "%s_stream: %s", name, g->ops->error_text(g->state));
+    b->tick = b->tick + 1u ? b->tick + 1u : 1u;
+    b->go = b->go + b->steps + 1u; /* past every value its last program used */
+    b->steps = steps;
     b->s = *s;
     b->persistent = captured;
     b->state = ZC_BIND_ARMED;
     g->binds_live++;
+    st = zc_stream_program(c, i, stream, captured);
+    if (st != ZC_OK) { /* what went onto the stream is let through; the slot is not reused */
+        char why[ZC_ERROR_TEXT_BYTES];
+        zc__fmt(why, sizeof why, "%s", g->ops->error_text(g->state));
+        zc__bind_release(c, i);
+        b->state = ZC_BIND_LOST;
+        return zc__error(c, st, "%s_stream: %s", name, why);
+    }
     /* Not captured: issued now, so it takes its place in the call order now, and waits at its
      * gate. Enqueued already, so it must run: without a request slot now (or on a failed
-     * communicator) it stays armed and starts (or fails, writing done) when the stream gets
-     * there, like a captured call. */
+     * communicator) it stays armed and starts (or fails, releasing its stream) when the stream
+     * gets there, like a captured call. */
     if (!captured) (void)zc__bind_issue(c, i);
     return ZC_OK;
 }

@@ -8,8 +8,13 @@
  * - MIN/MAX are minimumNumber/maximumNumber with -0 < +0; integer SUM/PROD wrap; integer AVG
  *   truncates the exact sum's quotient toward zero (the host's double trick and its 128-bit
  *   long division both give exactly that).
- * Loads and stores are 16-byte vectors when every pointer is 16-byte aligned, with a scalar tail.
- * Calls no CUDA function but the launch; gpu/cuda.c converts the launch's error. */
+ * Loads and stores are 16-byte vectors over the part of the range where every pointer is 16-byte
+ * aligned (zc__vec_split: an unaligned head, as a reduce-scatter block at any element offset
+ * has, and the tail go one element at a time).
+ * Stream-ordered steps (zc__cuda_step) read their pointers from a descriptor in pinned host
+ * memory when they run: every block copies it into shared memory once.
+ * Calls no CUDA function but cudaLaunchKernel, whose own result it returns (never an error an
+ * earlier call left in the thread's slot); gpu/cuda.c converts it. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -24,8 +29,9 @@ struct zc_red_args {
     void *dst;
     const void *src[ZC_GPU_MAX_SRCS];
     uint32_t n;
-    uint32_t vec; /* 1: every pointer is 16-byte aligned */
+    uint32_t pad_;
     uint64_t count;
+    uint64_t head, vecs; /* zc__vec_split: scalar elements first, then 16-byte vectors */
 };
 
 #define ZC_DEV static __device__ __forceinline__
@@ -82,11 +88,15 @@ ZC_FLOAT_K(bf16, uint16_t, float, zc_bf16_dec(x), zc_addf, zc_mulf, zc_minf, zc_
 ZC_FLOAT_K(e4m3, uint8_t, float, zc_e4m3_dec(x), zc_addf, zc_mulf, zc_minf, zc_maxf)
 ZC_FLOAT_K(e5m2, uint8_t, float, zc_e5m2_dec(x), zc_addf, zc_mulf, zc_minf, zc_maxf)
 
-/* ---- the kernel ---- */
+/* ---- the kernels ---- */
 
+/* dst[i] = fold of src[0..n)[i] for i < count: the head one element at a time, then 16-byte
+ * vectors, then the tail; thread tid of stride. */
 template <class K>
-__global__ void __launch_bounds__(ZC_RED_THREADS)
-    zc_reduce_kernel(const __grid_constant__ zc_red_args a) {
+static __device__ __forceinline__ void zc_reduce_body(void *dst, const void *const *src,
+                                                      uint32_t n, uint64_t count, uint64_t head,
+                                                      uint64_t vecs, uint64_t tid,
+                                                      uint64_t stride) {
     typedef typename K::T T;
     typedef typename K::A A;
     constexpr uint32_t V = 16u / sizeof(T);
@@ -94,70 +104,158 @@ __global__ void __launch_bounds__(ZC_RED_THREADS)
         uint4 u;
         T e[V];
     };
-    const uint64_t nvec = a.vec ? a.count / V : 0;
-    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (uint64_t i = tid; i < nvec; i += stride) {
+    for (uint64_t j = tid; j < vecs; j += stride) {
         vec x, o;
         A acc[V];
-        x.u = static_cast<const uint4 *>(a.src[0])[i];
+        uint64_t at = head + j * V;
+        x.u = *reinterpret_cast<const uint4 *>(static_cast<const T *>(src[0]) + at);
 #pragma unroll
-        for (uint32_t j = 0; j < V; j++) acc[j] = K::load(x.e[j]);
-        for (uint32_t k = 1; k < a.n; k++) {
-            x.u = static_cast<const uint4 *>(a.src[k])[i];
+        for (uint32_t e = 0; e < V; e++) acc[e] = K::load(x.e[e]);
+        for (uint32_t k = 1; k < n; k++) {
+            x.u = *reinterpret_cast<const uint4 *>(static_cast<const T *>(src[k]) + at);
 #pragma unroll
-            for (uint32_t j = 0; j < V; j++) acc[j] = K::op(acc[j], K::load(x.e[j]));
+            for (uint32_t e = 0; e < V; e++) acc[e] = K::op(acc[e], K::load(x.e[e]));
         }
 #pragma unroll
-        for (uint32_t j = 0; j < V; j++) o.e[j] = K::store(acc[j], a.n);
-        static_cast<uint4 *>(a.dst)[i] = o.u;
+        for (uint32_t e = 0; e < V; e++) o.e[e] = K::store(acc[e], n);
+        *reinterpret_cast<uint4 *>(static_cast<T *>(dst) + at) = o.u;
     }
-    for (uint64_t i = nvec * V + tid; i < a.count; i += stride) {
-        A acc = K::load(static_cast<const T *>(a.src[0])[i]);
-        for (uint32_t k = 1; k < a.n; k++)
-            acc = K::op(acc, K::load(static_cast<const T *>(a.src[k])[i]));
-        static_cast<T *>(a.dst)[i] = K::store(acc, a.n);
+    uint64_t scalars = head + (count - head - vecs * V);
+    for (uint64_t j = tid; j < scalars; j += stride) {
+        uint64_t i = j < head ? j : j + vecs * V;
+        A acc = K::load(static_cast<const T *>(src[0])[i]);
+        for (uint32_t k = 1; k < n; k++)
+            acc = K::op(acc, K::load(static_cast<const T *>(src[k])[i]));
+        static_cast<T *>(dst)[i] = K::store(acc, n);
     }
 }
 
-template <class K> static cudaError_t zc_launch(cudaStream_t s, const zc_red_args &a, int sms) {
-    constexpr uint64_t V = 16u / sizeof(typename K::T);
-    uint64_t items = a.vec ? a.count / V + a.count % V : a.count;
+template <class K>
+__global__ void __launch_bounds__(ZC_RED_THREADS)
+    zc_reduce_kernel(const __grid_constant__ zc_red_args a) {
+    zc_reduce_body<K>(a.dst, a.src, a.n, a.count, a.head, a.vecs,
+                      (uint64_t)blockIdx.x * blockDim.x + threadIdx.x,
+                      (uint64_t)gridDim.x * blockDim.x);
+}
+
+/* One copy of a step: bytes from src to dst, 16-byte vectors where both are equally aligned. */
+static __device__ __forceinline__ void zc_copy_body(uint8_t *dst, const uint8_t *src,
+                                                    uint64_t bytes, uint64_t tid,
+                                                    uint64_t stride) {
+    const void *ptrs[2] = {dst, src};
+    uint64_t head, vecs;
+    zc__vec_split(ptrs, 2, bytes, 1, &head, &vecs);
+    for (uint64_t j = tid; j < vecs; j += stride)
+        reinterpret_cast<uint4 *>(dst + head)[j] = reinterpret_cast<const uint4 *>(src + head)[j];
+    uint64_t scalars = bytes - vecs * 16u;
+    for (uint64_t j = tid; j < scalars; j += stride) {
+        uint64_t i = j < head ? j : j + vecs * 16u;
+        dst[i] = src[i];
+    }
+}
+
+/* A stream-ordered step: the descriptor is read once per block (volatile: the host wrote it
+ * just before the stream's wait let this kernel start), then reduced or copied. */
+template <class K>
+__global__ void __launch_bounds__(ZC_RED_THREADS) zc_step_kernel(const zc_gpu_desc *d) {
+    __shared__ void *dst[ZC_GPU_MAX_SRCS];
+    __shared__ const void *src[ZC_GPU_MAX_SRCS];
+    __shared__ uint64_t bytes[ZC_GPU_MAX_SRCS];
+    __shared__ uint32_t mode, n;
+    __shared__ uint64_t count;
+    const volatile zc_gpu_desc *v = d;
+    if (threadIdx.x == 0) {
+        mode = v->mode;
+        n = v->n < ZC_GPU_MAX_SRCS ? v->n : ZC_GPU_MAX_SRCS;
+        count = v->count;
+    }
+    __syncthreads();
+    for (uint32_t k = threadIdx.x; k < n; k += blockDim.x) {
+        dst[k] = v->dst[k];
+        src[k] = v->src[k];
+        bytes[k] = v->bytes[k];
+    }
+    __syncthreads();
+    uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    if (mode == ZC_GPU_STEP_REDUCE && n && count) {
+        uint64_t head, vecs;
+        zc__vec_split(src, n, count, sizeof(typename K::T), &head, &vecs);
+        if (((uintptr_t)dst[0] & 15u) != ((uintptr_t)src[0] & 15u))
+            vecs = 0, head = count; /* dst aligned otherwise: one at a time */
+        zc_reduce_body<K>(dst[0], src, n, count, head, vecs, tid, stride);
+    } else if (mode == ZC_GPU_STEP_COPY) {
+        for (uint32_t k = 0; k < n; k++)
+            zc_copy_body(static_cast<uint8_t *>(dst[k]), static_cast<const uint8_t *>(src[k]),
+                         bytes[k], tid, stride);
+    }
+}
+
+static uint64_t zc_blocks(uint64_t items, int sms) {
     uint64_t blocks = (items + ZC_RED_THREADS - 1) / ZC_RED_THREADS;
     uint64_t most = (uint64_t)(sms > 0 ? sms : 1) * ZC_RED_BLOCKS_PER_SM;
     if (blocks > most) blocks = most;
-    if (blocks == 0) blocks = 1;
-    zc_reduce_kernel<K><<<(unsigned)blocks, ZC_RED_THREADS, 0, s>>>(a);
-    return cudaGetLastError();
+    return blocks ? blocks : 1;
 }
 
-#define ZC_ROW(tag)                                                                             \
+template <class K> static cudaError_t zc_launch(cudaStream_t s, zc_red_args &a, int sms) {
+    constexpr uint64_t V = 16u / sizeof(typename K::T);
+    const void *ptrs[ZC_GPU_MAX_SRCS + 1];
+    for (uint32_t k = 0; k < a.n; k++) ptrs[k] = a.src[k];
+    ptrs[a.n] = a.dst;
+    zc__vec_split(ptrs, a.n + 1u, a.count, (uint32_t)sizeof(typename K::T), &a.head, &a.vecs);
+    uint64_t items = a.vecs + (a.count - a.vecs * V);
+    void *args[] = {&a};
+    return cudaLaunchKernel(reinterpret_cast<const void *>(&zc_reduce_kernel<K>),
+                            dim3((unsigned)zc_blocks(items, sms)), dim3(ZC_RED_THREADS), args, 0,
+                            s);
+}
+
+/* A step's grid covers the device (the counts are known only when it runs). */
+template <class K> static cudaError_t zc_launch_step(cudaStream_t s, const zc_gpu_desc *d,
+                                                     int sms) {
+    void *args[] = {&d};
+    return cudaLaunchKernel(reinterpret_cast<const void *>(&zc_step_kernel<K>),
+                            dim3((unsigned)zc_blocks(~0ull >> 1, sms)), dim3(ZC_RED_THREADS),
+                            args, 0, s);
+}
+
+/* A launch of kernel family F (zc_launch, zc_launch_step) for dtype and op, arguments ARGS. */
+#define ZC_ROW(F, tag, ARGS)                                                                    \
     switch (op) {                                                                               \
-    case ZC_SUM: return zc_launch<zc_k_##tag##_sum>(s, a, sms);                                 \
-    case ZC_PROD: return zc_launch<zc_k_##tag##_prod>(s, a, sms);                               \
-    case ZC_MIN: return zc_launch<zc_k_##tag##_min>(s, a, sms);                                 \
-    case ZC_MAX: return zc_launch<zc_k_##tag##_max>(s, a, sms);                                 \
-    case ZC_AVG: return zc_launch<zc_k_##tag##_avg>(s, a, sms);                                 \
+    case ZC_SUM: return F<zc_k_##tag##_sum> ARGS;                                               \
+    case ZC_PROD: return F<zc_k_##tag##_prod> ARGS;                                             \
+    case ZC_MIN: return F<zc_k_##tag##_min> ARGS;                                               \
+    case ZC_MAX: return F<zc_k_##tag##_max> ARGS;                                               \
+    case ZC_AVG: return F<zc_k_##tag##_avg> ARGS;                                               \
     default: return cudaErrorInvalidValue;                                                      \
     }
 
-static cudaError_t zc_dispatch(cudaStream_t s, const zc_red_args &a, zc_dtype dtype, zc_op op,
-                               int sms) {
-    switch (dtype) {
-    case ZC_INT8: ZC_ROW(i8)
-    case ZC_UINT8: ZC_ROW(u8)
-    case ZC_INT32: ZC_ROW(i32)
-    case ZC_UINT32: ZC_ROW(u32)
-    case ZC_INT64: ZC_ROW(i64)
-    case ZC_UINT64: ZC_ROW(u64)
-    case ZC_FLOAT16: ZC_ROW(fp16)
-    case ZC_BFLOAT16: ZC_ROW(bf16)
-    case ZC_FLOAT32: ZC_ROW(f32)
-    case ZC_FLOAT64: ZC_ROW(f64)
-    case ZC_FP8_E4M3: ZC_ROW(e4m3)
-    case ZC_FP8_E5M2: ZC_ROW(e5m2)
-    default: return cudaErrorInvalidValue;
+#define ZC_TABLE(F, ARGS)                                                                       \
+    switch (dtype) {                                                                            \
+    case ZC_INT8: ZC_ROW(F, i8, ARGS)                                                           \
+    case ZC_UINT8: ZC_ROW(F, u8, ARGS)                                                          \
+    case ZC_INT32: ZC_ROW(F, i32, ARGS)                                                         \
+    case ZC_UINT32: ZC_ROW(F, u32, ARGS)                                                        \
+    case ZC_INT64: ZC_ROW(F, i64, ARGS)                                                         \
+    case ZC_UINT64: ZC_ROW(F, u64, ARGS)                                                        \
+    case ZC_FLOAT16: ZC_ROW(F, fp16, ARGS)                                                      \
+    case ZC_BFLOAT16: ZC_ROW(F, bf16, ARGS)                                                     \
+    case ZC_FLOAT32: ZC_ROW(F, f32, ARGS)                                                       \
+    case ZC_FLOAT64: ZC_ROW(F, f64, ARGS)                                                       \
+    case ZC_FP8_E4M3: ZC_ROW(F, e4m3, ARGS)                                                     \
+    case ZC_FP8_E5M2: ZC_ROW(F, e5m2, ARGS)                                                     \
+    default: return cudaErrorInvalidValue;                                                      \
     }
+
+static cudaError_t zc_dispatch(cudaStream_t s, zc_red_args &a, zc_dtype dtype, zc_op op,
+                               int sms) {
+    ZC_TABLE(zc_launch, (s, a, sms))
+}
+
+static cudaError_t zc_dispatch_step(cudaStream_t s, const zc_gpu_desc *d, zc_dtype dtype,
+                                    zc_op op, int sms) {
+    ZC_TABLE(zc_launch_step, (s, d, sms))
 }
 
 extern "C" int zc__cuda_reduce(void *stream, void *dst, const void *const *srcs, uint32_t nsrc,
@@ -165,14 +263,14 @@ extern "C" int zc__cuda_reduce(void *stream, void *dst, const void *const *srcs,
     zc_red_args a;
     if (nsrc == 0 || nsrc > ZC_GPU_MAX_SRCS) return (int)cudaErrorInvalidValue;
     if (count == 0) return 0;
-    uintptr_t align = (uintptr_t)dst;
     a.dst = dst;
-    for (uint32_t k = 0; k < ZC_GPU_MAX_SRCS; k++) {
-        a.src[k] = k < nsrc ? srcs[k] : nullptr;
-        align |= (uintptr_t)a.src[k];
-    }
+    for (uint32_t k = 0; k < ZC_GPU_MAX_SRCS; k++) a.src[k] = k < nsrc ? srcs[k] : nullptr;
     a.n = nsrc;
-    a.vec = (align & 15u) == 0;
     a.count = count;
     return (int)zc_dispatch(static_cast<cudaStream_t>(stream), a, dtype, op, sms);
+}
+
+extern "C" int zc__cuda_step(void *stream, const void *desc, zc_dtype dtype, zc_op op, int sms) {
+    return (int)zc_dispatch_step(static_cast<cudaStream_t>(stream),
+                                 static_cast<const zc_gpu_desc *>(desc), dtype, op, sms);
 }

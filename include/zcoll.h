@@ -323,7 +323,12 @@ zc_status zc_comm_split_inproc(zc_comm *const parents[], const int colors[], con
  * job failed. Later calls return ZC_ABORTED until zc_comm_fini. */
 zc_status zc_comm_abort(zc_comm *comm);
 /* Local: unmaps the windows and forgets the communicator; requests still in flight are
- * abandoned. The caller owns the arena again. */
+ * abandoned. The caller owns the arena again. Never blocks on a caller's stream: while a
+ * stream-ordered call (zc_*_stream) is still on its stream (in flight, or ended but its stream
+ * not yet past it), fini returns ZC_INVALID_STATE with a sentence and changes nothing (drive
+ * zc_progress until the streams passed their calls, then call it again); on a failed or
+ * aborted communicator it first releases the calls still waiting (their streams go on, their
+ * outputs untouched). A CUDA graph that captured a call must not be launched after fini. */
 zc_status zc_comm_fini(zc_comm *comm);
 uint32_t zc_comm_rank(const zc_comm *comm);
 uint32_t zc_comm_size(const zc_comm *comm);

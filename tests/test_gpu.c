@@ -144,6 +144,7 @@ void gpu_direct_path_needs_a_wire_with_puts(void) {
     zc_config_default(&cfg);
     cfg.gpu_provider = ZC_GPU_PROVIDER_SIM;
     cfg.gpu_path = ZC_GPU_PATH_DIRECT;
+    ZT_CHECK_ST(zc_gpu_sim_set_device(0), ZC_OK); /* the context gpu_device -1 takes */
     zc_comm *c = NULL;
     ZT_CHECK_ST(zc_comm_init(&cfg, zt_arena, sizeof zt_arena, &c), ZC_UNSUPPORTED);
     ZT_CHECK(c == NULL);
@@ -189,6 +190,7 @@ void gpu_staged_path_fields_and_one_rank_staged_allreduce(void) {
     ZT_CHECK(strstr(cfg.error_text, "ZC_GPU_PATH") != NULL);
     ZT_CHECK(unsetenv("ZC_GPU_PATH") == 0 && unsetenv("ZC_GPU_STAGE_BYTES") == 0);
     static const uint64_t stages[] = {256, 0};
+    ZT_CHECK_ST(zc_gpu_sim_set_device(0), ZC_OK); /* the context gpu_device -1 takes */
     for (int k = 0; k < 2; k++) {
         uint64_t stage = stages[k];
         zc_config_default(&cfg);

@@ -1,5 +1,6 @@
-/* zt.h: the test runner's interface. Tests are plain functions listed once in tests/list.h;
- * tests/main.c runs each in its own forked process with a time limit and counts the results.
+/* zt.h: the test runner's interface (tests/harness.c), shared by build/zctest (tests listed once
+ * in tests/list.h, run by tests/main.c) and build/zcgputest (tests/gpu/list.h, tests/gpu/main.c).
+ * Each test runs in its own forked process with a time limit; the runner counts the results.
  * No malloc anywhere in the runner. A failing check prints file:line and the expression and
  * ends the test; ZT_SKIP marks a test whose hardware is absent. */
 #ifndef ZT_H
@@ -32,6 +33,19 @@ _Noreturn void zt_skip(const char *why);
         }                                                                                     \
     } while (0)
 
+/* A zc_status compared with the expected one, printing both names and the communicator's
+ * sentence on failure (comm may be NULL). */
+#define ZT_CHECK_COMM(comm, call, expected)                                                   \
+    do {                                                                                      \
+        zc_status zt_s_ = (call), zt_w_ = (expected);                                         \
+        if (zt_s_ != zt_w_) {                                                                 \
+            char zt_d_[400];                                                                  \
+            snprintf(zt_d_, sizeof zt_d_, "%s, expected %s: %s", zc_status_name(zt_s_),       \
+                     zc_status_name(zt_w_), (comm) ? zc_comm_error_text(comm) : "");          \
+            zt_fail(__FILE__, __LINE__, #call, zt_d_);                                        \
+        }                                                                                     \
+    } while (0)
+
 /* A zc_status compared with the expected one, printing both names on failure. */
 #define ZT_CHECK_ST(call, expected)                                                           \
     do {                                                                                      \
@@ -46,8 +60,12 @@ _Noreturn void zt_fail_status(const char *file, int line, const char *expr, int 
  * and returns 1 (the rank's exit status). */
 int zt_rank_fail(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Path of the build directory (the folder of the zctest binary), for zcrun and friends. */
+/* Path of the build directory (the folder of the running test binary), for zcrun and
+ * friends. */
 const char *zt_build_dir(void);
+/* Monotonic time. */
+uint64_t zt_now_ms(void);
+double zt_now_s(void);
 
 /* Runs argv[0] (a path) with argv, the extra "NAME=VALUE" environment entries env (NULL
  * terminated, may be NULL), stdout+stderr captured into out (NUL-terminated, truncated at
@@ -56,8 +74,8 @@ const char *zt_build_dir(void);
 int zt_run(const char *const argv[], const char *const env[], char *out, size_t cap,
            uint32_t timeout_ms, uint32_t *elapsed_ms);
 
-/* Runs `zcrun -n nranks --timeout S zctest --rank NAME` and returns zcrun's exit status;
- * output as in zt_run (out may be NULL to let it through to the console). */
+/* Runs `zcrun -n nranks --timeout S <this test binary> --rank NAME` and returns zcrun's exit
+ * status; output as in zt_run (out may be NULL to let it through to the console). */
 int zt_run_ranks(uint32_t nranks, const char *rank_fn_name, uint32_t timeout_s,
                  const char *const env[], char *out, size_t cap);
 
@@ -65,6 +83,21 @@ int zt_run_ranks(uint32_t nranks, const char *rank_fn_name, uint32_t timeout_s,
 /* The seed of this run: ZT_SEED from the environment, else a fixed default. Printed by the
  * runner so a failing sweep can be replayed. */
 uint64_t zt_seed(void);
+
+/* A runner's tables (built from a list.h) and the runner: `BIN --rank NAME` runs a rank
+ * program, `BIN --list` names the tests, `BIN [PREFIX...]` runs those tests (all without
+ * arguments), one line each, then `N passed, N failed, N skipped`; exit 1 if one failed. */
+typedef struct zt_entry {
+    const char *name;
+    void (*fn)(void);
+    uint32_t timeout_s;
+} zt_entry;
+typedef struct zt_rank_entry {
+    const char *name;
+    int (*fn)(void);
+} zt_rank_entry;
+int zt_main(int argc, char **argv, const char *name, const zt_entry *tests, size_t ntests,
+            const zt_rank_entry *ranks);
 
 /* Declarations of every test and rank program in tests/list.h. */
 #define ZT_TEST(name, timeout_s) void name(void);

@@ -106,6 +106,7 @@ typedef struct zb_opts {
  * moved. */
 void *zc_gpu_sim_alloc(size_t bytes);
 void zc_gpu_sim_free(void *p);
+zc_status zc_gpu_sim_set_device(int ordinal); /* cudaSetDevice: the context init looks for */
 
 static const char zb_usage_line[] =
     "usage: zcrun -n N zcbench -c COLL [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-d DTYPE]\n"
@@ -761,6 +762,7 @@ static void zb_init(zb_bench *b) {
                 "buffers from the host: a real GPU's memory is not supported yet)\n");
         exit(ZB_EXIT_USAGE);
     }
+    if (b->o.device) (void)zc_gpu_sim_set_device(0);
     if (b->o.sym) /* send and recv, each rounded up to ZB_ALIGN, in whole pages */
         b->cfg.sym_bytes = (2 * (b->o.br.max_bytes + ZB_ALIGN) + 4095) / 4096 * 4096;
     b->arena_bytes = zc_comm_arena_bytes(&b->cfg);

@@ -1,8 +1,9 @@
 /* dev.c: the suite's device, CUDA or simulated (zg.h). The choice is ZC_GPU_PROVIDER, which
  * main.c settles before any test and the ranks inherit; every helper fails the test on error.
- * CUDA code is compiled in CUDA builds only. */
+ * CUDA code is compiled in CUDA builds only. Also the suite's test data (zg_fill). */
 #include "zg.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +12,7 @@
 #include "zg_cuda.h"
 
 #ifdef ZC_HAVE_CUDA
-/* tests/gpu/kernels.cu: p[i] += v on s; the launch's cudaError_t. */
+/* tests/gpu/kernels.cu: p[i] += v on s; the launch's own cudaError_t. */
 int zg_cuda_add_i32(void *p, size_t n, int32_t v, cudaStream_t s);
 #endif
 
@@ -27,32 +28,39 @@ const zc_gpu_ops *zg_ops(void) {
     return &zc_gpu_sim;
 }
 
-void zg_need_device(void) {
-    if (zg_sim()) return;
-#ifdef ZC_HAVE_CUDA
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0) {
-        char why[256];
-        snprintf(why, sizeof why, "no usable CUDA device (cudaGetDeviceCount: %s)",
-                 e != cudaSuccess ? cudaGetErrorName(e) : "0 devices");
-        zg_skip(why);
-    }
+/* The device this rank uses, made current with its context. */
+static void zg_use_device(int count) {
+    int dev = (int)(zg_rank() % (uint32_t)count);
     const char *lr = getenv("ZC_LOCAL_RANK");
-    int dev = lr ? atoi(lr) % count : 0;
+    if (lr) dev = atoi(lr) % count;
+    if (zg_sim()) {
+        ZT_CHECK(zc_gpu_sim_set_device(dev) == ZC_OK);
+        return;
+    }
+#ifdef ZC_HAVE_CUDA
     ZG_CUDA(cudaSetDevice(dev));
     ZG_CUDA(cudaFree(0)); /* the context zcoll's gpu_device -1 looks for */
-#else
-    zg_skip("this build has no CUDA (ZC_GPU_PROVIDER=sim runs the suite on the simulated "
-            "device)");
 #endif
+}
+
+void zg_need_device(void) {
+#ifndef ZC_HAVE_CUDA
+    if (!zg_sim())
+        zt_skip("this build has no CUDA (ZC_GPU_PROVIDER=sim runs the suite on the simulated "
+                "device)");
+#endif
+    static zc_gpu_probe p;
+    ZT_CHECK(zg_ops()->probe(&p) == ZC_OK);
+    if (p.unusable) zt_fail(__FILE__, __LINE__, "a usable device", p.why);
+    if (p.ndevs == 0) zt_skip(p.why[0] ? p.why : "no device");
+    zg_use_device((int)p.ndevs);
 }
 
 void *zg_dev_alloc(size_t bytes) {
     void *p = NULL;
     if (zg_sim()) {
         p = zc_gpu_sim_alloc(bytes);
-        ZG_CHECK(p != NULL);
+        ZT_CHECK(p != NULL);
         return p;
     }
 #ifdef ZC_HAVE_CUDA
@@ -113,7 +121,7 @@ void zg_dev_memset(void *p, int v, size_t bytes) {
 void *zg_stream_create(void) {
     if (zg_sim()) {
         zc_gpu_sim_stream *s = malloc(sizeof *s);
-        ZG_CHECK(s != NULL);
+        ZT_CHECK(s != NULL);
         zc_gpu_sim_stream_init(s);
         return s;
     }
@@ -138,25 +146,34 @@ static void zg_sim_add(void *arg) {
     for (size_t i = 0; i < a->n; i++) a->p[i] += a->v;
 }
 
+/* A launch and, after it, the check every PyTorch kernel launch makes: the thread's last error
+ * must be cudaSuccess (an error left there by zcoll would fail the caller's launch). */
 void zg_add_i32(void *p, size_t n, int32_t v, void *stream) {
     if (zg_sim()) {
-        static zg_add_args ring[ZC_GPU_SIM_QUEUE];
+        static zg_add_args ring[256];
         static uint32_t next;
-        zg_add_args *a = &ring[next++ % ZC_GPU_SIM_QUEUE];
+        zg_add_args *a = &ring[next++ % 256u];
         *a = (zg_add_args){p, n, v};
-        ZG_CHECK(zc_gpu_sim_stream_call(stream, zg_sim_add, a) == ZC_OK);
+        ZT_CHECK(zc_gpu_sim_stream_call(stream, zg_sim_add, a) == ZC_OK);
+        int e = zc_gpu_sim_take_error();
+        if (e) zt_fail(__FILE__, __LINE__, "the thread's error slot is empty after a launch",
+                       zc_gpu_sim_error_name(e));
         return;
     }
 #ifdef ZC_HAVE_CUDA
     ZG_CUDA((cudaError_t)zg_cuda_add_i32(p, n, v, (cudaStream_t)stream));
+    ZG_CUDA(cudaGetLastError());
 #endif
 }
 
 bool zg_stream_done(void *stream) {
-    if (zg_sim()) return zc_gpu_sim_stream_query(stream) == ZC_OK;
+    if (zg_sim()) return zc_gpu_sim_stream_query(stream) != ZC_IN_PROGRESS;
 #ifdef ZC_HAVE_CUDA
     cudaError_t e = cudaStreamQuery((cudaStream_t)stream);
-    if (e == cudaErrorNotReady) return false;
+    if (e == cudaErrorNotReady) {
+        (void)cudaGetLastError(); /* "not ready" sits in the error slot like an error */
+        return false;
+    }
     ZG_CUDA(e);
 #endif
     return true;
@@ -170,4 +187,108 @@ void zg_stream_destroy(void *stream) {
 #ifdef ZC_HAVE_CUDA
     ZG_CUDA(cudaStreamDestroy((cudaStream_t)stream));
 #endif
+}
+
+void zg_capture_begin(void *stream, bool global) {
+    if (zg_sim()) {
+        ZT_CHECK(zc_gpu_sim_capture_begin(stream, global ? ZC_GPU_SIM_CAPTURE_GLOBAL
+                                                         : ZC_GPU_SIM_CAPTURE_THREAD_LOCAL) ==
+                 ZC_OK);
+        return;
+    }
+#ifdef ZC_HAVE_CUDA
+    ZG_CUDA(cudaStreamBeginCapture((cudaStream_t)stream, global
+                                                             ? cudaStreamCaptureModeGlobal
+                                                             : cudaStreamCaptureModeThreadLocal));
+#endif
+}
+
+void *zg_capture_end(void *stream) {
+    if (zg_sim()) {
+        zc_gpu_sim_graph *g = NULL;
+        return zc_gpu_sim_capture_end(stream, &g) == ZC_OK ? g : NULL;
+    }
+#ifdef ZC_HAVE_CUDA
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaError_t e = cudaStreamEndCapture((cudaStream_t)stream, &graph);
+    if (e == cudaErrorStreamCaptureInvalidated) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    ZG_CUDA(e);
+    ZG_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    ZG_CUDA(cudaGraphDestroy(graph));
+    return exec;
+#else
+    return NULL;
+#endif
+}
+
+void zg_graph_launch(void *graph, void *stream) {
+    if (zg_sim()) {
+        ZT_CHECK(zc_gpu_sim_graph_launch(graph, stream) == ZC_OK);
+        return;
+    }
+#ifdef ZC_HAVE_CUDA
+    ZG_CUDA(cudaGraphLaunch((cudaGraphExec_t)graph, (cudaStream_t)stream));
+#endif
+}
+
+void zg_graph_free(void *graph) {
+    if (zg_sim()) {
+        zc_gpu_sim_graph_free(graph);
+        return;
+    }
+#ifdef ZC_HAVE_CUDA
+    ZG_CUDA(cudaGraphExecDestroy((cudaGraphExec_t)graph));
+#endif
+}
+
+/* ---- test data ---- */
+
+/* A float64 of category k (0..63) from random bits b, for an element that rank `rank` of a case
+ * holds: see zg_fill. f32: scaled to float32's range. */
+static double zg_float(uint64_t b, uint32_t k, uint32_t rank, uint64_t shared, bool f32) {
+    double tiny = f32 ? 1.1754943508222875e-38 : 2.2250738585072014e-308; /* smallest normal */
+    double sign = (b >> 63) ? -1.0 : 1.0;
+    double frac = (double)(b >> 11 & 0xfffffu) / 1048576.0; /* [0, 1) in 20 bits */
+    switch (k) {
+    case 0: return NAN;
+    case 1: return sign * INFINITY;
+    case 2: return -0.0;
+    case 3: return sign * (f32 ? 3e38 : 1.7e308);               /* overflows when summed */
+    case 4: case 5: case 6: case 7: return sign * tiny * frac;  /* subnormal */
+    case 8: case 9: case 10: case 11:                           /* near the smallest normal: */
+        return sign * tiny * (1.0 + frac);                      /* sums cancel to subnormals */
+    default: break;
+    }
+    if (k < 28) { /* cancellation: neighbouring ranks hold x and -x (nearly) */
+        double x = (double)(int64_t)(shared >> 40) / 4096.0;
+        return ((rank & 1u) ? -x : x) * (k < 20 ? 1.0 : 1.0 + (double)rank / 1048576.0);
+    }
+    return (double)((int64_t)b >> 40) / 4096.0; /* signed, moderate, exactly representable */
+}
+
+void zg_fill(void *buf, size_t count, zc_dtype dtype, uint64_t seed) {
+    zt_rng rng = {seed * 0x100000001b3ull + 7u};
+    zt_rng shared = {(seed >> 6) * 0x9e3779b97f4a7c15ull + 11u}; /* the same on every rank */
+    uint32_t rank = (uint32_t)(seed & 63u);
+    size_t es = zc_dtype_bytes(dtype);
+    uint8_t *b = buf;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t r = zt_rng_next(&rng), s = zt_rng_next(&shared);
+        if (dtype == ZC_FLOAT32 || dtype == ZC_FLOAT64) {
+            uint32_t k = (uint32_t)(s & 63u); /* a category all ranks share for element i */
+            double v = zg_float(r, k, rank, s, dtype == ZC_FLOAT32);
+            if (dtype == ZC_FLOAT32) {
+                float f = (float)v;
+                memcpy(b + i * es, &f, es);
+            } else {
+                memcpy(b + i * es, &v, es);
+            }
+        } else {
+            memcpy(b + i * es, &r, es); /* every bit pattern: NaNs, infinities, subnormals */
+        }
+    }
 }

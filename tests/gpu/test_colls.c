@@ -27,21 +27,21 @@ void gpu_registration_refuses_host_managed_partial_and_unregistered_memory(void)
     zc_mem *m = NULL, *mh = NULL;
     uint8_t *host = malloc(1u << 20), *managed = zg_managed_alloc(4096);
     uint8_t *dev = zg_dev_alloc(1u << 20), *dev2 = zg_dev_alloc(1u << 20);
-    ZG_CHECK_ST(c, zc_mem_register(c, host, 4096, ZC_MEM_CUDA, &mh), ZC_INVALID_ARG);
-    ZG_CHECK(strstr(zc_comm_error_text(c), "host memory") != NULL);
+    ZT_CHECK_COMM(c, zc_mem_register(c, host, 4096, ZC_MEM_CUDA, &mh), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(zc_comm_error_text(c), "host memory") != NULL);
     if (managed) { /* CUDA only */
-        ZG_CHECK_ST(c, zc_mem_register(c, managed, 4096, ZC_MEM_CUDA, &mh), ZC_INVALID_ARG);
-        ZG_CHECK(strstr(zc_comm_error_text(c), "managed") != NULL);
+        ZT_CHECK_COMM(c, zc_mem_register(c, managed, 4096, ZC_MEM_CUDA, &mh), ZC_INVALID_ARG);
+        ZT_CHECK(strstr(zc_comm_error_text(c), "managed") != NULL);
     }
-    ZG_CHECK_ST(c, zc_mem_register(c, dev, 2u << 20, ZC_MEM_CUDA, &mh), ZC_INVALID_ARG);
-    ZG_CHECK(strstr(zc_comm_error_text(c), "past the end") != NULL);
-    ZG_CHECK_ST(c, zc_mem_register(c, dev, 1u << 20, ZC_MEM_CUDA, &m), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, dev, 2u << 20, ZC_MEM_CUDA, &mh), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(zc_comm_error_text(c), "past the end") != NULL);
+    ZT_CHECK_COMM(c, zc_mem_register(c, dev, 1u << 20, ZC_MEM_CUDA, &m), ZC_OK);
     zc_req req;
-    ZG_CHECK_ST(c, zc_allreduce(c, dev2, dev2, 16, ZC_FLOAT32, ZC_SUM, &req), ZC_INVALID_ARG);
-    ZG_CHECK(strstr(zc_comm_error_text(c), "not registered") != NULL);
-    ZG_CHECK_ST(c, zc_allreduce(c, dev, host, 16, ZC_FLOAT32, ZC_SUM, &req), ZC_INVALID_ARG);
-    ZG_CHECK(strstr(zc_comm_error_text(c), "ZC_MEM_CUDA") != NULL);
-    ZG_CHECK_ST(c, zc_allreduce(c, dev + (1u << 20) - 32, dev, 16, ZC_FLOAT32, ZC_SUM, &req),
+    ZT_CHECK_COMM(c, zc_allreduce(c, dev2, dev2, 16, ZC_FLOAT32, ZC_SUM, &req), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(zc_comm_error_text(c), "not registered") != NULL);
+    ZT_CHECK_COMM(c, zc_allreduce(c, dev, host, 16, ZC_FLOAT32, ZC_SUM, &req), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(zc_comm_error_text(c), "ZC_MEM_CUDA") != NULL);
+    ZT_CHECK_COMM(c, zc_allreduce(c, dev + (1u << 20) - 32, dev, 16, ZC_FLOAT32, ZC_SUM, &req),
                 ZC_INVALID_ARG); /* runs past the registration */
     /* One rank: the device all_reduce is the n = 1 reduction (NaNs made canonical). */
     const size_t count = 4099;
@@ -50,13 +50,13 @@ void gpu_registration_refuses_host_managed_partial_and_unregistered_memory(void)
     const void *ins[1] = {in};
     zc__reduce(want, ins, 1, count, ZC_FLOAT32, ZC_SUM);
     zg_h2d(dev, in, count * 4);
-    ZG_CHECK_ST(c, zg_wait(c, zc_allreduce(c, dev, dev + (512u << 10), count, ZC_FLOAT32, ZC_SUM,
+    ZT_CHECK_COMM(c, zg_wait(c, zc_allreduce(c, dev, dev + (512u << 10), count, ZC_FLOAT32, ZC_SUM,
                                            &req), &req), ZC_OK);
     zg_d2h(got, dev + (512u << 10), count * 4);
-    ZG_CHECK(memcmp(got, want, count * 4) == 0);
-    ZG_CHECK_ST(c, zc_mem_deregister(c, m), ZC_OK);
-    ZG_CHECK_ST(c, zc_allreduce(c, dev, dev, 16, ZC_FLOAT32, ZC_SUM, &req), ZC_INVALID_ARG);
-    ZG_CHECK_ST(c, zc_comm_fini(c), ZC_OK);
+    ZT_CHECK(memcmp(got, want, count * 4) == 0);
+    ZT_CHECK_COMM(c, zc_mem_deregister(c, m), ZC_OK);
+    ZT_CHECK_COMM(c, zc_allreduce(c, dev, dev, 16, ZC_FLOAT32, ZC_SUM, &req), ZC_INVALID_ARG);
+    ZT_CHECK_COMM(c, zc_comm_fini(c), ZC_OK);
     zg_dev_free(dev);
     zg_dev_free(dev2);
     free(host);
@@ -146,7 +146,7 @@ static void zg_run_case(zc_comm *c, const zg_case *k, uint32_t seed, uint8_t *ds
     zg_dev_memset(drecv, 0xa5, zg_out_blocks(k, n) * blk + blk);
     zg_h2d(send, in[me], zg_in_blocks(k, n) * blk);
     zc_req req;
-    ZG_CHECK_ST(c, zg_wait(c, zg_issue(c, k, send, recv, &req), &req), ZC_OK);
+    ZT_CHECK_COMM(c, zg_wait(c, zg_issue(c, k, send, recv, &req), &req), ZC_OK);
     size_t bytes = zg_expect(k, n, me, in, want);
     if (!bytes) return;
     uint8_t *out = k->in_place && (k->kind == 4 || k->kind == 5) ? drecv : recv;
@@ -158,7 +158,7 @@ static void zg_run_case(zc_comm *c, const zg_case *k, uint32_t seed, uint8_t *ds
                  "(device byte 0x%02x, host 0x%02x)", me, zg_kinds[k->kind],
                  zc_dtype_name(k->dtype), zc_op_name(k->op), k->count, k->root,
                  k->in_place ? " in place" : "", i / es, got[i], want[i]);
-        zg_fail(__FILE__, __LINE__, "device == host reference", d);
+        zt_fail(__FILE__, __LINE__, "device == host reference", d);
     }
 }
 
@@ -178,17 +178,17 @@ static uint32_t zg_send_recv_ring(zc_comm *c, uint32_t *seed, uint8_t *dsend, ui
             zg_h2d(dsend, in[me], bytes);
             zg_dev_memset(drecv, 0xa5, bytes);
             zc_req rr, rs;
-            ZG_CHECK_ST(c, zc_recv(c, drecv, counts[ci], dts[di], from, &rr), ZC_OK);
-            ZG_CHECK_ST(c, zg_wait(c, zc_send(c, dsend, counts[ci], dts[di], to, &rs), &rs),
+            ZT_CHECK_COMM(c, zc_recv(c, drecv, counts[ci], dts[di], from, &rr), ZC_OK);
+            ZT_CHECK_COMM(c, zg_wait(c, zc_send(c, dsend, counts[ci], dts[di], to, &rs), &rs),
                         ZC_OK);
-            ZG_CHECK_ST(c, zc_wait(c, &rr), ZC_OK);
+            ZT_CHECK_COMM(c, zc_wait(c, &rr), ZC_OK);
             zg_d2h(got, drecv, bytes);
-            ZG_CHECK(memcmp(got, in[from], bytes) == 0);
+            ZT_CHECK(memcmp(got, in[from], bytes) == 0);
         }
     /* Nobody leaves while a peer still waits on its ring neighbour: progress's liveness check
      * watches every peer, so a rank gone early would fail a late peer's recv. */
     zc_req req;
-    ZG_CHECK_ST(c, zg_wait(c, zc_barrier(c, &req), &req), ZC_OK);
+    ZT_CHECK_COMM(c, zg_wait(c, zc_barrier(c, &req), &req), ZC_OK);
     return calls;
 }
 
@@ -207,15 +207,15 @@ static uint32_t zg_two_in_flight(zc_comm *c, uint32_t seed, uint8_t *dsend, uint
     zg_h2d(dsend, in[me], N * 4);
     uint8_t *gathered = drecv + (64u << 10); /* past the all_reduce's N * 4 bytes */
     zc_req ra, rg;
-    ZG_CHECK_ST(c, zc_allreduce(c, dsend, drecv, N, ZC_INT32, ZC_SUM, &ra), ZC_OK);
-    ZG_CHECK_ST(c, zc_allgather(c, dsend, gathered, N, ZC_INT32, &rg), ZC_OK);
-    ZG_CHECK_ST(c, zc_wait(c, &rg), ZC_OK);
-    ZG_CHECK_ST(c, zc_wait(c, &ra), ZC_OK);
+    ZT_CHECK_COMM(c, zc_allreduce(c, dsend, drecv, N, ZC_INT32, ZC_SUM, &ra), ZC_OK);
+    ZT_CHECK_COMM(c, zc_allgather(c, dsend, gathered, N, ZC_INT32, &rg), ZC_OK);
+    ZT_CHECK_COMM(c, zc_wait(c, &rg), ZC_OK);
+    ZT_CHECK_COMM(c, zc_wait(c, &ra), ZC_OK);
     zc__reduce(want, ins, n, N, ZC_INT32, ZC_SUM);
     zg_d2h(got, drecv, N * 4);
-    ZG_CHECK(memcmp(got, want, N * 4) == 0);
+    ZT_CHECK(memcmp(got, want, N * 4) == 0);
     zg_d2h(got, gathered, (size_t)n * N * 4);
-    for (uint32_t r = 0; r < n; r++) ZG_CHECK(memcmp(got + (size_t)r * N * 4, in[r], N * 4) == 0);
+    for (uint32_t r = 0; r < n; r++) ZT_CHECK(memcmp(got + (size_t)r * N * 4, in[r], N * 4) == 0);
     return 2;
 }
 
@@ -234,10 +234,10 @@ static void zg_check_path(zc_comm *c, uint32_t cases, uint32_t p2p) {
                (unsigned long long)rounds, (unsigned long long)direct,
                (unsigned long long)bytes, cases);
     if (!want) return;
-    ZG_CHECK(strcmp(zc_comm_gpu_path(c), want) == 0);
-    if (strcmp(want, "staged") == 0) ZG_CHECK(calls == cases && rounds > calls && direct == 0);
-    else if (strcmp(want, "direct") == 0) ZG_CHECK(calls == 0 && direct == cases && bytes > 0);
-    else ZG_CHECK(calls == p2p && direct == 0);
+    ZT_CHECK(strcmp(zc_comm_gpu_path(c), want) == 0);
+    if (strcmp(want, "staged") == 0) ZT_CHECK(calls == cases && rounds > calls && direct == 0);
+    else if (strcmp(want, "direct") == 0) ZT_CHECK(calls == 0 && direct == cases && bytes > 0);
+    else ZT_CHECK(calls == p2p && direct == 0);
 }
 
 int zg_rank_collectives(void) {
@@ -249,8 +249,8 @@ int zg_rank_collectives(void) {
     uint8_t *want = malloc(ZG_BUF), *got = malloc(ZG_BUF);
     zc_mem *ms, *mr;
     for (uint32_t r = 0; r < n; r++) in[r] = malloc(ZG_BUF);
-    ZG_CHECK_ST(c, zc_mem_register(c, dsend, ZG_BUF, ZC_MEM_CUDA, &ms), ZC_OK);
-    ZG_CHECK_ST(c, zc_mem_register(c, drecv, ZG_BUF, ZC_MEM_CUDA, &mr), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, dsend, ZG_BUF, ZC_MEM_CUDA, &ms), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, drecv, ZG_BUF, ZC_MEM_CUDA, &mr), ZC_OK);
     static const size_t ar_counts[] = {1, 5000, 100003};
     uint32_t seed = 0, cases = 0;
     for (int dt = 0; dt < ZC_DTYPE_COUNT_; dt++)
@@ -277,9 +277,9 @@ int zg_rank_collectives(void) {
     if (zc_comm_rank(c) == 0)
         printf("%u ranks: %u device collectives equal to the host reference\n", n, cases);
     zg_check_path(c, cases, p2p);
-    ZG_CHECK_ST(c, zc_mem_deregister(c, ms), ZC_OK);
-    ZG_CHECK_ST(c, zc_mem_deregister(c, mr), ZC_OK);
-    ZG_CHECK_ST(c, zc_comm_fini(c), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_deregister(c, ms), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_deregister(c, mr), ZC_OK);
+    ZT_CHECK_COMM(c, zc_comm_fini(c), ZC_OK);
     zg_dev_free(dsend);
     zg_dev_free(drecv);
     for (uint32_t r = 0; r < n; r++) free(in[r]);
@@ -290,9 +290,9 @@ int zg_rank_collectives(void) {
 
 static void zg_ranks(uint32_t n, const char *name) {
     zg_need_device(); /* skip before starting ranks when there is no GPU */
-    int rc = zg_run_ranks(n, name, 240);
-    if (rc == 77) zg_skip("the ranks found no usable GPU");
-    ZG_CHECK(rc == 0);
+    int rc = zt_run_ranks(n, name, 240, NULL, NULL, 0);
+    if (rc == 77) zt_skip("the ranks found no usable GPU");
+    ZT_CHECK(rc == 0);
 }
 
 void gpu_collectives_match_host_reference_1_rank(void) { zg_ranks(1, "zg_rank_collectives"); }
@@ -305,7 +305,7 @@ void gpu_collectives_match_host_reference_4_ranks(void) { zg_ranks(4, "zg_rank_c
 /* ---- stream-ordered forms ---- */
 
 static void zg_drive(zc_comm *c, void *s) {
-    while (!zg_stream_done(s)) ZG_CHECK_ST(c, zc_progress(c), ZC_OK);
+    while (!zg_stream_done(s)) ZT_CHECK_COMM(c, zc_progress(c), ZC_OK);
 }
 
 /* Round k's results: all_reduce of (rank + 1 + k) and all_gather of every rank's input. */
@@ -315,10 +315,10 @@ static void zg_check_round(uint32_t n, int k, const int32_t *ar, const int32_t *
         char d[128];
         snprintf(d, sizeof d, "round %d: all_reduce gave %d and %d, expected %d", k, ar[0],
                  ar[N - 1], want);
-        zg_fail(__FILE__, __LINE__, "round result", d);
+        zt_fail(__FILE__, __LINE__, "round result", d);
     }
     for (uint32_t p = 0; p < n; p++)
-        ZG_CHECK(ag[p * (uint32_t)N] == (int32_t)p + 1 + k &&
+        ZT_CHECK(ag[p * (uint32_t)N] == (int32_t)p + 1 + k &&
                  ag[p * (uint32_t)N + (uint32_t)N - 1] == ag[p * (uint32_t)N]);
 }
 
@@ -332,8 +332,8 @@ static void zg_graph_rounds(zc_comm *c, void *s, int32_t *dsend, int32_t *drecv,
     cudaStream_t cs = (cudaStream_t)s;
     ZG_CUDA(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
     zg_add_i32(dsend, (size_t)N, 1, s);
-    ZG_CHECK_ST(c, zc_allreduce_stream(c, dsend, drecv, (size_t)N, ZC_INT32, ZC_SUM, s), ZC_OK);
-    ZG_CHECK_ST(c, zc_allgather_stream(c, dsend, dag, (size_t)N, ZC_INT32, s), ZC_OK);
+    ZT_CHECK_COMM(c, zc_allreduce_stream(c, dsend, drecv, (size_t)N, ZC_INT32, ZC_SUM, s), ZC_OK);
+    ZT_CHECK_COMM(c, zc_allgather_stream(c, dsend, dag, (size_t)N, ZC_INT32, s), ZC_OK);
     ZG_CUDA(cudaStreamEndCapture(cs, &graph));
     ZG_CUDA(cudaGraphInstantiate(&exec, graph, 0));
     for (int k = 1; k <= 100; k++) {
@@ -354,9 +354,9 @@ static void zg_plain_rounds(zc_comm *c, void *s, int32_t *dsend, int32_t *drecv,
     uint32_t n = zc_comm_size(c);
     for (int k = 1; k <= 100; k++) {
         zg_add_i32(dsend, (size_t)N, 1, s);
-        ZG_CHECK_ST(c, zc_allreduce_stream(c, dsend, drecv, (size_t)N, ZC_INT32, ZC_SUM, s),
+        ZT_CHECK_COMM(c, zc_allreduce_stream(c, dsend, drecv, (size_t)N, ZC_INT32, ZC_SUM, s),
                     ZC_OK);
-        ZG_CHECK_ST(c, zc_allgather_stream(c, dsend, dag, (size_t)N, ZC_INT32, s), ZC_OK);
+        ZT_CHECK_COMM(c, zc_allgather_stream(c, dsend, dag, (size_t)N, ZC_INT32, s), ZC_OK);
         zg_drive(c, s);
         zg_d2h(host, drecv, sizeof(int32_t) * (size_t)N);
         zg_d2h(hag, dag, sizeof(int32_t) * (size_t)N * n);
@@ -373,19 +373,19 @@ int zg_rank_stream_forms(void) {
     int32_t *dsend = zg_dev_alloc(sizeof host), *drecv = zg_dev_alloc(sizeof host);
     int32_t *dag = zg_dev_alloc(sizeof host * n);
     zc_mem *m1, *m2, *m3;
-    ZG_CHECK_ST(c, zc_mem_register(c, dsend, sizeof host, ZC_MEM_CUDA, &m1), ZC_OK);
-    ZG_CHECK_ST(c, zc_mem_register(c, drecv, sizeof host, ZC_MEM_CUDA, &m2), ZC_OK);
-    ZG_CHECK_ST(c, zc_mem_register(c, dag, sizeof host * n, ZC_MEM_CUDA, &m3), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, dsend, sizeof host, ZC_MEM_CUDA, &m1), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, drecv, sizeof host, ZC_MEM_CUDA, &m2), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, dag, sizeof host * n, ZC_MEM_CUDA, &m3), ZC_OK);
     for (int i = 0; i < N; i++) host[i] = (int32_t)me + 1;
     zg_h2d(dsend, host, sizeof host);
     void *s = zg_stream_create();
     /* Ordered after the add on the same stream. */
     zg_add_i32(dsend, N, 0, s);
-    ZG_CHECK_ST(c, zc_allreduce_stream(c, dsend, drecv, N, ZC_INT32, ZC_SUM, s), ZC_OK);
-    ZG_CHECK_ST(c, zc_barrier_stream(c, s), ZC_OK);
+    ZT_CHECK_COMM(c, zc_allreduce_stream(c, dsend, drecv, N, ZC_INT32, ZC_SUM, s), ZC_OK);
+    ZT_CHECK_COMM(c, zc_barrier_stream(c, s), ZC_OK);
     zg_drive(c, s);
     zg_d2h(host, drecv, sizeof host);
-    ZG_CHECK(host[0] == (int32_t)(n * (n + 1) / 2) && host[N - 1] == host[0]);
+    ZT_CHECK(host[0] == (int32_t)(n * (n + 1) / 2) && host[N - 1] == host[0]);
 #ifdef ZC_HAVE_CUDA
     if (!zg_sim()) zg_graph_rounds(c, s, dsend, drecv, dag, host, hag, N);
 #endif
@@ -393,7 +393,7 @@ int zg_rank_stream_forms(void) {
     if (me == 0)
         printf("%u ranks: 100 rounds of add + all_reduce + all_gather on a stream correct%s\n", n,
                zg_sim() ? "" : " (graph replays)");
-    ZG_CHECK_ST(c, zc_comm_fini(c), ZC_OK);
+    ZT_CHECK_COMM(c, zc_comm_fini(c), ZC_OK);
     zg_dev_free(dsend);
     zg_dev_free(drecv);
     zg_dev_free(dag);
@@ -425,30 +425,30 @@ int zg_rank_fault(void) {
     uint32_t n = zc_comm_size(c);
     float *dsend = zg_dev_alloc(N * 4), *drecv = zg_dev_alloc(N * 4), host[N];
     zc_mem *m1, *m2;
-    ZG_CHECK_ST(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
-    ZG_CHECK_ST(c, zc_mem_register(c, drecv, N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, drecv, N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
     for (int i = 0; i < N; i++) host[i] = (float)me;
     zg_h2d(dsend, host, sizeof host);
     zc_req req;
     zc_status st = ZC_OK;
     int k;
-    double t0 = zg_now_s();
+    double t0 = zt_now_s();
     for (k = 0; k < 3 && st == ZC_OK; k++) {
-        t0 = zg_now_s();
+        t0 = zt_now_s();
         st = zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, &req), &req);
         if (st != ZC_OK) break;
         zg_d2h(host, drecv, sizeof host);
-        ZG_CHECK(host[0] == (float)(n * (n - 1) / 2) && host[N - 1] == host[0]);
+        ZT_CHECK(host[0] == (float)(n * (n - 1) / 2) && host[N - 1] == host[0]);
     }
-    double took = zg_now_s() - t0;
+    double took = zt_now_s() - t0;
     const char *why = zc_comm_error_text(c);
     printf("rank %u: call %d: %s after %.2f s: %s\n", me, k, zc_status_name(st), took, why);
-    ZG_CHECK(st != ZC_OK && why[0] != '\0');
-    ZG_CHECK(k == 2 || (at && me != 1 && k == 1));
-    if (me == 1) ZG_CHECK(st == ZC_GPU && strstr(why, "simulated fault") != NULL);
-    else if (!at) ZG_CHECK(strstr(why, "called zc_allreduce") != NULL); /* its call was found */
-    else ZG_CHECK(st == ZC_GPU && strstr(why, "rank 1 detected ZC_GPU") != NULL);
-    ZG_CHECK(took < 8.0); /* the deadline is 10 s: seen before it, not by it */
+    ZT_CHECK(st != ZC_OK && why[0] != '\0');
+    ZT_CHECK(k == 2 || (at && me != 1 && k == 1));
+    if (me == 1) ZT_CHECK(st == ZC_GPU && strstr(why, "simulated fault") != NULL);
+    else if (!at) ZT_CHECK(strstr(why, "called zc_allreduce") != NULL); /* its call was found */
+    else ZT_CHECK(st == ZC_GPU && strstr(why, "rank 1 detected ZC_GPU") != NULL);
+    ZT_CHECK(took < 8.0); /* the deadline is 10 s: seen before it, not by it */
     (void)zc_comm_fini(c);
     zg_dev_free(dsend);
     zg_dev_free(drecv);
@@ -469,26 +469,26 @@ int zg_rank_stream_fault(void) {
     zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
     float *dsend = zg_dev_alloc(N * 4), *drecv = zg_dev_alloc(N * 4);
     zc_mem *m1, *m2;
-    ZG_CHECK_ST(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
-    ZG_CHECK_ST(c, zc_mem_register(c, drecv, N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, drecv, N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
     void *s = zg_stream_create();
-    ZG_CHECK_ST(c, zc_allreduce_stream(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, s), ZC_OK);
-    ZG_CHECK_ST(c, zc_barrier_stream(c, s), ZC_OK);
-    ZG_CHECK_ST(c, zc_allreduce_stream(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, s), ZC_OK);
-    double t0 = zg_now_s();
+    ZT_CHECK_COMM(c, zc_allreduce_stream(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, s), ZC_OK);
+    ZT_CHECK_COMM(c, zc_barrier_stream(c, s), ZC_OK);
+    ZT_CHECK_COMM(c, zc_allreduce_stream(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, s), ZC_OK);
+    double t0 = zt_now_s();
     zc_status st = ZC_OK;
-    while (!zg_stream_done(s) && zg_now_s() - t0 < 8.0) {
+    while ((!zg_stream_done(s) || st == ZC_OK) && zt_now_s() - t0 < 8.0) {
         zc_status p = zc_progress(c);
         if (p != ZC_OK) st = p;
     }
-    double took = zg_now_s() - t0;
+    double took = zt_now_s() - t0;
     printf("rank %u: stream finished %s after %.2f s, %s: %s\n", me,
            zg_stream_done(s) ? "" : "NOT", took, zc_status_name(st), zc_comm_error_text(c));
-    ZG_CHECK(zg_stream_done(s)); /* no caller's stream hangs on a failed communicator */
-    ZG_CHECK(st != ZC_OK && took < 8.0);
-    if (me == 1) ZG_CHECK(st == ZC_GPU && strstr(zc_comm_error_text(c), "simulated fault"));
-    ZG_CHECK_ST(c, zc_barrier_stream(c, s), st);
-    ZG_CHECK(zg_stream_done(s)); /* refused: nothing was enqueued */
+    ZT_CHECK(zg_stream_done(s)); /* no caller's stream hangs on a failed communicator */
+    ZT_CHECK(st != ZC_OK && took < 8.0);
+    if (me == 1) ZT_CHECK(st == ZC_GPU && strstr(zc_comm_error_text(c), "simulated fault"));
+    ZT_CHECK_COMM(c, zc_barrier_stream(c, s), st);
+    ZT_CHECK(zg_stream_done(s)); /* refused: nothing was enqueued */
     (void)zc_comm_fini(c);
     zg_dev_free(dsend);
     zg_dev_free(drecv);
@@ -510,10 +510,10 @@ int zg_rank_peer_trouble(void) {
     uint32_t me = zc_comm_rank(c);
     float *dsend = zg_dev_alloc(N * 4), *drecv = zg_dev_alloc(N * 4);
     zc_mem *m1, *m2;
-    ZG_CHECK_ST(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
-    ZG_CHECK_ST(c, zc_mem_register(c, drecv, N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, drecv, N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
     zc_req req;
-    ZG_CHECK_ST(c, zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, &req), &req),
+    ZT_CHECK_COMM(c, zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, &req), &req),
                 ZC_OK);
     if (me == 1) {
         if (!stall) { /* gone without a word (rank 0's mappings of its memory stay) */
@@ -527,16 +527,16 @@ int zg_rank_peer_trouble(void) {
         zg_dev_free(drecv);
         return 0;
     }
-    double t0 = zg_now_s();
+    double t0 = zt_now_s();
     zc_status st = zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, &req), &req);
-    double took = zg_now_s() - t0;
+    double took = zt_now_s() - t0;
     printf("rank 0: %s after %.2f s: %s\n", zc_status_name(st), took, zc_comm_error_text(c));
     if (stall) {
-        ZG_CHECK(st == ZC_TIMED_OUT && strstr(zc_comm_error_text(c), "timed out") != NULL);
-        ZG_CHECK(took > 1.4 && took < 3.0);
+        ZT_CHECK(st == ZC_TIMED_OUT && strstr(zc_comm_error_text(c), "timed out") != NULL);
+        ZT_CHECK(took > 1.4 && took < 3.0);
     } else {
-        ZG_CHECK(st == ZC_PEER_LOST && strstr(zc_comm_error_text(c), "rank 1") != NULL);
-        ZG_CHECK(took < 5.0); /* seen by liveness, long before the 20 s deadline */
+        ZT_CHECK(st == ZC_PEER_LOST && strstr(zc_comm_error_text(c), "rank 1") != NULL);
+        ZT_CHECK(took < 5.0); /* seen by liveness, long before the 20 s deadline */
     }
     (void)zc_comm_fini(c);
     zg_dev_free(dsend);
@@ -547,8 +547,8 @@ int zg_rank_peer_trouble(void) {
 static void zg_peer_trouble(const char *act) {
     zg_need_device();
     setenv("ZG_ACT", act, 1);
-    int rc = zg_run_ranks(2, "zg_rank_peer_trouble", 60);
-    ZG_CHECK(rc == 0);
+    int rc = zt_run_ranks(2, "zg_rank_peer_trouble", 60, NULL, NULL, 0);
+    ZT_CHECK(rc == 0);
 }
 
 void gpu_dead_peer_fails_device_allreduce_with_peer_lost_2_ranks(void) { zg_peer_trouble("exit"); }
@@ -566,7 +566,7 @@ int zg_rank_register_mismatch(void) {
     zc_req req;
     zc_status st;
     if (me == 0) {
-        ZG_CHECK_ST(c, zc_mem_register(c, dev, N * 4, ZC_MEM_CUDA, &m), ZC_OK);
+        ZT_CHECK_COMM(c, zc_mem_register(c, dev, N * 4, ZC_MEM_CUDA, &m), ZC_OK);
         st = zg_wait(c, zc_allreduce(c, host, host, N, ZC_FLOAT32, ZC_SUM, &req), &req);
     } else {
         st = zg_wait(c, zc_allreduce(c, host, host, N, ZC_FLOAT32, ZC_SUM, &req), &req);
@@ -575,8 +575,8 @@ int zg_rank_register_mismatch(void) {
     /* Rank 0's sentence names its registration whoever detected the mismatch; rank 1's names
      * it when rank 1 detected it, else it is rank 0's report (which carries no call). */
     const char *why = zc_comm_error_text(c);
-    ZG_CHECK(st == ZC_MISMATCH);
-    ZG_CHECK(strstr(why, "zc_mem_register") != NULL ||
+    ZT_CHECK(st == ZC_MISMATCH);
+    ZT_CHECK(strstr(why, "zc_mem_register") != NULL ||
              (me == 1 && strstr(why, "rank 0 detected ZC_MISMATCH at sequence 0") != NULL));
     (void)zc_comm_fini(c);
     zg_dev_free(dev);
@@ -585,22 +585,22 @@ int zg_rank_register_mismatch(void) {
 
 void gpu_registration_order_mismatch_fails_both_ranks_2_ranks(void) {
     zg_need_device();
-    ZG_CHECK(zg_run_ranks(2, "zg_rank_register_mismatch", 60) == 0);
+    ZT_CHECK(zt_run_ranks(2, "zg_rank_register_mismatch", 60, NULL, NULL, 0) == 0);
 }
 
 void gpu_injected_device_fault_fails_every_rank_with_a_sentence_2_ranks(void) {
-    if (!zg_sim()) zg_skip("fault injection is the simulated device's (ZC_GPU_SIM_FAULT)");
-    int rc = zg_run_ranks(2, "zg_rank_fault", 60);
-    ZG_CHECK(rc == 0);
+    if (!zg_sim()) zt_skip("fault injection is the simulated device's (ZC_GPU_SIM_FAULT)");
+    int rc = zt_run_ranks(2, "zg_rank_fault", 60, NULL, NULL, 0);
+    ZT_CHECK(rc == 0);
 }
 void gpu_stream_calls_finish_on_their_stream_through_a_device_fault_3_ranks(void) {
-    if (!zg_sim()) zg_skip("fault injection is the simulated device's (ZC_GPU_SIM_FAULT)");
-    ZG_CHECK(zg_run_ranks(3, "zg_rank_stream_fault", 60) == 0);
+    if (!zg_sim()) zt_skip("fault injection is the simulated device's (ZC_GPU_SIM_FAULT)");
+    ZT_CHECK(zt_run_ranks(3, "zg_rank_stream_fault", 60, NULL, NULL, 0) == 0);
 }
 void gpu_injected_device_fault_fails_every_rank_with_a_sentence_4_ranks(void) {
-    if (!zg_sim()) zg_skip("fault injection is the simulated device's (ZC_GPU_SIM_FAULT)");
-    int rc = zg_run_ranks(4, "zg_rank_fault", 60);
-    ZG_CHECK(rc == 0);
+    if (!zg_sim()) zt_skip("fault injection is the simulated device's (ZC_GPU_SIM_FAULT)");
+    int rc = zt_run_ranks(4, "zg_rank_fault", 60, NULL, NULL, 0);
+    ZT_CHECK(rc == 0);
 }
 
 /* ---- the staged path on one host (sched_stage.c; cfg->gpu_path staged over shm) ---- */
@@ -618,10 +618,10 @@ void gpu_staged_collectives_match_host_reference_3_ranks(void) { zg_staged(3); }
 /* Rank 1's fifth device operation faults: the third all_reduce's device-to-host copy (each
  * staged all_reduce of one round is two copies). */
 void gpu_staged_injected_device_fault_fails_every_rank_with_a_sentence_2_ranks(void) {
-    if (!zg_sim()) zg_skip("fault injection is the simulated device's (ZC_GPU_SIM_FAULT)");
+    if (!zg_sim()) zt_skip("fault injection is the simulated device's (ZC_GPU_SIM_FAULT)");
     setenv("ZC_GPU_PATH", "staged", 1);
     setenv("ZG_FAULT_AT", "5", 1);
-    ZG_CHECK(zg_run_ranks(2, "zg_rank_fault", 60) == 0);
+    ZT_CHECK(zt_run_ranks(2, "zg_rank_fault", 60, NULL, NULL, 0) == 0);
 }
 
 void gpu_staged_dead_peer_fails_device_allreduce_with_peer_lost_2_ranks(void) {
@@ -647,25 +647,25 @@ int zg_rank_path_choice(void) {
         char name[32];
         snprintf(name, sizeof name, "rank %s", bad);
         printf("rank %u: init %s: %s\n", me, zc_status_name(st), why);
-        ZG_CHECK(st == ZC_UNSUPPORTED && strstr(why, "gpu_path is direct") && strstr(why, name));
-        ZG_CHECK(strstr(why, "GPUDirect RDMA") != NULL);
+        ZT_CHECK(st == ZC_UNSUPPORTED && strstr(why, "gpu_path is direct") && strstr(why, name));
+        ZT_CHECK(strstr(why, "GPUDirect RDMA") != NULL);
         return 0;
     }
-    if (st != ZC_OK) zg_fail(__FILE__, __LINE__, "zc_comm_init", zc_init_error_text());
+    if (st != ZC_OK) zt_fail(__FILE__, __LINE__, "zc_comm_init", zc_init_error_text());
     uint32_t n = zc_comm_size(c);
     int32_t *dsend = zg_dev_alloc(N * 4), *drecv = zg_dev_alloc(N * 4), host[N];
     zc_mem *m1, *m2;
-    ZG_CHECK_ST(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
-    ZG_CHECK_ST(c, zc_mem_register(c, drecv, N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, drecv, N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
     for (uint32_t k = 1; k <= 4; k++) { /* 12 KiB: RS+AG in rounds on the direct path */
         for (int i = 0; i < N; i++) host[i] = (int32_t)(k * me + (uint32_t)i);
         zg_h2d(dsend, host, sizeof host);
         zc_req req;
-        ZG_CHECK_ST(c, zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_INT32, ZC_SUM, &req),
+        ZT_CHECK_COMM(c, zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_INT32, ZC_SUM, &req),
                                &req), ZC_OK);
         zg_d2h(host, drecv, sizeof host);
         for (int i = 0; i < N; i++)
-            ZG_CHECK(host[i] == (int32_t)(k * n * (n - 1) / 2 + n * (uint32_t)i));
+            ZT_CHECK(host[i] == (int32_t)(k * n * (n - 1) / 2 + n * (uint32_t)i));
     }
     uint64_t staged, rounds, direct, bytes;
     zc_comm_gpu_staged(c, &staged, &rounds);
@@ -673,9 +673,9 @@ int zg_rank_path_choice(void) {
     printf("rank %u: path %s: %llu staged and %llu direct calls\n", me, zc_comm_gpu_path(c),
            (unsigned long long)staged, (unsigned long long)direct);
     const char *want = getenv("ZG_PATH");
-    ZG_CHECK(want && strcmp(zc_comm_gpu_path(c), want) == 0);
-    ZG_CHECK(strcmp(want, "direct") == 0 ? direct == 4 && staged == 0 : staged == 4 && !direct);
-    ZG_CHECK_ST(c, zc_comm_fini(c), ZC_OK);
+    ZT_CHECK(want && strcmp(zc_comm_gpu_path(c), want) == 0);
+    ZT_CHECK(strcmp(want, "direct") == 0 ? direct == 4 && staged == 0 : staged == 4 && !direct);
+    ZT_CHECK_COMM(c, zc_comm_fini(c), ZC_OK);
     zg_dev_free(dsend);
     zg_dev_free(drecv);
     return 0;
@@ -691,9 +691,9 @@ static void zg_sum_check(zc_comm *c, int32_t *d, int32_t *e, int32_t k, uint32_t
     for (int i = 0; i < N; i++) host[i] = k * (int32_t)me + i;
     zg_h2d(d, host, sizeof host);
     zc_req req;
-    ZG_CHECK_ST(c, zg_wait(c, zc_allreduce(c, d, e, N, ZC_INT32, ZC_SUM, &req), &req), ZC_OK);
+    ZT_CHECK_COMM(c, zg_wait(c, zc_allreduce(c, d, e, N, ZC_INT32, ZC_SUM, &req), &req), ZC_OK);
     zg_d2h(host, e, sizeof host);
-    for (int i = 0; i < N; i++) ZG_CHECK(host[i] == want + (int32_t)n * i);
+    for (int i = 0; i < N; i++) ZT_CHECK(host[i] == want + (int32_t)n * i);
 }
 
 /* A split on a wire that writes into memory: 4 ranks split by parity, each child deciding its
@@ -704,16 +704,16 @@ int zg_rank_split(void) {
     zc_comm *parent = zg_comm_from_env(8u << 10, 8u << 10), *child = NULL;
     uint32_t me = zc_comm_rank(parent), n = zc_comm_size(parent), ranks[64], m = 0;
     void *arena = malloc(64u << 20);
-    ZG_CHECK(arena != NULL);
-    ZG_CHECK_ST(parent, zc_comm_split(parent, (int)(me % 2), (int)me, arena, 64u << 20,
+    ZT_CHECK(arena != NULL);
+    ZT_CHECK_COMM(parent, zc_comm_split(parent, (int)(me % 2), (int)me, arena, 64u << 20,
                                       &child), ZC_OK);
-    ZG_CHECK(child != NULL && zc_comm_size(child) == (n + 1 - me % 2) / 2);
+    ZT_CHECK(child != NULL && zc_comm_size(child) == (n + 1 - me % 2) / 2);
     for (uint32_t r = me % 2; r < n; r += 2) ranks[m++] = r;
     int32_t *d[4];
     zc_mem *mem;
     for (int i = 0; i < 4; i++) {
         d[i] = zg_dev_alloc(N * 4);
-        ZG_CHECK_ST(i < 2 ? child : parent,
+        ZT_CHECK_COMM(i < 2 ? child : parent,
                     zc_mem_register(i < 2 ? child : parent, d[i], N * 4, ZC_MEM_CUDA, &mem),
                     ZC_OK);
     }
@@ -726,11 +726,11 @@ int zg_rank_split(void) {
     printf("rank %u: child of %u ranks on path %s (%llu direct calls), parent on %s\n", me, m,
            zc_comm_gpu_path(child), (unsigned long long)cd, zc_comm_gpu_path(parent));
     const char *want = getenv("ZG_PATH");
-    ZG_CHECK(want && strcmp(zc_comm_gpu_path(child), want) == 0 &&
+    ZT_CHECK(want && strcmp(zc_comm_gpu_path(child), want) == 0 &&
              strcmp(zc_comm_gpu_path(parent), want) == 0);
-    if (strcmp(want, "direct") == 0) ZG_CHECK(cd == 3 && pd == 1);
-    ZG_CHECK_ST(child, zc_comm_fini(child), ZC_OK);
-    ZG_CHECK_ST(parent, zc_comm_fini(parent), ZC_OK);
+    if (strcmp(want, "direct") == 0) ZT_CHECK(cd == 3 && pd == 1);
+    ZT_CHECK_COMM(child, zc_comm_fini(child), ZC_OK);
+    ZT_CHECK_COMM(parent, zc_comm_fini(parent), ZC_OK);
     for (int i = 0; i < 4; i++) zg_dev_free(d[i]);
     free(arena);
     return 0;
@@ -747,24 +747,24 @@ int zg_rank_mismatch(void) {
     uint32_t me = zc_comm_rank(c), n = zc_comm_size(c);
     int32_t *dsend = zg_dev_alloc(N * 4), *drecv = zg_dev_alloc(64u * N * 4), host[N];
     zc_mem *m1, *m2;
-    ZG_CHECK_ST(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
-    ZG_CHECK_ST(c, zc_mem_register(c, drecv, 64u * N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, drecv, 64u * N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
     for (int i = 0; i < N; i++) host[i] = 7;
     zg_h2d(dsend, host, sizeof host);
     zg_dev_memset(drecv, 0x5a, (size_t)n * N * 4);
     zc_req req;
-    double t0 = zg_now_s();
+    double t0 = zt_now_s();
     zc_status st = me == 0 ? zc_allreduce(c, dsend, drecv, N, ZC_INT32, ZC_SUM, &req)
                            : zc_allgather(c, dsend, drecv, N, ZC_INT32, &req);
     st = zg_wait(c, st, &req);
-    double took = zg_now_s() - t0;
+    double took = zt_now_s() - t0;
     const char *why = zc_comm_error_text(c);
     printf("rank %u: %s after %.2f s: %s\n", me, zc_status_name(st), took, why);
-    ZG_CHECK(st == ZC_MISMATCH && took < 10.0);
-    ZG_CHECK(strstr(why, me == 0 ? "zc_allreduce" : "zc_allgather") != NULL);
+    ZT_CHECK(st == ZC_MISMATCH && took < 10.0);
+    ZT_CHECK(strstr(why, me == 0 ? "zc_allreduce" : "zc_allgather") != NULL);
     uint8_t *got = malloc((size_t)n * N * 4);
     zg_d2h(got, drecv, (size_t)n * N * 4);
-    for (size_t i = 0; i < (size_t)n * N * 4; i++) ZG_CHECK(got[i] == 0x5a);
+    for (size_t i = 0; i < (size_t)n * N * 4; i++) ZT_CHECK(got[i] == 0x5a);
     free(got);
     (void)zc_comm_fini(c);
     zg_dev_free(dsend);
@@ -783,33 +783,33 @@ int zg_rank_mixed(void) {
     uint32_t me = zc_comm_rank(parent), n = zc_comm_size(parent), ranks[64], m = 0;
     uint32_t per = (uint32_t)atoi(getenv("ZG_PER_HOST") ? getenv("ZG_PER_HOST") : "1");
     uint32_t node = zc_comm_node(parent);
-    ZG_CHECK(per > 0 && node == me / per * per && strcmp(zc_comm_transport(parent), "ib") == 0);
+    ZT_CHECK(per > 0 && node == me / per * per && strcmp(zc_comm_transport(parent), "ib") == 0);
     void *a1 = malloc(64u << 20), *a2 = malloc(64u << 20);
-    ZG_CHECK(a1 && a2);
-    ZG_CHECK_ST(parent, zc_comm_split(parent, (int)node, (int)me, a1, 64u << 20, &host), ZC_OK);
-    ZG_CHECK_ST(parent, zc_comm_split(parent, node == me ? 0 : -1, (int)me, a2, 64u << 20,
+    ZT_CHECK(a1 && a2);
+    ZT_CHECK_COMM(parent, zc_comm_split(parent, (int)node, (int)me, a1, 64u << 20, &host), ZC_OK);
+    ZT_CHECK_COMM(parent, zc_comm_split(parent, node == me ? 0 : -1, (int)me, a2, 64u << 20,
                                       &cross), ZC_OK);
-    ZG_CHECK(host && zc_comm_node(host) == 0 && strcmp(zc_comm_transport(host), "shm") == 0);
-    ZG_CHECK(strcmp(zc_comm_gpu_path(host), "ipc") == 0);
-    ZG_CHECK((cross != NULL) == (node == me));
+    ZT_CHECK(host && zc_comm_node(host) == 0 && strcmp(zc_comm_transport(host), "shm") == 0);
+    ZT_CHECK(strcmp(zc_comm_gpu_path(host), "ipc") == 0);
+    ZT_CHECK((cross != NULL) == (node == me));
     int32_t *d[6];
     zc_mem *mem;
     zc_comm *on[6] = {host, host, parent, parent, cross, cross};
     for (int i = 0; i < 6; i++) {
         d[i] = zg_dev_alloc(N * 4);
-        if (on[i]) ZG_CHECK_ST(on[i], zc_mem_register(on[i], d[i], N * 4, ZC_MEM_CUDA, &mem),
+        if (on[i]) ZT_CHECK_COMM(on[i], zc_mem_register(on[i], d[i], N * 4, ZC_MEM_CUDA, &mem),
                                ZC_OK);
     }
     for (uint32_t r = node; r < n && r < node + per; r++) ranks[m++] = r;
     zg_sum_check(host, d[0], d[1], 2, me, ranks, m);
     int64_t mine = me + 1, sum = 0; /* host memory on the shared-memory child too */
     zc_req req;
-    ZG_CHECK_ST(host, zg_wait(host, zc_allreduce(host, &mine, &sum, 1, ZC_INT64, ZC_SUM, &req),
+    ZT_CHECK_COMM(host, zg_wait(host, zc_allreduce(host, &mine, &sum, 1, ZC_INT64, ZC_SUM, &req),
                               &req), ZC_OK);
-    ZG_CHECK(sum == (int64_t)(m * (node + 1) + m * (m - 1) / 2));
+    ZT_CHECK(sum == (int64_t)(m * (node + 1) + m * (m - 1) / 2));
     if (cross) {
-        ZG_CHECK(strcmp(zc_comm_transport(cross), "ib") == 0);
-        ZG_CHECK(strcmp(zc_comm_gpu_path(cross), "direct") == 0);
+        ZT_CHECK(strcmp(zc_comm_transport(cross), "ib") == 0);
+        ZT_CHECK(strcmp(zc_comm_gpu_path(cross), "direct") == 0);
         for (m = 0; m * per < n; m++) ranks[m] = m * per;
         zg_sum_check(cross, d[4], d[5], 3, me, ranks, m);
     }
@@ -819,9 +819,9 @@ int zg_rank_mixed(void) {
            node, zc_comm_transport(host), zc_comm_gpu_path(host),
            cross ? "in the cross-host child on ib" : "not across", zc_comm_transport(parent),
            zc_comm_gpu_path(parent));
-    if (cross) ZG_CHECK_ST(cross, zc_comm_fini(cross), ZC_OK);
-    ZG_CHECK_ST(host, zc_comm_fini(host), ZC_OK);
-    ZG_CHECK_ST(parent, zc_comm_fini(parent), ZC_OK);
+    if (cross) ZT_CHECK_COMM(cross, zc_comm_fini(cross), ZC_OK);
+    ZT_CHECK_COMM(host, zc_comm_fini(host), ZC_OK);
+    ZT_CHECK_COMM(parent, zc_comm_fini(parent), ZC_OK);
     for (int i = 0; i < 6; i++) zg_dev_free(d[i]);
     free(a1);
     free(a2);
@@ -833,8 +833,8 @@ static void zg_registered_pair(zc_comm *c, size_t bytes, float **send, float **r
     zc_mem *m;
     *send = zg_dev_alloc(bytes);
     *recv = zg_dev_alloc(bytes);
-    ZG_CHECK_ST(c, zc_mem_register(c, *send, bytes, ZC_MEM_CUDA, &m), ZC_OK);
-    ZG_CHECK_ST(c, zc_mem_register(c, *recv, bytes, ZC_MEM_CUDA, &m), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, *send, bytes, ZC_MEM_CUDA, &m), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, *recv, bytes, ZC_MEM_CUDA, &m), ZC_OK);
 }
 
 /* One 1 MiB float32 device all_reduce that must fail (tests/rxe/suite.sh runs it under a
@@ -871,29 +871,29 @@ int zg_rank_latency(void) {
     uint8_t *dsend = zg_dev_alloc(64u << 10), *drecv = zg_dev_alloc(64u << 10);
     zc_mem *m1, *m2;
     zg_dev_memset(dsend, 0, 64u << 10);
-    ZG_CHECK_ST(c, zc_mem_register(c, dsend, 64u << 10, ZC_MEM_CUDA, &m1), ZC_OK);
-    ZG_CHECK_ST(c, zc_mem_register(c, drecv, 64u << 10, ZC_MEM_CUDA, &m2), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, dsend, 64u << 10, ZC_MEM_CUDA, &m1), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, drecv, 64u << 10, ZC_MEM_CUDA, &m2), ZC_OK);
     for (size_t si = 0; si < 2; si++) {
         zc_req req;
         size_t count = sizes[si] / 4;
         for (int i = -50; i < ITERS; i++) {
-            double t0 = zg_now_s();
-            ZG_CHECK_ST(c, zg_wait(c, zc_allreduce(c, dsend, drecv, count, ZC_FLOAT32, ZC_SUM,
+            double t0 = zt_now_s();
+            ZT_CHECK_COMM(c, zg_wait(c, zc_allreduce(c, dsend, drecv, count, ZC_FLOAT32, ZC_SUM,
                                                    &req), &req), ZC_OK);
-            if (i >= 0) lat[i] = (zg_now_s() - t0) * 1e6;
+            if (i >= 0) lat[i] = (zt_now_s() - t0) * 1e6;
         }
         qsort(lat, ITERS, sizeof lat[0], zg_cmp);
         if (zc_comm_rank(c) == 0)
             printf("one-shot allreduce float32 %zu B on %u ranks: p50 %.1f us, p99 %.1f us\n",
                    sizes[si], zc_comm_size(c), lat[ITERS / 2], lat[ITERS * 99 / 100]);
     }
-    ZG_CHECK_ST(c, zc_comm_fini(c), ZC_OK);
+    ZT_CHECK_COMM(c, zc_comm_fini(c), ZC_OK);
     zg_dev_free(dsend);
     zg_dev_free(drecv);
     return 0;
 }
 
 void gpu_oneshot_allreduce_latency_8b_and_64kib_2_ranks(void) {
-    if (zg_sim()) zg_skip("latency is a GPU's to measure, not the simulated device's");
+    if (zg_sim()) zt_skip("latency is a GPU's to measure, not the simulated device's");
     zg_ranks(2, "zg_rank_latency");
 }

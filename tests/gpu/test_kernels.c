@@ -20,20 +20,21 @@
 static uint64_t zg_state[(1u << 16) / 8];
 
 static const zc_gpu_ops *zg_provider(uint32_t events) {
+    zg_need_device();
     const zc_gpu_ops *o = zg_ops();
     zc_gpu_geom g = {0, 1, events, 2, 0, -1, 0, 0, 0};
-    ZG_CHECK(o->state_bytes(&g) <= sizeof zg_state);
-    if (o->init(zg_state, &g) != ZC_OK) zg_fail(__FILE__, __LINE__, "init", o->error_text(zg_state));
+    ZT_CHECK(o->state_bytes(&g) <= sizeof zg_state);
+    if (o->init(zg_state, &g) != ZC_OK) zt_fail(__FILE__, __LINE__, "init", o->error_text(zg_state));
     return o;
 }
 
 static void zg_wait_event(const zc_gpu_ops *o) {
     zc_status st;
     if (o->event_record(zg_state, 0) != ZC_OK)
-        zg_fail(__FILE__, __LINE__, "event_record", o->error_text(zg_state));
+        zt_fail(__FILE__, __LINE__, "event_record", o->error_text(zg_state));
     while ((st = o->event_query(zg_state, 0)) == ZC_IN_PROGRESS) {
     }
-    if (st != ZC_OK) zg_fail(__FILE__, __LINE__, "event_query", o->error_text(zg_state));
+    if (st != ZC_OK) zt_fail(__FILE__, __LINE__, "event_query", o->error_text(zg_state));
 }
 
 void gpu_reduce_kernels_match_host_bitwise_every_dtype_op(void) {
@@ -43,7 +44,7 @@ void gpu_reduce_kernels_match_host_bitwise_every_dtype_op(void) {
     const zc_gpu_ops *o = zg_provider(1);
     size_t stride = ZG_MAXC * 8u + 64u;
     uint8_t *dev = zg_dev_alloc(stride * (ZG_MAXN + 1u)), *host = malloc(stride * (ZG_MAXN + 2u));
-    ZG_CHECK(host != NULL);
+    ZT_CHECK(host != NULL);
     unsigned cases = 0;
     for (int dt = 0; dt < ZC_DTYPE_COUNT_; dt++)
         for (int op = 0; op < ZC_OP_COUNT_; op++)
@@ -67,7 +68,7 @@ void gpu_reduce_kernels_match_host_bitwise_every_dtype_op(void) {
                         zc__reduce(want, hin, n, count, (zc_dtype)dt, (zc_op)op);
                         if (o->reduce(zg_state, ddst, din, n, count, (zc_dtype)dt, (zc_op)op) !=
                             ZC_OK)
-                            zg_fail(__FILE__, __LINE__, "reduce", o->error_text(zg_state));
+                            zt_fail(__FILE__, __LINE__, "reduce", o->error_text(zg_state));
                         zg_wait_event(o);
                         zg_d2h(got, ddst, count * es);
                         for (size_t i = 0; i < count * es; i++) {
@@ -77,7 +78,7 @@ void gpu_reduce_kernels_match_host_bitwise_every_dtype_op(void) {
                                      "differs (byte %zu: device 0x%02x, host 0x%02x)",
                                      zc_dtype_name((zc_dtype)dt), zc_op_name((zc_op)op), n,
                                      count, off, i / es, i % es, got[i], want[i]);
-                            zg_fail(__FILE__, __LINE__, "device == host", d);
+                            zt_fail(__FILE__, __LINE__, "device == host", d);
                         }
                         cases++;
                     }
@@ -92,7 +93,7 @@ void gpu_reduce_bandwidth_at_least_80_percent_of_device_memcpy(void) {
 #ifdef ZC_HAVE_CUDA
     const size_t bytes = 256u << 20;
     const int iters = 20;
-    if (zg_sim()) zg_skip("bandwidth is a GPU's to measure, not the simulated device's");
+    if (zg_sim()) zt_skip("bandwidth is a GPU's to measure, not the simulated device's");
     zg_need_device();
     const zc_gpu_ops *o = zg_provider(1);
     uint8_t *a = NULL, *b = NULL, *out = NULL;
@@ -103,38 +104,38 @@ void gpu_reduce_bandwidth_at_least_80_percent_of_device_memcpy(void) {
     ZG_CUDA(cudaMemset(b, 0, bytes));
     const void *srcs[2] = {a, b};
     for (int w = 0; w < 3; w++)
-        ZG_CHECK(o->reduce(zg_state, out, srcs, 2, bytes / 4, ZC_FLOAT32, ZC_SUM) == ZC_OK);
+        ZT_CHECK(o->reduce(zg_state, out, srcs, 2, bytes / 4, ZC_FLOAT32, ZC_SUM) == ZC_OK);
     zg_wait_event(o);
-    double t0 = zg_now_s();
+    double t0 = zt_now_s();
     for (int i = 0; i < iters; i++)
-        ZG_CHECK(o->reduce(zg_state, out, srcs, 2, bytes / 4, ZC_FLOAT32, ZC_SUM) == ZC_OK);
+        ZT_CHECK(o->reduce(zg_state, out, srcs, 2, bytes / 4, ZC_FLOAT32, ZC_SUM) == ZC_OK);
     zg_wait_event(o);
-    double t_red = zg_now_s() - t0;
+    double t_red = zt_now_s() - t0;
     cudaStream_t s;
     ZG_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     ZG_CUDA(cudaMemcpyAsync(out, a, bytes, cudaMemcpyDeviceToDevice, s));
     ZG_CUDA(cudaStreamSynchronize(s));
-    t0 = zg_now_s();
+    t0 = zt_now_s();
     for (int i = 0; i < iters; i++)
         ZG_CUDA(cudaMemcpyAsync(out, a, bytes, cudaMemcpyDeviceToDevice, s));
     ZG_CUDA(cudaStreamSynchronize(s));
-    double t_cpy = zg_now_s() - t0;
+    double t_cpy = zt_now_s() - t0;
     /* Bytes through memory: the reduction reads 2 and writes 1, the copy reads 1, writes 1. */
     double bw_red = 3.0 * (double)bytes * iters / t_red / 1e9;
     double bw_cpy = 2.0 * (double)bytes * iters / t_cpy / 1e9;
     printf("    reduce float32 sum, 2 x 256 MiB: %.0f GB/s; device memcpy: %.0f GB/s; %.0f%% "
            "(target >= 80%%)\n", bw_red, bw_cpy, 100.0 * bw_red / bw_cpy);
-    ZG_CHECK(bw_red >= 0.8 * bw_cpy);
+    ZT_CHECK(bw_red >= 0.8 * bw_cpy);
     o->fini(zg_state);
 #else
-    zg_skip("bandwidth is a GPU's to measure (this build has no CUDA)");
+    zt_skip("bandwidth is a GPU's to measure (this build has no CUDA)");
 #endif
 }
 
 /* ---- the simulated device ---- */
 
 static void zg_need_sim(void) {
-    if (!zg_sim()) zg_skip("a property of the simulated device (ZC_GPU_PROVIDER=sim)");
+    if (!zg_sim()) zt_skip("a property of the simulated device (ZC_GPU_PROVIDER=sim)");
 }
 
 void gpu_sim_defers_work_until_queried_and_runs_it_in_order(void) {
@@ -143,29 +144,29 @@ void gpu_sim_defers_work_until_queried_and_runs_it_in_order(void) {
     int32_t *a = zg_dev_alloc(4096), *b = zg_dev_alloc(4096);
     for (int i = 0; i < 1024; i++) a[i] = i;
     const void *srcs[2] = {a, a};
-    ZG_CHECK(o->reduce(zg_state, b, srcs, 2, 1024, ZC_INT32, ZC_SUM) == ZC_OK); /* b = 2a */
-    ZG_CHECK(o->copy(zg_state, a, b, 4096) == ZC_OK);                         /* a = b */
-    ZG_CHECK(o->event_record(zg_state, 1) == ZC_OK);
-    ZG_CHECK(b[5] == 0 && a[5] == 5); /* nothing ran at the calls */
-    ZG_CHECK(o->event_query(zg_state, 1) == ZC_IN_PROGRESS); /* runs the reduce only */
-    ZG_CHECK(b[5] == 10 && a[5] == 5);
-    ZG_CHECK(o->event_query(zg_state, 1) == ZC_IN_PROGRESS); /* the copy */
-    ZG_CHECK(a[5] == 10);
-    ZG_CHECK(o->event_query(zg_state, 1) == ZC_OK);          /* the event itself */
-    ZG_CHECK(o->event_query(zg_state, 0) == ZC_OK);          /* never recorded: complete */
+    ZT_CHECK(o->reduce(zg_state, b, srcs, 2, 1024, ZC_INT32, ZC_SUM) == ZC_OK); /* b = 2a */
+    ZT_CHECK(o->copy(zg_state, a, b, 4096) == ZC_OK);                         /* a = b */
+    ZT_CHECK(o->event_record(zg_state, 1) == ZC_OK);
+    ZT_CHECK(b[5] == 0 && a[5] == 5); /* nothing ran at the calls */
+    ZT_CHECK(o->event_query(zg_state, 1) == ZC_IN_PROGRESS); /* runs the reduce only */
+    ZT_CHECK(b[5] == 10 && a[5] == 5);
+    ZT_CHECK(o->event_query(zg_state, 1) == ZC_IN_PROGRESS); /* the copy */
+    ZT_CHECK(a[5] == 10);
+    ZT_CHECK(o->event_query(zg_state, 1) == ZC_OK);          /* the event itself */
+    ZT_CHECK(o->event_query(zg_state, 0) == ZC_OK);          /* never recorded: complete */
     /* A caller's stream: a flag wait holds back what follows it until the flag is written. */
     zc_gpu_sim_stream s;
     zc_gpu_sim_stream_init(&s);
     uint32_t *flags = o->flags(zg_state);
-    ZG_CHECK(o->stream_wait_flag(zg_state, &s, 0, 7) == ZC_OK);
-    ZG_CHECK(o->stream_write_flag(zg_state, &s, 1, 9) == ZC_OK);
-    ZG_CHECK(zc_gpu_sim_stream_query(&s) == ZC_IN_PROGRESS && flags[1] == 0);
+    ZT_CHECK(o->stream_wait_flag(zg_state, &s, 0, 7) == ZC_OK);
+    ZT_CHECK(o->stream_write_flag(zg_state, &s, 1, 9) == ZC_OK);
+    ZT_CHECK(zc_gpu_sim_stream_query(&s) == ZC_IN_PROGRESS && flags[1] == 0);
     __atomic_store_n(&flags[0], 7u, __ATOMIC_RELEASE);
-    ZG_CHECK(zc_gpu_sim_stream_query(&s) == ZC_OK && flags[1] == 9);
+    ZT_CHECK(zc_gpu_sim_stream_query(&s) == ZC_OK && flags[1] == 9);
     bool cap = true;
-    ZG_CHECK(o->stream_capturing(zg_state, &s, &cap) == ZC_OK && !cap);
-    ZG_CHECK(o->stream_capturing(zg_state, a, &cap) == ZC_INVALID_ARG); /* not a stream */
-    ZG_CHECK(strstr(o->error_text(zg_state), "zc_gpu_sim_stream") != NULL);
+    ZT_CHECK(o->stream_capturing(zg_state, &s, &cap) == ZC_OK && !cap);
+    ZT_CHECK(o->stream_capturing(zg_state, a, &cap) == ZC_GPU); /* not a stream */
+    ZT_CHECK(strstr(o->error_text(zg_state), "zc_gpu_sim_stream") != NULL);
     o->fini(zg_state);
     zg_dev_free(a);
     zg_dev_free(b);
@@ -178,10 +179,10 @@ void gpu_sim_eager_knob_runs_work_at_the_call(void) {
     int32_t *a = zg_dev_alloc(64), *b = zg_dev_alloc(64);
     a[3] = 21;
     const void *srcs[2] = {a, a};
-    ZG_CHECK(o->reduce(zg_state, b, srcs, 2, 16, ZC_INT32, ZC_SUM) == ZC_OK);
-    ZG_CHECK(b[3] == 42);
-    ZG_CHECK(o->event_record(zg_state, 0) == ZC_OK);
-    ZG_CHECK(o->event_query(zg_state, 0) == ZC_OK);
+    ZT_CHECK(o->reduce(zg_state, b, srcs, 2, 16, ZC_INT32, ZC_SUM) == ZC_OK);
+    ZT_CHECK(b[3] == 42);
+    ZT_CHECK(o->event_record(zg_state, 0) == ZC_OK);
+    ZT_CHECK(o->event_query(zg_state, 0) == ZC_OK);
     o->fini(zg_state);
     zg_dev_free(a);
     zg_dev_free(b);
@@ -193,20 +194,20 @@ void gpu_sim_fault_knob_fails_the_nth_operation_sticky(void) {
     const zc_gpu_ops *o = zg_provider(1);
     uint8_t *a = zg_dev_alloc(64), *b = zg_dev_alloc(64);
     memset(a, 1, 64);
-    ZG_CHECK(o->copy(zg_state, b, a, 16) == ZC_OK);        /* operation 1 */
-    ZG_CHECK(o->copy(zg_state, b + 16, a, 16) == ZC_OK);   /* operation 2: faults when run */
-    ZG_CHECK(o->copy(zg_state, b + 32, a, 16) == ZC_OK);   /* never runs */
-    ZG_CHECK(o->event_record(zg_state, 0) == ZC_OK);
+    ZT_CHECK(o->copy(zg_state, b, a, 16) == ZC_OK);        /* operation 1 */
+    ZT_CHECK(o->copy(zg_state, b + 16, a, 16) == ZC_OK);   /* operation 2: faults when run */
+    ZT_CHECK(o->copy(zg_state, b + 32, a, 16) == ZC_OK);   /* never runs */
+    ZT_CHECK(o->event_record(zg_state, 0) == ZC_OK);
     zc_status st;
     while ((st = o->event_query(zg_state, 0)) == ZC_IN_PROGRESS) {
     }
-    ZG_CHECK(st == ZC_GPU);
-    ZG_CHECK(strstr(o->error_text(zg_state), "operation 2") != NULL);
-    ZG_CHECK(b[0] == 1 && b[16] == 0 && b[32] == 0);
+    ZT_CHECK(st == ZC_GPU);
+    ZT_CHECK(strstr(o->error_text(zg_state), "operation 2") != NULL);
+    ZT_CHECK(b[0] == 1 && b[16] == 0 && b[32] == 0);
     /* Sticky: every later call fails with the same sentence. */
-    ZG_CHECK(o->copy(zg_state, b, a, 16) == ZC_GPU);
-    ZG_CHECK(o->event_query(zg_state, 0) == ZC_GPU);
-    ZG_CHECK(strstr(o->error_text(zg_state), "sticky") != NULL);
+    ZT_CHECK(o->copy(zg_state, b, a, 16) == ZC_GPU);
+    ZT_CHECK(o->event_query(zg_state, 0) == ZC_GPU);
+    ZT_CHECK(strstr(o->error_text(zg_state), "sticky") != NULL);
     o->fini(zg_state);
     zg_dev_free(a);
     zg_dev_free(b);
@@ -218,26 +219,26 @@ void gpu_sim_memory_kinds_ipc_and_dmabuf(void) {
     static uint8_t host[4096];
     uint8_t *d = zg_dev_alloc(8192);
     uint32_t kind = 99;
-    ZG_CHECK(o->mem_query(zg_state, d + 100, 1000, &kind) == ZC_OK && kind == ZC_GPU_MEM_DEVICE);
-    ZG_CHECK(o->mem_query(zg_state, d + 8000, 1000, &kind) == ZC_OK &&
+    ZT_CHECK(o->mem_query(zg_state, d + 100, 1000, &kind) == ZC_OK && kind == ZC_GPU_MEM_DEVICE);
+    ZT_CHECK(o->mem_query(zg_state, d + 8000, 1000, &kind) == ZC_OK &&
              kind == ZC_GPU_MEM_PARTIAL);
-    ZG_CHECK(o->mem_query(zg_state, host, sizeof host, &kind) == ZC_OK &&
+    ZT_CHECK(o->mem_query(zg_state, host, sizeof host, &kind) == ZC_OK &&
              kind == ZC_GPU_MEM_HOST);
     zc_gpu_ipc rec;
     memset(&rec, 0, sizeof rec);
-    ZG_CHECK(o->ipc_export(zg_state, d + 256, 512, &rec) == ZC_OK && rec.offset == 256);
-    ZG_CHECK(o->ipc_export(zg_state, host, 16, &rec) == ZC_GPU);
-    ZG_CHECK(o->ipc_export(zg_state, d + 256, 512, &rec) == ZC_OK);
+    ZT_CHECK(o->ipc_export(zg_state, d + 256, 512, &rec) == ZC_OK && rec.offset == 256);
+    ZT_CHECK(o->ipc_export(zg_state, host, 16, &rec) == ZC_GPU);
+    ZT_CHECK(o->ipc_export(zg_state, d + 256, 512, &rec) == ZC_OK);
     void *m = NULL;
-    ZG_CHECK(o->ipc_open(zg_state, &rec, &m) == ZC_OK && m != d + 256); /* a second mapping */
+    ZT_CHECK(o->ipc_open(zg_state, &rec, &m) == ZC_OK && m != d + 256); /* a second mapping */
     d[256] = 77;
-    ZG_CHECK(((uint8_t *)m)[0] == 77); /* of the same memory */
+    ZT_CHECK(((uint8_t *)m)[0] == 77); /* of the same memory */
     o->ipc_close(zg_state, &rec, m);
     int32_t fd = -1;
     uint64_t off = 0;
-    ZG_CHECK(o->dmabuf_export(zg_state, d, 64, &fd, &off) == ZC_UNSUPPORTED && fd == -1);
-    ZG_CHECK(strstr(o->error_text(zg_state), "dma-buf") != NULL);
+    ZT_CHECK(o->dmabuf_export(zg_state, d, 64, &fd, &off) == ZC_UNSUPPORTED && fd == -1);
+    ZT_CHECK(strstr(o->error_text(zg_state), "dma-buf") != NULL);
     o->fini(zg_state);
     zg_dev_free(d);
-    ZG_CHECK(o->mem_query(zg_state, d + 100, 1, &kind) == ZC_OK && kind == ZC_GPU_MEM_HOST);
+    ZT_CHECK(o->mem_query(zg_state, d + 100, 1, &kind) == ZC_OK && kind == ZC_GPU_MEM_HOST);
 }

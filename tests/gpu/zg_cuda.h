@@ -11,7 +11,7 @@
 #define ZG_CUDA(call)                                                                         \
     do {                                                                                      \
         cudaError_t zg_e_ = (call);                                                           \
-        if (zg_e_ != cudaSuccess) zg_fail(__FILE__, __LINE__, #call, cudaGetErrorName(zg_e_)); \
+        if (zg_e_ != cudaSuccess) zt_fail(__FILE__, __LINE__, #call, cudaGetErrorName(zg_e_)); \
     } while (0)
 #endif
 

@@ -239,19 +239,20 @@ void zc__open_live(zc_comm *c) {
     c->magic = ZC_COMM_MAGIC;
 }
 
-/* The device state (gpu_mem.c). Where its path needs every rank's landing record, they are
- * all-gathered over the bootstrap, which every rank still holds: a fault of the new wire (a
+/* The device state (gpu_mem.c). Where its path needs every rank's record, they are
+ * all-gathered over the bootstrap (twice for the ipc decision), which every rank still holds: a fault of the new wire (a
  * wrong key) cannot make the ranks' verdicts differ. A failure closes the device state and the
  * wire (comm->err says why). */
 static zc_status zc_open_device(zc_comm *c, zc__boot *b) {
     bool gather;
     zc_status st = zc__gpu_open(c, &gather);
     if (st == ZC_OK && !gather) return ZC_OK;
-    if (st == ZC_OK) {
+    for (uint32_t round = 0; st == ZC_OK && gather; round++) { /* at most two */
+        ZC_ASSERT(round < 2u);
         zc__gpu_peer *all = c->gpu_area->peers, mine = all[c->rank];
         st = zc__boot_allgather(b, &mine, all, sizeof mine);
+        if (st == ZC_OK) st = zc__gpu_path(c, &gather);
     }
-    if (st == ZC_OK) st = zc__gpu_path(c);
     if (st == ZC_OK) return ZC_OK;
     zc__gpu_close(c);
     c->wire->close(c->wire_state);
@@ -494,13 +495,15 @@ zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind k
     ZC_LOCKED(comm, zc_mem_register_locked(comm, addr, bytes, kind, mem_out));
 }
 
-static zc_status zc_mem_deregister_locked(zc_comm *comm, zc_mem *mem) {
+/* ZC_IN_PROGRESS with *req: a shared CUDA registration waits for its peers (zc_mem_deregister
+ * finishes it). */
+static zc_status zc_mem_deregister_locked(zc_comm *comm, zc_mem *mem, zc_req *req) {
     zc__mem_entry *e = (zc__mem_entry *)(void *)mem;
     if (!mem || e < comm->mems || e >= comm->mems + comm->cfg.max_mems || !e->addr)
         return zc__error(comm, ZC_INVALID_ARG, "zc_mem_deregister: mem is not a registration "
                          "of this communicator");
     if (e->kind == ZC_MEM_CUDA) {
-        zc_status st = zc__gpu_mem_deregister(comm, e);
+        zc_status st = zc__gpu_mem_deregister(comm, e, req);
         if (st != ZC_OK) return st;
     }
     if (e->mr.handle) comm->wire->mem_deregister(comm->wire_state, &e->mr);
@@ -510,5 +513,19 @@ static zc_status zc_mem_deregister_locked(zc_comm *comm, zc_mem *mem) {
 }
 
 zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem) {
-    ZC_LOCKED(comm, zc_mem_deregister_locked(comm, mem));
+    zc_req req;
+    if (!zc__comm_ok(comm)) return ZC_INVALID_ARG;
+    zc__lock(comm);
+    zc_status st = zc_mem_deregister_locked(comm, mem, &req);
+    zc__unlock(comm);
+    if (st != ZC_IN_PROGRESS) return st;
+    st = zc_wait(comm, &req); /* every peer unmapped this rank's buffer (or the deadline) */
+    zc__mem_entry *e = (zc__mem_entry *)(void *)mem;
+    zc__lock(comm);
+    zc__gpu_mem_closed(comm, e);
+    if (e->mr.handle) comm->wire->mem_deregister(comm->wire_state, &e->mr);
+    e->addr = 0;
+    e->bytes = 0;
+    zc__unlock(comm);
+    return st;
 }

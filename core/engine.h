@@ -68,6 +68,7 @@ typedef enum zc__kind {
     ZC_K_ALLGATHER, ZC_K_GATHER, ZC_K_SCATTER, ZC_K_ALLTOALL, ZC_K_SEND, ZC_K_RECV,
     ZC_K_BARRIER,
     ZC_K_REGISTER, /* internal: a CUDA registration's exchange (sched_gpu.c's GPU_REGISTER) */
+    ZC_K_DEREGISTER, /* internal: its end: every rank unmapped every peer's buffer (the same) */
     ZC_K_COUNT_
 } zc__kind;
 
@@ -226,7 +227,8 @@ typedef enum zc__gmem_state {
     ZC_GMEM_FREE = 0, /* nothing mapped from peers (also: registered with the NIC only) */
     ZC_GMEM_PENDING,  /* the IPC records are being exchanged */
     ZC_GMEM_MAPPED,   /* every peer's buffer is mapped here (gpu->mapped) */
-    ZC_GMEM_FAILED
+    ZC_GMEM_FAILED,
+    ZC_GMEM_CLOSING   /* being deregistered: unmapped here, the peers' word awaited */
 } zc__gmem_state;
 
 /* A device request's phases (sched_gpu.c). */
@@ -292,14 +294,21 @@ static inline bool zc__turn_mine(const zc__turn *t, uint64_t ticket) {
 }
 static inline void zc__turn_pass(zc__turn *t) { t->serving++; }
 
-/* One rank's landing on the direct path, as every rank learns it at init (gpu_mem.c). */
+/* One rank's device as every rank learns it at init (gpu_mem.c): its landing on the direct
+ * path, or on a wire that maps peers (shm) its device and whether it can read every peer's
+ * (the ipc path needs every pair). */
 typedef struct zc__gpu_peer {
     uint64_t addr;  /* its landing memory (the provider's scratch) as its NIC registered it */
     uint64_t rkey;
     uint64_t area;  /* bytes of one collective landing area (gpu_mem.c: zc_gpu_area) */
     uint32_t no;    /* zc__land_no: why this rank cannot take the direct path (0: it can) */
+    uint32_t reads; /* shm, second round: 1 when its device reads every peer's, 0 when not,
+                     * ZC_READS_UNKNOWN in the first round */
+    uint32_t unread; /* reads 0: the first rank whose device it cannot read */
     uint32_t pad_;
+    zc_gpu_ident id; /* its device (provider identity) */
 } zc__gpu_peer;
+#define ZC_READS_UNKNOWN 2u
 
 typedef enum zc__land_no {
     ZC_LAND_OK = 0,
@@ -509,21 +518,32 @@ zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[
 /* ---- gpu_mem.c: the device state, CUDA registrations ---- */
 /* After the wire is up: starts the provider (comm->gpu; without a usable device it stays
  * NULL and registrations say why) and decides the path, unless the path needs every rank's
- * landing record first: then (a wire that writes into memory, gpu_path auto or direct, the same
- * on every rank: zc__gpu_gathers) this rank's record is in gpu_area->peers[rank], *gather is
+ * record first: then (the same on every rank: zc__gpu_gathers; a wire that writes into memory
+ * with gpu_path auto or direct: the landings; several processes on a wire that maps peers with
+ * gpu_path auto or ipc: the devices) this rank's record is in gpu_area->peers[rank], *gather is
  * true, and the caller gathers every rank's record into gpu_area->peers (init over the
- * bootstrap, split over the parent) and calls zc__gpu_path. Fails (comm->err says why) only for
- * gpu_path direct on a wire that cannot write into memory; the caller closes the wire. */
+ * bootstrap, split over the parent) and calls zc__gpu_path, again while it says *again. Fails
+ * (comm->err says why) only for gpu_path direct on a wire that cannot write into memory; the
+ * caller closes the wire. */
 zc_status zc__gpu_open(zc_comm *comm, bool *gather);
 bool zc__gpu_gathers(const zc_comm *comm);
-/* The path from every rank's landing record: direct when every rank can take it, else staged;
- * ZC_UNSUPPORTED when cfg->gpu_path is direct and a rank cannot, ZC_MISMATCH when the landing
- * areas differ (comm->err says which rank and why; the caller closes the communicator). The
- * same on every rank: it reads only the gathered records. */
-zc_status zc__gpu_path(zc_comm *comm);
+/* The path from every rank's record. Direct path: direct when every rank can take it, else
+ * staged; ZC_UNSUPPORTED when cfg->gpu_path is direct and a rank cannot, ZC_MISMATCH when the
+ * landing areas differ. Shared memory: the first call judges which peers' devices this rank's
+ * reads and asks for *again (one more gather of the records); the second takes ipc when every
+ * rank reads every peer's device, else staged (ZC_UNSUPPORTED when cfg->gpu_path is ipc). comm->
+ * err says which rank and why; the caller closes the communicator. The same on every rank: the
+ * decision reads only the gathered records. */
+zc_status zc__gpu_path(zc_comm *comm, bool *again);
 void zc__gpu_close(zc_comm *comm);
 zc_status zc__gpu_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem **mem_out);
-zc_status zc__gpu_mem_deregister(zc_comm *comm, zc__mem_entry *e);
+/* The device side of a deregistration: ZC_OK when e may be cleared now; ZC_IN_PROGRESS with *req
+ * when e is shared with peers through IPC: unmapped here, and *req the exchange that tells
+ * every peer so and learns that every peer unmapped this rank's buffer (the caller waits for
+ * it outside the lock, then calls zc__gpu_mem_closed); ZC_INVALID_STATE (a sentence) while a
+ * call in flight or a stream-ordered call uses the buffer. */
+zc_status zc__gpu_mem_deregister(zc_comm *comm, zc__mem_entry *e, zc_req *req);
+void zc__gpu_mem_closed(zc_comm *comm, zc__mem_entry *e);
 
 /* ---- coll.c: the public collectives' argument checks and algorithm choice ---- */
 /* Validates one call and fills s (the host or device algorithm chosen); what every public

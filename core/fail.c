@@ -85,8 +85,8 @@ const char *zc__kind_name(uint32_t kind) {
     static const char *const names[ZC_K_COUNT_] = {
         "none", "zc_allreduce", "zc_reduce", "zc_broadcast", "zc_reduce_scatter",
         "zc_allgather", "zc_gather", "zc_scatter", "zc_alltoall", "zc_send", "zc_recv",
-        "zc_barrier", "zc_mem_register"};
-    _Static_assert(ZC_K_REGISTER + 1 == ZC_K_COUNT_, "zc_mem_register is the last kind");
+        "zc_barrier", "zc_mem_register", "zc_mem_deregister"};
+    _Static_assert(ZC_K_DEREGISTER + 1 == ZC_K_COUNT_, "zc_mem_deregister is the last kind");
     return kind < ZC_K_COUNT_ ? names[kind] : "unknown";
 }
 
@@ -95,8 +95,9 @@ void zc__describe(char *buf, size_t cap, uint32_t kind, uint64_t count, uint32_t
     bool reduces = kind == ZC_K_ALLREDUCE || kind == ZC_K_REDUCE || kind == ZC_K_REDUCE_SCATTER;
     bool rooted = kind == ZC_K_REDUCE || kind == ZC_K_BROADCAST || kind == ZC_K_GATHER ||
                   kind == ZC_K_SCATTER;
-    if (kind == ZC_K_REGISTER) { /* internal: no count or dtype of the caller's */
-        zc__fmt(buf, cap, "zc_mem_register(ZC_MEM_CUDA)'s exchange of IPC records");
+    if (kind == ZC_K_REGISTER || kind == ZC_K_DEREGISTER) { /* internal: no count or dtype */
+        zc__fmt(buf, cap, kind == ZC_K_REGISTER ? "zc_mem_register(ZC_MEM_CUDA)'s exchange of IPC "
+                "records" : "zc_mem_deregister(ZC_MEM_CUDA)'s word that the peers unmapped it");
         return;
     }
     size_t n = zc__fmt(buf, cap, "%s(count %llu, %s", zc__kind_name(kind),

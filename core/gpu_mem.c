@@ -4,15 +4,21 @@
  *
  * zc__gpu_open starts the provider in the device regions layout.c sized and comm.c carved;
  * without a usable device the communicator has no device state and every device call says
- * why (zc__gpu_absent, or the header's why). It decides the path: ipc on a wire that maps
- * peers (shm), and over transport_ib direct when every rank's device takes NIC writes and
- * every rank's NIC registered that rank's landing (its device scratch), which the ranks learn
- * from an all_gather of landing records at init; staged otherwise. A ZC_MEM_CUDA registration
+ * why (zc__gpu_absent, or the header's why). It decides the path: on a wire that maps peers
+ * (shm) ipc when every rank's device can read every peer's (peer access, or one device), which
+ * the ranks learn from two all_gathers of device records at init (the devices, then each rank's
+ * verdict on the peers it must read); over transport_ib direct when every rank's device takes
+ * NIC writes and every rank's NIC registered that rank's landing (its device scratch), which
+ * the ranks learn from an all_gather of landing records at init; staged otherwise. A ZC_MEM_CUDA registration
  * is the NIC's on the direct path (a dma-buf export of the pages, else by address; nothing is
  * exchanged), local on the staged path, or, over shm with more than one rank, the provider's
  * IPC export of the buffer, exchanged with every peer by an internal schedule (ZC_K_REGISTER,
  * issued here, run by sched_gpu.c: every record in, then the peers' buffers mapped). Every
- * rank registers its CUDA buffers in the same order, as a collective.
+ * rank registers its CUDA buffers in the same order, as a collective; and deregisters the ones
+ * shared through IPC the same way: its own mappings of the peers' buffers closed, then a word
+ * from every peer that it closed its mapping of this rank's (ZC_K_DEREGISTER), so the caller
+ * may free the memory when zc_mem_deregister returns (CUDA leaves a free before every
+ * importer's close undefined).
  *
  * Must not: include CUDA headers, block (but zc__gpu_close, which waits for the provider's
  * stream), or allocate. */
@@ -107,7 +113,26 @@ static const char *zc_land_text(uint32_t no) {
     }
 }
 
-bool zc__gpu_gathers(const zc_comm *c) { return c->gpu_area && zc_gpu_tries_direct(c); }
+/* Whether the communicator asks whether every rank's device reads every peer's: several
+ * processes on a wire that maps peers, gpu_path auto or ipc. */
+static bool zc_gpu_tries_ipc(const zc_comm *c) {
+    return !c->wire->mem_register && c->nranks > 1 &&
+           c->cfg.transport != ZC_TRANSPORT_INPROC &&
+           (c->cfg.gpu_path == ZC_GPU_PATH_AUTO || c->cfg.gpu_path == ZC_GPU_PATH_IPC);
+}
+
+bool zc__gpu_gathers(const zc_comm *c) {
+    return c->gpu_area && (zc_gpu_tries_direct(c) || zc_gpu_tries_ipc(c));
+}
+
+/* This rank's device record for the ipc decision (first round: its device only). */
+static zc__gpu_peer zc_gpu_device_rec(zc_comm *c, struct zc__gpu *g) {
+    zc__gpu_peer mine = {0};
+    mine.reads = ZC_READS_UNKNOWN;
+    if (!c->gpu) mine.no = ZC_LAND_NO_DEVICE;
+    else if (g->ops->identity(g->state, &mine.id) != ZC_OK) mine.no = ZC_LAND_NO_DEVICE;
+    return mine;
+}
 
 zc_status zc__gpu_open(zc_comm *c, bool *gather) {
     struct zc__gpu *g = c->gpu_area;
@@ -123,8 +148,8 @@ zc_status zc__gpu_open(zc_comm *c, bool *gather) {
         return ZC_UNSUPPORTED;
     }
     bool up = zc_gpu_start(c, g, direct);
-    if (direct) { /* every rank, with a device or not, gives its record */
-        g->peers[c->rank] = zc_gpu_landing(c, g);
+    if (direct || zc_gpu_tries_ipc(c)) { /* every rank, with a device or not, gives its record */
+        g->peers[c->rank] = direct ? zc_gpu_landing(c, g) : zc_gpu_device_rec(c, g);
         *gather = true;
         return ZC_OK;
     }
@@ -134,8 +159,60 @@ zc_status zc__gpu_open(zc_comm *c, bool *gather) {
     return ZC_OK;
 }
 
-zc_status zc__gpu_path(zc_comm *c) {
+/* First round: this rank's verdict on the devices of the peers it must read. */
+static void zc_gpu_judge(zc_comm *c, struct zc__gpu *g) {
+    zc__gpu_peer *mine = &g->peers[c->rank];
+    mine->reads = 1;
+    for (uint32_t p = 0; p < c->nranks && c->gpu && mine->no == ZC_LAND_OK; p++) {
+        uint32_t can = 1;
+        if (p == c->rank || g->peers[p].no != ZC_LAND_OK) continue;
+        if (g->ops->can_read(g->state, &g->peers[p].id, &can) != ZC_OK || !can) {
+            mine->reads = 0;
+            mine->unread = p;
+            zc__fmt(g->why, sizeof g->why, "its device (%s) cannot read rank %u's (%s): no peer "
+                    "access between them", mine->id.bus, p, g->peers[p].id.bus);
+            return;
+        }
+    }
+}
+
+/* Second round: ipc when every rank reads every peer's device, else staged. */
+static zc_status zc_gpu_ipc_path(zc_comm *c, struct zc__gpu *g) {
+    char line[ZC_ERROR_TEXT_BYTES];
+    uint32_t bad = c->nranks, path = ZC_GPU_PATH_IPC;
+    for (uint32_t p = 0; p < c->nranks && bad == c->nranks; p++)
+        if (g->peers[p].reads == 0) bad = p;
+    if (bad == c->nranks) {
+        zc__fmt(line, sizeof line, "device memory over %s: ipc path (every rank's device reads "
+                "every peer's)", c->wire->name);
+    } else {
+        char who[ZC_ERROR_TEXT_BYTES - 64];
+        zc__fmt(who, sizeof who, "rank %u's device cannot read rank %u's (no peer access "
+                "between %s and %s)", bad, g->peers[bad].unread, g->peers[bad].id.bus,
+                g->peers[g->peers[bad].unread].id.bus);
+        if (c->cfg.gpu_path == ZC_GPU_PATH_IPC) {
+            zc__fmt(c->err, sizeof c->err, "cfg->gpu_path is ipc but %s: use gpu_path auto",
+                    who);
+            return ZC_UNSUPPORTED;
+        }
+        path = ZC_GPU_PATH_STAGED;
+        zc__fmt(line, sizeof line, "device memory over %s goes staged through host memory: %s",
+                c->wire->name, who);
+    }
+    zc_plat_log(ZC_PLAT_LOG_INFO, line);
+    if (c->gpu) zc__stage_open(c, g->ops, g->state, path); /* staging (sched_stage.c) */
+    return ZC_OK;
+}
+
+zc_status zc__gpu_path(zc_comm *c, bool *again) {
     struct zc__gpu *g = c->gpu_area;
+    *again = false;
+    if (!zc_gpu_tries_direct(c)) {
+        if (g->peers[c->rank].reads != ZC_READS_UNKNOWN) return zc_gpu_ipc_path(c, g);
+        zc_gpu_judge(c, g);
+        *again = true;
+        return ZC_OK;
+    }
     char line[ZC_ERROR_TEXT_BYTES];
     uint32_t bad = c->nranks, first = c->nranks, path = ZC_GPU_PATH_DIRECT;
     for (uint32_t p = 0; p < c->nranks; p++) {
@@ -323,14 +400,63 @@ zc_status zc__gpu_mem_register(zc_comm *c, void *addr, size_t bytes, zc_mem **me
     return zc_gpu_entry(g, me, addr, bytes, mem_out);
 }
 
-zc_status zc__gpu_mem_deregister(zc_comm *c, zc__mem_entry *e) {
+/* Whether a call in flight (its request active) or a stream-ordered call (its slot armed,
+ * running or draining; a graph-captured one until fini) uses memory of e. */
+static bool zc_gpu_in_use(const zc_comm *c, const struct zc__gpu *g, const zc__mem_entry *e) {
+    uintptr_t lo = (uintptr_t)e->addr, hi = lo + e->bytes;
+#define ZC_IN_E(p) ((uintptr_t)(p) >= lo && (uintptr_t)(p) < hi)
+    for (uint32_t i = 0; i < c->nreqs_active; i++) {
+        const zc__req *r = &c->reqs[c->active[i]];
+        if (zc__device_alg(r->s.alg) && (ZC_IN_E(r->s.send) || ZC_IN_E(r->s.recv))) return true;
+    }
+    for (uint32_t i = 0; i < g->nbinds; i++) {
+        const zc__bind *b = &g->binds[i];
+        if (b->state != ZC_BIND_FREE && b->state != ZC_BIND_LOST &&
+            (ZC_IN_E(b->s.send) || ZC_IN_E(b->s.recv)))
+            return true;
+    }
+#undef ZC_IN_E
+    return false;
+}
+
+/* The internal schedule of a shared registration's end (entry e): a signal to every peer once
+ * this rank unmapped the peers' buffers, and every peer's; its fingerprint carries the
+ * registration number, so ranks deregistering in different orders fail with ZC_MISMATCH. The
+ * caller waits for it (a request with a handle). */
+static zc_status zc_gpu_issue_close(zc_comm *c, const zc__mem_entry *me, zc_req *req) {
+    zc__sched s = {0};
+    s.kind = ZC_K_DEREGISTER;
+    s.alg = ZC_ALG_GPU_REGISTER;
+    s.dtype = ZC_UINT8;
+    s.esize = 1;
+    s.chunk = c->cfg.slot_bytes;
+    s.count = me->creg;
+    return zc__issue(c, &s, -1, 0, req);
+}
+
+zc_status zc__gpu_mem_deregister(zc_comm *c, zc__mem_entry *e, zc_req *req) {
     struct zc__gpu *g = c->gpu;
     uint32_t i = (uint32_t)(e - c->mems);
     if (!g) return ZC_OK;
     if (e->gstate == ZC_GMEM_PENDING && !c->failed) /* a failed exchange never ends */
         return zc__error(c, ZC_INVALID_STATE, "zc_mem_deregister: the peers' handles of this "
                          "CUDA registration are still being exchanged (progress first)");
+    if (e->gstate == ZC_GMEM_CLOSING)
+        return zc__error(c, ZC_INVALID_STATE, "zc_mem_deregister: this registration is being "
+                         "deregistered already (by another thread)");
+    if (!c->failed && zc_gpu_in_use(c, g, e))
+        return zc__error(c, ZC_INVALID_STATE, "zc_mem_deregister: a call in flight uses this "
+                         "CUDA registration (or a stream-ordered call does: until its stream "
+                         "passed it; a graph-captured one until zc_comm_fini): finish it first");
+    bool shared = e->gstate == ZC_GMEM_MAPPED && g->nranks > 1 && !c->failed;
+    zc_status st = shared ? zc_gpu_issue_close(c, e, req) : ZC_OK;
+    if (st != ZC_OK) return st; /* nothing changed */
     if (e->gstate == ZC_GMEM_MAPPED) zc_gpu_unmap(g, i);
+    e->gstate = shared ? ZC_GMEM_CLOSING : ZC_GMEM_FREE; /* closing: calls no longer find it */
+    return shared ? ZC_IN_PROGRESS : ZC_OK;
+}
+
+void zc__gpu_mem_closed(zc_comm *c, zc__mem_entry *e) {
+    (void)c;
     e->gstate = ZC_GMEM_FREE;
-    return ZC_OK;
 }

@@ -183,12 +183,47 @@ static const zc_reduce_fn zc_reduce_fns[ZC_DTYPE_COUNT_][ZC_OP_COUNT_] = {
     [ZC_FLOAT64] = ZC_ROW(f64),  [ZC_FP8_E4M3] = ZC_ROW(e4m3), [ZC_FP8_E5M2] = ZC_ROW(e5m2),
 };
 
+/* The caller's floating-point environment may flush subnormals to zero (x86 MXCSR FTZ and
+ * DAZ, arm64 FPCR.FZ: set by -ffast-math start-up code, torch.set_flush_denormal(True), ...).
+ * The device kernels never flush, so the host kernels run with flushing off and put the
+ * caller's mode back: subnormal inputs and results are IEEE's on every path. The kernel is
+ * called through a pointer between the two, so no floating operation moves across them. */
+#if defined(__x86_64__) && defined(__SSE2__)
+#define ZC_FP_FLUSH 0x8040u /* MXCSR: FTZ (bit 15), DAZ (bit 6) */
+static inline uint64_t zc_fp_mode(void) {
+    uint32_t c;
+    __asm__ __volatile__("stmxcsr %0" : "=m"(c)::"memory");
+    return c;
+}
+static inline void zc_fp_set(uint64_t mode) {
+    uint32_t c = (uint32_t)mode;
+    __asm__ __volatile__("ldmxcsr %0" ::"m"(c) : "memory");
+}
+#elif defined(__aarch64__)
+#define ZC_FP_FLUSH (1u << 24) /* FPCR.FZ */
+static inline uint64_t zc_fp_mode(void) {
+    uint64_t c;
+    __asm__ __volatile__("mrs %0, fpcr" : "=r"(c)::"memory");
+    return c;
+}
+static inline void zc_fp_set(uint64_t mode) {
+    __asm__ __volatile__("msr fpcr, %0" ::"r"(mode) : "memory");
+}
+#else
+#define ZC_FP_FLUSH 0u
+static inline uint64_t zc_fp_mode(void) { return 0; }
+static inline void zc_fp_set(uint64_t mode) { (void)mode; }
+#endif
+
 void zc__reduce(void *out, const void *const *in, uint32_t n, size_t count, zc_dtype dtype,
                 zc_op op) {
     /* dtype and op are checked at the API (and between ranks); n == 0 has no result. Any of
      * them here is a caller's bug: do nothing rather than read out of bounds. */
     if ((unsigned)dtype >= ZC_DTYPE_COUNT_ || (unsigned)op >= ZC_OP_COUNT_ || n == 0) return;
+    uint64_t mode = zc_fp_mode();
+    if (mode & ZC_FP_FLUSH) zc_fp_set(mode & ~(uint64_t)ZC_FP_FLUSH);
     zc_reduce_fns[dtype][op](out, in, n, count);
+    if (mode & ZC_FP_FLUSH) zc_fp_set(mode);
 }
 
 /* ---- streaming copy ---- */

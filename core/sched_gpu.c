@@ -18,7 +18,8 @@
  *   GPU_DIRECT (every other collective): one launch of what this rank needs, then DONE.
  *   GPU_REGISTER (internal, a CUDA registration with more than one rank, issued by gpu_mem.c):
  *     my zc_gpu_ipc record as message 0 to every peer, every peer's into the registration's
- *     row of recs, then MAP (ipc_open of each peer's buffer).
+ *     row of recs, then MAP (ipc_open of each peer's buffer); for its end (ZC_K_DEREGISTER),
+ *     a signal only, each way: this rank unmapped the peers' buffers.
  * Reductions are the provider's kernels: rank order 0..n-1, the host kernels' exact semantics,
  * so device and host results are bitwise equal.
  *
@@ -60,7 +61,9 @@ int32_t zc__gpu_find(const zc_comm *c, const void *p, size_t bytes, bool *partia
     for (uint32_t i = 0; i < c->cfg.max_mems; i++) {
         const zc__mem_entry *e = &c->mems[i];
         uintptr_t elo = (uintptr_t)e->addr, ehi = elo + e->bytes;
-        if (!e->addr || e->kind != ZC_MEM_CUDA || hi <= elo || lo >= ehi) continue;
+        if (!e->addr || e->kind != ZC_MEM_CUDA || e->gstate == ZC_GMEM_CLOSING || hi <= elo ||
+            lo >= ehi)
+            continue;
         if (lo >= elo && hi <= ehi) return (int32_t)i;
         *partial = true;
     }
@@ -81,8 +84,11 @@ static bool zc_gpu_map(zc_comm *c, struct zc__gpu *g, uint32_t e) {
                      "its CUDA buffers in the same order", p, rec->creg, g->rank, me->creg);
             return false;
         }
-        if (p == g->rank || rec->pid == g->pid) {
-            g->mapped[i] = (uint8_t *)(uintptr_t)rec->addr; /* one address space */
+        /* One address space: the same process identity (a pid alone may repeat across PID
+         * namespaces). */
+        const zc_gpu_ipc *mine = &g->recs[(size_t)e * g->nranks + g->rank];
+        if (p == g->rank || (rec->pid == g->pid && rec->process == mine->process)) {
+            g->mapped[i] = (uint8_t *)(uintptr_t)rec->addr;
             continue;
         }
         void *m = 0;
@@ -209,9 +215,11 @@ static bool zc_gpu_exchange(zc_comm *c, zc__req *r, uint64_t k) {
         zc_gpu_ref(c, r->s.recv, &h.recv_creg, &h.recv_off);
         h.round_elems = r->round_elems;
     }
-    /* Message 0's payload: READY, or a registration's record (the schedule's send). */
+    /* Message 0's payload: READY, a registration's record (the schedule's send), or none (a
+     * deregistration's word). */
     const void *out = reg ? (const void *)r->s.send : (const void *)&h;
-    size_t bytes = k != 0 ? 0 : reg ? sizeof(zc_gpu_ipc) : sizeof h;
+    size_t bytes = k != 0 || r->s.kind == ZC_K_DEREGISTER ? 0 : reg ? sizeof(zc_gpu_ipc)
+                                                                     : sizeof h;
     for (uint32_t p = 0; p < c->nranks && !c->failed; p++) {
         if (p == c->rank) continue;
         if (zc__tx_done(c, r, p) == k) {
@@ -221,7 +229,7 @@ static bool zc_gpu_exchange(zc_comm *c, zc__req *r, uint64_t k) {
         }
         if (zc__rx_done(c, r, p) == k) {
             const uint8_t *src = zc__rx_peek(c, r, p, k, bytes);
-            if (src && reg) zc__memcpy(r->s.recv + (size_t)p * bytes, src, bytes);
+            if (src && reg && bytes) zc__memcpy(r->s.recv + (size_t)p * bytes, src, bytes);
             if (src && (k != 0 || reg || zc_gpu_take_hello(c, r, p, src)))
                 zc__rx_consume(c, r, p);
         }
@@ -436,7 +444,9 @@ static bool zc_gpu_advance(zc_comm *c, struct zc__gpu *g, zc__req *r) {
         return true;
     case ZC_G_READY:
         if (!zc_gpu_exchange(c, r, 0)) return false;
-        r->phase = r->s.alg == ZC_ALG_GPU_REGISTER ? ZC_G_MAP : ZC_G_MAIN;
+        r->phase = r->s.alg != ZC_ALG_GPU_REGISTER ? ZC_G_MAIN
+                   : r->s.kind == ZC_K_REGISTER   ? ZC_G_MAP
+                                                  : ZC_G_FINISHED;
         return true;
     case ZC_G_MAP:
         if (!zc_gpu_map(c, g, r->mem)) return false;

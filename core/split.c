@@ -74,35 +74,49 @@ static zc_status zc_split_exchange(zc_comm *parent, const int32_t *all, zc_comm 
     return st;
 }
 
-/* The child's device state (gpu_mem.c); where its path needs every member's landing record,
- * every parent rank joins one all_gather of them over the parent (a rank whose child needs none
- * gives an empty one), and members keep their color's at the sender's child rank. c: this
- * rank's child, NULL for a non-member. The parent's scratch holds {color, key} per rank, then
- * the records. */
+/* The child's device state (gpu_mem.c); where its path needs every member's record, every
+ * parent rank joins an all_gather of them over the parent (a rank whose child needs none gives
+ * an empty one), and members keep their color's at the sender's child rank; the ipc decision
+ * takes two such rounds, which every parent rank joins too. c: this rank's child, NULL for a
+ * non-member. The parent's scratch holds {color, key} per rank, then the records. */
 static zc_status zc_split_device(zc_comm *parent, const int32_t *all, zc_comm *c) {
     zc__gpu_peer *recs = (zc__gpu_peer *)(void *)(parent->scratch + 8u * parent->nranks);
-    bool gathers = zc__gpu_gathers(parent), gather = false;
+    bool gathers = zc__gpu_gathers(parent), gather = false, more = false;
     zc_status st = c ? zc__gpu_open(c, &gather) : ZC_OK;
-    /* A child gathers only where its parent does (a shared-memory child of an ib parent
-     * does not), so every parent rank joins when the parent would. */
+    /* A child gathers only where its parent does (a child of a parent that needs no records
+     * needs none either), so every parent rank joins when the parent would. */
     ZC_ASSERT(!gather || gathers);
     if (!gathers) return st;
-    zc__gpu_peer mine = {0, 0, 0, ZC_LAND_NO_DEVICE, 0};
-    if (gather) mine = c->gpu_area->peers[c->rank];
-    zc_req req;
-    zc_status sync = zc_allgather(parent, &mine, recs, sizeof mine, ZC_UINT8, &req);
-    if (sync == ZC_OK) sync = zc_wait(parent, &req);
-    if (st == ZC_OK && sync != ZC_OK && c)
-        zc__fmt(c->err, sizeof c->err, "the exchange of landing records over the parent "
-                "failed: %s", parent->err);
-    if (st != ZC_OK || sync != ZC_OK || !gather) return st != ZC_OK ? st : sync;
-    for (uint32_t p = 0; p < parent->nranks; p++) {
-        uint32_t rank, size;
-        if (all[2 * p] != all[2 * parent->rank]) continue;
-        zc_child_place(all, parent->nranks, p, &rank, &size);
-        c->gpu_area->peers[rank] = recs[p];
+    for (uint32_t round = 0; round < 2u; round++) {
+        zc__gpu_peer mine = {0};
+        mine.no = ZC_LAND_NO_DEVICE;
+        if (gather) mine = c->gpu_area->peers[c->rank];
+        zc_req req;
+        zc_status sync = zc_allgather(parent, &mine, recs, sizeof mine, ZC_UINT8, &req);
+        if (sync == ZC_OK) sync = zc_wait(parent, &req);
+        if (st == ZC_OK && sync != ZC_OK && c)
+            zc__fmt(c->err, sizeof c->err, "the exchange of device records over the parent "
+                    "failed: %s", parent->err);
+        if (st == ZC_OK && sync != ZC_OK) st = sync;
+        if (st == ZC_OK && gather) {
+            for (uint32_t p = 0; p < parent->nranks; p++) {
+                uint32_t rank, size;
+                if (all[2 * p] != all[2 * parent->rank]) continue;
+                zc_child_place(all, parent->nranks, p, &rank, &size);
+                c->gpu_area->peers[rank] = recs[p];
+            }
+            st = zc__gpu_path(c, &more);
+        }
+        gather = gather && more && st == ZC_OK;
+        /* A second round happens when any rank's child asks for one: the parent's ranks agree
+         * by a max over one flag. */
+        uint32_t want = gather, any = 0;
+        sync = zc_allreduce(parent, &want, &any, 1, ZC_UINT32, ZC_MAX, &req);
+        if (sync == ZC_OK) sync = zc_wait(parent, &req);
+        if (sync != ZC_OK) return st != ZC_OK ? st : sync;
+        if (!any) break;
     }
-    return zc__gpu_path(c);
+    return st;
 }
 
 /* A split uses its parent's scratch from start to end: a second one on the same parent at the

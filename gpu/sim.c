@@ -34,6 +34,9 @@ _Static_assert(ZC_GPU_MAX_SRCS == 64u, "zc_sim_op.srcs holds ZC_GPU_MAX_SRCS sou
 #define ZC_SIM_CAPTURES 64u    /* captures active at once */
 #define ZC_SIM_RANGES 256u     /* host allocations and registrations; IPC mappings */
 #define ZC_SIM_NAME_BYTES 48u
+/* An allocation's segment starts with a page the runtime keeps: how many processes have it
+ * mapped through IPC now, so that a free while a peer still maps it is seen (UB with CUDA). */
+#define ZC_SIM_HDR 4096u
 
 enum { ZC_OP_REDUCE = 1, ZC_OP_COPY, ZC_OP_STEP, ZC_OP_EVENT, ZC_OP_WRITE, ZC_OP_WAIT,
        ZC_OP_CALL };
@@ -102,6 +105,7 @@ typedef struct zc_sim_knobs {
     uint32_t read;
     int devices, visible[ZC_GPU_SIM_MAX_DEVICES], nvisible;
     int driver, no_peer, no_rdma, dmabuf, eager, platform; /* platform: 0 hopper 1 ampere 2 c2c */
+    int fault_error; /* the error the injected fault raises */
     uint32_t queues;
     uint64_t fault_at;
 } zc_sim_knobs;
@@ -177,6 +181,7 @@ static void zc_sim_read_knobs(void) {
     k->dmabuf = zc_sim_env("ZC_GPU_SIM_DMABUF", 0) != 0;
     k->eager = zc_sim_env("ZC_GPU_SIM_EAGER", 0) != 0;
     k->fault_at = (uint64_t)zc_sim_env("ZC_GPU_SIM_FAULT", 0);
+    k->fault_error = (int)zc_sim_env("ZC_GPU_SIM_FAULT_ERROR", cudaErrorIllegalAddress);
     int64_t q = zc_sim_env("CUDA_DEVICE_MAX_CONNECTIONS", 8);
     k->queues = q < 1 ? 1u : q > (int64_t)ZC_SIM_QUEUES ? ZC_SIM_QUEUES : (uint32_t)q;
     const char *pf = zc_plat_getenv("ZC_GPU_SIM_PLATFORM");
@@ -288,6 +293,9 @@ static int zc_sim_dev_of(const void *p) {
     return r ? r->dev : -1;
 }
 
+/* The importers' count of a mapping whose user memory starts at base. */
+static uint64_t *zc_sim_imports(void *base) { return (uint64_t *)(void *)((uint8_t *)base - ZC_SIM_HDR); }
+
 static void *zc_sim_alloc_on(size_t bytes, int dev) {
     uint32_t i;
     for (i = 0; i < ZC_GPU_SIM_MAX_ALLOCS && zc_sim_allocs[i].base; i++) {
@@ -298,11 +306,11 @@ static void *zc_sim_alloc_on(size_t bytes, int dev) {
     char name[ZC_SIM_NAME_BYTES];
     zc__fmt(name, sizeof name, "/zcsim-%llu-%llu", (unsigned long long)zc_plat_process_id(),
             (unsigned long long)++zc_sim_serial);
-    if (zc_plat_shm_create(name, bytes, &p, &a->ref) != ZC_PLAT_OK) return NULL;
-    a->base = p;
+    if (zc_plat_shm_create(name, bytes + ZC_SIM_HDR, &p, &a->ref) != ZC_PLAT_OK) return NULL;
+    a->base = (uint8_t *)p + ZC_SIM_HDR;
     a->bytes = bytes;
     a->dev = dev;
-    return p;
+    return a->base;
 }
 
 void *zc_gpu_sim_alloc(size_t bytes) {
@@ -317,7 +325,9 @@ void *zc_gpu_sim_alloc(size_t bytes) {
 static void zc_sim_free_locked(void *p) {
     zc_sim_alloc *a = p ? zc_sim_find(p, 1, NULL) : NULL;
     if (!a || a->base != p) return;
-    (void)zc_plat_shm_unmap(a->base, a->bytes);
+    if (__atomic_load_n(zc_sim_imports(a->base), __ATOMIC_ACQUIRE))
+        zc_sim_st.frees_while_mapped++; /* undefined behaviour with CUDA */
+    (void)zc_plat_shm_unmap(a->base - ZC_SIM_HDR, a->bytes + ZC_SIM_HDR);
     (void)zc_plat_shm_seal(&a->ref);
     *a = (zc_sim_alloc){0};
 }
@@ -346,14 +356,17 @@ static zc_sim_queue *zc_sim_queue_of(uint32_t q) {
     return zc_sim_q[q];
 }
 
-/* The injected fault, or a kernel reading another device's memory without peer access: the
- * operation does not run and the device is lost (sticky). */
-static void zc_sim_fault(const zc_sim_op *o, const char *what) {
+static const char *zc_sim_text(cudaError_t e);
+
+/* The injected fault (its error ZC_GPU_SIM_FAULT_ERROR), or a kernel reading another device's
+ * memory without peer access (an illegal address): the operation does not run and the device
+ * is lost (sticky). */
+static void zc_sim_fault(const zc_sim_op *o, const char *what, cudaError_t e) {
     static const char *const kinds[] = {"", "reduce", "copy", "step"};
-    zc__fmt(zc_sim_why, sizeof zc_sim_why, "an illegal memory access was encountered "
-            "(simulated fault: %s in operation %llu, a %s)", what,
-            (unsigned long long)o->number, kinds[o->kind <= ZC_OP_STEP ? o->kind : 0]);
-    zc_sim_sticky = cudaErrorIllegalAddress;
+    zc__fmt(zc_sim_why, sizeof zc_sim_why, "%s (simulated fault: %s in operation %llu, a %s)",
+            zc_sim_text(e), what, (unsigned long long)o->number,
+            kinds[o->kind <= ZC_OP_STEP ? o->kind : 0]);
+    zc_sim_sticky = e;
 }
 
 static bool zc_sim_reachable(const zc_sim_op *o, const void *p) {
@@ -379,7 +392,8 @@ static void zc_sim_step_run(const zc_sim_op *o) {
     uint32_t n = d->n < ZC_GPU_MAX_SRCS ? d->n : ZC_GPU_MAX_SRCS;
     for (uint32_t k = 0; k < n && d->mode != ZC_GPU_STEP_NONE; k++)
         if (!zc_sim_reachable(o, d->src[k]) || !zc_sim_reachable(o, d->dst[k]))
-            return zc_sim_fault(o, "a kernel read another device's memory without peer access");
+            return zc_sim_fault(o, "a kernel read another device's memory without peer access",
+                                cudaErrorIllegalAddress);
     if (d->mode == ZC_GPU_STEP_REDUCE && n && d->count)
         zc_sim_reduce_run(d->dst[0], d->src, n, d->count, o->dtype, o->op);
     if (d->mode == ZC_GPU_STEP_COPY)
@@ -388,13 +402,15 @@ static void zc_sim_step_run(const zc_sim_op *o) {
 
 static void zc_sim_kernel(const zc_sim_op *o) {
     if (zc_sim_k.fault_at && o->number == zc_sim_k.fault_at)
-        return zc_sim_fault(o, "ZC_GPU_SIM_FAULT injected it");
+        return zc_sim_fault(o, "ZC_GPU_SIM_FAULT injected it", zc_sim_k.fault_error);
     if (o->kind == ZC_OP_STEP) return zc_sim_step_run(o);
     for (uint32_t k = 0; k < o->nsrc; k++)
         if (!zc_sim_reachable(o, o->srcs[k]))
-            return zc_sim_fault(o, "a kernel read another device's memory without peer access");
+            return zc_sim_fault(o, "a kernel read another device's memory without peer access",
+                                cudaErrorIllegalAddress);
     if (!zc_sim_reachable(o, o->dst))
-        return zc_sim_fault(o, "a kernel wrote another device's memory without peer access");
+        return zc_sim_fault(o, "a kernel wrote another device's memory without peer access",
+                            cudaErrorIllegalAddress);
     if (o->kind == ZC_OP_REDUCE) zc_sim_reduce_run(o->dst, o->srcs, o->nsrc, o->count, o->dtype,
                                                    o->op);
     else memmove(o->dst, o->srcs[0], (size_t)o->count);
@@ -503,12 +519,14 @@ static const struct { cudaError_t e; const char *name, *text; } zc_sim_names[] =
     {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
     {cudaErrorPeerAccessUnsupported, "cudaErrorPeerAccessUnsupported",
      "peer access is not supported between these two devices"},
-    {cudaErrorContained, "cudaErrorContained", "a contained error (simulated)"},
+    {cudaErrorContained, "cudaErrorContained",
+     "a contained error: an exception on the device, contained to this process"},
     {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle",
      "invalid resource handle (the simulated runtime takes streams of zc_gpu_sim_stream_init "
      "or cudaStreamCreate and has no legacy default stream)"},
     {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
-    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access"},
+    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress",
+     "an illegal memory access was encountered"},
     {cudaErrorHostMemoryAlreadyRegistered, "cudaErrorHostMemoryAlreadyRegistered",
      "part or all of the requested memory range is already mapped"},
     {cudaErrorHostMemoryNotRegistered, "cudaErrorHostMemoryNotRegistered",
@@ -527,11 +545,14 @@ const char *zc_simrt_error_name(cudaError_t e) {
     return "cudaError?";
 }
 
-const char *zc_simrt_error_string(cudaError_t e) {
-    if (e == zc_sim_sticky && e == cudaErrorIllegalAddress) return zc_sim_why;
+static const char *zc_sim_text(cudaError_t e) {
     for (size_t i = 0; i < sizeof zc_sim_names / sizeof zc_sim_names[0]; i++)
         if (zc_sim_names[i].e == e) return zc_sim_names[i].text;
     return "unknown error";
+}
+
+const char *zc_simrt_error_string(cudaError_t e) {
+    return e == zc_sim_sticky && zc_sim_why[0] ? zc_sim_why : zc_sim_text(e);
 }
 
 cudaError_t zc_simrt_driver_version(int *v) {
@@ -914,13 +935,15 @@ static cudaError_t zc_sim_ipc_open(void **p, cudaIpcMemHandle_t h) {
     zc_sim_handle sh;
     memcpy(&sh, h.reserved, sizeof sh);
     if (!zc_sim_peer_ok(dev, sh.dev)) return cudaErrorPeerAccessUnsupported;
-    void *base = NULL;
-    if (zc_plat_shm_open(&sh.ref, (size_t)sh.bytes, &base) != ZC_PLAT_OK)
+    void *seg = NULL;
+    if (zc_plat_shm_open(&sh.ref, (size_t)sh.bytes + ZC_SIM_HDR, &seg) != ZC_PLAT_OK)
         return cudaErrorInvalidValue;
+    uint8_t *base = (uint8_t *)seg + ZC_SIM_HDR;
     if (!zc_sim_range_add(base, (size_t)sh.bytes, sh.dev, 3)) {
-        (void)zc_plat_shm_unmap(base, (size_t)sh.bytes);
+        (void)zc_plat_shm_unmap(seg, (size_t)sh.bytes + ZC_SIM_HDR);
         return cudaErrorUnknown;
     }
+    __atomic_add_fetch(zc_sim_imports(base), 1u, __ATOMIC_ACQ_REL);
     *p = base;
     return cudaSuccess;
 }
@@ -936,7 +959,8 @@ static cudaError_t zc_sim_ipc_close(void *p) {
     if (e != cudaSuccess) return e;
     zc_sim_range *r = zc_sim_range_of(p, 3);
     if (!r || r->base != p) return cudaErrorInvalidValue;
-    (void)zc_plat_shm_unmap(r->base, r->bytes);
+    __atomic_sub_fetch(zc_sim_imports(r->base), 1u, __ATOMIC_ACQ_REL);
+    (void)zc_plat_shm_unmap(r->base - ZC_SIM_HDR, r->bytes + ZC_SIM_HDR);
     *r = (zc_sim_range){0};
     return cudaSuccess;
 }

@@ -31,9 +31,12 @@
  *     NIC writes need a flush), "c2c" (Grace Hopper: ordering all devices, the PCIe mapping
  *     flag accepted); ZC_GPU_SIM_NO_RDMA=1: no GPUDirect RDMA; ZC_GPU_SIM_DMABUF=1: dma-buf
  *     export works (default: CUDA_ERROR_NOT_SUPPORTED, as without the open kernel module).
+ *   - IPC lifetimes: freeing an allocation while another process still maps it (undefined
+ *     behaviour with CUDA) is counted (zc_gpu_sim_stats.frees_while_mapped);
  *   - ZC_GPU_SIM_EAGER=1 runs every operation at once; ZC_GPU_SIM_FAULT=N makes the Nth
  *     kernel or copy (counted from 1 since the last device count, i.e. per provider init) fail
- *     when it runs with a sticky illegal-address error.
+ *     when it runs with a sticky error, cudaErrorIllegalAddress or the ZC_GPU_SIM_FAULT_ERROR
+ *     number (226: cudaErrorContained).
  * Knobs are read at every device count (a provider's init). The runtime is thread-safe (one
  * lock); allocations are the process's. */
 #ifndef ZC_GPU_SIM_H
@@ -107,6 +110,8 @@ typedef struct zc_gpu_sim_stats {
     uint64_t vec_elems;       /* reduction elements the kernels took in 16-byte vectors ... */
     uint64_t scalar_elems;    /* ... and one at a time (kernels.h: zc__vec_split) */
     uint64_t capture_invalidations;
+    uint64_t frees_while_mapped; /* allocations freed while a peer process still mapped them
+                                  * through IPC (undefined behaviour with CUDA) */
 } zc_gpu_sim_stats;
 void zc_gpu_sim_get_stats(zc_gpu_sim_stats *out);
 

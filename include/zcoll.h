@@ -354,6 +354,19 @@ void zc_comm_gpu_staged(const zc_comm *comm, uint64_t *calls, uint64_t *rounds);
  * NIC wrote from this rank into peers' device memory for them (0 and 0 for NULL or a
  * communicator without a gpu provider). */
 void zc_comm_gpu_direct(const zc_comm *comm, uint64_t *calls, uint64_t *bytes);
+/* What this machine offers device-memory collectives and what zcoll would do with it, one line
+ * at a time through emit (each line without its newline; user passed back): the CUDA driver and
+ * runtime versions; every GPU (name, compute capability, multiprocessors, memory, PCI bus id,
+ * GPUDirect RDMA, the NIC writes ordering and flush options, dma-buf export, stream memory
+ * operations); the peer-access matrix; every RDMA device and whether it registers GPU memory
+ * (through dma-buf, and by address with nvidia-peermem); and the path (ipc, staged, direct)
+ * ranks on one host and across hosts would take, with the reason. Absent things say "none".
+ * cfg picks the gpu provider (cfg->gpu_provider; NULL: the defaults). ZC_OK when a GPU is
+ * usable, ZC_UNSUPPORTED when there is none, ZC_GPU when one is there but unusable (a driver
+ * too old). Not reentrant; opens devices for a while: a tool's call (build/zcprobe prints it),
+ * not a communicator's. */
+zc_status zc_device_report(const zc_config *cfg, void (*emit)(void *user, const char *line),
+                           void *user);
 
 /* ---- memory registration ----------------------------------------------------------------- */
 typedef struct zc_mem zc_mem;
@@ -383,6 +396,14 @@ typedef struct zc_mem zc_mem;
  * NIC never sees it (calls copy through host staging in the arena). */
 zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind kind,
                           zc_mem **mem_out);
+/* Ends a registration; ZC_INVALID_STATE while a call in flight uses the buffer (or a
+ * stream-ordered call whose stream has not passed it; a graph-captured one until zc_comm_fini).
+ * A ZC_MEM_CUDA registration that peers mapped through CUDA IPC (the ipc path, more than one
+ * rank) ends collectively, like its registration: every rank deregisters its CUDA buffers in
+ * the same order (else ZC_MISMATCH), and the call returns once every peer unmapped this rank's
+ * buffer, driving zc_progress meanwhile up to the deadline, so the memory may be freed then
+ * (CUDA leaves freeing it before then undefined). zc_comm_fini unmaps the peers' buffers too: a
+ * buffer still registered at fini may be freed once every rank's zc_comm_fini returned. */
 zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem);
 
 /* ---- the symmetric region (single copy on one host) ---------------------------------------- */

@@ -12,7 +12,9 @@
  * fp64 in fp64; integer SUM/PROD wrap as two's complement; AVG = the sum divided by n
  * (floating: in the accumulation type, then rounded; integers: the exact sum, truncated toward
  * zero); MIN/MAX of NaN follow IEEE fmin/fmax (a NaN loses to a number).
- * n >= 1. out may be exactly equal to any in[k] (in place); no other overlap. */
+ * n >= 1. out may be exactly equal to any in[k] (in place); no other overlap. Subnormals are
+ * kept whatever the caller's floating-point mode (flush-to-zero / denormals-are-zero are off
+ * for the call and restored after), as on the device. */
 void zc__reduce(void *out, const void *const *in, uint32_t n, size_t count, zc_dtype dtype,
                 zc_op op);
 

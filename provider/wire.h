@@ -125,4 +125,24 @@ extern const zc_wire_ops zc_wire_shm;
 extern const zc_wire_ops zc_wire_ib;
 #endif
 
+/* What an RDMA device offers device-memory collectives (zc_device_report). */
+typedef struct zc_wire_nic {
+    char name[64];
+    uint32_t ports_active;
+    uint32_t ethernet; /* 1: RoCE (an active port's link layer is Ethernet) */
+    int32_t dmabuf;    /* 1: it registered the device memory through its dma-buf; 0: it
+                        * refused (why); -1: not tried */
+    int32_t peermem;   /* the same by address (nvidia-peermem) */
+    char why[200];
+} zc_wire_nic;
+
+#ifdef ZC_HAVE_IB
+/* Every RDMA device of this host (at most cap, *n of them) into nics; each one opened and asked
+ * to register [mem, mem + bytes) of device memory through fd (a dma-buf, mem's offset off in
+ * it; fd < 0: not tried) and by address (mem NULL: neither). ZC_UNSUPPORTED (err says why) when
+ * there is no RDMA device. Opens and closes everything within the call (transport_ib/probe.c). */
+zc_status zc__ib_nics(zc_wire_nic *nics, uint32_t cap, uint32_t *n, void *mem, size_t bytes,
+                      int32_t fd, uint64_t off, char *err, size_t errcap);
+#endif
+
 #endif

@@ -156,6 +156,7 @@ ZT_TEST(reduce_nan_results_are_the_canonical_quiet_nan, 20)
 ZT_TEST(reduce_narrow_floats_accumulate_in_fp32_and_round_once, 20)
 ZT_TEST(reduce_with_zero_count_writes_nothing, 20)
 ZT_TEST(copy_stream_copies_every_alignment_and_length_exactly, 20)
+ZT_TEST(reduce_ignores_the_callers_flush_to_zero_mode, 20)
 
 /* tests/test_zcbench.c */
 ZT_TEST(zcbench_check_every_collective_at_2_ranks_exact_and_allocation_free, 60)
@@ -173,6 +174,8 @@ ZT_TEST(gpu_staged_path_fields_and_one_rank_staged_allreduce, 20)
 ZT_TEST(gpu_direct_path_needs_a_wire_with_puts, 20)
 ZT_TEST(gpu_arena_region_exists_only_in_cuda_builds_and_grows_with_stream_slots, 20)
 ZT_TEST(gpu_stream_forms_without_a_usable_device_are_unsupported, 20)
+ZT_TEST(zcprobe_says_none_without_gpu_and_describes_devices_peers_and_paths, 60)
+ZT_TEST(check_gpu_fails_when_a_gpu_is_present_but_unusable, 60)
 
 /* tests/test_ib.c */
 ZT_RANK(ib_rank_init_reports)

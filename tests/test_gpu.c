@@ -230,3 +230,59 @@ void gpu_staged_path_fields_and_one_rank_staged_allreduce(void) {
         zc_gpu_sim_free(d);
     }
 }
+
+/* Runs build/zcprobe (args after it) with env; its output in out, its exit status returned. */
+static int zt_probe(const char *arg, const char *const env[], char *out, size_t cap) {
+    char exe[4200];
+    snprintf(exe, sizeof exe, "%s/zcprobe", zt_build_dir());
+    const char *argv[] = {exe, arg, NULL};
+    return zt_run(argv, env, out, cap, 60000, NULL);
+}
+
+/* zcprobe on a machine without a GPU (the simulated provider with no device) and without RDMA
+ * devices says "none" for each and exits 0, 1 with --require-gpu; on two simulated GPUs without
+ * peer access it prints the matrix and the staged path on one host; with a driver too old it
+ * says so with both versions; the real provider's report always has its lines. */
+void zcprobe_says_none_without_gpu_and_describes_devices_peers_and_paths(void) {
+    static char out[8192];
+    const char *none[] = {"ZC_GPU_PROVIDER=sim", "ZC_GPU_SIM_DEVICES=0", NULL};
+    ZT_CHECK_EQ(zt_probe(NULL, none, out, sizeof out), 0);
+    ZT_CHECK(strstr(out, "GPUs: none") && strstr(out, "path on one host: none") &&
+             strstr(out, "path across hosts: none") && strstr(out, "NICs: "));
+    ZT_CHECK_EQ(zt_probe("--require-gpu", none, out, sizeof out), 1);
+    const char *two[] = {"ZC_GPU_PROVIDER=sim", "ZC_GPU_SIM_DEVICES=2", "ZC_GPU_SIM_NO_PEER=1",
+                         NULL};
+    ZT_CHECK_EQ(zt_probe("--require-gpu", two, out, sizeof out), 0);
+    ZT_CHECK(strstr(out, "GPU 1: zcoll simulated GPU 1") &&
+             strstr(out, "GPUDirect RDMA: yes; NIC writes ordering: owner") &&
+             strstr(out, "GPU 0's kernels read GPU 1's memory: no") &&
+             strstr(out, "path on one host: staged"));
+    const char *peers[] = {"ZC_GPU_PROVIDER=sim", "ZC_GPU_SIM_DEVICES=2", NULL};
+    ZT_CHECK_EQ(zt_probe(NULL, peers, out, sizeof out), 0);
+    ZT_CHECK(strstr(out, "GPU 0's kernels read GPU 1's memory: yes") &&
+             strstr(out, "path on one host: ipc"));
+    const char *old[] = {"ZC_GPU_PROVIDER=sim", "ZC_GPU_SIM_DRIVER=12040", NULL};
+    ZT_CHECK_EQ(zt_probe("--require-gpu", old, out, sizeof out), 1);
+    ZT_CHECK(strstr(out, "driver 12.4, runtime 13.0") && strstr(out, "update the driver"));
+    ZT_CHECK_EQ(zt_probe("--bogus", NULL, out, sizeof out), 2);
+    ZT_CHECK_EQ(zt_probe(NULL, NULL, out, sizeof out), 0);
+    ZT_CHECK(strstr(out, "gpu provider: ") && strstr(out, "path on one host: "));
+}
+
+/* `ninja check-gpu` on a machine with a GPU that CUDA cannot use (pretended: ZG_ASSUME_GPU=1)
+ * fails at once with zcprobe's report instead of skipping every test; where CUDA can use it,
+ * the check passes. */
+void check_gpu_fails_when_a_gpu_is_present_but_unusable(void) {
+    static char out[8192], probe[8192];
+    const char *cuda[] = {"ZC_GPU_PROVIDER=cuda", NULL};
+    int usable = zt_probe("--require-gpu", cuda, probe, sizeof probe) == 0;
+    char script[4200];
+    snprintf(script, sizeof script, "%s/../tests/gpu/run.sh", zt_build_dir());
+    const char *argv[] = {"/bin/bash", script, NULL};
+    const char *env[] = {"ZG_ASSUME_GPU=1", "ZG_PREFLIGHT_ONLY=1", NULL};
+    int rc = zt_run(argv, env, out, sizeof out, 60000, NULL);
+    printf("    a GPU CUDA %s use: check-gpu's preflight exits %d\n", usable ? "can" : "cannot",
+           rc);
+    ZT_CHECK_EQ(rc, usable ? 0 : 1);
+    if (!usable) ZT_CHECK(strstr(out, "CUDA cannot use it") && strstr(out, "gpu provider: "));
+}

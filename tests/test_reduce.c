@@ -928,3 +928,77 @@ void copy_stream_copies_every_alignment_and_length_exactly(void) {
                 }
             }
 }
+
+/* The floating-point mode a program may run in: flush-to-zero and denormals-are-zero on (x86
+ * MXCSR FTZ | DAZ, arm64 FPCR.FZ), as -ffast-math start-up code or torch.set_flush_denormal
+ * leave it. Returns the mode before, for zt_flush_restore; false where this CPU has none. */
+static bool zt_flush_on(uint64_t *before) {
+#if defined(__x86_64__)
+    uint32_t c;
+    __asm__ __volatile__("stmxcsr %0" : "=m"(c)::"memory");
+    *before = c;
+    c |= 0x8040u;
+    __asm__ __volatile__("ldmxcsr %0" ::"m"(c) : "memory");
+    return true;
+#elif defined(__aarch64__)
+    uint64_t c;
+    __asm__ __volatile__("mrs %0, fpcr" : "=r"(c)::"memory");
+    *before = c;
+    __asm__ __volatile__("msr fpcr, %0" ::"r"(c | (1u << 24)) : "memory");
+    return true;
+#else
+    (void)before;
+    return false;
+#endif
+}
+
+static void zt_flush_restore(uint64_t before) {
+#if defined(__x86_64__)
+    uint32_t c = (uint32_t)before;
+    __asm__ __volatile__("ldmxcsr %0" ::"m"(c) : "memory");
+#elif defined(__aarch64__)
+    __asm__ __volatile__("msr fpcr, %0" ::"r"(before) : "memory");
+#else
+    (void)before;
+#endif
+}
+
+/* Subnormal inputs, sums that cancel into subnormals, and narrow floats whose fp32
+ * accumulators are subnormal: reduced with the caller's flush-to-zero mode on, the host kernels
+ * give bitwise what they give with it off (what the device kernels give: they never flush),
+ * and the caller's mode is what it was after the call. */
+void reduce_ignores_the_callers_flush_to_zero_mode(void) {
+    enum { N = 512 };
+    static float a32[N], b32[N], want32[N], got32[N];
+    static double a64[N], b64[N], want64[N], got64[N];
+    static uint16_t a16[N], b16[N], want16[N], got16[N];
+    zt_rng rng = {zt_seed()};
+    for (int i = 0; i < N; i++) {
+        double m = (double)(zt_rng_below(&rng, 1u << 20) + 1) / (double)(1u << 20);
+        double s = (i & 1) ? -1.0 : 1.0;
+        a32[i] = (float)(s * m * 0x1p-127);                /* subnormal */
+        b32[i] = (float)(-s * (m + 0.25) * 0x1p-126);      /* normal; the sum cancels */
+        a64[i] = s * m * 0x1p-1023;
+        b64[i] = -s * (m + 0.25) * 0x1p-1022;
+        a16[i] = (uint16_t)(zt_rng_below(&rng, 0x3ff) + 1); /* fp16 subnormals */
+        b16[i] = (uint16_t)(0x8000u | (zt_rng_below(&rng, 0x3ff) + 1));
+    }
+    const void *in32[2] = {a32, b32}, *in64[2] = {a64, b64}, *in16[2] = {a16, b16};
+    zc__reduce(want32, in32, 2, N, ZC_FLOAT32, ZC_SUM);
+    zc__reduce(want64, in64, 2, N, ZC_FLOAT64, ZC_SUM);
+    zc__reduce(want16, in16, 2, N, ZC_FLOAT16, ZC_PROD);
+    uint64_t before = 0, during = 0;
+    if (!zt_flush_on(&before)) ZT_SKIP("this CPU has no flush-to-zero mode we can set");
+    zc__reduce(got32, in32, 2, N, ZC_FLOAT32, ZC_SUM);
+    zc__reduce(got64, in64, 2, N, ZC_FLOAT64, ZC_SUM);
+    zc__reduce(got16, in16, 2, N, ZC_FLOAT16, ZC_PROD);
+    bool flushed = zt_flush_on(&during); /* the mode as the calls left it */
+    zt_flush_restore(before);
+    ZT_CHECK(flushed && during != before);
+    ZT_CHECK(memcmp(got32, want32, sizeof got32) == 0);
+    ZT_CHECK(memcmp(got64, want64, sizeof got64) == 0);
+    ZT_CHECK(memcmp(got16, want16, sizeof got16) == 0);
+    int subnormal = 0;
+    for (int i = 0; i < N; i++) subnormal += want32[i] != 0.0f && fabsf(want32[i]) < 0x1p-126f;
+    ZT_CHECK(subnormal > N / 2); /* the data did exercise subnormal results */
+}

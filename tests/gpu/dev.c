@@ -56,6 +56,17 @@ void zg_need_device(void) {
     zg_use_device((int)p.ndevs);
 }
 
+void zg_need_sim(void) {
+    if (!zg_sim()) zt_skip("a property of the simulated GPU (ZC_GPU_PROVIDER=sim)");
+}
+
+void zg_run(uint32_t n, const char *name) {
+    zg_need_device(); /* skip before starting ranks when there is no GPU */
+    int rc = zt_run_ranks(n, name, 240, NULL, NULL, 0);
+    if (rc == 77) zt_skip("the ranks found no usable GPU");
+    ZT_CHECK(rc == 0);
+}
+
 void *zg_dev_alloc(size_t bytes) {
     void *p = NULL;
     if (zg_sim()) {

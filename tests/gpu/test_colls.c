@@ -288,19 +288,12 @@ int zg_rank_collectives(void) {
     return 0;
 }
 
-static void zg_ranks(uint32_t n, const char *name) {
-    zg_need_device(); /* skip before starting ranks when there is no GPU */
-    int rc = zt_run_ranks(n, name, 240, NULL, NULL, 0);
-    if (rc == 77) zt_skip("the ranks found no usable GPU");
-    ZT_CHECK(rc == 0);
-}
-
-void gpu_collectives_match_host_reference_1_rank(void) { zg_ranks(1, "zg_rank_collectives"); }
+void gpu_collectives_match_host_reference_1_rank(void) { zg_run(1, "zg_rank_collectives"); }
 void gpu_collectives_match_host_reference_2_ranks(void) {
     setenv("ZG_PATH", "ipc", 1);
-    zg_ranks(2, "zg_rank_collectives");
+    zg_run(2, "zg_rank_collectives");
 }
-void gpu_collectives_match_host_reference_4_ranks(void) { zg_ranks(4, "zg_rank_collectives"); }
+void gpu_collectives_match_host_reference_4_ranks(void) { zg_run(4, "zg_rank_collectives"); }
 
 /* ---- stream-ordered forms ---- */
 
@@ -403,10 +396,10 @@ int zg_rank_stream_forms(void) {
 }
 
 void gpu_stream_forms_in_order_on_a_stream_100_rounds_2_ranks(void) {
-    zg_ranks(2, "zg_rank_stream_forms");
+    zg_run(2, "zg_rank_stream_forms");
 }
 void gpu_stream_forms_in_order_on_a_stream_100_rounds_4_ranks(void) {
-    zg_ranks(4, "zg_rank_stream_forms");
+    zg_run(4, "zg_rank_stream_forms");
 }
 
 /* ---- an injected fault (simulated device only) ---- */
@@ -610,7 +603,7 @@ static void zg_staged(uint32_t n) {
     setenv("ZC_GPU_PATH", "staged", 1);
     setenv("ZC_GPU_STAGE_BYTES", "16384", 1);
     setenv("ZG_PATH", "staged", 1);
-    zg_ranks(n, "zg_rank_collectives");
+    zg_run(n, "zg_rank_collectives");
 }
 void gpu_staged_collectives_match_host_reference_2_ranks(void) { zg_staged(2); }
 void gpu_staged_collectives_match_host_reference_3_ranks(void) { zg_staged(3); }
@@ -895,5 +888,5 @@ int zg_rank_latency(void) {
 
 void gpu_oneshot_allreduce_latency_8b_and_64kib_2_ranks(void) {
     if (zg_sim()) zt_skip("latency is a GPU's to measure, not the simulated device's");
-    zg_ranks(2, "zg_rank_latency");
+    zg_run(2, "zg_rank_latency");
 }

@@ -134,10 +134,6 @@ void gpu_reduce_bandwidth_at_least_80_percent_of_device_memcpy(void) {
 
 /* ---- the simulated device ---- */
 
-static void zg_need_sim(void) {
-    if (!zg_sim()) zt_skip("a property of the simulated device (ZC_GPU_PROVIDER=sim)");
-}
-
 void gpu_sim_defers_work_until_queried_and_runs_it_in_order(void) {
     zg_need_sim();
     const zc_gpu_ops *o = zg_provider(2);

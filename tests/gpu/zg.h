@@ -59,6 +59,12 @@ zc_status zg_comm_init_env(uint64_t gpu_scratch_bytes, uint64_t oneshot_max_byte
 void zg_fill(void *buf, size_t count, zc_dtype dtype, uint64_t seed);
 /* This rank's ZC_RANK (0 outside zcrun). */
 uint32_t zg_rank(void);
+/* Runs rank program name on n ranks through zcrun (zg_need_device first); fails the test unless
+ * every rank exited 0 (skips when they found no device). */
+void zg_run(uint32_t n, const char *name);
+/* Skips the test unless the simulated GPU runs it (a property only the simulation can set up
+ * or observe). */
+void zg_need_sim(void);
 
 #define ZT_TEST(name, timeout_s) void name(void);
 #define ZT_RANK(name) int name(void);

@@ -176,32 +176,33 @@ static void zc_gpu_judge(zc_comm *c, struct zc__gpu *g) {
     }
 }
 
+/* The decision: logged with its reason (why), then the staging opened (sched_stage.c). */
+static zc_status zc_gpu_decided(zc_comm *c, struct zc__gpu *g, uint32_t path, const char *why) {
+    char line[ZC_ERROR_TEXT_BYTES];
+    zc__fmt(line, sizeof line, "device memory over %s %s: %s", c->wire->name,
+            path == ZC_GPU_PATH_STAGED ? "goes staged through host memory"
+            : path == ZC_GPU_PATH_IPC  ? "takes the ipc path"
+                                       : "takes the direct path",
+            why);
+    zc_plat_log(ZC_PLAT_LOG_INFO, line);
+    if (c->gpu) zc__stage_open(c, g->ops, g->state, path);
+    return ZC_OK;
+}
+
 /* Second round: ipc when every rank reads every peer's device, else staged. */
 static zc_status zc_gpu_ipc_path(zc_comm *c, struct zc__gpu *g) {
-    char line[ZC_ERROR_TEXT_BYTES];
-    uint32_t bad = c->nranks, path = ZC_GPU_PATH_IPC;
+    uint32_t bad = c->nranks;
     for (uint32_t p = 0; p < c->nranks && bad == c->nranks; p++)
         if (g->peers[p].reads == 0) bad = p;
-    if (bad == c->nranks) {
-        zc__fmt(line, sizeof line, "device memory over %s: ipc path (every rank's device reads "
-                "every peer's)", c->wire->name);
-    } else {
-        char who[ZC_ERROR_TEXT_BYTES - 64];
-        zc__fmt(who, sizeof who, "rank %u's device cannot read rank %u's (no peer access "
-                "between %s and %s)", bad, g->peers[bad].unread, g->peers[bad].id.bus,
-                g->peers[g->peers[bad].unread].id.bus);
-        if (c->cfg.gpu_path == ZC_GPU_PATH_IPC) {
-            zc__fmt(c->err, sizeof c->err, "cfg->gpu_path is ipc but %s: use gpu_path auto",
-                    who);
-            return ZC_UNSUPPORTED;
-        }
-        path = ZC_GPU_PATH_STAGED;
-        zc__fmt(line, sizeof line, "device memory over %s goes staged through host memory: %s",
-                c->wire->name, who);
-    }
-    zc_plat_log(ZC_PLAT_LOG_INFO, line);
-    if (c->gpu) zc__stage_open(c, g->ops, g->state, path); /* staging (sched_stage.c) */
-    return ZC_OK;
+    if (bad == c->nranks)
+        return zc_gpu_decided(c, g, ZC_GPU_PATH_IPC, "every rank's device reads every peer's");
+    char who[ZC_ERROR_TEXT_BYTES - 64];
+    zc__fmt(who, sizeof who, "rank %u's device cannot read rank %u's (no peer access between "
+            "%s and %s)", bad, g->peers[bad].unread, g->peers[bad].id.bus,
+            g->peers[g->peers[bad].unread].id.bus);
+    if (c->cfg.gpu_path != ZC_GPU_PATH_IPC) return zc_gpu_decided(c, g, ZC_GPU_PATH_STAGED, who);
+    zc__fmt(c->err, sizeof c->err, "cfg->gpu_path is ipc but %s: use gpu_path auto", who);
+    return ZC_UNSUPPORTED;
 }
 
 zc_status zc__gpu_path(zc_comm *c, bool *again) {
@@ -213,8 +214,8 @@ zc_status zc__gpu_path(zc_comm *c, bool *again) {
         *again = true;
         return ZC_OK;
     }
-    char line[ZC_ERROR_TEXT_BYTES];
-    uint32_t bad = c->nranks, first = c->nranks, path = ZC_GPU_PATH_DIRECT;
+    char why[ZC_ERROR_TEXT_BYTES - 64];
+    uint32_t bad = c->nranks, first = c->nranks;
     for (uint32_t p = 0; p < c->nranks; p++) {
         const zc__gpu_peer *q = &g->peers[p];
         if (q->no != ZC_LAND_OK) {
@@ -230,26 +231,20 @@ zc_status zc__gpu_path(zc_comm *c, bool *again) {
         }
     }
     if (bad == c->nranks) {
-        zc__fmt(line, sizeof line, "device memory over %s: direct path (GPUDirect RDMA into "
-                "%llu-byte landing areas)", c->wire->name, (unsigned long long)g->area);
-    } else {
-        char who[ZC_ERROR_TEXT_BYTES - 64];
-        if (bad == c->rank) zc__fmt(who, sizeof who, "rank %u (this one) %s: %s", bad,
-                                    zc_land_text(g->peers[bad].no), g->why);
-        else zc__fmt(who, sizeof who, "rank %u %s (its own error says why)", bad,
-                     zc_land_text(g->peers[bad].no));
-        if (c->cfg.gpu_path == ZC_GPU_PATH_DIRECT) {
-            zc__fmt(c->err, sizeof c->err, "cfg->gpu_path is direct but %s", who);
-            return ZC_UNSUPPORTED;
-        }
-        if (g->land_mr.handle) c->wire->mem_deregister(c->wire_state, &g->land_mr);
-        path = ZC_GPU_PATH_STAGED;
-        zc__fmt(line, sizeof line, "device memory over %s goes staged through host memory: %s",
-                c->wire->name, who);
+        zc__fmt(why, sizeof why, "GPUDirect RDMA into %llu-byte landing areas",
+                (unsigned long long)g->area);
+        return zc_gpu_decided(c, g, ZC_GPU_PATH_DIRECT, why);
     }
-    zc_plat_log(ZC_PLAT_LOG_INFO, line);
-    if (c->gpu) zc__stage_open(c, g->ops, g->state, path); /* staging (sched_stage.c) */
-    return ZC_OK;
+    if (bad == c->rank) zc__fmt(why, sizeof why, "rank %u (this one) %s: %s", bad,
+                                zc_land_text(g->peers[bad].no), g->why);
+    else zc__fmt(why, sizeof why, "rank %u %s (its own error says why)", bad,
+                 zc_land_text(g->peers[bad].no));
+    if (c->cfg.gpu_path == ZC_GPU_PATH_DIRECT) {
+        zc__fmt(c->err, sizeof c->err, "cfg->gpu_path is direct but %s", why);
+        return ZC_UNSUPPORTED;
+    }
+    if (g->land_mr.handle) c->wire->mem_deregister(c->wire_state, &g->land_mr);
+    return zc_gpu_decided(c, g, ZC_GPU_PATH_STAGED, why);
 }
 
 static void zc_gpu_unmap(struct zc__gpu *g, uint32_t e) {

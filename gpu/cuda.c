@@ -650,17 +650,18 @@ static zc_status zc_cuda_copy(void *state, void *dst, const void *src, size_t by
     return s;
 }
 
-static zc_status zc_cuda_event_check(zc_cuda *st, uint32_t ev) {
+/* The sticky check, then thing i of n (an event, a flag word, a step descriptor: what). */
+static zc_status zc_cuda_index(zc_cuda *st, uint32_t i, uint32_t n, const char *what) {
     zc_status s = zc_cuda_usable(st);
-    if (s != ZC_OK || ev < st->nevents) return s;
-    zc__fmt(st->err, sizeof st->err, "event %u of %u", ev, st->nevents);
+    if (s != ZC_OK || i < n) return s;
+    zc__fmt(st->err, sizeof st->err, "%s %u of %u", what, i, n);
     return ZC_INTERNAL;
 }
 
 static zc_status zc_cuda_event_record(void *state, uint32_t ev) {
     zc_cuda *st = state;
     zc_devguard gd;
-    zc_status s = zc_cuda_event_check(st, ev);
+    zc_status s = zc_cuda_index(st, ev, st->nevents, "event");
     if (s == ZC_OK) s = zc_dev_enter(st, &gd);
     if (s != ZC_OK) return s;
     cudaError_t e = cudaEventRecord(st->events[ev], st->stream);
@@ -674,7 +675,7 @@ static zc_status zc_cuda_event_record(void *state, uint32_t ev) {
 static zc_status zc_cuda_event_query(void *state, uint32_t ev) {
     zc_cuda *st = state;
     zc_devguard gd;
-    zc_status s = zc_cuda_event_check(st, ev);
+    zc_status s = zc_cuda_index(st, ev, st->nevents, "event");
     if (s == ZC_OK) s = zc_dev_enter(st, &gd);
     if (s != ZC_OK) return s;
     cudaError_t e = cudaEventQuery(st->events[ev]);
@@ -716,18 +717,11 @@ static zc_status zc_cuda_stream_capturing(void *state, void *stream, bool *captu
     return ZC_OK;
 }
 
-static zc_status zc_cuda_flag_check(zc_cuda *st, uint32_t flag) {
-    zc_status s = zc_cuda_usable(st);
-    if (s != ZC_OK || flag < st->nflags) return s;
-    zc__fmt(st->err, sizeof st->err, "flag word %u of %u", flag, st->nflags);
-    return ZC_INTERNAL;
-}
-
 /* "flag = value" (write) or "wait until flag >= value" on the caller's stream. */
 static zc_status zc_cuda_stream_flag(zc_cuda *st, void *stream, uint32_t flag, uint32_t value,
                                      bool write) {
     zc_devguard gd;
-    zc_status s = zc_cuda_flag_check(st, flag);
+    zc_status s = zc_cuda_index(st, flag, st->nflags, "flag word");
     if (s == ZC_OK) s = zc_dev_enter(st, &gd);
     if (s != ZC_OK) return s;
     CUdeviceptr at = st->flags_dev + flag * sizeof(uint32_t);
@@ -754,13 +748,9 @@ static zc_status zc_cuda_stream_step(void *state, void *stream, uint32_t desc, z
                                      zc_op op) {
     zc_cuda *st = state;
     zc_devguard gd;
-    zc_status s = zc_cuda_usable(st);
+    zc_status s = zc_cuda_index(st, desc, st->ndescs, "step descriptor");
+    if (s == ZC_OK) s = zc_dev_enter(st, &gd);
     if (s != ZC_OK) return s;
-    if (desc >= st->ndescs) {
-        zc__fmt(st->err, sizeof st->err, "step descriptor %u of %u", desc, st->ndescs);
-        return ZC_INTERNAL;
-    }
-    if ((s = zc_dev_enter(st, &gd)) != ZC_OK) return s;
     const void *at = (const void *)(uintptr_t)(st->descs_dev + desc * sizeof(zc_gpu_desc));
     int e = zc__cuda_step(stream, at, dtype, op, st->sms);
     if (e) s = zc_cuda_fail(st, (cudaError_t)e, "zc_step_kernel launch");
@@ -779,20 +769,19 @@ static void zc_cuda_probe_dev(zc_gpu_probe_dev *d, int i) {
         {&d->ordering, cudaDevAttrGPUDirectRDMAWritesOrdering},
         {&d->flush_opts, cudaDevAttrGPUDirectRDMAFlushWritesOptions},
     };
+    cudaError_t e;
     for (size_t k = 0; k < sizeof attrs / sizeof attrs[0]; k++)
-        if (cudaDeviceGetAttribute(attrs[k].v, attrs[k].a, i) != cudaSuccess) {
+        if ((e = cudaDeviceGetAttribute(attrs[k].v, attrs[k].a, i)) != cudaSuccess) {
             *attrs[k].v = -1;
-            (void)cudaGetLastError();
+            zc_cuda_unslot(e);
         }
-    if (cudaDeviceGetPCIBusId(d->bus, (int)sizeof d->bus, i) != cudaSuccess)
-        (void)cudaGetLastError();
+    zc_cuda_unslot(cudaDeviceGetPCIBusId(d->bus, (int)sizeof d->bus, i));
     struct cudaDeviceProp p;
-    if (cudaGetDeviceProperties(&p, i) == cudaSuccess) {
+    if ((e = cudaGetDeviceProperties(&p, i)) == cudaSuccess) {
         zc__fmt(d->name, sizeof d->name, "%s", p.name);
         d->mem_bytes = (uint64_t)p.totalGlobalMem;
-    } else {
-        (void)cudaGetLastError();
     }
+    zc_cuda_unslot(e);
 }
 
 /* A driver function for the probe (NULL: none; the error slot left clean). */
@@ -843,10 +832,9 @@ static zc_status zc_cuda_probe(zc_gpu_probe *out) {
     for (uint32_t i = 0; i < out->ndevs; i++)
         for (uint32_t j = 0; j < out->ndevs; j++) {
             int ok = i == j;
-            if (i != j && cudaDeviceCanAccessPeer(&ok, (int)i, (int)j) != cudaSuccess) {
-                ok = 0;
-                (void)cudaGetLastError();
-            }
+            cudaError_t pe = i == j ? cudaSuccess : cudaDeviceCanAccessPeer(&ok, (int)i, (int)j);
+            if (pe != cudaSuccess) ok = 0;
+            zc_cuda_unslot(pe);
             if (ok) out->devs[i].peers |= 1u << j;
         }
     zc_cuda_probe_driver(out);

@@ -80,6 +80,14 @@ void *zg_dev_alloc(size_t bytes) {
     return p;
 }
 
+void zg_register_pair(zc_comm *c, size_t bytes, void **send, void **recv) {
+    zc_mem *m;
+    *send = zg_dev_alloc(bytes);
+    *recv = zg_dev_alloc(bytes);
+    ZT_CHECK_COMM(c, zc_mem_register(c, *send, bytes, ZC_MEM_CUDA, &m), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, *recv, bytes, ZC_MEM_CUDA, &m), ZC_OK);
+}
+
 void zg_dev_free(void *p) {
     if (zg_sim()) {
         zc_gpu_sim_free(p);

@@ -42,7 +42,7 @@ void gpu_reduce_kernels_match_host_bitwise_every_dtype_op(void) {
     static const size_t counts[] = {1, 17, ZG_MAXC};
     zg_need_device();
     const zc_gpu_ops *o = zg_provider(1);
-    size_t stride = ZG_MAXC * 8u + 64u;
+    size_t stride = (ZG_MAXC * 8u + 64u + 63u) & ~(size_t)63u; /* every input equally aligned */
     uint8_t *dev = zg_dev_alloc(stride * (ZG_MAXN + 1u)), *host = malloc(stride * (ZG_MAXN + 2u));
     ZT_CHECK(host != NULL);
     unsigned cases = 0;
@@ -50,11 +50,15 @@ void gpu_reduce_kernels_match_host_bitwise_every_dtype_op(void) {
         for (int op = 0; op < ZC_OP_COUNT_; op++)
             for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
                 for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
-                    for (int mis = 0; mis < 2; mis++) {
+                    for (int mis = 0; mis < 4; mis++) {
+                        /* Offsets of the inputs and of dst: aligned (vectors only); one element
+                         * and 16 - one element past (a scalar head, then vectors); dst
+                         * misaligned otherwise than the inputs (scalar only). */
                         size_t es = zc_dtype_bytes((zc_dtype)dt), count = counts[ci];
-                        size_t off = mis ? es : 0; /* misaligned: the scalar path */
+                        size_t off = mis == 0 || mis == 3 ? 0 : mis == 1 ? es : 16u - es;
+                        size_t doff = mis == 3 ? es : off;
                         uint32_t n = ns[ni];
-                        bool in_place = count == 17;
+                        bool in_place = count == 17 && mis != 3;
                         const void *hin[ZG_MAXN], *din[ZG_MAXN];
                         for (uint32_t k = 0; k < n; k++) {
                             uint8_t *h = host + k * stride + off;
@@ -63,7 +67,7 @@ void gpu_reduce_kernels_match_host_bitwise_every_dtype_op(void) {
                             hin[k] = h;
                             din[k] = dev + k * stride + off;
                         }
-                        uint8_t *ddst = in_place ? dev + off : dev + ZG_MAXN * stride + off;
+                        uint8_t *ddst = in_place ? dev + off : dev + ZG_MAXN * stride + doff;
                         uint8_t *want = host + ZG_MAXN * stride, *got = want + stride;
                         zc__reduce(want, hin, n, count, (zc_dtype)dt, (zc_op)op);
                         if (o->reduce(zg_state, ddst, din, n, count, (zc_dtype)dt, (zc_op)op) !=
@@ -82,8 +86,8 @@ void gpu_reduce_kernels_match_host_bitwise_every_dtype_op(void) {
                         }
                         cases++;
                     }
-    printf("    %u cases bitwise equal (12 dtypes x 5 ops x 1..64 inputs, vector and scalar "
-           "paths, in place)\n", cases);
+    printf("    %u cases bitwise equal (12 dtypes x 5 ops x 1..64 inputs, vector, head + vector "
+           "and scalar paths, in place)\n", cases);
     o->fini(zg_state);
     zg_dev_free(dev);
     free(host);

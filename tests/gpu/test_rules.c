@@ -21,15 +21,6 @@ static zc_status zg_wait(zc_comm *c, zc_status issued, zc_req *req) {
     return issued != ZC_OK ? issued : zc_wait(c, req);
 }
 
-/* Two registered device buffers of bytes each. */
-static void zg_pair(zc_comm *c, size_t bytes, void **send, void **recv) {
-    zc_mem *m;
-    *send = zg_dev_alloc(bytes);
-    *recv = zg_dev_alloc(bytes);
-    ZT_CHECK_COMM(c, zc_mem_register(c, *send, bytes, ZC_MEM_CUDA, &m), ZC_OK);
-    ZT_CHECK_COMM(c, zc_mem_register(c, *recv, bytes, ZC_MEM_CUDA, &m), ZC_OK);
-}
-
 static void zg_drive(zc_comm *c, void *s) {
     while (!zg_stream_done(s)) ZT_CHECK_COMM(c, zc_progress(c), ZC_OK);
 }
@@ -43,7 +34,7 @@ void gpu_not_ready_polls_leave_nothing_in_the_callers_error_slot(void) {
     enum { N = 40000 };
     zc_comm *c = zg_comm_from_env(1u << 20, 1u << 20);
     int32_t *d, *e, host[64];
-    zg_pair(c, N * 4, (void **)&d, (void **)&e);
+    zg_register_pair(c, N * 4, (void **)&d, (void **)&e);
     void *s = zg_stream_create();
     for (int k = 0; k < 3; k++) {
         zc_req req;
@@ -81,7 +72,7 @@ void gpu_fini_refuses_while_a_stream_holds_a_call_and_releases_after_abort(void)
     int32_t host[N];
     zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
     int32_t *d, *e;
-    zg_pair(c, sizeof host, (void **)&d, (void **)&e);
+    zg_register_pair(c, sizeof host, (void **)&d, (void **)&e);
     for (int i = 0; i < N; i++) host[i] = i;
     zg_h2d(d, host, sizeof host);
     void *s = zg_stream_create();
@@ -152,8 +143,8 @@ int zg_rank_capture_neighbour(void) {
     zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
     uint32_t n = zc_comm_size(c), me = zc_comm_rank(c);
     int32_t *d, *e, *pd, *pe, host[N];
-    zg_pair(c, sizeof host, (void **)&d, (void **)&e);
-    zg_pair(c, sizeof host, (void **)&pd, (void **)&pe);
+    zg_register_pair(c, sizeof host, (void **)&d, (void **)&e);
+    zg_register_pair(c, sizeof host, (void **)&pd, (void **)&pe);
     for (int i = 0; i < N; i++) host[i] = (int32_t)me;
     zg_h2d(d, host, sizeof host);
     zg_h2d(pd, host, sizeof host);
@@ -244,7 +235,7 @@ int zg_rank_contexts(void) {
     zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
     uint32_t me = zc_comm_rank(c), n = zc_comm_size(c);
     int32_t *d, *e, host[4096];
-    zg_pair(c, sizeof host, (void **)&d, (void **)&e);
+    zg_register_pair(c, sizeof host, (void **)&d, (void **)&e);
     for (int i = 0; i < 4096; i++) host[i] = (int32_t)me;
     zg_h2d(d, host, sizeof host);
     zg_fresh f = {c, d, e, ZC_GPU, ZC_GPU};

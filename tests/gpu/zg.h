@@ -27,6 +27,8 @@ const zc_gpu_ops *zg_ops(void);
 /* Device memory (cudaMalloc, or zc_gpu_sim_alloc), copies to and from it, memset; each fails
  * the test on error. */
 void *zg_dev_alloc(size_t bytes);
+/* Two device buffers of bytes each, registered ZC_MEM_CUDA on c. */
+void zg_register_pair(zc_comm *c, size_t bytes, void **send, void **recv);
 void zg_dev_free(void *p);
 void zg_h2d(void *dst, const void *src, size_t bytes);
 void zg_d2h(void *dst, const void *src, size_t bytes);

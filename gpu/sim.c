@@ -26,8 +26,8 @@ _Static_assert(ZC_GPU_MAX_SRCS == 64u, "zc_sim_op.srcs holds ZC_GPU_MAX_SRCS sou
 #define ZC_SIM_STREAM_MAGIC 0x7a6373696d737472ull /* "zcsimstr" */
 #define ZC_SIM_RUNTIME 13000   /* the runtime version the simulation is */
 #define ZC_SIM_QUEUES 32u      /* CUDA_DEVICE_MAX_CONNECTIONS ceiling */
-#define ZC_SIM_QCAP 512u       /* operations a hardware queue holds */
-#define ZC_SIM_GRAPH_OPS 256u  /* operations a captured graph holds */
+#define ZC_SIM_QCAP 2048u      /* operations a hardware queue holds */
+#define ZC_SIM_GRAPH_OPS 1024u /* operations a captured graph holds */
 #define ZC_SIM_GRAPHS 16u
 #define ZC_SIM_STREAMS 64u     /* the runtime's own streams (cudaStreamCreate) */
 #define ZC_SIM_EVENTS 4096u

@@ -116,6 +116,23 @@ void gpu_fini_refuses_while_a_stream_holds_a_call_and_releases_after_abort(void)
     zg_dev_free(e);
 }
 
+/* A stream-ordered call puts its whole device program on the stream at once: one of more
+ * steps than that holds (an in-place all_reduce in rounds of a tiny scratch) is refused with a
+ * sentence, and enqueues nothing. */
+void gpu_stream_call_of_too_many_steps_is_refused_with_a_sentence(void) {
+    enum { N = 4096 };
+    zc_comm *c = zg_comm_from_env(256, 256);
+    int32_t *d, *e;
+    zg_register_pair(c, N * 4, (void **)&d, (void **)&e);
+    void *s = zg_stream_create();
+    ZT_CHECK_COMM(c, zc_allreduce_stream(c, d, d, N, ZC_INT32, ZC_SUM, s), ZC_UNSUPPORTED);
+    ZT_CHECK(strstr(zc_comm_error_text(c), "device steps") != NULL);
+    ZT_CHECK(zg_stream_done(s));
+    ZT_CHECK_COMM(c, zc_allreduce_stream(c, d, e, 64, ZC_INT32, ZC_SUM, s), ZC_OK);
+    zg_drive(c, s);
+    ZT_CHECK_COMM(c, zc_comm_fini(c), ZC_OK);
+}
+
 /* ---- progress during another thread's global capture ---- */
 
 typedef struct zg_capture_run {

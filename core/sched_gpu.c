@@ -3,7 +3,10 @@
  *
  * Data never travels the channels: every rank reads its peers' registered device buffers, mapped
  * into its own address space at registration (CUDA IPC), with reductions and copies launched on
- * the provider's stream and completion seen by polling an event. The channels carry only
+ * the provider's stream and completion seen by polling an event; a stream-ordered call's
+ * launches are instead the steps of its program on the caller's stream (stream.c):
+ * zc__gpu_reduce / zc__gpu_copy fill its step descriptor, zc__gpu_launched raises its go flag,
+ * zc__gpu_waited reads its kernel-done flag. The channels carry only
  * fingerprinted signals, one message to every peer per step, so every rank agrees on the step:
  *   message 0, READY: my buffers hold their inputs; here is where they are (registration number
  *                     and offset of send and recv) and my round size;

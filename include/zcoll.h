@@ -526,10 +526,13 @@ zc_status zc_plan_release(zc_comm *comm, zc_plan *plan);
  *
  * The _stream forms below take the same arguments with the final zc_req * replaced by
  * cuda_stream (a cudaStream_t, NULL being the legacy default stream; with the simulated device
- * a zc_gpu_sim_stream *). Each
- * enqueues on that stream: "start after the work queued before" and "wait until the collective
- * finished"; it never blocks the calling thread and returns ZC_OK once enqueued, and the caller
- * keeps driving zc_progress (no hidden thread) until the stream passed it. A call takes its
+ * a zc_gpu_sim_stream *). Each enqueues on that stream, and only there, the collective's whole
+ * device program: "start after the work queued before", the collective's kernels (each waiting
+ * for the host's go), and "wait until the collective finished", so it is safe however the
+ * runtime maps streams onto hardware queues (CUDA_DEVICE_MAX_CONNECTIONS=1 included); it never
+ * blocks the calling thread and returns ZC_OK once enqueued, and the caller keeps driving
+ * zc_progress (no hidden thread) until the stream passed it. A call needing more than 128
+ * device steps (rounds of gpu_scratch_bytes) is ZC_UNSUPPORTED with a sentence. A call takes its
  * place in the communicator's call order when made; a call made while the stream is being
  * captured into a CUDA graph is held (one of cfg->gpu_stream_slots, until zc_comm_fini) and
  * runs once per replay, taking its place in the call order when the replay reaches it (so

@@ -127,6 +127,16 @@ void zg_d2h(void *dst, const void *src, size_t bytes) {
 #endif
 }
 
+void zg_d2d(void *dst, const void *src, size_t bytes) {
+    if (zg_sim()) {
+        memcpy(dst, src, bytes);
+        return;
+    }
+#ifdef ZC_HAVE_CUDA
+    ZG_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+#endif
+}
+
 void zg_dev_memset(void *p, int v, size_t bytes) {
     if (zg_sim()) {
         memset(p, v, bytes);

@@ -41,6 +41,7 @@ ZT_RANK(zg_rank_mixed)
 ZT_RANK(zg_rank_mismatch)
 ZT_TEST(gpu_oneshot_allreduce_latency_8b_and_64kib_2_ranks, 120)
 ZT_RANK(zg_rank_latency)
+ZT_RANK(zg_rank_sweep)
 
 /* tests/gpu/test_rules.c */
 ZT_TEST(gpu_not_ready_polls_leave_nothing_in_the_callers_error_slot, 60)

@@ -871,6 +871,66 @@ int zg_rank_latency(void) {
     return 0;
 }
 
+/* A benchmark rank program, not a test (run it as `zcrun -n N zcgputest --rank zg_rank_sweep`):
+ * float32 SUM all_reduce on device buffers of 8 B, 64 KiB, 1 MiB, 64 MiB and 1 GiB (up to
+ * ZG_SWEEP_MAX bytes), each
+ * call timed alone to its completion on the host; rank 0 prints p50, mean and max microseconds,
+ * the bus bandwidth at p50 (2 (n-1)/n x bytes / time, as nccl-tests count it) and, beside it, one
+ * device-to-device cudaMemcpy of the same bytes (bytes / time: the copy reads and writes each). */
+int zg_rank_sweep(void) {
+    enum { MAXIT = 1000 };
+    static double lat[MAXIT];
+    const char *e = getenv("ZG_SWEEP_MAX");
+    size_t max = e ? (size_t)strtoull(e, NULL, 0) : (size_t)1 << 30;
+    zg_need_device();
+    zc_comm *c = zg_comm_from_env(64u << 20, 256u << 10);
+    uint32_t n = zc_comm_size(c);
+    uint8_t *dsend = zg_dev_alloc(max), *drecv = zg_dev_alloc(max);
+    zc_mem *m1, *m2;
+    zg_dev_memset(dsend, 0, max);
+    ZT_CHECK_COMM(c, zc_mem_register(c, dsend, max, ZC_MEM_CUDA, &m1), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, drecv, max, ZC_MEM_CUDA, &m2), ZC_OK);
+    if (zc_comm_rank(c) == 0)
+        printf("| bytes | ranks | p50 us | mean us | max us | busbw GB/s | d2d copy GB/s |\n"
+               "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    static const size_t sizes[] = {8, 64u << 10, 1u << 20, 64u << 20, 1u << 30};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0] && sizes[si] <= max; si++) {
+        size_t bytes = sizes[si];
+        zc_req req;
+        int iters = bytes <= (1u << 20) ? MAXIT : bytes <= (64u << 20) ? 50 : 10;
+        for (int i = -(iters / 10 + 2); i < iters; i++) {
+            double t0 = zt_now_s();
+            ZT_CHECK_COMM(c, zg_wait(c, zc_allreduce(c, dsend, drecv, bytes / 4, ZC_FLOAT32,
+                                                   ZC_SUM, &req), &req), ZC_OK);
+            if (i >= 0) lat[i] = (zt_now_s() - t0) * 1e6;
+        }
+        double sum = 0;
+        for (int i = 0; i < iters; i++) sum += lat[i];
+        qsort(lat, (size_t)iters, sizeof lat[0], zg_cmp);
+        ZT_CHECK_COMM(c, zg_wait(c, zc_barrier(c, &req), &req), ZC_OK);
+        if (zc_comm_rank(c) == 0) {
+            double best = 1e30;
+            for (int k = 0; k < 5; k++) {
+                double t0 = zt_now_s();
+                zg_d2d(drecv, dsend, bytes);
+                double t = zt_now_s() - t0;
+                if (t < best) best = t;
+            }
+            double p50 = lat[iters / 2];
+            printf("| %zu | %u | %.1f | %.1f | %.1f | %.2f | %.1f |\n", bytes, n, p50,
+                   sum / iters, lat[iters - 1],
+                   2.0 * (n - 1) / n * (double)bytes / (p50 * 1e-6) / 1e9,
+                   (double)bytes / best / 1e9);
+            fflush(stdout);
+        }
+        ZT_CHECK_COMM(c, zg_wait(c, zc_barrier(c, &req), &req), ZC_OK);
+    }
+    ZT_CHECK_COMM(c, zc_comm_fini(c), ZC_OK);
+    zg_dev_free(dsend);
+    zg_dev_free(drecv);
+    return 0;
+}
+
 void gpu_oneshot_allreduce_latency_8b_and_64kib_2_ranks(void) {
     if (zg_sim()) zt_skip("latency is a GPU's to measure, not the simulated device's");
     zg_run(2, "zg_rank_latency");

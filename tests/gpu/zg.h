@@ -24,7 +24,7 @@ void zg_need_device(void);
 bool zg_sim(void);
 /* The provider under test (provider/gpu.h), for tests that drive it without a communicator. */
 const zc_gpu_ops *zg_ops(void);
-/* Device memory (cudaMalloc, or zc_gpu_sim_alloc), copies to and from it, memset; each fails
+/* Device memory (cudaMalloc, or zc_gpu_sim_alloc), copies to, from and within it, memset; each fails
  * the test on error. */
 void *zg_dev_alloc(size_t bytes);
 /* Two device buffers of bytes each, registered ZC_MEM_CUDA on c. */
@@ -32,6 +32,7 @@ void zg_register_pair(zc_comm *c, size_t bytes, void **send, void **recv);
 void zg_dev_free(void *p);
 void zg_h2d(void *dst, const void *src, size_t bytes);
 void zg_d2h(void *dst, const void *src, size_t bytes);
+void zg_d2d(void *dst, const void *src, size_t bytes);
 void zg_dev_memset(void *p, int v, size_t bytes);
 /* A caller's stream (a cudaStream_t, or a zc_gpu_sim_stream *) for the _stream forms;
  * p[i] += v for i < n enqueued on it (a kernel launch checked the way PyTorch checks its own:

@@ -114,6 +114,7 @@ void zg_h2d(void *dst, const void *src, size_t bytes) {
     }
 #ifdef ZC_HAVE_CUDA
     ZG_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    ZG_CUDA(cudaDeviceSynchronize()); /* complete on the device before the caller goes on */
 #endif
 }
 
@@ -134,6 +135,7 @@ void zg_d2d(void *dst, const void *src, size_t bytes) {
     }
 #ifdef ZC_HAVE_CUDA
     ZG_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+    ZG_CUDA(cudaDeviceSynchronize()); /* complete on the device before the caller goes on */
 #endif
 }
 
@@ -144,6 +146,7 @@ void zg_dev_memset(void *p, int v, size_t bytes) {
     }
 #ifdef ZC_HAVE_CUDA
     ZG_CUDA(cudaMemset(p, v, bytes));
+    ZG_CUDA(cudaDeviceSynchronize()); /* complete on the device before the caller goes on */
 #endif
 }
 

@@ -25,7 +25,8 @@ bool zg_sim(void);
 /* The provider under test (provider/gpu.h), for tests that drive it without a communicator. */
 const zc_gpu_ops *zg_ops(void);
 /* Device memory (cudaMalloc, or zc_gpu_sim_alloc), copies to, from and within it, memset; each fails
- * the test on error. */
+ * the test on error and returns once the device holds the result (a pageable cudaMemcpy to the
+ * device and cudaMemset return earlier; a host-ordered zcoll call must find its inputs there). */
 void *zg_dev_alloc(size_t bytes);
 /* Two device buffers of bytes each, registered ZC_MEM_CUDA on c. */
 void zg_register_pair(zc_comm *c, size_t bytes, void **send, void **recv);

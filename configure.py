@@ -395,6 +395,8 @@ def write_rules(n, cfg):
     n.rule('solink', '$cc -shared -Wl,-z,defs -Wl,-soname,$soname -o $out $in $ldflags $libs',
            description='LINK $out')
     n.rule('link', '$cc -o $out $in $ldflags $libs -lm', description='LINK $out')
+    # A relative link ($target, beside $out), replacing whatever $out was.
+    n.rule('symlink', 'ln -sfn $target $out', description='LN $out -> $target')
     n.rule('header_c', '$cc -std=c11 -Wall -Wextra -Werror -pedantic -Wshadow -Wconversion '
            '-Wstrict-prototypes -x c -fsyntax-only -include $in /dev/null && touch $out',
            description='CHECK $in as C11')
@@ -437,13 +439,19 @@ def compile_all(n, cfg, srcs, free=False):
     return objs
 
 
-def version_major():
-    """ZC_VERSION_MAJOR of include/zcoll.h: the number in the shared library's SONAME."""
+def version():
+    """ZC_VERSION_MAJOR and ZC_VERSION_MINOR of include/zcoll.h: the shared library is the file
+    libzcoll.so.MAJOR.MINOR.0 with SONAME libzcoll.so.MAJOR."""
+    found = {}
     with open('include/zcoll.h') as f:
         for line in f:
-            if line.startswith('#define ZC_VERSION_MAJOR '):
-                return line.split()[2]
-    fail('include/zcoll.h has no ZC_VERSION_MAJOR')
+            words = line.split()
+            if len(words) == 3 and words[0] == '#define' and words[1] in (
+                    'ZC_VERSION_MAJOR', 'ZC_VERSION_MINOR'):
+                found[words[1]] = words[2]
+    if len(found) != 2:
+        fail('include/zcoll.h has no ZC_VERSION_MAJOR or no ZC_VERSION_MINOR')
+    return found['ZC_VERSION_MAJOR'], found['ZC_VERSION_MINOR']
 
 
 def write_library(n, cfg):
@@ -455,8 +463,14 @@ def write_library(n, cfg):
             seen.update(srcs)
             objs += compile_all(n, cfg, srcs)
     n.build(['build/libzcoll.a'], 'ar', objs)
-    n.build(['build/libzcoll.so'], 'solink', objs,
-            variables={'soname': 'libzcoll.so.%s' % version_major()})
+    # The shared library as an installed tree holds it (tools/install.sh makes the same three):
+    # the file libzcoll.so.MAJOR.MINOR.0, the link its SONAME names (what a program linked
+    # against build/ loads at run time) and the link -lzcoll finds.
+    major, minor = version()
+    real, soname = 'libzcoll.so.%s.%s.0' % (major, minor), 'libzcoll.so.%s' % major
+    n.build(['build/' + real], 'solink', objs, variables={'soname': soname})
+    n.build(['build/' + soname], 'symlink', ['build/' + real], variables={'target': real})
+    n.build(['build/libzcoll.so'], 'symlink', ['build/' + soname], variables={'target': soname})
     n.build(['lib'], 'phony', ['build/libzcoll.a', 'build/libzcoll.so'])
     n.newline()
 

@@ -43,6 +43,7 @@ OUT = os.path.join('build', 'bench')
 ZCRUN = os.path.join('build', 'zcrun')
 ZCBENCH = os.path.join('build', 'zcbench')
 MPI_SRC = os.path.join('bench', 'mpi_bench.c')
+MPI_SOURCES = (MPI_SRC, os.path.join('tools', 'bench_report.h'))  # a change to either rebuilds
 GLOO_PY = os.path.join('bench', 'gloo_bench.py')
 SYSTEM_PYTHON = '/usr/bin/python3'   # Debian's python3-torch is installed for this one
 GLOO_UNSUPPORTED = 3                 # gloo_bench.py's exit status for "no such operation"
@@ -219,7 +220,8 @@ def build_mpi_peer(peer):
             peer.reason = ('%s not found (not installed: run bench/install_peers.sh)' % tool)
             return
     exe = os.path.join(OUT, 'mpi_bench.' + peer.impl)
-    if os.path.exists(exe) and os.path.getmtime(exe) >= os.path.getmtime(MPI_SRC):
+    if os.path.exists(exe) and os.path.getmtime(exe) >= max(os.path.getmtime(f)
+                                                             for f in MPI_SOURCES):
         peer.ok = True
         return
     cmd = [cc, '-std=c11', '-O2', '-g', '-Wall', '-Wextra', '-o', exe, MPI_SRC]

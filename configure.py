@@ -736,11 +736,11 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog='configure.py',
         description='Probe the toolchain and write build.ninja. Run from the top of the '
-        'tree, then `ninja` (library, tools, tests, examples), `ninja test` (build, then run '
-        'build/zctest), `ninja check` (check-headers, check-freestanding, check-symbols, '
-        'check-ib-symbols, then tests/check.sh: zctest and, with transport_ib, the soft-RoCE '
-        'guest suite, with one combined summary line). Also: demo, bench, test-rxe, check-gpu once their scripts exist. '
-        'Probe details go to build/config.log.')
+        'tree, then `ninja` (library, tools, tests, examples), `ninja demo` (the examples and a '
+        'checked zcbench sweep), `ninja test` (build, then run build/zctest), `ninja check` '
+        '(the static checks, then every suite through tests/check.sh with one combined summary '
+        'line); also bench, install, test-rxe, check-gpu, check-baremetal, fuzz, soak. Every '
+        'target: docs/testing.md. Probe details go to build/config.log.')
     ap.add_argument('--mode', choices=sorted(MODES), default='release',
                     help='release: -O2 -g; debug: -O0 -g with ASan and UBSan; tsan: -O1 -g with '
                          'ThreadSanitizer; faults: release with platform/faults.c, which '

@@ -1,9 +1,10 @@
 /* gpu.h: the provider interface between the core and a GPU runtime (gpu/cuda.c implements it
- * for CUDA). The core owns the protocol of device-memory collectives (who reads which peer's
- * buffer when, the readiness and "done reading" messages, stream-ordered starts); a gpu provider
- * only detects memory kinds, exports and maps buffers between processes, launches reductions and
- * copies on its own stream, records and polls events, and writes/waits on flag words from a
- * caller's stream. gpu/ includes this header, zcoll.h and platform.h, never core internals.
+ * for CUDA, gpu/sim.c for the simulated device of every build). The core owns the protocol of
+ * device-memory collectives (who reads which peer's buffer when, the readiness and "done
+ * reading" messages, stream-ordered starts); a gpu provider only detects memory kinds, exports
+ * and maps buffers between processes, launches reductions and copies on its own stream, records
+ * and polls events, and writes/waits on flag words from a caller's stream. gpu/ includes this
+ * header, zcoll.h and platform.h, never core internals.
  *
  * Every object (the stream, the events, the pinned flag words, the scratch buffer) is created by
  * init and sized by the geometry; no function after init allocates. Data-path functions never

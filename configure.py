@@ -395,6 +395,8 @@ def write_rules(n, cfg):
     n.rule('solink', '$cc -shared -Wl,-z,defs -Wl,-soname,$soname -o $out $in $ldflags $libs',
            description='LINK $out')
     n.rule('link', '$cc -o $out $in $ldflags $libs -lm', description='LINK $out')
+    # A relative link ($target, beside $out), replacing whatever $out was.
+    n.rule('symlink', 'ln -sfn $target $out', description='LN $out -> $target')
     n.rule('header_c', '$cc -std=c11 -Wall -Wextra -Werror -pedantic -Wshadow -Wconversion '
            '-Wstrict-prototypes -x c -fsyntax-only -include $in /dev/null && touch $out',
            description='CHECK $in as C11')
@@ -437,13 +439,19 @@ def compile_all(n, cfg, srcs, free=False):
     return objs
 
 
-def version_major():
-    """ZC_VERSION_MAJOR of include/zcoll.h: the number in the shared library's SONAME."""
+def version():
+    """ZC_VERSION_MAJOR and ZC_VERSION_MINOR of include/zcoll.h: the shared library is the file
+    libzcoll.so.MAJOR.MINOR.0 with SONAME libzcoll.so.MAJOR."""
+    found = {}
     with open('include/zcoll.h') as f:
         for line in f:
-            if line.startswith('#define ZC_VERSION_MAJOR '):
-                return line.split()[2]
-    fail('include/zcoll.h has no ZC_VERSION_MAJOR')
+            words = line.split()
+            if len(words) == 3 and words[0] == '#define' and words[1] in (
+                    'ZC_VERSION_MAJOR', 'ZC_VERSION_MINOR'):
+                found[words[1]] = words[2]
+    if len(found) != 2:
+        fail('include/zcoll.h has no ZC_VERSION_MAJOR or no ZC_VERSION_MINOR')
+    return found['ZC_VERSION_MAJOR'], found['ZC_VERSION_MINOR']
 
 
 def write_library(n, cfg):
@@ -455,8 +463,14 @@ def write_library(n, cfg):
             seen.update(srcs)
             objs += compile_all(n, cfg, srcs)
     n.build(['build/libzcoll.a'], 'ar', objs)
-    n.build(['build/libzcoll.so'], 'solink', objs,
-            variables={'soname': 'libzcoll.so.%s' % version_major()})
+    # The shared library as an installed tree holds it (tools/install.sh makes the same three):
+    # the file libzcoll.so.MAJOR.MINOR.0, the link its SONAME names (what a program linked
+    # against build/ loads at run time) and the link -lzcoll finds.
+    major, minor = version()
+    real, soname = 'libzcoll.so.%s.%s.0' % (major, minor), 'libzcoll.so.%s' % major
+    n.build(['build/' + real], 'solink', objs, variables={'soname': soname})
+    n.build(['build/' + soname], 'symlink', ['build/' + real], variables={'target': real})
+    n.build(['build/libzcoll.so'], 'symlink', ['build/' + soname], variables={'target': soname})
     n.build(['lib'], 'phony', ['build/libzcoll.a', 'build/libzcoll.so'])
     n.newline()
 
@@ -724,11 +738,11 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog='configure.py',
         description='Probe the toolchain and write build.ninja. Run from the top of the '
-        'tree, then `ninja` (library, tools, tests, examples), `ninja test` (build, then run '
-        'build/zctest), `ninja check` (check-headers, check-freestanding, check-symbols, '
-        'check-ib-symbols, then tests/check.sh: zctest and, with transport_ib, the soft-RoCE '
-        'guest suite, with one combined summary line). Also: demo, bench, test-rxe, check-gpu once their scripts exist. '
-        'Probe details go to build/config.log.')
+        'tree, then `ninja` (library, tools, tests, examples), `ninja demo` (the examples and a '
+        'checked zcbench sweep), `ninja test` (build, then run build/zctest), `ninja check` '
+        '(the static checks, then every suite through tests/check.sh with one combined summary '
+        'line); also bench, install, test-rxe, check-gpu, check-baremetal, fuzz, soak. Every '
+        'target: docs/testing.md. Probe details go to build/config.log.')
     ap.add_argument('--mode', choices=sorted(MODES), default='release',
                     help='release: -O2 -g; debug: -O0 -g with ASan and UBSan; tsan: -O1 -g with '
                          'ThreadSanitizer; faults: release with platform/faults.c, which '

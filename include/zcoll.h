@@ -267,8 +267,8 @@ void zc_config_default(zc_config *cfg);
  * (auto|shm|ib), ZC_IB_DEVICE, ZC_IB_PORT, ZC_IB_GID_INDEX (or auto), ZC_IB_QPS_PER_PEER,
  * ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT, ZC_IB_ZCOPY_MIN_BYTES, ZC_GPU_DEVICE (-2, -1 or an
  * ordinal), ZC_GPU_STREAM_SLOTS, ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES, ZC_GPU_PROVIDER
- * (auto|cuda|sim), ZC_GPU_PATH (auto|ipc|staged), ZC_GPU_STAGE_BYTES. No launcher
- * variables at all leaves the single-rank default.
+ * (auto|cuda|sim), ZC_GPU_PATH (auto|ipc|staged|direct), ZC_GPU_STAGE_BYTES, ZC_SYM_BYTES,
+ * ZC_THREADS (multi|serial). No launcher variables at all leaves the single-rank default.
  * Malformed values (non-numeric, rank >= size, size 0, more than one rank without a
  * rendezvous address, a secret that is not 32 hex digits) return ZC_INVALID_ARG with a
  * sentence naming the variable in cfg->error_text; cfg is then unchanged but for error_text. */
@@ -518,11 +518,13 @@ zc_status zc_start(zc_comm *comm, zc_plan *plan, zc_req *req);
 zc_status zc_plan_release(zc_comm *comm, zc_plan *plan);
 
 /* ---- collectives on device memory and stream-ordered forms (CUDA, or the simulated device) --
- * Every collective above also runs on registered ZC_MEM_CUDA buffers (all buffers of the call;
- * send/recv: ZC_UNSUPPORTED for now): ranks read each other's inputs through CUDA IPC and
- * reduce them in rank order with device kernels whose results are bitwise those of the host
- * kernels. The non-stream forms read the inputs as they are when the call is made (synchronize
- * the producing stream first) and the outputs are complete when zc_test says ZC_OK.
+ * Every collective above, and send/recv, also runs on registered ZC_MEM_CUDA buffers (all
+ * buffers of the call), on the path zc_comm_gpu_path names: ipc (one host: kernels read the
+ * peers' buffers through CUDA IPC; send/recv go through host staging), direct (transport_ib:
+ * the NIC writes peers' bytes into device memory) or staged (through host memory). Reductions
+ * are in rank order, with results bitwise those of the host kernels. The non-stream forms
+ * read the inputs as they are when the call is made (synchronize the producing stream first)
+ * and the outputs are complete when zc_test says ZC_OK.
  *
  * The _stream forms below take the same arguments with the final zc_req * replaced by
  * cuda_stream (a cudaStream_t, NULL being the legacy default stream; with the simulated device

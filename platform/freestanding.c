@@ -41,6 +41,7 @@
  *   image's symbols to prove no libc came in.
  * Must not: include libc headers, allocate, or keep state beyond the installed hooks. */
 #include "platform.h"
+#include "spin.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -109,13 +110,7 @@ void zc_plat_cpu_relax(void) {
         zc_fs_hooks.cpu_relax(zc_fs_hooks.user);
         return;
     }
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield" ::: "memory");
-#else
-    __asm__ __volatile__("" ::: "memory");
-#endif
+    zc_plat_spin_hint();
 }
 
 uint32_t zc_plat_cpus(void) {

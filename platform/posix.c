@@ -16,6 +16,7 @@
 #include "faults.h"
 #endif
 #include "platform.h"
+#include "spin.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -108,13 +109,7 @@ uint64_t zc_plat_now_ns(void) {
 }
 
 void zc_plat_cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield" ::: "memory");
-#else
-    __asm__ __volatile__("" ::: "memory");
-#endif
+    zc_plat_spin_hint();
 }
 
 void zc_plat_yield(void) { sched_yield(); }

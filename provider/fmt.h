@@ -1,7 +1,7 @@
-/* fmt.h: the one sentence formatter of the library, offered by the core (core/text.c) to
- * itself and to the providers, which may call no libc formatter (the transports) or should not
- * need another (gpu/). Its conversions are the subset the sentences use; the format attribute
- * lets the compiler check every call against printf's rules. */
+/* fmt.h: the sentence formatter the core implements (core/text.c) for itself and offers to
+ * the providers: the core and the transports, which may call no libc formatter, write every
+ * sentence with it, and gpu/ needs no other. Its conversions are the subset the sentences use;
+ * the format attribute lets the compiler check every call against printf's rules. */
 #ifndef ZC_FMT_H
 #define ZC_FMT_H
 

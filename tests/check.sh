@@ -8,7 +8,7 @@
 # (tests/variants.sh, tests/fuzz/run.sh); then, with --ib, the soft-RoCE suite in a QEMU guest
 # (tests/rxe/run.sh); then, with --baremetal, the image booted with no OS
 # (tests/baremetal/run.sh); then the zcoll_torch suite (tests/python/run.py, when a python3
-# imports torch), the install test (tests/install/run.sh) and the launcher tests
+# imports torch), the build-tree and install test (tests/install/run.sh) and the launcher tests
 # (tests/launchers/run.sh). Prints the runners' output and then one combined final line
 # `N passed, N failed, N skipped`; exits non-zero if any runner failed.
 #   ZC_CHECK_RXE=0 leaves the guest suite out (it is then counted as one skipped test);
@@ -114,7 +114,8 @@ else
     leave_out "no python3 with torch (apt-get install python3-torch): zcoll_torch suite skipped"
 fi
 
-# Install tree (ninja install into a DESTDIR) used through pkg-config only; real launchers.
+# The build tree and an install tree (ninja install into a DESTDIR) used as outside programs use
+# them; real launchers.
 run "tests/install/run.sh" bash tests/install/run.sh
 run "tests/launchers/run.sh" bash tests/launchers/run.sh
 

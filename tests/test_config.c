@@ -188,7 +188,7 @@ void config_default_is_single_rank_and_valid(void) {
     ZT_CHECK(cfg.reduce_direct_max_bytes == ZC_DEFAULT_REDUCE_DIRECT_MAX_BYTES);
     ZT_CHECK(cfg.bcast_tree_max_bytes == ZC_DEFAULT_BCAST_TREE_MAX_BYTES);
     ZT_CHECK(cfg.error_text[0] == '\0');
-    /* The documented numbers themselves (API.md, zcoll.h). */
+    /* The documented numbers themselves (docs/api.md, zcoll.h). */
     ZT_CHECK(ZC_DEFAULT_TIMEOUT_NS == 30000000000ull);
     ZT_CHECK(ZC_DEFAULT_INIT_TIMEOUT_NS == 60000000000ull);
     ZT_CHECK(ZC_DEFAULT_SLOT_BYTES % 64u == 0);

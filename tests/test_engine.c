@@ -64,7 +64,7 @@ void failure_record_keeps_the_first_failure_sentence_peer_and_status(void) {
     ZT_CHECK_ST(zc__error(c[0], ZC_AGAIN, "all slots busy"), ZC_AGAIN);
     ZT_CHECK(strcmp(zc_comm_error_text(c[0]), first) == 0);
     ZT_CHECK_ST(zc_barrier(c[0], &q[0]), ZC_MISMATCH);
-    /* Abort: later calls say ZC_ABORTED (API.md), the sentence still names the cause. */
+    /* Abort: later calls say ZC_ABORTED (docs/api.md), the sentence still names the cause. */
     ZT_CHECK_ST(zc_comm_abort(c[0]), ZC_OK);
     ZT_CHECK_ST(zc_barrier(c[0], &q[0]), ZC_ABORTED);
     ZT_CHECK(strcmp(zc_comm_error_text(c[0]), first) == 0);

@@ -328,7 +328,7 @@ typedef struct mp_op {
     zc_op op;
     size_t count;        /* the count argument (per block where the call has blocks) */
     uint32_t root;
-    bool in_place;       /* API.md's in-place layout (where this rank has one) */
+    bool in_place;       /* docs/api.md's in-place layout (where this rank has one) */
     bool spare;          /* pass a sentinel buffer instead of NULL for arguments unused here */
     uint32_t n, me;      /* communicator size, this rank */
     const uint32_t *who; /* input identity of each communicator rank; NULL: the rank itself */
@@ -1544,7 +1544,7 @@ static void mp_misuse_arguments(const mp_mis *x) {
     MP_CHECK(m, zc_comm_error_text(NULL) != NULL, "zc_comm_error_text(NULL) is NULL");
 }
 
-/* Overlapping send and recv other than API.md's in-place layouts. */
+/* Overlapping send and recv other than docs/api.md's in-place layouts. */
 static void mp_misuse_layouts(const mp_mis *x) {
     mp_ctx *m = x->m;
     zc_comm *c = x->c;

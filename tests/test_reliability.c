@@ -1,4 +1,4 @@
-/* test_reliability.c: regressions of the hostile-conditions report (issue 14). A backing store
+/* test_reliability.c: regressions of defects found under hostile conditions. A backing store
  * that cannot hold a rank's segment fails init on every rank with one verdict and a sentence
  * (no SIGBUS later); ranks killed at any moment of init leave nothing in /dev/shm; huge
  * timeouts mean "no deadline", not "expired at once"; a rank that cannot read its host identity

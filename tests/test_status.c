@@ -1,5 +1,5 @@
 /* test_status.c: the status map (code -> name -> sentence), element sizes and names of the
- * dtypes, and names of the ops, checked against hand-written references taken from API.md.
+ * dtypes, and names of the ops, checked against hand-written references taken from docs/api.md.
  * Pure table lookups: no communicator, no environment. */
 #include "zt.h"
 
@@ -23,7 +23,7 @@ static const zt_status_entry zt_status_map[] = {
 };
 #define ZT_STATUS_COUNT (sizeof zt_status_map / sizeof zt_status_map[0])
 
-/* API.md's numbers, typed in by hand: the independent reference for the map's values. */
+/* docs/api.md's numbers, typed in by hand: the independent reference for the map's values. */
 typedef struct zt_status_ref {
     const char *id;
     int value;
@@ -54,12 +54,12 @@ static void zt_check_sentence(const char *s) {
 }
 
 void status_map_round_trip_distinct_names_and_sentences(void) {
-    /* The map holds exactly API.md's codes, with API.md's values. */
+    /* The map holds exactly docs/api.md's codes, with its values. */
     ZT_CHECK_EQ(ZT_STATUS_COUNT, ZT_STATUS_API_COUNT);
     for (size_t i = 0; i < ZT_STATUS_COUNT; i++) {
         const zt_status_entry *e = &zt_status_map[i];
         const zt_status_ref *ref = zt_status_api_find(e->id);
-        if (!ref) zt_fail(__FILE__, __LINE__, "status code is in API.md", e->id);
+        if (!ref) zt_fail(__FILE__, __LINE__, "status code is in docs/api.md", e->id);
         ZT_CHECK_EQ(e->value, ref->value);
         ZT_CHECK_EQ((int)e->code, ref->value);
     }
@@ -92,7 +92,7 @@ void status_map_round_trip_distinct_names_and_sentences(void) {
 
 typedef struct zt_dtype_ref {
     zc_dtype type;
-    int value; /* position in API.md's enum */
+    int value; /* position in docs/api.md's enum */
     size_t bytes;
 } zt_dtype_ref;
 

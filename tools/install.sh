@@ -14,15 +14,17 @@ PREFIX=${1:?usage: tools/install.sh PREFIX}
 ROOT=${DESTDIR:-}$PREFIX
 MAJOR=$(sed -n 's/^#define ZC_VERSION_MAJOR \([0-9]*\)$/\1/p' include/zcoll.h)
 MINOR=$(sed -n 's/^#define ZC_VERSION_MINOR \([0-9]*\)$/\1/p' include/zcoll.h)
-for f in build/libzcoll.so build/libzcoll.a build/zcrun build/zcbench; do
+REAL=libzcoll.so.$MAJOR.$MINOR.0
+for f in "build/$REAL" build/libzcoll.a build/zcrun build/zcbench; do
     [ -e "$f" ] || { echo "install.sh: $f is missing; run ninja first" >&2; exit 1; }
 done
 
 install -d "$ROOT/lib/pkgconfig" "$ROOT/include" "$ROOT/bin" \
     "$ROOT/lib/python3/dist-packages/zcoll_torch"
-install -m 755 build/libzcoll.so "$ROOT/lib/libzcoll.so.$MAJOR.$MINOR.0"
-ln -sf "libzcoll.so.$MAJOR.$MINOR.0" "$ROOT/lib/libzcoll.so.$MAJOR"
-ln -sf "libzcoll.so.$MAJOR" "$ROOT/lib/libzcoll.so"
+# The file and its two links, as build/ holds them (configure.py writes the same three).
+install -m 755 "build/$REAL" "$ROOT/lib/$REAL"
+ln -sfn "$REAL" "$ROOT/lib/libzcoll.so.$MAJOR"
+ln -sfn "libzcoll.so.$MAJOR" "$ROOT/lib/libzcoll.so"
 install -m 644 build/libzcoll.a "$ROOT/lib/libzcoll.a"
 install -m 644 include/zcoll.h "$ROOT/include/zcoll.h"
 install -m 755 build/zcrun build/zcbench "$ROOT/bin/"

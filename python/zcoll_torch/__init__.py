@@ -6,7 +6,7 @@
 Pure Python over libzcoll.so with ctypes: nothing to compile against torch, so one build of
 zcoll serves torch 1.13 and 2.x alike. The library is found at $ZCOLL_LIBRARY, in the source
 tree this package sits in (build/libzcoll.so), beside an installed package, then by the system
-loader. See README.md, "PyTorch".
+loader. See python/README.md.
 """
 
 import inspect

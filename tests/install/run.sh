@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# tests/install/run.sh: `ninja install` into a DESTDIR (tools/install.sh), then, from that tree
-# only: build tests/install/zchello.c with `pkg-config --cflags --libs zcoll` (PKG_CONFIG_PATH
-# and PKG_CONFIG_SYSROOT_DIR point pkg-config at the DESTDIR), check its NEEDED entry is the
-# SONAME, run it on 3 ranks under the installed zcrun, and, where torch is installed, import
-# the installed zcoll_torch with nothing from the source tree on the path and run a 2-rank
-# all_reduce on it. Prints PASS/FAIL lines and `N passed, N failed, N skipped`.
+# tests/install/run.sh: zcoll as outside programs use it. First the build tree, the usual
+# first step: build/ must hold the shared library the way an installed tree does (the file
+# libzcoll.so.MAJOR.MINOR.0, the link its SONAME names, the link -lzcoll finds); a program
+# built with `cc zchello.c -Iinclude -Lbuild -lzcoll -Wl,-rpath,$PWD/build` must load
+# build/'s library and run on 2 and 4 ranks under build/zcrun. Then `ninja install` into a
+# DESTDIR (tools/install.sh) and, from that tree only: build tests/install/zchello.c with
+# `pkg-config --cflags --libs zcoll` (PKG_CONFIG_PATH and PKG_CONFIG_SYSROOT_DIR point
+# pkg-config at the DESTDIR), check its NEEDED entry is the SONAME, run it on 3 ranks under the
+# installed zcrun, and, where torch is installed, import the installed zcoll_torch with nothing
+# from the source tree on the path and run a 2-rank all_reduce on it. Prints PASS/FAIL lines
+# and `N passed, N failed, N skipped`.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 TOP=$PWD
@@ -15,9 +20,48 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 PREFIX=/opt/zcoll-test
 ROOT=$TMP/dest$PREFIX
+MAJOR=$(sed -n 's/^#define ZC_VERSION_MAJOR \([0-9]*\)$/\1/p' include/zcoll.h)
+MINOR=$(sed -n 's/^#define ZC_VERSION_MINOR \([0-9]*\)$/\1/p' include/zcoll.h)
+REAL=libzcoll.so.$MAJOR.$MINOR.0
+
+# ranks_say_sum N LOG: every rank 0..N-1 printed "zchello rank R of N: sum N(N+1)/2".
+ranks_say_sum() {
+    local n=$1 log=$2 r
+    for ((r = 0; r < n; r++)); do
+        grep -q "zchello rank $r of $n: sum $((n * (n + 1) / 2))\$" "$log" || return 1
+    done
+}
+
+# The build tree: the file, its two links, the SONAME inside.
+if [ -f "build/$REAL" ] && [ ! -L "build/$REAL" ] &&
+        [ "$(readlink build/libzcoll.so.$MAJOR)" = "$REAL" ] &&
+        [ "$(readlink build/libzcoll.so)" = "libzcoll.so.$MAJOR" ] &&
+        readelf -d "build/$REAL" | grep -q "SONAME.*\[libzcoll.so.$MAJOR\]"; then
+    pass "build/ holds $REAL (SONAME libzcoll.so.$MAJOR) and the links libzcoll.so.$MAJOR, libzcoll.so"
+else
+    fail "build/ holds the shared library as an installed tree does"; ls -l build/libzcoll.so*
+fi
+# A program linked against the tree, as a user writes the line; it must load build/'s library.
+if cp tests/install/zchello.c "$TMP/app.c" &&
+        cc -std=c11 -o "$TMP/app" "$TMP/app.c" -Iinclude -Lbuild -lzcoll -Wl,-rpath,"$PWD/build" &&
+        readelf -d "$TMP/app" | grep -q "NEEDED.*\[libzcoll.so.$MAJOR\]" &&
+        ldd "$TMP/app" | grep -q "libzcoll.so.$MAJOR => $PWD/build/libzcoll.so.$MAJOR "; then
+    pass "a program linked with -Lbuild -lzcoll -Wl,-rpath,build loads build/libzcoll.so.$MAJOR"
+else
+    fail "a program linked against the build tree"; ldd "$TMP/app"
+fi
+for n in 2 4; do
+    if build/zcrun -n "$n" --timeout 60 "$TMP/app" >"$TMP/tree$n.log" 2>&1 &&
+            ranks_say_sum "$n" "$TMP/tree$n.log"; then
+        pass "the build-tree program on $n ranks under build/zcrun"
+    else
+        fail "the build-tree program on $n ranks under build/zcrun"; cat "$TMP/tree$n.log"
+    fi
+done
 
 if DESTDIR=$TMP/dest bash tools/install.sh "$PREFIX" >"$TMP/install.log" 2>&1 &&
-        [ -L "$ROOT/lib/libzcoll.so" ] && [ -f "$ROOT/lib/libzcoll.so.0.1.0" ] &&
+        [ "$(readlink "$ROOT/lib/libzcoll.so")" = "libzcoll.so.$MAJOR" ] &&
+        [ "$(readlink "$ROOT/lib/libzcoll.so.$MAJOR")" = "$REAL" ] && [ -f "$ROOT/lib/$REAL" ] &&
         [ -f "$ROOT/lib/libzcoll.a" ] && [ -x "$ROOT/bin/zcrun" ] &&
         [ -f "$ROOT/lib/python3/dist-packages/zcoll_torch/__init__.py" ]; then
     pass "install into DESTDIR (lib, include, pkgconfig, bin, python)"
@@ -36,7 +80,7 @@ else
     fail "build a program with pkg-config only"
 fi
 if (cd "$TMP" && LD_LIBRARY_PATH=$ROOT/lib "$ROOT/bin/zcrun" -n 3 --timeout 60 ./zchello) \
-        >"$TMP/run.log" 2>&1 && [ "$(grep -c 'sum 6$' "$TMP/run.log")" = 3 ]; then
+        >"$TMP/run.log" 2>&1 && ranks_say_sum 3 "$TMP/run.log"; then
     pass "installed program on 3 ranks under the installed zcrun"
 else
     fail "installed program under zcrun"; cat "$TMP/run.log"

@@ -323,7 +323,10 @@ zc_status zc_comm_split_inproc(zc_comm *const parents[], const int colors[], con
  * job failed. Later calls return ZC_ABORTED until zc_comm_fini. */
 zc_status zc_comm_abort(zc_comm *comm);
 /* Local: unmaps the windows and forgets the communicator; requests still in flight are
- * abandoned. The caller owns the arena again. */
+ * abandoned. The caller owns the arena again. Over transport_ib a communicator that has not
+ * failed first waits until its peers consumed the messages it sent them, at most as long as
+ * its queue pairs retry (ib_timeout, ib_retry_cnt; 10 s at most): a lost packet is sent again
+ * only by the queue pair that fini destroys. */
 zc_status zc_comm_fini(zc_comm *comm);
 uint32_t zc_comm_rank(const zc_comm *comm);
 uint32_t zc_comm_size(const zc_comm *comm);

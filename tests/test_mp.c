@@ -1927,14 +1927,19 @@ void mp_rank_that_never_joins_times_out(void) {
     ZT_CHECK(strstr(mp_out, "[1] mp-info: rank 1: ZC_TIMED_OUT") != NULL);
 }
 
-void mp_killed_peer_is_reported_as_peer_lost(void) {
+/* Three ranks of prog under zcrun --keep-going (a killed rank does not stop the others), its
+ * output in mp_out; returns zcrun's exit status. */
+static int mp_run_keep_going(const char *prog, const char *const env[]) {
     char zcrun[4200], zctest[4200];
     snprintf(zcrun, sizeof zcrun, "%s/zcrun", zt_build_dir());
     snprintf(zctest, sizeof zctest, "%s/zctest", zt_build_dir());
     const char *argv[] = {zcrun, "-n", "3", "--timeout", "30", "--keep-going",
-                          zctest, "--rank", "mp_rank_killed", NULL};
-    uint32_t ms = 0;
-    int rc = zt_run(argv, NULL, mp_out, sizeof mp_out, 40000, &ms);
+                          zctest, "--rank", prog, NULL};
+    return zt_run(argv, env, mp_out, sizeof mp_out, 40000, NULL);
+}
+
+void mp_killed_peer_is_reported_as_peer_lost(void) {
+    int rc = mp_run_keep_going("mp_rank_killed", NULL);
     bool ok = rc == 128 + SIGKILL && strstr(mp_out, "[0] mp-info: rank 0 peer lost ok") &&
               strstr(mp_out, "[1] mp-info: rank 1 peer lost ok") &&
               !strstr(mp_out, "mp FAILED");
@@ -1964,14 +1969,9 @@ void mp_link_loop_ends_and_a_new_communicator_works(void) {
 /* The failure branch: rank 2 dies in call 3; ranks 0 and 1 report ZC_PEER_LOST (or
  * ZC_TIMED_OUT) by the deadline, naming the call, and exit 0. */
 void mp_link_loss_is_reported_by_the_deadline(void) {
-    char zcrun[4200], zctest[4200];
-    snprintf(zcrun, sizeof zcrun, "%s/zcrun", zt_build_dir());
-    snprintf(zctest, sizeof zctest, "%s/zctest", zt_build_dir());
-    const char *argv[] = {zcrun, "-n", "3", "--timeout", "30", "--keep-going",
-                          zctest, "--rank", "mp_rank_link", NULL};
     static const char *const env[] = {"MP_KIB=256", "MP_EXPECT=fail", "MP_DIE_RANK=2",
                                       "MP_DIE_AT=3", "ZC_TIMEOUT_MS=5000", NULL};
-    int rc = zt_run(argv, env, mp_out, sizeof mp_out, 40000, NULL);
+    int rc = mp_run_keep_going("mp_rank_link", env);
     bool ok = rc == 128 + SIGKILL && !strstr(mp_out, "mp FAILED");
     for (uint32_t r = 0; r < 2; r++) {
         char a[64];

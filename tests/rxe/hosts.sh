@@ -38,26 +38,15 @@ T0=$(date +%s)
 TIMEOUT=900 SMP=2 MEM=512 INSTALL=1 LIST=0
 PREFIXES=()
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
-while [ $# -gt 0 ]; do
-    case $1 in
-    --list) LIST=1; shift ;;
-    --timeout) [ $# -ge 2 ] || usage; TIMEOUT=$2; shift 2 ;;
-    --smp) [ $# -ge 2 ] || usage; SMP=$2; shift 2 ;;
-    --mem) [ $# -ge 2 ] || usage; MEM=$2; shift 2 ;;
-    --no-install) INSTALL=0; shift ;;
-    -h|--help) usage 0 ;;
-    --) shift; PREFIXES+=("$@"); break ;;
-    -*) echo "test-rxe2: unknown option $1" >&2; usage ;;
-    *) PREFIXES+=("$1"); shift ;;
-    esac
-done
+TAG=test-rxe2
+. tests/rxe/prepare.sh
+hosts_option() { [ "$1" != --list ] || { LIST=1 USED=1; }; }
+rxe_args hosts_option "$@"
 if [ "$LIST" = 1 ]; then
     sed -n 's/^ *scenario \([^ ]*\) .*/\1/p' "$0"
     exit 0
 fi
 
-TAG=test-rxe2
-. tests/rxe/prepare.sh
 mkdir -p "$W"
 rxe_packages
 rxe_kernel

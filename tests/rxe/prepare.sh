@@ -23,6 +23,32 @@ virtio_pci virtio_net sch_netem"
 say() { echo "$TAG: $*"; }
 die() { echo "$TAG: $*" >&2; exit 1; }
 
+# rxe_args EXTRA ARGS...: the command line both runners take: --timeout S, --smp N, --mem MB,
+# --no-install, -h/--help (the caller's usage), --, and name prefixes (into PREFIXES); any
+# other option goes to the function EXTRA, which sets USED to how many arguments it took (0:
+# none, an unknown option).
+rxe_args() {
+    local extra=$1
+    shift
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --timeout) [ $# -ge 2 ] || usage; TIMEOUT=$2; shift 2 ;;
+        --smp) [ $# -ge 2 ] || usage; SMP=$2; shift 2 ;;
+        --mem) [ $# -ge 2 ] || usage; MEM=$2; shift 2 ;;
+        --no-install) INSTALL=0; shift ;;
+        -h|--help) usage 0 ;;
+        --) shift; PREFIXES+=("$@"); break ;;
+        -*)
+            USED=0
+            "$extra" "$@"
+            [ "$USED" -gt 0 ] || { echo "$TAG: unknown option $1" >&2; usage; }
+            shift "$USED"
+            ;;
+        *) PREFIXES+=("$1"); shift ;;
+        esac
+    done
+}
+
 # ---- host packages ---------------------------------------------------------------------------
 rxe_missing_pkgs() {
     local m=""

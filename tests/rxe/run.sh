@@ -53,22 +53,17 @@ T0=$(date +%s)
 MODE=suite CMD="" TIMEOUT="" SMP="" MEM=2048 INSTALL=1 KLOG=0
 PREFIXES=()
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
-while [ $# -gt 0 ]; do
+TAG=test-rxe
+. tests/rxe/prepare.sh
+run_option() {
     case $1 in
-    --cmd) [ $# -ge 2 ] || usage; MODE=cmd CMD=$2; shift 2 ;;
-    --cmd=*) MODE=cmd CMD=${1#--cmd=}; shift ;;
-    --list) MODE=list; shift ;;
-    --timeout) [ $# -ge 2 ] || usage; TIMEOUT=$2; shift 2 ;;
-    --smp) [ $# -ge 2 ] || usage; SMP=$2; shift 2 ;;
-    --mem) [ $# -ge 2 ] || usage; MEM=$2; shift 2 ;;
-    --no-install) INSTALL=0; shift ;;
-    --kernel-log) KLOG=1; shift ;;
-    -h|--help) usage 0 ;;
-    --) shift; PREFIXES+=("$@"); break ;;
-    -*) echo "test-rxe: unknown option $1" >&2; usage ;;
-    *) PREFIXES+=("$1"); shift ;;
+    --cmd) [ $# -ge 2 ] || usage; MODE=cmd CMD=$2 USED=2 ;;
+    --cmd=*) MODE=cmd CMD=${1#--cmd=} USED=1 ;;
+    --list) MODE=list USED=1 ;;
+    --kernel-log) KLOG=1 USED=1 ;;
     esac
-done
+}
+rxe_args run_option "$@"
 if [ "$MODE" = list ]; then
     sed -n 's/^ *run_test \([^ ]*\) .*/\1/p' tests/rxe/suite.sh | sed '/^zcrun_passes/q'
     # run_zctest_group ib_: build/zctest's ib_ tests, as zctest/NAME
@@ -79,8 +74,6 @@ fi
 [ -n "$TIMEOUT" ] || { [ "$MODE" = cmd ] && TIMEOUT=600 || TIMEOUT=1200; }
 if [ -z "$SMP" ]; then SMP=$(nproc); [ "$SMP" -le 4 ] || SMP=4; fi
 
-TAG=test-rxe
-. tests/rxe/prepare.sh
 mkdir -p "$W"
 
 # ---- 1. host packages, 2. the kernel (tests/rxe/prepare.sh) ----------------------------------

@@ -2,8 +2,8 @@
 # tests/rxe/hosts.sh: transport_ib between two real kernels. Boots two QEMU guests (TCG) of
 # Debian's stock 6.1 kernel with the initramfs of tests/rxe/run.sh (tests/rxe/prepare.sh), each
 # with its own soft-RoCE device rxe0 on its own virtio NIC, joined by a virtual Ethernet wire
-# that this script controls from the host: QEMU's UDP socket network backend between the two
-# QEMU processes, cut and restored through guest a's QEMU monitor (`set_link`: a's NIC loses
+# that this script controls from the host: QEMU's socket network backend (a TCP stream between
+# the two QEMU processes), cut and restored through guest a's QEMU monitor (`set_link`: a's NIC loses
 # carrier, b's keeps it and hears nothing, as with a cable pulled between a and a switch).
 # Ranks run in both guests, rank 0 (the rendezvous) on a; then the scenarios below: every
 # collective and send/recv on host and (simulated) device memory, a lossy link (tc netem in
@@ -25,7 +25,7 @@
 #
 # The guests: a is 10.9.9.1/24 (host name host-a), b is 10.9.9.2/24 (host-b), both rxe0 with
 # the IPv4-mapped RoCE v2 GID at index 1, MTU 1500 (active MTU 1024). Each runs the agent of
-# tests/rxe/hosts_guest.sh on its second serial port; this script sends it commands and reads
+# tests/rxe/hosts_guest.sh on a virtio serial port; this script sends it commands and reads
 # the results. Their consoles are saved to build/rxe/hosts-a.log and hosts-b.log, the commands
 # and results to build/rxe/hosts-ctl-a.log and -b.log. Both QEMUs are killed when the script
 # ends, however it ends; nothing stays running. What it needs: as tests/rxe/run.sh (tc comes
@@ -81,8 +81,9 @@ END_MS=$(($(now_ms) + TIMEOUT * 1000))
 
 # ---- the guests ------------------------------------------------------------------------------
 
-# boot G PORT PEER_PORT: starts guest G's QEMU in the background; its NIC sends UDP from
-# 127.0.0.1:PORT to 127.0.0.1:PEER_PORT (the other guest's).
+# boot G WIRE: starts guest G's QEMU in the background; WIRE is its NIC's end of the wire, a
+# TCP stream between the two QEMU processes (listen=127.0.0.1:PORT on a, connect=... on b:
+# lossless, so that only netem loses packets).
 boot() {
     local g=$1 fd
     mkfifo "$RUN/ctl-$g.in" "$RUN/mon-$g.in"
@@ -92,9 +93,10 @@ boot() {
         -kernel "$KX/vmlinuz" -initrd "$RUN/initrd.cpio.gz" \
         -append "console=ttyS0 panic=-1 rdinit=/init mitigations=off quiet zc_host=$g" \
         -serial "file:$RUN/console-$g.log" \
-        -chardev "pipe,id=ctl,path=$RUN/ctl-$g" -serial chardev:ctl \
+        -device virtio-serial-pci -chardev "pipe,id=ctl,path=$RUN/ctl-$g" \
+        -device virtserialport,chardev=ctl,name=zc.ctl \
         -chardev "pipe,id=mon,path=$RUN/mon-$g" -mon chardev=mon,mode=readline \
-        -netdev "socket,id=wire,udp=127.0.0.1:$3,localaddr=127.0.0.1:$2" \
+        -netdev "socket,id=wire,$2" \
         -device "virtio-net-pci,netdev=wire,mac=52:54:00:00:09:0$([ "$g" = a ] && echo 1 || echo 2)" \
         </dev/null >"$RUN/qemu-$g.log" 2>&1 &
     PID[$g]=$!
@@ -106,19 +108,27 @@ boot() {
 
 alive() { kill -0 "${PID[$1]}" 2>/dev/null; }
 
-# A free pair of UDP ports on the host's loopback: two that no socket holds now.
-pick_ports() {
-    local p used
-    used=$(awk 'NR > 1 { split($2, a, ":"); print a[2] }' /proc/net/udp /proc/net/udp6)
-    for _ in $(seq 50); do
-        p=$((20000 + (RANDOM % 10000) * 2))
-        if ! grep -qx "$(printf %04X $p)" <<<"$used" &&
-            ! grep -qx "$(printf %04X $((p + 1)))" <<<"$used"; then
-            PORT_A=$p PORT_B=$((p + 1))
+# listening PORT: whether a TCP socket listens on the host's port PORT now.
+listening() {
+    awk -v p="$(printf %04X "$1")" 'NR > 1 && $4 == "0A" { split($2, a, ":"); if (a[2] == p) f = 1 }
+        END { exit !f }' /proc/net/tcp
+}
+
+# Boots guest a listening on a free TCP port for the wire, then guest b connecting to it.
+boot_both() {
+    local p
+    for _ in $(seq 20); do
+        p=$((20000 + RANDOM % 20000))
+        listening "$p" && continue
+        boot a "listen=127.0.0.1:$p"
+        for _ in $(seq 100); do listening "$p" && break; alive a || break; sleep 0.1; done
+        if listening "$p" && alive a; then
+            boot b "connect=127.0.0.1:$p"
             return 0
         fi
+        wait "${PID[a]}" 2>/dev/null || true # the port was taken meanwhile: another one
     done
-    die "no free UDP port pair on 127.0.0.1"
+    die "guest a could not listen for the wire: $(tail -n 3 "$RUN/qemu-a.log")"
 }
 
 # gsend G COMMAND: sends COMMAND to G's agent; ID is its number (the host's clock in ns:
@@ -575,9 +585,7 @@ s_dead_root() {
 
 
 # ---- the run ---------------------------------------------------------------------------------
-pick_ports
-boot a "$PORT_A" "$PORT_B"
-boot b "$PORT_B" "$PORT_A"
+boot_both
 for g in a b; do
     until grep -q '^@@ready' "$RUN/ctl-$g.out"; do
         alive "$g" || die "guest $g stopped while booting: $(tail -n 5 "$RUN/qemu-$g.log" \
@@ -605,7 +613,7 @@ scenario lossy/clean t_lossy "" ""
 scenario lossy/loss_1_percent t_lossy "loss 1%" "loss 1%"
 scenario lossy/loss_1_percent_64k_slots t_lossy "loss 1%" "loss 1%" MP_SLOT_BYTES=65536
 scenario lossy/loss_10_percent t_lossy "loss 10%" "loss 10%"
-scenario lossy/loss_10_percent_ib_timeout_14 t_lossy "loss 10%" "loss 10%" ZC_IB_TIMEOUT=14
+scenario lossy/loss_10_percent_ib_timeout_16 t_lossy "loss 10%" "loss 10%" ZC_IB_TIMEOUT=16
 scenario lossy/delay_5ms_and_reorder t_lossy "delay 5ms reorder 25% 50%" "delay 5ms"
 scenario lossy/last_messages_survive_fini s_fini_lossy
 scenario fault/short_cut_under_the_retry_window s_short_cut

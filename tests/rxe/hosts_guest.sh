@@ -1,7 +1,8 @@
 # tests/rxe/hosts_guest.sh: the guest side of tests/rxe/hosts.sh (two guests on a virtual
-# wire), sourced by tests/rxe/init in each guest. hg_agent reads commands from the second
-# serial port (/dev/ttyS1), one a line: "ID COMMAND", runs COMMAND with sh in /zc (the
-# functions below are defined there), then writes back on the same port every line of its
+# wire), sourced by tests/rxe/init in each guest. hg_agent reads commands from the virtio
+# serial port the host named zc.ctl (/dev/vportNp1: lossless, unlike an emulated UART whose
+# input a starved guest can overrun), one a line: "ID COMMAND", runs COMMAND with sh in /zc
+# (the functions below are defined there), then writes back on the same port every line of its
 # output as "@@ ID LINE" and "@@done ID STATUS". One command at a time; jobs run in the
 # background between commands. The command "poweroff" ends the agent.
 #
@@ -9,7 +10,6 @@
 # printed a line, job_wait until each exited and prints their output ("[R] LINE") and status
 # ("@rank R exit STATUS"). Ranks run each under `timeout -s KILL`, so none outlives its limit.
 
-HG_TTY=/dev/ttyS1
 
 # Milliseconds since boot (/proc/uptime has hundredths); the rank programs print the same
 # clock (CLOCK_BOOTTIME), so a mark and a rank's report can be subtracted.
@@ -35,7 +35,7 @@ job_start() {
             env ZC_RANK=$r ZC_NRANKS=$n ZC_LOCAL_RANK=$local_rank ZC_ROOT_ADDR=$root "$@" \
                 timeout -s KILL "$limit" $(echo "$prog" | tr + ' ') >"$d/$r.out" 2>&1 </dev/null
             echo $? >"$d/$r.rc"
-        ) &
+        ) >/dev/null 2>&1 &
         r=$((r + 1))
         local_rank=$((local_rank + 1))
     done
@@ -113,14 +113,20 @@ sweep_jobs() {
 }
 
 hg_agent() {
-    stty -F $HG_TTY raw -echo 2>/dev/null
-    echo "@@ready $(hostname) $(hg_now_ms)" >$HG_TTY
-    while IFS= read -r line; do
+    local port=
+    for p in /sys/class/virtio-ports/vport*; do
+        [ "$(cat "$p/name" 2>/dev/null)" = zc.ctl ] && port=/dev/${p##*/}
+    done
+    [ -c "$port" ] || { echo "hosts agent: no virtio port named zc.ctl"; return 1; }
+    # A virtio port opens once at a time: one descriptor both ways, closed for the commands.
+    exec 3<>"$port"
+    echo "@@ready $(hostname) $(hg_now_ms)" >&3
+    while IFS= read -r line <&3; do
         id=${line%% *}
         cmd=${line#* }
-        [ "$cmd" = poweroff ] && { echo "@@done $id 0" >$HG_TTY; return 0; }
-        (eval "$cmd") >/tmp/hg.out 2>&1 </dev/null
+        [ "$cmd" = poweroff ] && { echo "@@done $id 0" >&3; return 0; }
+        (eval "$cmd") >/tmp/hg.out 2>&1 </dev/null 3>&-
         rc=$?
-        { sed "s/^/@@ $id /" /tmp/hg.out; echo "@@done $id $rc"; } >$HG_TTY
-    done <$HG_TTY
+        { sed "s/^/@@ $id /" /tmp/hg.out; echo "@@done $id $rc"; } >&3
+    done
 }

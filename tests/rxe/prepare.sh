@@ -15,10 +15,10 @@
 MA=x86_64-linux-gnu
 # The guest's kernel modules, each loaded after the ones its modinfo "depends=" names:
 # crc32_generic first (rxe's crc32 shash, which no "depends=" names), rdma_rxe and its
-# stack, dummy (the one-guest netdev), virtio_pci and virtio_net (the two-guest wire) and
-# sch_netem (tc netem on that wire).
+# stack, dummy (the one-guest netdev), virtio_pci and virtio_net (the two-guest wire),
+# sch_netem (tc netem on that wire) and virtio_console (the two-guest control channel).
 RXE_MODULES="crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe dummy \
-virtio_pci virtio_net sch_netem"
+virtio_pci virtio_net sch_netem virtio_console"
 
 say() { echo "$TAG: $*"; }
 die() { echo "$TAG: $*" >&2; exit 1; }
@@ -180,7 +180,8 @@ rxe_kernel() {
             '*/modules/*/kernel/drivers/net/dummy.ko*' \
             '*/modules/*/kernel/drivers/net/virtio_net.ko*' \
             '*/modules/*/kernel/drivers/net/net_failover.ko*' \
-            '*/modules/*/kernel/drivers/virtio/*'
+            '*/modules/*/kernel/drivers/virtio/*' \
+            '*/modules/*/kernel/drivers/char/virtio_console.ko*'
         : >"$KX.tmp/load-order"
         for m in $RXE_MODULES; do rxe_add_module "$m"; done
         cp "$(ls "$KX.tmp/x"/boot/vmlinuz-* | head -n 1)" "$KX.tmp/vmlinuz"

@@ -115,6 +115,7 @@ SCRIPT_TARGETS = [
     ('demo', 'examples/run_demo.sh', 'bash examples/run_demo.sh'),
     ('bench', 'bench/run_bench.py', '$python bench/run_bench.py'),
     ('test-rxe', 'tests/rxe/run.sh', 'bash tests/rxe/run.sh'),
+    ('test-rxe2', 'tests/rxe/hosts.sh', 'bash tests/rxe/hosts.sh'),
     ('check-gpu', 'tests/gpu/run.sh', 'bash tests/gpu/run.sh'),
     ('fuzz', 'tests/fuzz/run.sh', 'bash tests/fuzz/run.sh'),
     ('soak', 'tests/soak.sh', 'bash tests/soak.sh'),

@@ -11,8 +11,10 @@
  *
  *   rank 0 (root)                                 rank r > 0 (client)
  *   listens on root_addr's port                   connects; while refused, retries every
- *   greets each connection as it accepts it,      5..20 ms until the deadline; a listener
- *   up to ZC_BOOT_PENDING handshakes at once      that sends no HELLO within 2 s is not rank 0
+ *   greets each connection as it accepts it,      5..20 ms until the deadline; a handshake
+ *   up to ZC_BOOT_PENDING handshakes at once;     rank 0 did not finish (no HELLO within 2 s,
+ *   drops one whose proof is 2 s late             or closed before the VERDICT) is tried
+ *                                                 again on a new connection until the deadline
  *   HELLO    24 B: "ZCB1" u32 version nonce_s[16]  ->
  *                                              <-  PROOF 40 B: "ZCB1" u32 version u32 rank
  *                                                  u32 nranks nonce_c[16] u64 tag_c
@@ -646,26 +648,46 @@ static zc_status zc_connect(zc__boot *b, const char *host, uint16_t port) {
     if (rc == ZC_PLAT_REFUSED || rc == ZC_PLAT_TIMEOUT)
         return zc_fail(b, ZC_TIMED_OUT, "connect to %s:%u timed out after %llu ms%s", host,
                        (unsigned)port, ms,
-                       refused ? " (refused: nobody listened there)" : "");
+                       refused ? " (refused: nobody listened there)"
+                               : " (no answer: is that host up and reachable?)");
     zc_rc_reason(rc, why, sizeof why);
     return zc_fail(b, zc_rc_status(rc), "connect to %s:%u failed: %s", host, (unsigned)port,
                    why);
 }
 
-/* Reads rank 0's greeting and answers with this process's proof. */
+/* A handshake rank 0 did not finish, for a reason that may pass (rank 0 stalled, or its
+ * handshake timer dropped this one over a slow network): closes the connection, says why in
+ * again[cap] and returns ZC_AGAIN, so that zc_join tries once more. */
+__attribute__((format(printf, 4, 5))) static zc_status zc_again(zc__boot *b, char *again,
+                                                                size_t cap, const char *fmt,
+                                                                ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    zc__vfmt(again, cap, fmt, ap);
+    va_end(ap);
+    zc_plat_tcp_close(b->root_sock);
+    b->root_sock = -1;
+    return ZC_AGAIN;
+}
+
+/* Reads rank 0's greeting and answers with this process's proof; ZC_AGAIN (zc_again) when
+ * the greeting is 2 s late or rank 0 closed the connection first. */
 static zc_status zc_prove(zc__boot *b, const char *addr, uint8_t nonce_s[ZC_NONCE_BYTES],
-                          uint8_t nonce_c[ZC_NONCE_BYTES]) {
+                          uint8_t nonce_c[ZC_NONCE_BYTES], char *again, size_t cap) {
     uint8_t hello[ZC_HELLO_BYTES], proof[ZC_PROOF_BYTES];
     /* Rank 0 greets every connection as it accepts it: a listener silent for a handshake's
-     * time is not rank 0 (another program holds the port), and waiting longer helps nobody. */
+     * time is another program holding the port, or a rank 0 that is stalled (a loaded host).
+     * Only the deadline tells them apart, so the connection is tried again until it. */
     uint64_t greet_ns = zc__deadline_after(zc_plat_now_ns(), ZC_HANDSHAKE_NS);
     zc_plat_rc rc = zc_plat_tcp_recv_all(b->root_sock, hello, sizeof hello,
                                          greet_ns < b->deadline_ns ? greet_ns : b->deadline_ns);
     if (rc == ZC_PLAT_TIMEOUT && greet_ns < b->deadline_ns)
-        return zc_fail(b, ZC_SYSTEM, "the listener at %s sent no greeting within %u ms: it is "
-                       "not a zcoll rank 0 (is another program using that port, or did rank 0 "
-                       "fail to listen? its error says)", addr,
-                       (unsigned)(ZC_HANDSHAKE_NS / 1000000u));
+        return zc_again(b, again, cap, "the listener at %s sent no greeting within %u ms: "
+                        "another program is using that port, or rank 0 is stalled", addr,
+                        (unsigned)(ZC_HANDSHAKE_NS / 1000000u));
+    if (rc == ZC_PLAT_CLOSED)
+        return zc_again(b, again, cap, "the listener at %s closed the connection before its "
+                        "greeting", addr);
     if (rc != ZC_PLAT_OK) return zc_io_fail(b, rc, 0, ZC_KIND_READY);
     if (zc_get32(hello) != ZC_BOOT_MAGIC)
         return zc_fail(b, ZC_AUTH, "the listener at %s is not a zcoll rank 0 (bad greeting)",
@@ -688,15 +710,24 @@ static zc_status zc_prove(zc__boot *b, const char *addr, uint8_t nonce_s[ZC_NONC
     __builtin_memcpy(proof + 16, nonce_c, ZC_NONCE_BYTES);
     zc_tag(b, "client", nonce_s, nonce_c, claim, 2, proof + 32);
     rc = zc_plat_tcp_send_all(b->root_sock, proof, sizeof proof, b->deadline_ns);
+    if (rc == ZC_PLAT_CLOSED)
+        return zc_again(b, again, cap, "rank 0 at %s closed the connection before this "
+                        "process's proof", addr);
     return rc == ZC_PLAT_OK ? ZC_OK : zc_io_fail(b, rc, 0, ZC_KIND_READY);
 }
 
-/* Reads and checks rank 0's verdict on our proof. */
+/* Reads and checks rank 0's verdict on our proof; ZC_AGAIN (zc_again) when rank 0 closed the
+ * connection instead (it drops a handshake whose proof came 2 s late). */
 static zc_status zc_read_verdict(zc__boot *b, const char *addr,
                                  const uint8_t nonce_s[ZC_NONCE_BYTES],
-                                 const uint8_t nonce_c[ZC_NONCE_BYTES]) {
+                                 const uint8_t nonce_c[ZC_NONCE_BYTES], char *again,
+                                 size_t cap) {
     uint8_t v[ZC_VERDICT_BYTES], tag[ZC_TAG_BYTES];
     zc_plat_rc rc = zc_plat_tcp_recv_all(b->root_sock, v, sizeof v, b->deadline_ns);
+    if (rc == ZC_PLAT_CLOSED)
+        return zc_again(b, again, cap, "rank 0 at %s closed the connection before its verdict "
+                        "(it drops a handshake not done within %u ms)", addr,
+                        (unsigned)(ZC_HANDSHAKE_NS / 1000000u));
     if (rc != ZC_PLAT_OK) return zc_io_fail(b, rc, 0, ZC_KIND_READY);
     uint32_t code = zc_get32(v), value = zc_get32(v + 4);
     if (code == ZC_CODE_AUTH)
@@ -715,12 +746,44 @@ static zc_status zc_read_verdict(zc__boot *b, const char *addr,
     return zc_outcome_fail(b, ZC_KIND_READY, &o);
 }
 
+/* Connects and goes through the handshake, on a new connection each time rank 0 did not finish
+ * it (zc_again), until the deadline. The first retry is logged (a warning: another program on
+ * the port shows only as a failure at the deadline). */
+static zc_status zc_handshake(zc__boot *b, const char *host, uint16_t port, const char *addr,
+                              uint8_t nonce_s[ZC_NONCE_BYTES], uint8_t nonce_c[ZC_NONCE_BYTES]) {
+    char again[192] = "";
+    uint64_t t0 = zc_plat_now_ns();
+    uint64_t passes = b->deadline_ns > t0 ? (b->deadline_ns - t0) / ZC_RETRY_MIN_NS + 2u : 1u;
+    uint32_t tries = 0;
+    zc_status st = ZC_AGAIN;
+    /* Bounded by the deadline: every pass after the first sleeps ZC_RETRY_MIN_NS at least. */
+    for (uint64_t i = 0; i < passes && st == ZC_AGAIN; i++) {
+        uint64_t now = zc_plat_now_ns();
+        if (i > 0) {
+            if (now >= b->deadline_ns) break;
+            uint64_t left = b->deadline_ns - now;
+            zc_plat_sleep_ns(ZC_RETRY_MIN_NS < left ? ZC_RETRY_MIN_NS : left);
+        }
+        st = zc_connect(b, host, port);
+        if (st == ZC_OK) st = zc_prove(b, addr, nonce_s, nonce_c, again, sizeof again);
+        if (st == ZC_OK) st = zc_read_verdict(b, addr, nonce_s, nonce_c, again, sizeof again);
+        if (st == ZC_AGAIN && ++tries == 1) {
+            char line[288];
+            zc__fmt(line, sizeof line, "bootstrap: rank %u: %s; trying again until the "
+                    "deadline", b->rank, again);
+            zc_plat_log(ZC_PLAT_LOG_WARN, line);
+        }
+    }
+    if (tries == 0 || (st != ZC_AGAIN && st != ZC_TIMED_OUT)) return st;
+    return zc_fail(b, ZC_TIMED_OUT, "no handshake with rank 0 at %s finished within %llu ms "
+                   "(%u tries; the last: %s)", addr,
+                   (unsigned long long)((zc_plat_now_ns() - t0) / 1000000u), tries, again);
+}
+
 /* Rank r > 0: connects, proves itself, checks rank 0's proof, waits until everyone is in. */
 static zc_status zc_join(zc__boot *b, const char *host, uint16_t port, const char *addr) {
     uint8_t nonce_s[ZC_NONCE_BYTES], nonce_c[ZC_NONCE_BYTES], note[ZC_NOTE_BYTES];
-    zc_status st = zc_connect(b, host, port);
-    if (st == ZC_OK) st = zc_prove(b, addr, nonce_s, nonce_c);
-    if (st == ZC_OK) st = zc_read_verdict(b, addr, nonce_s, nonce_c);
+    zc_status st = zc_handshake(b, host, port, addr, nonce_s, nonce_c);
     if (st != ZC_OK) return st;
     zc_plat_rc rc = zc_plat_tcp_recv_all(b->root_sock, note, sizeof note, b->deadline_ns);
     if (rc != ZC_PLAT_OK) return zc_io_fail(b, rc, 0, ZC_KIND_READY);

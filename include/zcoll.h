@@ -328,7 +328,11 @@ zc_status zc_comm_abort(zc_comm *comm);
  * not yet past it), fini returns ZC_INVALID_STATE with a sentence and changes nothing (drive
  * zc_progress until the streams passed their calls, then call it again); on a failed or
  * aborted communicator it first releases the calls still waiting (their streams go on, their
- * outputs untouched). A CUDA graph that captured a call must not be launched after fini. */
+ * outputs untouched). A CUDA graph that captured a call must not be launched after fini.
+ * Over transport_ib a communicator that has not failed first waits until its peers consumed
+ * the messages it sent them, at most as long as its queue pairs retry (ib_timeout,
+ * ib_retry_cnt; 10 s at most): a lost packet is sent again only by the queue pair that fini
+ * destroys. */
 zc_status zc_comm_fini(zc_comm *comm);
 uint32_t zc_comm_rank(const zc_comm *comm);
 uint32_t zc_comm_size(const zc_comm *comm);

@@ -6,12 +6,14 @@
 # same zctest built by clang and under ThreadSanitizer, the fault-injection build (every
 # platform call failed in turn), and a short pass of the fuzz targets, when clang is installed
 # (tests/variants.sh, tests/fuzz/run.sh); then, with --ib, the soft-RoCE suite in a QEMU guest
-# (tests/rxe/run.sh); then, with --baremetal, the image booted with no OS
+# (tests/rxe/run.sh) and the two-guest suite (tests/rxe/hosts.sh: two soft-RoCE guests on a
+# virtual wire, cut, lossy, a guest killed); then, with --baremetal, the image booted with no OS
 # (tests/baremetal/run.sh); then the zcoll_torch suite (tests/python/run.py, when a python3
 # imports torch), the build-tree and install test (tests/install/run.sh) and the launcher tests
 # (tests/launchers/run.sh). Prints the runners' output and then one combined final line
 # `N passed, N failed, N skipped`; exits non-zero if any runner failed.
-#   ZC_CHECK_RXE=0 leaves the guest suite out (it is then counted as one skipped test);
+#   ZC_CHECK_RXE=0 leaves both guest suites out (each is then counted as one skipped test),
+#   ZC_CHECK_RXE2=0 the two-guest suite alone;
 #   ZC_CHECK_VARIANTS=0 the clang, TSan and faults builds and the fuzz pass (four skipped).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -86,10 +88,17 @@ fi
 
 if [ "$IB" = 0 ]; then
     leave_out "no transport_ib in this build: soft-RoCE suite skipped"
+    leave_out "no transport_ib in this build: two-guest soft-RoCE suite skipped"
 elif [ "${ZC_CHECK_RXE:-1}" = 0 ]; then
     leave_out "soft-RoCE suite left out (ZC_CHECK_RXE=0)"
+    leave_out "two-guest soft-RoCE suite left out (ZC_CHECK_RXE=0)"
 else
     run "tests/rxe/run.sh (transport_ib on soft-RoCE in a QEMU guest)" bash tests/rxe/run.sh
+    if [ "${ZC_CHECK_RXE2:-1}" = 0 ]; then
+        leave_out "two-guest soft-RoCE suite left out (ZC_CHECK_RXE2=0)"
+    else
+        run "tests/rxe/hosts.sh (two soft-RoCE guests on a virtual wire)" bash tests/rxe/hosts.sh
+    fi
 fi
 
 if [ "$BAREMETAL" = 1 ]; then

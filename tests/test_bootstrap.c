@@ -329,6 +329,41 @@ void boot_client_rejects_root_without_secret(void) {
     zc_plat_tcp_close(f.listen_sock);
 }
 
+/* A rank 0 that does not finish a handshake (silent: stalled, as on a loaded host; or
+ * closing before its verdict: its 2 s handshake timer, as over a lossy link) costs the client
+ * one more connection, not the job: the second handshake is answered and open succeeds. */
+static void zt_retry_case(bool greet_first) {
+    zt_fake_root f;
+    uint8_t secret[16], note[24] = {0};
+    for (uint8_t i = 0; i < 16; i++) secret[i] = i;
+    zt_fake_listen(&f);
+    uint64_t t0 = zc_plat_now_ns();
+    pid_t pid = zt_start_client(f.port, ZC_OK, "");
+    if (greet_first) {
+        zt_fake_handshake(&f, secret); /* greeting and proof; then no verdict */
+        ZT_CHECK(f.proof_ok);
+    } else {
+        ZT_CHECK_ST(zc_plat_tcp_accept(f.listen_sock, t0 + 5000 * ZT_MS, &f.sock), ZC_PLAT_OK);
+        uint8_t byte;
+        /* silent until the client gives up on this connection (EOF after 2 s) */
+        ZT_CHECK_ST(zc_plat_tcp_recv_all(f.sock, &byte, 1, t0 + 4000 * ZT_MS), ZC_PLAT_CLOSED);
+        ZT_CHECK(zt_ms_since(t0) >= 2000);
+    }
+    zc_plat_tcp_close(f.sock);
+    zt_fake_handshake(&f, secret);
+    ZT_CHECK(f.proof_ok);
+    zt_fake_verdict(&f, secret, 0, 2);
+    memcpy(note, "ZCRY", 4);
+    ZT_CHECK_ST(zc_plat_tcp_send_all(f.sock, note, sizeof note, zc_plat_now_ns() + 1000 * ZT_MS),
+                ZC_PLAT_OK);
+    ZT_CHECK_EQ(zt_wait_exit(pid), 0);
+    zc_plat_tcp_close(f.sock);
+    zc_plat_tcp_close(f.listen_sock);
+}
+
+void boot_client_tries_again_after_a_silent_listener(void) { zt_retry_case(false); }
+void boot_client_tries_again_when_rank_0_drops_its_handshake(void) { zt_retry_case(true); }
+
 /* ---- rank programs ---- */
 
 /* Each rank contributes {rank, pid, 100 pattern bytes}, then a full-size blob; all checked. */
@@ -527,26 +562,33 @@ void boot_garbage_sender_is_dropped(void) {
 }
 
 /* ZT_BOOT_SQUAT names a port another program holds (listening, never answering): rank 0
- * cannot listen there and says so at once; rank 1 reaches the squatter, hears no greeting and
- * fails within the handshake's 2 s instead of the 20 s deadline. */
+ * cannot listen there and says so at once; rank 1 reaches the squatter, hears no greeting,
+ * tries again (a stalled rank 0 would be silent too) and fails at the 5 s deadline, saying
+ * what it heard. */
 int boot_rank_facing_squatter(void) {
     zc_config cfg;
     zc__boot b;
-    char err[256];
+    char err[512];
     zt_boot_cfg(&cfg);
     snprintf(cfg.root_addr, sizeof cfg.root_addr, "127.0.0.1:%s", getenv("ZT_BOOT_SQUAT"));
     uint64_t t0 = zc_plat_now_ns();
-    zc_status st = zc__boot_open(&b, &cfg, t0 + 20000 * ZT_MS, err, sizeof err);
+    zc_status st = zc__boot_open(&b, &cfg, t0 + 5000 * ZT_MS, err, sizeof err);
     uint64_t ms = zt_ms_since(t0);
     printf("rank %u: %s after %llu ms: %s\n", cfg.rank, zc_status_name(st),
            (unsigned long long)ms, err);
-    ZT_CHECK_ST(st, ZC_SYSTEM);
-    ZT_CHECK(ms < 3000);
-    ZT_CHECK(strstr(err, cfg.rank == 0 ? "cannot listen" : "sent no greeting") != NULL);
+    if (cfg.rank == 0) {
+        ZT_CHECK_ST(st, ZC_SYSTEM);
+        ZT_CHECK(ms < 1000);
+        ZT_CHECK(strstr(err, "cannot listen") != NULL);
+    } else {
+        ZT_CHECK_ST(st, ZC_TIMED_OUT);
+        ZT_CHECK(ms >= 5000 && ms < 6500);
+        ZT_CHECK(strstr(err, "sent no greeting") != NULL && strstr(err, "tries") != NULL);
+    }
     return 0;
 }
 
-void boot_port_squatter_fails_every_rank_fast(void) {
+void boot_port_squatter_fails_rank_0_at_once_and_the_others_by_the_deadline(void) {
     static char out[1 << 16];
     int squat = -1;
     uint16_t port = 0;

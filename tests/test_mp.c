@@ -1316,6 +1316,143 @@ int mp_rank_killed(void) {
     mp_die(&m, __FILE__, __LINE__, "1000 allreduces and no failure");
 }
 
+/* ---- 6b. a link that goes away (tests/rxe/hosts.sh: two guests on a virtual wire) ---------- */
+
+static double mp_boot_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static bool mp_file_exists(const char *path) { return path && *path && access(path, F_OK) == 0; }
+
+/* Expects init to fail (the rendezvous unreachable): prints the status, the time it took and
+ * the sentence; fails unless that is a failure reported by the init deadline. */
+static void mp_link_init_fails(mp_ctx *m) {
+    size_t bytes = zc_comm_arena_bytes(&m->cfg);
+    m->arena = malloc(bytes);
+    MP_CHECK(m, bytes > 0 && m->arena, "no arena");
+    uint64_t t0 = mp_now_ns();
+    zc_status st = zc_comm_init(&m->cfg, m->arena, bytes, &m->comm);
+    double ms = mp_ms(mp_now_ns() - t0), limit = mp_ms(m->cfg.init_timeout_ns);
+    printf("mp-result: rank %u: init %s after %.0f ms (init deadline %.0f ms): %s\n", m->rank,
+           zc_status_name(st), ms, limit, st == ZC_OK ? "" : zc_init_error_text());
+    fflush(stdout);
+    MP_CHECK(m, st != ZC_OK, "init succeeded, expected it to fail");
+    m->comm = NULL;
+    MP_CHECK(m, ms <= limit + 2000.0, "init failed %.0f ms after its start, past the %.0f ms "
+             "deadline", ms, limit);
+    MP_CHECK(m, zc_init_error_text()[0] != '\0', "no sentence for %s", zc_status_name(st));
+    free(m->arena);
+    m->arena = NULL;
+}
+
+/* One more communicator: init, a checked allreduce of MP_AGAIN_KIB KiB (256), fini. */
+static void mp_link_one(mp_ctx *m) {
+    uint64_t t1 = mp_now_ns();
+    mp_init(m);
+    double init_ms = mp_ms(mp_now_ns() - t1);
+    uint32_t kib = mp_env_u32("MP_AGAIN_KIB", 256);
+    mp_op o = {.kind = MP_ALLREDUCE, .dt = ZC_FLOAT32, .op = ZC_SUM, .count = (size_t)kib << 8,
+               .n = m->n, .me = m->rank};
+    o.uid = mp_mix(mp_seed ^ 0xa9a1ull);
+    mp_op_alloc(&o);
+    mp_op_fill(&o, o.sbuf, o.rbuf);
+    MP_ST(m, mp_op_issue(m->comm, &o), ZC_OK);
+    MP_ST(m, zc_wait(m->comm, &o.req[0]), ZC_OK);
+    mp_op_check(m, &o, "allreduce on the new communicator");
+    printf("mp-info: rank %u: a new communicator works (init %.0f ms, a checked %u KiB "
+           "allreduce)\n", m->rank, init_ms, kib);
+    mp_op_free(&o);
+    mp_fini(m);
+}
+
+/* After the link failed (or the loop stopped): waits for MP_GO_FILE (the link is back), then
+ * a new communicator over the same environment must init and run a checked allreduce, and
+ * fini at once; MP_AGAIN times (default 1). */
+static void mp_link_again(mp_ctx *m) {
+    const char *go = getenv("MP_GO_FILE");
+    if (!go || !*go) return;
+    uint64_t t0 = mp_now_ns(), wait_ns = mp_env_u32("MP_GO_WAIT_MS", 120000) * MP_MS;
+    while (!mp_file_exists(go) && mp_now_ns() - t0 < wait_ns) mp_sleep_ms(50);
+    MP_CHECK(m, mp_file_exists(go), "%s did not appear within %.0f ms", go, mp_ms(wait_ns));
+    for (uint32_t i = 0, n = mp_env_u32("MP_AGAIN", 1); i < n; i++) mp_link_one(m);
+}
+
+/* Allreduces of MP_KIB KiB (float32 sum, each result checked) until rank 0 sees MP_STOP_FILE
+ * (it broadcasts the decision before each call) or MP_CALLS calls; prints one "mp-result" line
+ * with how the loop ended. MP_EXPECT says what must happen: "ok" (every call succeeds),
+ * "fail" (a call fails with ZC_PEER_LOST or ZC_TIMED_OUT by its deadline: the link was cut,
+ * a peer's host died) or "init_fail" (init fails by its deadline, MP_INIT_MS). Then
+ * mp_link_again. Times are also printed on the boot clock, to compare with the moment of the
+ * cut. On one host the tests below stand in for the cut: rank MP_DIE_RANK kills itself
+ * (SIGKILL) as call MP_DIE_AT begins. */
+int mp_rank_link(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_link");
+    uint32_t init_ms = mp_env_u32("MP_INIT_MS", 0);
+    if (init_ms) m.cfg.init_timeout_ns = init_ms * MP_MS;
+    const char *expect = getenv("MP_EXPECT") ? getenv("MP_EXPECT") : "ok";
+    bool want_fail = strcmp(expect, "fail") == 0;
+    if (strcmp(expect, "init_fail") == 0) {
+        mp_link_init_fails(&m);
+        return 0;
+    }
+    MP_CHECK(&m, want_fail || strcmp(expect, "ok") == 0, "MP_EXPECT=%s", expect);
+    mp_init(&m);
+    printf("mp-info: rank %u ready\n", m.rank);
+    fflush(stdout);
+    mp_op o = {.kind = MP_ALLREDUCE, .dt = ZC_FLOAT32, .op = ZC_SUM, .n = m.n, .me = m.rank};
+    o.count = (size_t)mp_env_u32("MP_KIB", 1024) << 8;
+    mp_op_alloc(&o);
+    const char *stop = getenv("MP_STOP_FILE");
+    uint32_t calls = mp_env_u32("MP_CALLS", 1000), it = 0;
+    uint32_t die_rank = mp_env_u32("MP_DIE_RANK", UINT32_MAX), die_at = mp_env_u32("MP_DIE_AT", 0);
+    zc_status st = ZC_OK;
+    uint64_t t0 = mp_now_ns(), t_call = t0, slowest = 0;
+    for (; it < calls; it++) {
+        int32_t go = !mp_file_exists(stop);
+        zc_req r;
+        t_call = mp_now_ns();
+        st = zc_broadcast(m.comm, &go, &go, 1, ZC_INT32, 0, &r);
+        if (st == ZC_OK) st = zc_wait(m.comm, &r);
+        if (st != ZC_OK || !go) break;
+        o.uid = mp_mix(mp_seed ^ 0x11e4ull ^ ((uint64_t)it << 12));
+        mp_op_fill(&o, o.sbuf, o.rbuf);
+        t_call = mp_now_ns();
+        st = mp_op_issue(m.comm, &o);
+        if (m.rank == die_rank && it == die_at) raise(SIGKILL);
+        if (st == ZC_OK) st = zc_wait(m.comm, &o.req[0]);
+        if (st != ZC_OK) break;
+        mp_op_check(&m, &o, "allreduce");
+        if (mp_now_ns() - t_call > slowest) slowest = mp_now_ns() - t_call;
+    }
+    double into = mp_ms(mp_now_ns() - t_call), limit = mp_ms(m.cfg.timeout_ns);
+    if (st == ZC_OK) {
+        printf("mp-result: rank %u: ZC_OK: %u calls in %.0f ms (the slowest %.0f ms), every "
+               "result checked, boot clock %.0f ms\n", m.rank, it, mp_ms(mp_now_ns() - t0),
+               mp_ms(slowest), mp_boot_ms());
+        fflush(stdout);
+        MP_CHECK(&m, !want_fail, "%u calls and no failure", it);
+        mp_fini(&m);
+    } else {
+        printf("mp-result: rank %u: %s in call %u, %.0f ms into it (deadline %.0f ms), boot "
+               "clock %.0f ms: %s\n", m.rank, zc_status_name(st), it, into, limit, mp_boot_ms(),
+               zc_comm_error_text(m.comm));
+        fflush(stdout);
+        MP_CHECK(&m, want_fail, "call %u failed", it);
+        MP_CHECK(&m, st == ZC_PEER_LOST || st == ZC_TIMED_OUT, "got %s, expected ZC_PEER_LOST "
+                 "or ZC_TIMED_OUT", zc_status_name(st));
+        MP_CHECK(&m, into <= limit + 1000.0, "reported %.0f ms into the call, past its %.0f ms "
+                 "deadline", into, limit);
+        MP_ST(&m, zc_comm_abort(m.comm), ZC_OK);
+        mp_fini(&m);
+    }
+    mp_op_free(&o);
+    mp_link_again(&m);
+    return 0;
+}
+
 /* ---- 7. no allocation after init ----------------------------------------------------------- */
 
 #if MP_COUNTING_ALLOCS
@@ -1706,7 +1843,8 @@ static void mp_echo(const char *out, bool everything) {
     for (const char *p = out; *p;) {
         const char *e = strchr(p, '\n');
         size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (memmem(p, len, "mp-info", 7) || memmem(p, len, "mp FAILED", 9))
+        if (memmem(p, len, "mp-info", 7) || memmem(p, len, "mp-result", 9) ||
+            memmem(p, len, "mp FAILED", 9))
             printf("    %.*s\n", (int)len, p);
         p += len + (e ? 1 : 0);
     }
@@ -1789,14 +1927,19 @@ void mp_rank_that_never_joins_times_out(void) {
     ZT_CHECK(strstr(mp_out, "[1] mp-info: rank 1: ZC_TIMED_OUT") != NULL);
 }
 
-void mp_killed_peer_is_reported_as_peer_lost(void) {
+/* Three ranks of prog under zcrun --keep-going (a killed rank does not stop the others), its
+ * output in mp_out; returns zcrun's exit status. */
+static int mp_run_keep_going(const char *prog, const char *const env[]) {
     char zcrun[4200], zctest[4200];
     snprintf(zcrun, sizeof zcrun, "%s/zcrun", zt_build_dir());
     snprintf(zctest, sizeof zctest, "%s/zctest", zt_build_dir());
     const char *argv[] = {zcrun, "-n", "3", "--timeout", "30", "--keep-going",
-                          zctest, "--rank", "mp_rank_killed", NULL};
-    uint32_t ms = 0;
-    int rc = zt_run(argv, NULL, mp_out, sizeof mp_out, 40000, &ms);
+                          zctest, "--rank", prog, NULL};
+    return zt_run(argv, env, mp_out, sizeof mp_out, 40000, NULL);
+}
+
+void mp_killed_peer_is_reported_as_peer_lost(void) {
+    int rc = mp_run_keep_going("mp_rank_killed", NULL);
     bool ok = rc == 128 + SIGKILL && strstr(mp_out, "[0] mp-info: rank 0 peer lost ok") &&
               strstr(mp_out, "[1] mp-info: rank 1 peer lost ok") &&
               !strstr(mp_out, "mp FAILED");
@@ -1806,6 +1949,55 @@ void mp_killed_peer_is_reported_as_peer_lost(void) {
     ZT_CHECK(strstr(mp_out, "[0] mp-info: rank 0 peer lost ok") != NULL);
     ZT_CHECK(strstr(mp_out, "[1] mp-info: rank 1 peer lost ok") != NULL);
     ZT_CHECK(strstr(mp_out, "mp FAILED") == NULL);
+}
+
+/* mp_rank_link on one host (tests/rxe/hosts.sh runs it across two guests): the loop ends on
+ * its own, and a second communicator in the same processes works. */
+void mp_link_loop_ends_and_a_new_communicator_works(void) {
+    static const char *const env[] = {"MP_KIB=64", "MP_CALLS=5", "MP_EXPECT=ok",
+                                      "MP_GO_FILE=/dev/null", NULL};
+    mp_job(2, "mp_rank_link", 30, env, 0);
+    for (uint32_t r = 0; r < 2; r++) {
+        char a[64], b[64];
+        snprintf(a, sizeof a, "[%u] mp-result: rank %u: ZC_OK: 5 calls", r, r);
+        snprintf(b, sizeof b, "[%u] mp-info: rank %u: a new communicator works", r, r);
+        ZT_CHECK(strstr(mp_out, a) != NULL);
+        ZT_CHECK(strstr(mp_out, b) != NULL);
+    }
+}
+
+/* The failure branch: rank 2 dies in call 3; ranks 0 and 1 report ZC_PEER_LOST (or
+ * ZC_TIMED_OUT) by the deadline, naming the call, and exit 0. */
+void mp_link_loss_is_reported_by_the_deadline(void) {
+    static const char *const env[] = {"MP_KIB=256", "MP_EXPECT=fail", "MP_DIE_RANK=2",
+                                      "MP_DIE_AT=3", "ZC_TIMEOUT_MS=5000", NULL};
+    int rc = mp_run_keep_going("mp_rank_link", env);
+    bool ok = rc == 128 + SIGKILL && !strstr(mp_out, "mp FAILED");
+    for (uint32_t r = 0; r < 2; r++) {
+        char a[64];
+        snprintf(a, sizeof a, "[%u] mp-result: rank %u: ZC_", r, r);
+        ok = ok && mp_line_has(mp_out, a, "in call 3,", "(deadline 5000 ms)");
+    }
+    mp_echo(mp_out, !ok);
+    ZT_CHECK(ok);
+}
+
+/* The init branch: a lone rank 1 whose rank 0 never listens fails init by MP_INIT_MS. */
+void mp_link_unreachable_rendezvous_fails_init_by_its_deadline(void) {
+    char zctest[4200];
+    snprintf(zctest, sizeof zctest, "%s/zctest", zt_build_dir());
+    const char *argv[] = {zctest, "--rank", "mp_rank_link", NULL};
+    static const char *const env[] = {"ZC_RANK=1", "ZC_NRANKS=2", "ZC_LOCAL_RANK=0",
+                                      "ZC_ROOT_ADDR=127.0.0.1:9", "MP_EXPECT=init_fail",
+                                      "ZC_SECRET=00112233445566778899aabbccddeeff",
+                                      "MP_INIT_MS=1500", NULL};
+    uint32_t ms = 0;
+    int rc = zt_run(argv, env, mp_out, sizeof mp_out, 20000, &ms);
+    mp_echo(mp_out, rc != 0);
+    ZT_CHECK_EQ(rc, 0);
+    ZT_CHECK(mp_line_has(mp_out, "mp-result: rank 1: init ZC_TIMED_OUT", "127.0.0.1:9",
+                         "(init deadline 1500 ms)"));
+    ZT_CHECK(ms < 6000);
 }
 
 void mp_allocation_free_after_init(void) {

@@ -16,6 +16,7 @@
 #include "ib.h"
 
 #define ZC_IB_DRAIN_NS 50000000ull /* close: how long flushed completions are waited for */
+#define ZC_IB_FLUSH_MAX_NS 10000000000ull /* close: how long its last writes may take */
 
 typedef struct zc_ib_size {
     uint32_t qps, rq, sq, every;
@@ -330,6 +331,30 @@ static void zc_ib_seal(void *state) { (void)state; /* nothing is named: nothing 
 
 /* ---- close ----------------------------------------------------------------------------------- */
 
+/* Before the queue pairs go: a peer may still wait for this rank's last messages (a lost
+ * packet is sent again only after a local ACK timeout, and the queue pair that would send it
+ * is about to be destroyed). The peer's credits say which messages it consumed: wait until
+ * every live peer consumed every message posted to it, posting this rank's own owed credits
+ * meanwhile (the peers wait the same way). At most as long as the queue pairs retry
+ * (retry_cnt + 1 local ACK timeouts, ZC_IB_FLUSH_MAX_NS at most): an unreachable peer would
+ * be reported lost by then anyway. A failed job (the alarm word set, here or by a peer) owes
+ * nobody anything and waits not at all. */
+static void zc_ib_flush(zc_ib *s) {
+    if (!s->attached || zc__ib_alarmed(s)) return;
+    uint64_t try_ns = 4096ull << s->timeout, end = zc_plat_now_ns();
+    uint64_t retry_ns = (s->retry_cnt + 1u) * try_ns;
+    end += retry_ns < ZC_IB_FLUSH_MAX_NS ? retry_ns : ZC_IB_FLUSH_MAX_NS;
+    /* Bounded by the time above: each pass polls once. */
+    for (bool pending = true; pending && zc_plat_now_ns() < end;) {
+        pending = false;
+        for (uint32_t p = 0; p < s->g.nranks && !pending; p++)
+            for (uint32_t lane = 0; lane < ZC_WIRE_LANES && p != s->g.rank; lane++)
+                if (!s->peers[p].lost && zc__ib_credits(s, lane, p) < s->peers[p].sent[lane])
+                    pending = true;
+        if (pending) zc_plat_cpu_relax();
+    }
+}
+
 /* After every queue pair went to ERR: takes the flushed completions until every receive came
  * back (each does exactly once) and the queue is empty, or ZC_IB_DRAIN_NS passed. */
 static void zc_ib_drain(zc_ib *s, uint64_t receives) {
@@ -347,6 +372,7 @@ static void zc_ib_drain(zc_ib *s, uint64_t receives) {
 static void zc_ib_close(void *state) {
     zc_ib *s = state;
     uint64_t receives = 0;
+    zc_ib_flush(s);
     for (size_t i = 0; i < (size_t)s->g.nranks * s->qps; i++)
         if (s->qp[i].qp) {
             zc__ib_qp_error(s->qp[i].qp);

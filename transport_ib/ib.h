@@ -113,6 +113,7 @@ typedef struct zc_ib_peer {
     uint64_t credit_want[ZC_WIRE_LANES]; /* consumed count to tell the peer */
     uint64_t credit_sent[ZC_WIRE_LANES]; /* last consumed count written to the peer */
     uint64_t credit_seen[ZC_WIRE_LANES]; /* last count the peer wrote to us, widened */
+    uint64_t sent[ZC_WIRE_LANES]; /* messages posted to the peer on each lane */
     uint64_t probe;           /* 1 + send request number of the last liveness probe; 0 none */
     uint64_t put_wr[ZC_IB_MAX_QPS]; /* 1 + send request number of the last put from the
                                      * caller's registered memory on each queue pair; 0 none */

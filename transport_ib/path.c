@@ -221,6 +221,7 @@ zc_status zc__ib_post(void *state, uint32_t lane, uint32_t peer, uint32_t slot, 
         return ZC_PEER_LOST;
     }
     q->sq_posted++;
+    if (tag > p->sent[lane]) p->sent[lane] = tag; /* tag = message number + 1 */
     return ZC_OK;
 }
 

@@ -18,7 +18,7 @@
 # is on PATH. The guest has rxe0 on dummy0 (10.9.9.1/24, MTU 1500, so active MTU 1024) with
 # GID 0 (fe80::, RoCE v2) and GID 1 (::ffff:10.9.9.1, RoCE v2, the IPv4-mapped one); lo is up
 # for the TCP bootstrap. The guest also holds ibv_devinfo, ibv_devices, ibv_rc_pingpong, rdma,
-# ip and busybox (unshare, timeout, ...), plus /zc/lib/bad_rkey.so, built from
+# ip, /usr/bin/tc and busybox (unshare, timeout, ...), plus /zc/lib/bad_rkey.so, built from
 # tests/rxe/bad_rkey.c (see there). Nothing else is set (ZT_SEED is passed on when set), so
 # name the transport yourself. Examples:
 #   tests/rxe/run.sh --cmd 'ZC_TRANSPORT=ib ZC_IB_DEVICE=rxe0 build/zctest mp_persistent_plans'
@@ -53,22 +53,17 @@ T0=$(date +%s)
 MODE=suite CMD="" TIMEOUT="" SMP="" MEM=2048 INSTALL=1 KLOG=0
 PREFIXES=()
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
-while [ $# -gt 0 ]; do
+TAG=test-rxe
+. tests/rxe/prepare.sh
+run_option() {
     case $1 in
-    --cmd) [ $# -ge 2 ] || usage; MODE=cmd CMD=$2; shift 2 ;;
-    --cmd=*) MODE=cmd CMD=${1#--cmd=}; shift ;;
-    --list) MODE=list; shift ;;
-    --timeout) [ $# -ge 2 ] || usage; TIMEOUT=$2; shift 2 ;;
-    --smp) [ $# -ge 2 ] || usage; SMP=$2; shift 2 ;;
-    --mem) [ $# -ge 2 ] || usage; MEM=$2; shift 2 ;;
-    --no-install) INSTALL=0; shift ;;
-    --kernel-log) KLOG=1; shift ;;
-    -h|--help) usage 0 ;;
-    --) shift; PREFIXES+=("$@"); break ;;
-    -*) echo "test-rxe: unknown option $1" >&2; usage ;;
-    *) PREFIXES+=("$1"); shift ;;
+    --cmd) [ $# -ge 2 ] || usage; MODE=cmd CMD=$2 USED=2 ;;
+    --cmd=*) MODE=cmd CMD=${1#--cmd=} USED=1 ;;
+    --list) MODE=list USED=1 ;;
+    --kernel-log) KLOG=1 USED=1 ;;
     esac
-done
+}
+rxe_args run_option "$@"
 if [ "$MODE" = list ]; then
     sed -n 's/^ *run_test \([^ ]*\) .*/\1/p' tests/rxe/suite.sh | sed '/^zcrun_passes/q'
     # run_zctest_group ib_: build/zctest's ib_ tests, as zctest/NAME
@@ -79,209 +74,18 @@ fi
 [ -n "$TIMEOUT" ] || { [ "$MODE" = cmd ] && TIMEOUT=600 || TIMEOUT=1200; }
 if [ -z "$SMP" ]; then SMP=$(nproc); [ "$SMP" -le 4 ] || SMP=4; fi
 
-say() { echo "test-rxe: $*"; }
-die() { echo "test-rxe: $*" >&2; exit 1; }
 mkdir -p "$W"
 
-# ---- 1. host packages ----------------------------------------------------------------------
-[ "$(uname -m)" = x86_64 ] || die "needs an x86_64 Debian host (this is $(uname -m))"
-command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null ||
-    die "needs Debian's apt-get and dpkg-deb (Debian 12 amd64)"
-MA=x86_64-linux-gnu
-missing_pkgs() {
-    local m=""
-    command -v qemu-system-x86_64 >/dev/null || m+=" qemu-system-x86"
-    # The guest has no other libc to offer busybox, so it must be the static one.
-    { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || m+=" busybox-static"
-    command -v ibv_devinfo >/dev/null || m+=" ibverbs-utils"
-    { ls /usr/lib/$MA/libibverbs/librxe-rdmav*.so && [ -f /etc/libibverbs.d/rxe.driver ]; } \
-        >/dev/null 2>&1 || m+=" ibverbs-providers"
-    { command -v rdma && command -v ip; } >/dev/null || m+=" iproute2"
-    command -v cc >/dev/null || m+=" build-essential"
-    echo "$m"
-}
-APT_UPDATED=0
-apt_update() {
-    [ "$APT_UPDATED" = 0 ] || return 0
-    say "apt-get update"
-    apt-get update -qq || die "apt-get update failed"
-    APT_UPDATED=1
-}
-MISSING=$(missing_pkgs)
-if [ -n "$MISSING" ]; then
-    if [ "$INSTALL" = 1 ] && [ "$(id -u)" = 0 ]; then
-        say "installing:$MISSING"
-        apt_update
-        say "apt-get install -y --no-install-recommends$MISSING"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $MISSING \
-            >"$W/apt-install.log" 2>&1 ||
-            { cat "$W/apt-install.log"; die "apt-get install failed"; }
-        MISSING=$(missing_pkgs)
-        [ -z "$MISSING" ] || die "still missing after apt-get install:$MISSING"
-    else
-        die "missing:$MISSING. As root: apt-get install --no-install-recommends$MISSING"
-    fi
-fi
-
-# ---- 2. the kernel: the newest linux-image-6.1.0-N-amd64 apt offers, cached ---------------
-newest_kernel_pkg() {
-    apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' 2>/dev/null |
-        awk '{print $1}' | sort -V | tail -n 1
-}
-KDIR=$W/kernel
-mkdir -p "$KDIR"
-# Runs may overlap (a debugging --cmd next to `ninja test-rxe`): one at a time fetches and
-# extracts; each run has its own initramfs folder, build/rxe/run.PID, removed at exit.
-exec 9>"$W/kernel.lock"
-flock 9
-KPKG=$(newest_kernel_pkg)
-if [ -z "$KPKG" ] && ! ls "$KDIR"/linux-image-6.1.0-*-amd64_*.deb >/dev/null 2>&1 &&
-    [ "$(id -u)" = 0 ] && [ "$INSTALL" = 1 ]; then
-    apt_update
-    KPKG=$(newest_kernel_pkg)
-fi
-fetch_kernel() { # KPKG: sets DEB to the package file, downloading it unless cached
-    local kver
-    kver=$(apt-cache policy "$1" | awk '/Candidate:/ {print $2}')
-    DEB=$(ls "$KDIR/${1}_${kver//:/%3a}_amd64.deb" 2>/dev/null || true)
-    [ -z "$DEB" ] || return 0
-    say "apt-get download $1 ($kver)"
-    (cd "$KDIR" && apt-get download -q "$1" >../apt-download.log 2>&1) || return 1
-    DEB=$(ls -t "$KDIR/${1}"_*_amd64.deb | head -n 1)
-}
-if [ -n "$KPKG" ]; then
-    if ! fetch_kernel "$KPKG"; then
-        # Old lists name a package the mirror no longer has: update them once and retry.
-        [ "$(id -u)" = 0 ] && [ "$INSTALL" = 1 ] && [ "$APT_UPDATED" = 0 ] || {
-            cat "$W/apt-download.log"; die "apt-get download $KPKG failed"; }
-        apt_update
-        KPKG=$(newest_kernel_pkg)
-        fetch_kernel "$KPKG" || { cat "$W/apt-download.log"; die "apt-get download $KPKG failed"; }
-    fi
-else
-    # No apt lists (or no 6.1 kernel in them): the newest package downloaded before.
-    DEB=$(ls "$KDIR"/linux-image-6.1.0-*-amd64_*.deb 2>/dev/null | sort -V | tail -n 1 || true)
-    [ -n "$DEB" ] || die "apt offers no linux-image-6.1.0-N-amd64 (apt-get update?)" \
-        "and none is cached in $KDIR"
-    say "apt offers no 6.1 kernel image; using the cached $(basename "$DEB")"
-fi
-KNAME=$(basename "$DEB" .deb)
-KX=$KDIR/$KNAME   # vmlinuz, modules/*.ko (uncompressed), load-order
-if [ ! -f "$KX/done" ]; then
-    say "extracting the kernel and rdma_rxe's modules from $(basename "$DEB")"
-    rm -rf "$KX" "$KX.tmp"
-    mkdir -p "$KX.tmp/x" "$KX.tmp/modules"
-    # One pass over the package: the kernel, modules.builtin and the folders that hold
-    # rdma_rxe, its dependencies, crc32_generic and dummy. (The package has no modules.dep:
-    # depmod writes it at install time. The dependencies come from each module's modinfo.)
-    dpkg-deb --fsys-tarfile "$DEB" | tar -x -C "$KX.tmp/x" --wildcards \
-        './boot/vmlinuz-*' '*/modules/*/modules.builtin' \
-        '*/modules/*/kernel/drivers/infiniband/*' '*/modules/*/kernel/net/*' \
-        '*/modules/*/kernel/crypto/*' '*/modules/*/kernel/lib/*' \
-        '*/modules/*/kernel/drivers/net/dummy.ko*'
-    # Load order: crc32_generic first (rxe's crc32 shash, which no "depends=" names), then
-    # each wanted module after the modules its "depends=" names. Built-in ones are left out.
-    : >"$KX.tmp/load-order"
-    add_module() { # NAME: appends NAME's dependencies and NAME to load-order, once each
-        local name=$1 path d
-        grep -qx "$name" "$KX.tmp/load-order" && return 0
-        # File names use - or _ either way; module names use _.
-        path=$(find "$KX.tmp/x" -name '*.ko*' | awk -v n="$name" '{ f = $0; sub(/.*\//, "", f)
-            sub(/\.ko.*/, "", f); gsub(/-/, "_", f); if (f == n && !done) { print; done = 1 } }')
-        if [ -z "$path" ]; then
-            grep -q "/${name//_/[-_]}\.ko" "$KX.tmp"/x/*/modules/*/modules.builtin \
-                "$KX.tmp"/x/*/*/modules/*/modules.builtin 2>/dev/null && return 0
-            die "kernel module $name is neither in the extracted folders nor built in ($DEB)"
-        fi
-        case $path in
-        *.ko) cp "$path" "$KX.tmp/modules/$name.ko" ;;
-        *.ko.xz) xz -dc "$path" >"$KX.tmp/modules/$name.ko" ;;
-        *.ko.zst) zstd -qdc "$path" >"$KX.tmp/modules/$name.ko" ;;
-        *.ko.gz) gzip -dc "$path" >"$KX.tmp/modules/$name.ko" ;;
-        *) die "unknown module compression: $path" ;;
-        esac
-        # .modinfo holds NUL-separated key=value strings, "depends=a,b" among them.
-        for d in $(tr '\0' '\n' <"$KX.tmp/modules/$name.ko" |
-                   sed -n 's/^depends=//p' | tr ',' ' '); do
-            add_module "${d//-/_}"
-        done
-        echo "$name" >>"$KX.tmp/load-order"
-    }
-    for m in crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe dummy; do
-        add_module "$m"
-    done
-    cp "$(ls "$KX.tmp/x"/boot/vmlinuz-* | head -n 1)" "$KX.tmp/vmlinuz"
-    rm -rf "$KX.tmp/x"
-    echo "$KNAME" >"$KX.tmp/done"
-    mv "$KX.tmp" "$KX"
-    # Older kernels' packages and trees are not needed any more.
-    for old in "$KDIR"/linux-image-*; do
-        case $old in "$KX"|"$DEB") ;; *) rm -rf "$old" ;; esac
-    done
-fi
-
-flock -u 9
+# ---- 1. host packages, 2. the kernel (tests/rxe/prepare.sh) ----------------------------------
+rxe_packages
+rxe_kernel
 
 # ---- 3. the initramfs ------------------------------------------------------------------------
-for f in build/zctest build/zcrun; do
-    [ -x "$f" ] || die "$f is missing: run ./configure.py && ninja first"
-done
-grep -q -- '-DZC_HAVE_IB=1' build.ninja 2>/dev/null ||
-    die "this build has no transport_ib (configure.py found no libibverbs):" \
-        "apt-get install libibverbs-dev, then ./configure.py && ninja test-rxe"
-# The wrong-rkey shim (tests/rxe/bad_rkey.c) is built here, outside the library's build.
-if [ ! -f "$W/bad_rkey.so" ] || [ tests/rxe/bad_rkey.c -nt "$W/bad_rkey.so" ]; then
-    cc -std=c11 -O2 -Wall -Wextra -Werror -shared -fPIC -o "$W/bad_rkey.so" \
-        tests/rxe/bad_rkey.c -ldl || die "cannot build tests/rxe/bad_rkey.c"
-fi
-
 RUN=$W/run.$$
 R=$RUN/root
 trap 'rm -rf "$RUN"' EXIT
 rm -rf "$RUN"
-mkdir -p "$R"/usr/bin "$R"/usr/sbin "$R/usr/lib/$MA" "$R"/usr/lib64 "$R"/lib/modules \
-    "$R"/etc/libibverbs.d "$R"/proc "$R"/sys "$R"/dev "$R"/tmp "$R"/run "$R"/root \
-    "$R"/zc/build "$R"/zc/lib
-# Debian 12's merged /usr: /bin, /sbin, /lib64 point into /usr (so /lib/... paths from ldd work).
-ln -s usr/bin "$R/bin"; ln -s usr/sbin "$R/sbin"; ln -s usr/lib64 "$R/lib64"
-ln -s ../usr/lib/$MA "$R/lib/$MA"
-copy_file() { # PATH: copies PATH (symlinks followed) to the same path in the guest
-    local dst=$R$1
-    [ -e "$dst" ] && return 0
-    mkdir -p "$(dirname "$dst")"
-    cp -L "$1" "$dst"
-}
-copy_with_libs() { # FILE [GUEST_PATH]: copies FILE and the libraries ldd says it needs
-    local src=$1 dst=${2:-$1}
-    mkdir -p "$(dirname "$R$dst")"
-    cp -L "$src" "$R$dst"
-    # ldd lines: "libx.so.1 => /lib/.../libx.so.1 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)"
-    local l
-    for l in $(ldd "$src" 2>/dev/null | awk '/=> \// {print $3} /^\t\// {print $1}'); do
-        copy_file "$l"
-    done
-}
-cp /bin/busybox "$R/usr/bin/busybox"
-for b in ibv_devinfo ibv_devices ibv_rc_pingpong rdma ip; do
-    copy_with_libs "$(command -v $b)" "/usr/bin/$b"
-done
-for p in /usr/lib/$MA/libibverbs/librxe-rdmav*.so; do copy_with_libs "$p"; done
-cp /etc/libibverbs.d/rxe.driver "$R/etc/libibverbs.d/"
-for b in zctest zcrun zcbench zcgputest libzcoll.so; do
-    [ -e "build/$b" ] && copy_with_libs "build/$b" "/zc/build/$b"
-done
-cp "$W/bad_rkey.so" "$R/zc/lib/bad_rkey.so"
-# busybox applets for every name no real program has taken
-for a in $(/bin/busybox --list); do
-    [ -e "$R/usr/bin/$a" ] || ln -s busybox "$R/usr/bin/$a"
-done
-cp "$KX"/modules/*.ko "$R/lib/modules/"
-cp "$KX/load-order" "$R/lib/modules/load-order"
-cp tests/rxe/init "$R/init"
-cp tests/rxe/suite.sh "$R/zc/suite.sh"
-chmod 755 "$R/init"
-echo "root:x:0:0:root:/root:/bin/sh" >"$R/etc/passwd"
-echo "root:x:0:" >"$R/etc/group"
+rxe_fill_root "$R"
 # The job /init runs after setting up rxe0.
 {
     [ -z "${ZT_SEED:-}" ] || printf 'export ZT_SEED=%q\n' "$ZT_SEED"
@@ -293,8 +97,7 @@ echo "root:x:0:" >"$R/etc/group"
         echo
     fi
 } >"$R/zc/job.sh"
-(cd "$R" && find . | LC_ALL=C sort | /bin/busybox cpio -o -H newc 2>/dev/null | gzip -1) \
-    >"$RUN/initrd.cpio.gz"
+rxe_pack "$R" "$RUN/initrd.cpio.gz"
 T1=$(date +%s)
 say "guest: $KNAME, initramfs $(( $(stat -c %s "$RUN/initrd.cpio.gz") / 1024 )) KiB," \
     "$SMP CPU(s), ${MEM} MiB, TCG, time limit ${TIMEOUT} s (prepared in $((T1 - T0)) s)"

@@ -13,6 +13,8 @@ import os
 ZC_OK = 0
 ZC_IN_PROGRESS = 1
 ZC_AGAIN = -1
+ZC_TIMED_OUT = -7
+ZC_THREADS_MULTI = 0
 
 # zc_dtype and zc_op values (include/zcoll.h).
 ZC_INT8, ZC_UINT8, ZC_INT32, ZC_UINT32, ZC_INT64, ZC_UINT64 = 0, 1, 2, 3, 4, 5

@@ -1,0 +1,129 @@
+"""_progress: the one progress thread of this process, which moves every zcoll group's requests
+while the program computes, so that an async call (DDP's gradient buckets above all) overlaps
+with what runs after it.
+
+libzcoll starts no thread: a request moves only while some call of its communicator waits,
+tests or progresses. This package therefore owns one thread per process (started with the first
+group, never before) that loops over the Works in flight in every group, calls zc_progress on
+their communicators and zc_test on their requests, and completes each Work (its finisher, its
+future, its waiters) as soon as its requests finished. With nothing in flight it sleeps on a
+condition until the next call. Communicators are then made ZC_THREADS_MULTI (zcoll serializes
+the thread's calls with the caller's by its own lock).
+
+Who touches a Work's requests: whoever holds its lock (ZcollWork._lock). The thread takes it
+without waiting and skips a Work someone else holds; a caller's wait() takes it and drives the
+requests itself (zc_wait, the GIL released), so a program that waits at once keeps the
+single-threaded path's latency. A Work's future is completed by whoever finishes the Work.
+
+ZCOLL_TORCH_PROGRESS_THREAD=0 in the environment (read when the first group is made) turns the
+thread off: Works then move only inside wait(), is_completed() and get_future() (which waits),
+as libzcoll's own calls do.
+"""
+
+import atexit
+import os
+import threading
+
+from . import _lib
+
+_lib_progress = _lib.lib.zc_progress
+
+
+def enabled():
+    """Whether groups made now get the progress thread (ZCOLL_TORCH_PROGRESS_THREAD, default
+    on)."""
+    return os.environ.get('ZCOLL_TORCH_PROGRESS_THREAD', '1').strip().lower() not in (
+        '0', 'no', 'off', 'false')
+
+
+class Driver:
+    """The thread and the groups it serves. One per process (a forked child makes its own)."""
+
+    def __init__(self):
+        self.pid = os.getpid()
+        self.cv = threading.Condition()
+        self.groups = []            # live ProcessGroupZcoll objects with this driver
+        self.idle = False           # the thread sleeps on cv: kick() must notify
+        self.stop = False
+        self.thread = None
+
+    def add(self, group):
+        with self.cv:
+            self.groups.append(group)
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._run, name='zcoll-progress',
+                                               daemon=True)
+                self.thread.start()
+
+    def remove(self, group):
+        """Called by the group's close (the thread no longer touches its communicator once this
+        returns: close also takes the communicator's use lock)."""
+        with self.cv:
+            if group in self.groups:
+                self.groups.remove(group)
+
+    def kick(self):
+        """A Work was started: wake the thread if it sleeps."""
+        if self.idle:
+            with self.cv:
+                self.cv.notify()
+
+    def shutdown(self):
+        with self.cv:
+            self.stop = True
+            self.cv.notify()
+        t = self.thread
+        if t is not None and t is not threading.current_thread():
+            t.join(timeout=5.0)
+
+    # -- the thread ---------------------------------------------------------------------------
+    def _run(self):
+        while True:
+            with self.cv:
+                while not self.stop and not any(g._inflight for g in self.groups):
+                    self.idle = True
+                    self.cv.wait()
+                self.idle = False
+                if self.stop:
+                    return
+                groups = list(self.groups)
+            moved = False
+            for g in groups:
+                moved |= self._sweep(g)
+            if not moved:
+                os.sched_yield()   # lets the computing threads (and the peer rank) run
+
+    @staticmethod
+    def _sweep(g):
+        """One zc_progress of g's communicator and one test of each Work nobody else holds;
+        True when a Work finished."""
+        works = list(g._inflight.values())
+        if not works:
+            return False
+        done = False
+        with g._owner.use:
+            if not g._owner.comm:
+                return False
+            st = _lib_progress(g.comm)
+            if st != _lib.ZC_OK:
+                g._fail_quietly(st)
+                return True
+            for w in works:
+                if w._lock.acquire(False):
+                    try:
+                        done |= w._step(False, progressed=True)
+                    finally:
+                        w._lock.release()
+        return done
+
+
+_driver = None
+
+
+def driver():
+    """This process's driver (a new one after a fork: threads do not survive it)."""
+    global _driver
+    if _driver is None or _driver.pid != os.getpid():
+        _driver = Driver()
+        atexit.register(_driver.shutdown)
+    return _driver

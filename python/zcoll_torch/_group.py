@@ -603,36 +603,47 @@ class ProcessGroupZcoll(Coalesced, dist.ProcessGroup):
         self._check()
         t = self._one(tensors, 'send')
         self._peer(dstRank, 'send')
-        self._tag(tag, 'send')
+        tag = self._tag(tag, 'send')
         host = t.contiguous() if t.device.type == 'cpu' else t.detach().to('cpu')
         n, dt = moved(host)
-        req = self._start('send', lib.zc_send, host.data_ptr(), n, dt, dstRank)
+        req = self._start('send', lib.zc_send_tagged, host.data_ptr(), n, dt, dstRank, tag)
         return self._work('send', [req], [t, host], None, tensors)
 
     def recv(self, tensors, srcRank, tag=0):
         self._check()
-        t = self._one(tensors, 'recv')
         self._peer(srcRank, 'recv')
-        self._tag(tag, 'recv')
-        buf = t if t.is_contiguous() and t.device.type == 'cpu' else torch.empty(
-            t.shape, dtype=t.dtype)
-        n, dt = moved(buf)
-        req = self._start('recv', lib.zc_recv, buf.data_ptr(), n, dt, srcRank)
-        finish = None if buf is t else (lambda: t.copy_(buf))
-        work = self._work('recv', [req], [t, buf], finish, tensors)
+        work = self._recv(tensors, srcRank, tag, 'recv', None)
         work._source = srcRank
         return work
 
     def recv_anysource(self, tensors, tag=0):
-        raise RuntimeError('zcoll: recv from any source is not supported (zcoll matches a '
-                           'receive to one named peer); pass src=')
+        """A receive of the first message that arrives from any rank (zcoll's ZC_ANY_SOURCE:
+        the lowest rank when several are there; call order kept with the other receives); the
+        Work's source_rank() names the sender."""
+        self._check()
+        box = ctypes.c_uint32(_lib.ZC_ANY_SOURCE)
+        work = self._recv(tensors, _lib.ZC_ANY_SOURCE, tag, 'recv from any source', box)
+        work._source_box = box
+        return work
+
+    def _recv(self, tensors, peer, tag, call, box):
+        t = self._one(tensors, call)
+        tag = self._tag(tag, call)
+        buf = t if t.is_contiguous() and t.device.type == 'cpu' else torch.empty(
+            t.shape, dtype=t.dtype)
+        n, dt = moved(buf)
+        req = self._start(call, lib.zc_recv_tagged, buf.data_ptr(), n, dt, peer, tag,
+                          _byref(box) if box is not None else None)
+        finish = None if buf is t else (lambda: t.copy_(buf))
+        return self._work('recv', [req], [t, buf, box], finish, tensors)
 
     @staticmethod
     def _tag(tag, call):
-        if tag != 0:
-            raise RuntimeError('zcoll: %s with tag %d: zcoll matches sends and receives between '
-                               'two ranks in call order and has no tags; pass tag=0 (the '
-                               'default)' % (call, tag))
+        """zcoll checks tags: a receive takes its peer's next message in call order, and a tag
+        that differs from that message's is a ZC_MISMATCH naming both (never a reordering)."""
+        if not 0 <= tag <= 0xffffffff:
+            raise RuntimeError('zcoll: %s with tag %d: zcoll tags are 0 to 2^32-1' % (call, tag))
+        return tag
 
     def _peer(self, peer, call):
         if not 0 <= peer < self._size or peer == self._rank:

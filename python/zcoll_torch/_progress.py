@@ -7,26 +7,33 @@ tests or progresses. This package therefore owns one thread per process (started
 group, never before) that loops over the Works in flight in every group, calls zc_progress on
 their communicators and zc_test on their requests, and completes each Work (its finisher, its
 future, its waiters) as soon as its requests finished. With nothing in flight it sleeps on a
-condition until the next call. Communicators are then made ZC_THREADS_MULTI (zcoll serializes
-the thread's calls with the caller's by its own lock).
+condition until the next call; after SPIN_SWEEPS sweeps that finished nothing it sleeps
+IDLE_SLEEP_S between sweeps (before that it yields the CPU after each). Communicators are then
+made ZC_THREADS_MULTI (zcoll serializes the thread's calls with the caller's by its own lock).
 
 Who touches a Work's requests: whoever holds its lock (ZcollWork._lock). The thread takes it
 without waiting and skips a Work someone else holds; a caller's wait() takes it and drives the
 requests itself (zc_wait, the GIL released), so a program that waits at once keeps the
 single-threaded path's latency. A Work's future is completed by whoever finishes the Work.
 
-ZCOLL_TORCH_PROGRESS_THREAD=0 in the environment (read when the first group is made) turns the
-thread off: Works then move only inside wait(), is_completed() and get_future() (which waits),
+ZCOLL_TORCH_PROGRESS_THREAD=0 in the environment (read when each group is made) turns the
+thread off for the groups made then: Works then move only inside wait(), is_completed() and get_future() (which waits),
 as libzcoll's own calls do.
 """
 
 import atexit
 import os
 import threading
+import time
 
 from . import _lib
 
 _lib_progress = _lib.lib.zc_progress
+# Sweeps in a row that finished nothing before the thread sleeps between sweeps (it yields the
+# CPU after each before that), and how long it sleeps: a transfer whose peer is still computing
+# then costs the computing threads little.
+SPIN_SWEEPS = 64
+IDLE_SLEEP_S = 50e-6
 
 
 def enabled():
@@ -78,6 +85,7 @@ class Driver:
 
     # -- the thread ---------------------------------------------------------------------------
     def _run(self):
+        idle = 0
         while True:
             with self.cv:
                 while not self.stop and not any(g._inflight for g in self.groups):
@@ -90,7 +98,10 @@ class Driver:
             moved = False
             for g in groups:
                 moved |= self._sweep(g)
-            if not moved:
+            idle = 0 if moved else idle + 1
+            if idle >= SPIN_SWEEPS:
+                time.sleep(IDLE_SLEEP_S)
+            elif idle:
                 os.sched_yield()   # lets the computing threads (and the peer rank) run
 
     @staticmethod

@@ -55,6 +55,7 @@ class ZcollWork(dist.Work):
         self._done = False
         self._future = None          # get_future()'s, while the Work is not done
         self._source = -1
+        self._source_box = None      # a receive from any source: the ctypes word zcoll fills
 
     # -- moving the requests (the caller holds self._lock) ------------------------------------
     def _step(self, blocking, progressed=False):
@@ -203,10 +204,12 @@ class ZcollWork(dist.Work):
         return RuntimeError(self._error) if self._error is not None else None
 
     def source_rank(self):
-        return self._source
+        """The peer a receive took its message from (-1 for other calls)."""
+        box = self._source_box
+        return self._source if box is None else int(box.value)
 
     def _source_rank(self):
-        return self._source
+        return self.source_rank()
 
     def result(self):
         return self._result

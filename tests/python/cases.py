@@ -225,7 +225,7 @@ def unsupported_raise(rank, size):
     _raises(lambda: dist.all_reduce(torch.ones(2, dtype=torch.int32), op=dist.ReduceOp.BAND),
             'BAND')
     _raises(lambda: dist.all_reduce(torch.ones(2, dtype=torch.int16)), 'torch.int16')
-    _raises(lambda: dist.send(torch.ones(1), dst=1 - rank % 2, tag=3), 'tag 3')
+    _raises(lambda: dist.send(torch.ones(1), dst=1 - rank % 2, tag=-1), 'tag -1')
     _raises(lambda: dist.send(torch.ones(1), dst=rank), 'not another rank')
     t = torch.ones(3)
     dist.all_reduce(t)
@@ -343,6 +343,34 @@ def wait_timeout_and_introspection(rank, size):
     _eq(t, torch.full((4,), float(size)), 'all_reduce after a timed-out wait')
 
 
+def any_source_and_tags(rank, size):
+    """recv / irecv without src take every peer's message once and say who sent it; tags that
+    agree in call order pass."""
+    if rank == 0:
+        seen = []
+        for i in range(size - 1):
+            t = torch.zeros(3, dtype=torch.int64)
+            src = dist.recv(t, tag=5) if i % 2 == 0 else None
+            if src is None:
+                w = dist.irecv(t, tag=5)
+                w.wait()
+                src = w._source_rank()
+            _eq(t, torch.full((3,), src * 7, dtype=torch.int64), 'from any source')
+            seen.append(src)
+        assert sorted(seen) == list(range(1, size)), seen
+    else:
+        dist.send(torch.full((3,), rank * 7, dtype=torch.int64), dst=0, tag=5)
+    peer = (rank + 1) % size
+    prev = (rank - 1) % size
+    for tag in (1, 2, 3):
+        w = dist.isend(torch.tensor([rank * 10 + tag]), dst=peer, tag=tag)
+        got = torch.zeros(1, dtype=torch.int64)
+        dist.recv(got, src=prev, tag=tag)
+        w.wait()
+        _eq(got, torch.tensor([prev * 10 + tag]), 'tag %d' % tag)
+    dist.barrier()
+
+
 def progress_thread_completes_futures(rank, size):
     """With the progress thread (the default), an async call's future completes while the
     program does something else and never calls zcoll; with ZCOLL_TORCH_PROGRESS_THREAD=0,
@@ -433,6 +461,17 @@ def fail_mismatch(rank, size):
     _raises(lambda: dist.all_reduce(t), 'failed earlier')
 
 
+def fail_tag_mismatch(rank, size):
+    """Tags that disagree in call order are a ZC_MISMATCH naming both, never a reordering."""
+    if rank == 0:
+        dist.send(torch.ones(2), dst=1, tag=4)
+        dist.send(torch.ones(2), dst=1, tag=8)
+        _raises(lambda: dist.barrier(), 'ZC_MISMATCH')   # rank 1's report ends the group here
+    else:
+        e = _raises(lambda: dist.recv(torch.zeros(2), src=0, tag=8), 'ZC_MISMATCH')
+        assert 'tag 8' in e and 'tag 4' in e, e
+
+
 def fail_deadline(rank, size):
     """Rank 1 skips an all_reduce: rank 0 raises ZC_TIMED_OUT (with the words " Timed out "
     torch programs look for) within the init timeout (3 s);
@@ -462,12 +501,12 @@ TWO = ['backend_is_zcoll', 'seed001_reduce_scatter_tensor_dim0', 'every_collecti
        'object_collectives', 'send_recv', 'async_any_order', 'uneven_all_to_all',
        'dtype_by_op', 'unsupported_raise', 'ddp_matches_gloo', 'coalesced_forms',
        'sparse_all_reduce', 'wait_timeout_and_introspection',
-       'progress_thread_completes_futures']
+       'progress_thread_completes_futures', 'any_source_and_tags']
 # Run again with ZCOLL_TORCH_PROGRESS_THREAD=0 (Works then move only when waited).
 NO_THREAD = ['progress_thread_completes_futures', 'async_any_order', 'ddp_matches_gloo',
              'coalesced_forms', 'wait_timeout_and_introspection', 'send_recv']
 THREE = ['subset_group', 'seed003_patterns', 'uneven_all_to_all', 'every_collective',
-         'async_any_order', 'coalesced_forms', 'sparse_all_reduce']
+         'async_any_order', 'coalesced_forms', 'sparse_all_reduce', 'any_source_and_tags']
 FOUR = ['four_ranks_groups', 'uneven_all_to_all', 'dtype_by_op']
 # (case, ranks, timeout in seconds given to init_process_group)
-FAILURES = [('fail_mismatch', 2, 10), ('fail_deadline', 2, 3), ('fail_dead_peer', 2, 3)]
+FAILURES = [('fail_mismatch', 2, 10), ('fail_tag_mismatch', 2, 10), ('fail_deadline', 2, 3), ('fail_dead_peer', 2, 3)]

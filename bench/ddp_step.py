@@ -5,7 +5,7 @@ under gloo, zcoll with its progress thread and zcoll without it, in ONE launch: 
 one process group of each kind and the three DDP copies of the model take turns (rounds of
 `steps` steps each, the order rotated every round) so that the host's load hits all three alike.
 Then the latency of a call waited at once (1-element and 1 MiB all_reduce, p50 of 200) on both
-zcoll groups. Prints medians; one torch thread per rank.
+zcoll groups, alternated call by call (--latency-only: that alone). Prints medians; one torch thread per rank.
 """
 
 import argparse
@@ -75,7 +75,7 @@ def rank_main(rank, args, port, out):
     y = torch.randint(0, 1000, (args.batch,), generator=gen)
     times = {k: [] for k in groups}
     names = list(groups)
-    for r in range(args.rounds + 1):     # round 0 warms up
+    for r in range(0 if args.latency_only else args.rounds + 1):     # round 0 warms up
         order = names[r % 3:] + names[:r % 3]
         for name in order:
             m, opt = models[name]
@@ -88,16 +88,17 @@ def rank_main(rank, args, port, out):
                 if r:
                     times[name].append(time.perf_counter() - t0)
     lat = {}
-    for name in ('zcoll thread', 'zcoll no thread'):
-        for n in (1, 262144):
-            t = torch.ones(n)
-            samples = []
-            for i in range(220):
+    for n in (1, 262144):      # the two groups alternate call by call (ABAB): one load for both
+        t = torch.ones(n)
+        samples = {'zcoll thread': [], 'zcoll no thread': []}
+        for i in range(args.calls + 20):
+            for name in samples:
                 t0 = time.perf_counter()
                 dist.all_reduce(t, group=groups[name])
                 if i >= 20:
-                    samples.append(time.perf_counter() - t0)
-            lat['%s, %d B' % (name, 4 * n)] = statistics.median(samples)
+                    samples[name].append(time.perf_counter() - t0)
+        for name, ss in samples.items():
+            lat['%s, %d B' % (name, 4 * n)] = statistics.median(ss)
     out.put((rank, times, lat))
     dist.barrier()
     os._exit(0)
@@ -115,6 +116,8 @@ def main():
     ap.add_argument('--steps', type=int, default=3)
     ap.add_argument('--batch', type=int, default=16)
     ap.add_argument('--size', type=int, default=64)
+    ap.add_argument('--calls', type=int, default=200)
+    ap.add_argument('--latency-only', action='store_true', help='only the calls waited at once')
     args = ap.parse_args()
     ctx = mp.get_context('fork')
     q = ctx.Queue()
@@ -130,6 +133,8 @@ def main():
           % (sum(p.numel() for p in resnet18().parameters()) // 1000000, args.batch, args.size,
              args.size, args.ranks, args.rounds * args.steps))
     for name, ts in rank0[1].items():
+        if not ts:
+            continue
         print('  DDP step %-16s median %7.1f ms  (min %.1f, max %.1f)'
               % (name, 1e3 * statistics.median(ts), 1e3 * min(ts), 1e3 * max(ts)))
     for name, s in rank0[2].items():

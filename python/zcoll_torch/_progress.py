@@ -34,6 +34,12 @@ _lib_progress = _lib.lib.zc_progress
 # then costs the computing threads little.
 SPIN_SWEEPS = 64
 IDLE_SLEEP_S = 50e-6
+# How long the thread sleeps when every Work in flight has a waiter (a kick wakes it sooner).
+HELD_WAIT_S = 0.002
+# The thread leaves a Work alone this long after its call started: a program that waits at
+# once drives its own call (zc_wait) without the thread taking the Work's lock or the
+# communicator's in between.
+GRACE_S = 100e-6
 
 
 def enabled():
@@ -95,11 +101,20 @@ class Driver:
                 if self.stop:
                     return
                 groups = list(self.groups)
-            moved = False
+            moved, claimed = False, False
             for g in groups:
-                moved |= self._sweep(g)
+                got = self._sweep(g)
+                moved |= got is True
+                claimed |= got is not None
             idle = 0 if moved else idle + 1
-            if idle >= SPIN_SWEEPS:
+            if not claimed:   # every Work in flight has a waiter driving it: stay out of its way
+                with self.cv:
+                    self.idle = True
+                    self.cv.wait(GRACE_S if any(
+                        w._born > time.monotonic() - GRACE_S for g in groups
+                        for w in list(g._inflight.values())) else HELD_WAIT_S)
+                    self.idle = False
+            elif idle >= SPIN_SWEEPS:
                 time.sleep(IDLE_SLEEP_S)
             elif idle:
                 os.sched_yield()   # lets the computing threads (and the peer rank) run
@@ -107,24 +122,28 @@ class Driver:
     @staticmethod
     def _sweep(g):
         """One zc_progress of g's communicator and one test of each Work nobody else holds;
-        True when a Work finished."""
-        works = list(g._inflight.values())
-        if not works:
-            return False
+        True when a Work finished, None when every Work in flight is held (a caller's wait()
+        drives it: the thread neither progresses nor competes for the communicator's lock) or
+        younger than GRACE_S."""
+        young = time.monotonic() - GRACE_S
+        mine = [w for w in list(g._inflight.values())
+                if w._born <= young and w._lock.acquire(False)]
+        if not mine:
+            return None
         done = False
-        with g._owner.use:
-            if not g._owner.comm:
-                return False
-            st = _lib_progress(g.comm)
-            if st != _lib.ZC_OK:
-                g._fail_quietly(st)
-                return True
-            for w in works:
-                if w._lock.acquire(False):
-                    try:
-                        done |= w._step(False, progressed=True)
-                    finally:
-                        w._lock.release()
+        try:
+            with g._owner.use:
+                if not g._owner.comm:
+                    return False
+                st = _lib_progress(g.comm)
+                if st != _lib.ZC_OK:
+                    g._fail_quietly(st)
+                    return True
+                for w in mine:
+                    done |= w._step(False, progressed=True)
+        finally:
+            for w in mine:
+                w._lock.release()
         return done
 
 

@@ -20,6 +20,7 @@ import torch.distributed as dist
 from . import _lib
 
 _wait, _test, _progress = _lib.lib.zc_wait, _lib.lib.zc_test, _lib.lib.zc_progress
+_monotonic = time.monotonic
 
 
 def timeout_seconds(timeout):
@@ -56,6 +57,7 @@ class ZcollWork(dist.Work):
         self._future = None          # get_future()'s, while the Work is not done
         self._source = -1
         self._source_box = None      # a receive from any source: the ctypes word zcoll fills
+        self._born = _monotonic()    # when the call started (the progress thread's grace)
 
     # -- moving the requests (the caller holds self._lock) ------------------------------------
     def _step(self, blocking, progressed=False):

@@ -106,7 +106,7 @@ class _Record(unittest.TestResult):
 
     def _put(self, test, outcome, detail=''):
         name = test.id().rsplit('.', 1)[-1]
-        self.rows[name] = (outcome, round(time.time() - self.t0, 2), detail[-2000:])
+        self.rows[name] = (outcome, round(time.time() - self.t0, 2), detail[:20000])
 
     def addSuccess(self, test):
         self._put(test, 'passed')

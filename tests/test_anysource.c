@@ -15,29 +15,30 @@
 
 typedef struct as_group {
     uint32_t n;
-    void *arenas[AS_MAXR];
+    uint8_t *block;          /* every rank's arena, one after the other */
     zc_comm *c[AS_MAXR];
 } as_group;
 
+/* n ranks in this process (64 request slots each, 256-byte slots; timeout_ns 0: default). */
 static void as_open(as_group *g, uint32_t n, uint64_t timeout_ns) {
     zc_config cfg;
-    memset(g, 0, sizeof *g);
-    g->n = n;
+    void *arenas[AS_MAXR];
     zr_group_config(&cfg, n, 256, 4, 0, timeout_ns);
     cfg.max_requests = 64;
-    size_t bytes = zc_comm_arena_bytes(&cfg);
-    ZT_CHECK(bytes > 0);
-    for (uint32_t r = 0; r < n; r++) ZT_CHECK((g->arenas[r] = aligned_alloc(64, bytes)) != NULL);
-    zc_status st = zc_comm_init_inproc(&cfg, g->arenas, bytes, g->c);
+    size_t bytes = (zc_comm_arena_bytes(&cfg) + 63u) & ~(size_t)63u;
+    ZT_CHECK(bytes > 0 && n <= AS_MAXR);
+    g->n = n;
+    g->block = aligned_alloc(64, bytes * n);
+    ZT_CHECK(g->block != NULL);
+    for (uint32_t r = 0; r < n; r++) arenas[r] = g->block + (size_t)r * bytes;
+    zc_status st = zc_comm_init_inproc(&cfg, arenas, bytes, g->c);
     if (st != ZC_OK) printf("    init: %s\n", zc_init_error_text());
     ZT_CHECK_ST(st, ZC_OK);
 }
 
 static void as_close(as_group *g) {
-    for (uint32_t r = 0; r < g->n; r++) {
-        ZT_CHECK_ST(zc_comm_fini(g->c[r]), ZC_OK);
-        free(g->arenas[r]);
-    }
+    for (uint32_t r = 0; r < g->n; r++) ZT_CHECK_ST(zc_comm_fini(g->c[r]), ZC_OK);
+    free(g->block);
 }
 
 static uint64_t as_now_ns(void) {

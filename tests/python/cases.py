@@ -464,9 +464,11 @@ def fail_mismatch(rank, size):
 def fail_tag_mismatch(rank, size):
     """Tags that disagree in call order are a ZC_MISMATCH naming both, never a reordering."""
     if rank == 0:
-        dist.send(torch.ones(2), dst=1, tag=4)
-        dist.send(torch.ones(2), dst=1, tag=8)
-        _raises(lambda: dist.barrier(), 'ZC_MISMATCH')   # rank 1's report ends the group here
+        def sends():   # rank 1's report ends the group at the second send or at the barrier
+            dist.send(torch.ones(2), dst=1, tag=4)
+            dist.send(torch.ones(2), dst=1, tag=8)
+            dist.barrier()
+        _raises(sends, 'ZC_MISMATCH')
     else:
         e = _raises(lambda: dist.recv(torch.zeros(2), src=0, tag=8), 'ZC_MISMATCH')
         assert 'tag 8' in e and 'tag 4' in e, e

@@ -360,6 +360,9 @@ def any_source_and_tags(rank, size):
         assert sorted(seen) == list(range(1, size)), seen
     else:
         dist.send(torch.full((3,), rank * 7, dtype=torch.int64), dst=0, tag=5)
+    # A receive from any source takes the first message whatever its tag (tags are checked, not
+    # matched): the ring below must not start before rank 0 took every tag-5 message.
+    dist.barrier()
     peer = (rank + 1) % size
     prev = (rank - 1) % size
     for tag in (1, 2, 3):

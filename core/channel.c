@@ -132,7 +132,7 @@ static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
     h->dtype = r->s.dtype;
     h->op = r->s.op;
     h->alg = r->s.alg;
-    h->root = r->s.kind == ZC_K_SEND ? comm->rank : r->s.root;
+    h->root = r->s.kind == ZC_K_SEND ? r->s.tag : r->s.root; /* a send's sender is src */
     h->step = (uint32_t)k;
     h->bytes = (uint32_t)bytes;
     h->src = comm->rank;
@@ -159,12 +159,17 @@ zc_status zc__tx_end_placed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
     return zc_publish(comm, r, peer, k, bytes, 1);
 }
 
+/* What r's messages carry in the header's root field: a send's (and so a receive's) tag. */
+static uint32_t zc_hdr_root(const zc__req *r) {
+    return r->s.kind == ZC_K_SEND || r->s.kind == ZC_K_RECV ? r->s.tag : r->s.root;
+}
+
 /* Whether h is of the same call as r's but for its algorithm: a receive matches the peer's
- * send, whose root field names the sender, as the receive's does. */
+ * send with its tag (the sender is checked as the header's src). */
 static bool zc_same_call(const zc__req *r, const zc__hdr *h) {
     uint32_t kind = r->s.kind == ZC_K_RECV ? ZC_K_SEND : r->s.kind;
     return h->kind == kind && h->count == r->s.count && h->dtype == r->s.dtype &&
-           h->op == r->s.op && h->root == r->s.root;
+           h->op == r->s.op && h->root == zc_hdr_root(r);
 }
 
 static bool zc_matches(const zc_comm *comm, const zc__req *r, const zc__hdr *h, uint32_t peer,
@@ -176,7 +181,7 @@ static bool zc_matches(const zc_comm *comm, const zc__req *r, const zc__hdr *h, 
 
 static void zc_mismatch(zc_comm *comm, zc__req *r, const zc__hdr *h, uint32_t peer) {
     char mine[96], theirs[96];
-    zc__describe(mine, sizeof mine, r->s.kind, r->s.count, r->s.dtype, r->s.op, r->s.root);
+    zc__describe(mine, sizeof mine, r->s.kind, r->s.count, r->s.dtype, r->s.op, zc_hdr_root(r));
     zc__describe(theirs, sizeof theirs, h->kind, h->count, h->dtype, h->op, h->root);
     if (h->seq != r->seq)
         zc__fail(comm, ZC_MISMATCH, r->seq, (int32_t)peer, 0,

@@ -16,6 +16,8 @@ typedef struct zc_call {
     zc_dtype dtype;
     zc_op op;
     uint32_t root;
+    uint32_t tag;        /* send/recv */
+    bool any_ok;         /* a receive that may name ZC_ANY_SOURCE (zc_recv, zc_recv_tagged) */
 } zc_call;
 
 static bool zc_rooted(zc__kind k) {
@@ -138,6 +140,18 @@ static zc_status zc_gpu_route(zc_comm *c, zc__sched *s) {
     return ZC_OK;
 }
 
+/* The rest of zc_build for a receive from any source: the slot path's counts (the symmetric
+ * region's single copy is chosen when it is matched); registered device memory is refused. */
+static zc_status zc_any_source_host(zc_comm *c, zc__sched *s) {
+    bool past = false;
+    if (c->gpu && c->gpu->used && s->count &&
+        (zc__gpu_find(c, s->recv, (size_t)(s->count * s->esize), &past) >= 0 || past))
+        return zc__error(c, ZC_UNSUPPORTED, "zc_recv: a receive from any source takes host "
+                         "memory, and recv is registered ZC_MEM_CUDA memory");
+    zc__flat(c, s);
+    return ZC_OK;
+}
+
 static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
     if (!c || c->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
     if (c->failed) return (zc_status)c->failed;
@@ -147,7 +161,13 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
                          (int)a->dtype);
     if (zc_reduces(a->kind) && (unsigned)a->op >= ZC_OP_COUNT_)
         return zc__error(c, ZC_INVALID_ARG, "%s: op %d is not a zc_op", ZC_NAME, (int)a->op);
-    if (zc_rooted(a->kind) && a->root >= c->nranks)
+    bool any = a->kind == ZC_K_RECV && a->root == ZC_ANY_SOURCE;
+    if (any && (!a->any_ok || c->nranks < 2))
+        return zc__error(c, a->any_ok ? ZC_INVALID_ARG : ZC_UNSUPPORTED, "%s: peer "
+                         "ZC_ANY_SOURCE %s", ZC_NAME, a->any_ok ? "in a communicator of one rank, "
+                         "which has no peer to receive from" : "is for zc_recv and zc_recv_tagged "
+                         "(persistent and stream-ordered receives name their peer)");
+    if (zc_rooted(a->kind) && a->root >= c->nranks && !any)
         return zc__error(c, ZC_INVALID_ARG, "%s: %s %u is not below the communicator's %u ranks",
                          ZC_NAME, a->kind == ZC_K_SEND || a->kind == ZC_K_RECV ? "peer" : "root",
                          a->root, c->nranks);
@@ -160,6 +180,7 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
     s->dtype = (uint8_t)(a->kind == ZC_K_BARRIER ? 0 : a->dtype);
     s->op = (uint8_t)(zc_reduces(a->kind) ? a->op : 0);
     s->root = zc_rooted(a->kind) ? a->root : 0;
+    s->tag = a->tag;
     s->esize = (uint32_t)es;
     ZC_ASSERT((es & (es - 1)) == 0); /* every dtype is 1, 2, 4 or 8 bytes */
     s->chunk = c->cfg.slot_bytes >> __builtin_ctzll(es);
@@ -167,6 +188,8 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
     s->send = a->send;
     s->recv = a->recv;
     s->alg = (uint8_t)zc__choose(c, a->kind, a->count, (uint64_t)a->count * es);
+    if (any) /* matched later (progress.c), then a receive from that peer, on host memory */
+        return zc_any_source_host(c, s);
     if (c->cfg.sym_bytes && s->alg != ZC_ALG_LOCAL && zc__sym_fits(c, s))
         s->alg = ZC_ALG_SYM;
     if (c->gpu && (st = zc_gpu_route(c, s)) != ZC_OK) /* ZC_MEM_CUDA buffers: a device alg */
@@ -177,7 +200,8 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
 
 zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, size_t count,
                     zc_dtype dtype, zc_op op, uint32_t root, zc__sched *s) {
-    return zc_build(c, &(const zc_call){(zc__kind)kind, send, recv, count, dtype, op, root}, s);
+    return zc_build(c, &(const zc_call){(zc__kind)kind, send, recv, count, dtype, op, root, 0,
+                                        false}, s);
 }
 
 static zc_status zc_call_issue_locked(zc_comm *c, const zc_call *a, zc_req *req) {
@@ -285,7 +309,23 @@ zc_status zc_plan_release(zc_comm *comm, zc_plan *plan) {
 
 /* ---- the public calls: one line each over zc_call ---- */
 #define ZC_CALL(kind, send, recv, count, dtype, op, root)                                     \
-    (&(const zc_call){kind, send, recv, count, dtype, op, root})
+    (&(const zc_call){kind, send, recv, count, dtype, op, root, 0, false})
+
+/* A send or receive with its tag; a receive may name ZC_ANY_SOURCE, and source gets its peer:
+ * a named one now, the matched one when progress matches it (progress.c). */
+static zc_status zc_p2p_issue_locked(zc_comm *c, const zc_call *a, uint32_t *source,
+                                     zc_req *req) {
+    zc__sched s;
+    zc_status st = zc_build(c, a, &s);
+    if (st != ZC_OK) return st;
+    if (!req) return zc__error(c, ZC_INVALID_ARG, "%s: req is NULL", zc__kind_name(a->kind));
+    st = zc__issue(c, &s, -1, 0, req);
+    if (st != ZC_OK || !source) return st;
+    *source = a->root;
+    zc__req *r = zc__lookup(c, req);
+    if (r && a->root == ZC_ANY_SOURCE) r->source = source;
+    return ZC_OK;
+}
 
 zc_status zc_allreduce(zc_comm *comm, const void *send, void *recv, size_t count, zc_dtype dtype,
                        zc_op op, zc_req *req) {
@@ -326,7 +366,18 @@ zc_status zc_send(zc_comm *comm, const void *buf, size_t count, zc_dtype dtype, 
 }
 zc_status zc_recv(zc_comm *comm, void *buf, size_t count, zc_dtype dtype, uint32_t peer,
                   zc_req *req) {
-    return zc_call_issue(comm, ZC_CALL(ZC_K_RECV, 0, buf, count, dtype, 0, peer), req);
+    const zc_call a = {ZC_K_RECV, 0, buf, count, dtype, 0, peer, 0, true};
+    ZC_LOCKED(comm, zc_p2p_issue_locked(comm, &a, 0, req));
+}
+zc_status zc_send_tagged(zc_comm *comm, const void *buf, size_t count, zc_dtype dtype,
+                         uint32_t peer, uint32_t tag, zc_req *req) {
+    const zc_call a = {ZC_K_SEND, buf, 0, count, dtype, 0, peer, tag, false};
+    ZC_LOCKED(comm, zc_p2p_issue_locked(comm, &a, 0, req));
+}
+zc_status zc_recv_tagged(zc_comm *comm, void *buf, size_t count, zc_dtype dtype, uint32_t peer,
+                         uint32_t tag, uint32_t *source, zc_req *req) {
+    const zc_call a = {ZC_K_RECV, 0, buf, count, dtype, 0, peer, tag, true};
+    ZC_LOCKED(comm, zc_p2p_issue_locked(comm, &a, source, req));
 }
 zc_status zc_barrier(zc_comm *comm, zc_req *req) {
     return zc_call_issue(comm, ZC_CALL(ZC_K_BARRIER, 0, 0, 0, ZC_UINT8, 0, 0), req);

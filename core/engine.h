@@ -129,6 +129,7 @@ typedef struct zc__sched {
                           * host call reserve them at issue without counting per peer) */
     uint32_t flat;       /* ZC_FLAT_*: which peers exchange `same` messages with this rank, each
                           * way; 0: counted per peer (zc__tx_total, zc__rx_total) */
+    uint32_t tag;        /* send/recv: the tag every message carries (0 elsewhere) */
     uint64_t count;      /* elements, as the caller gave them (per rank / per block) */
     const uint8_t *send;
     uint8_t *recv;
@@ -175,6 +176,7 @@ typedef struct zc__req {
                           * gates the request, its done flag is written when it ends */
     uint32_t mem;        /* ZC_K_REGISTER: the registration's entry in comm->mems */
     uint32_t step;       /* stream-ordered: steps released so far (GO = bind's go + step) */
+    uint32_t wild;       /* ZC_WILD_*: a receive that reserved nothing yet (progress.c) */
     uint64_t round_elems; /* elements per round (RS+AG: per region of n blocks) */
     uint8_t **ptrs;      /* [2 * nranks] every rank's send, then recv buffer, in this process */
     /* The direct path (sched_put.c). */
@@ -183,7 +185,16 @@ typedef struct zc__req {
     uint32_t pflags;     /* ZC_PUT_* (sched_put.c): own copy launched / done, bytes landed */
     uint32_t fill;       /* stream-ordered: entries in the step descriptor being filled */
     struct zc__stage_req *stg; /* a staged call's state (sched_stage.c; NULL: no gpu provider) */
+    uint32_t *source;    /* send/recv: where the matched peer goes (the caller's; NULL: none) */
 } zc__req;
+
+/* zc__req.wild: receives that reserve their messages only once it is their turn. A receive
+ * from any source cannot reserve before a message says which peer's channel it takes; every
+ * receive issued after one waits behind it, so that none overtakes it (progress.c resolves
+ * them in issue order). */
+#define ZC_WILD_NONE 0u  /* reserved at issue, as every other call */
+#define ZC_WILD_ANY 1u   /* from any source, not matched yet */
+#define ZC_WILD_AFTER 2u /* from a named peer, behind a receive from any source */
 
 /* Placement (wires with put): a stream of at least comm->put_min bytes from a peer is preceded
  * by one message the other way, the "ready" message, at channel number base - 1: the receiver
@@ -405,7 +416,7 @@ typedef struct zc__hdr {
     uint64_t seq;
     uint64_t count;
     uint8_t kind, dtype, op, alg;
-    uint32_t root;
+    uint32_t root;       /* the call's root; a send's tag (its sender is src) */
     uint32_t step;       /* message index within the call on this channel */
     uint32_t bytes;      /* payload bytes */
     uint32_t src;        /* sender rank */
@@ -427,7 +438,7 @@ struct zc_comm {
     uint32_t rank, nranks;
     int32_t failed;        /* 0, or the status every later call returns (fail.c writes it) */
     int32_t fail_peer;     /* the failure's peer, -1 for none (fail.c) */
-    int32_t pad_;
+    uint32_t recv_waiting; /* receives whose wild is not ZC_WILD_NONE (progress.c) */
     int64_t fail_code;     /* the failure's foreign error code, 0 for none (fail.c) */
     uint64_t fail_seq;     /* the collective sequence the failure was detected at (fail.c) */
     uint32_t nreqs_active;
@@ -724,7 +735,8 @@ zc_status zc__error(zc_comm *comm, zc_status status, const char *fmt, ...)
 /* The sentence zc_init_error_text returns (init, split, in-process groups). */
 void zc__set_init_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void zc__vset_init_error(const char *fmt, va_list ap);
-/* "zc_allreduce(count 10, int32, sum)": the call a header or request describes. */
+/* "zc_allreduce(count 10, int32, sum)": the call a header or request describes (root: a send's
+ * or receive's tag, shown when not 0). */
 void zc__describe(char *buf, size_t cap, uint32_t kind, uint64_t count, uint32_t dtype,
                   uint32_t op, uint32_t root);
 const char *zc__kind_name(uint32_t kind);

@@ -104,6 +104,8 @@ void zc__describe(char *buf, size_t cap, uint32_t kind, uint64_t count, uint32_t
                        (unsigned long long)count, zc_dtype_name((zc_dtype)dtype));
     if (reduces) n += zc__fmt(buf + n, cap - n, ", %s", zc_op_name((zc_op)op));
     if (rooted) n += zc__fmt(buf + n, cap - n, ", root %u", root);
+    if ((kind == ZC_K_SEND || kind == ZC_K_RECV) && root) /* root: the tag */
+        n += zc__fmt(buf + n, cap - n, ", tag %u", root);
     zc__fmt(buf + n, cap - n, ")");
 }
 

@@ -70,6 +70,34 @@ static void zc_reserve(zc_comm *comm, zc__req *r) {
         zc_reserve_peer(comm, r, p, zc_total(comm, r, p, true), zc_total(comm, r, p, false));
 }
 
+/* A receive's turn to reserve its messages (r->wild set; every receive issued before it has
+ * reserved). A named peer's reserves at once. One from any source takes the lowest rank whose
+ * next message on the send/recv lane that no receive reserved has arrived, and becomes a
+ * receive from it: the symmetric region's single copy if its buffers fit, the pair's next
+ * receive number, the matched peer in the caller's *source. False: nothing arrived yet. */
+static bool zc_resolve(zc_comm *comm, zc__req *r) {
+    uint32_t p = r->s.root;
+    if (r->wild == ZC_WILD_ANY) {
+        for (p = 0; p < comm->nranks; p++) {
+            if (p == comm->rank) continue;
+            uint64_t m = comm->chans[(size_t)comm->nranks + p].rx_reserved;
+            if (comm->wire->rx_slot(comm->wire_state, 1u, p,
+                                    (uint32_t)(m & (comm->cfg.slots - 1u)), m + 1u, 0))
+                break;
+        }
+        if (p == comm->nranks) return false;
+        r->s.root = p;
+        if (comm->cfg.sym_bytes && zc__sym_fits(comm, &r->s)) r->s.alg = ZC_ALG_SYM;
+        zc__flat(comm, &r->s);
+        if (r->source) *r->source = p;
+    }
+    r->seq = comm->chans[(size_t)comm->nranks + p].p2p_recvd++;
+    zc_reserve(comm, r);
+    r->wild = ZC_WILD_NONE;
+    comm->recv_waiting--;
+    return true;
+}
+
 /* A host call whose every stream is one message takes its first step at issue, as an eager
  * send does: its messages leave before the caller's first poll, and a call with nothing to
  * receive (a non-root's reduce or gather, a send) finishes here, its slot waiting for zc_test.
@@ -99,6 +127,13 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
     if (!r)
         return zc__error(comm, ZC_AGAIN, "%s: all %u request slots are in flight; progress and "
                          "finish one first", zc__kind_name(s->kind), comm->cfg.max_requests);
+    /* A receive from any source reserves once matched, and every receive after it waits
+     * for its turn (zc_resolve); device receives cannot wait so. */
+    bool wait_turn = s->kind == ZC_K_RECV && s->alg != ZC_ALG_LOCAL &&
+                     (s->root == ZC_ANY_SOURCE || comm->recv_waiting);
+    if (wait_turn && zc__device_alg(s->alg))
+        return zc__error(comm, ZC_UNSUPPORTED, "zc_recv: a receive into device memory cannot "
+                         "be issued while a receive from any source is not matched yet");
     if (s->alg == ZC_ALG_STAGED) { /* its rounds' schedules, which the reservation reads */
         zc_status st = zc__stage_prepare(comm, s);
         if (st != ZC_OK) return st;
@@ -109,13 +144,22 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
     r->plan = plan;
     r->a = r->b = 0;
     r->lane = (s->kind == ZC_K_SEND || s->kind == ZC_K_RECV) ? 1u : 0u;
-    if (r->lane == 0) {
+    r->source = 0;
+    r->wild = wait_turn ? (s->root == ZC_ANY_SOURCE ? ZC_WILD_ANY : ZC_WILD_AFTER) : ZC_WILD_NONE;
+    if (wait_turn) {
+        comm->recv_waiting++;
+        r->seq = 0; /* the pair's receive number, taken with its turn */
+        r->tx_left = r->rx_left = 0;
+        r->place = 0;
+    } else if (s->root == ZC_ANY_SOURCE && r->lane == 1) { /* count 0: no pair, no message */
+        r->seq = 0;
+    } else if (r->lane == 0) {
         r->seq = comm->seq++;
     } else {
         zc__chan *c = &comm->chans[(size_t)comm->nranks + s->root];
         r->seq = s->kind == ZC_K_SEND ? c->p2p_sent++ : c->p2p_recvd++;
     }
-    zc_reserve(comm, r);
+    if (!wait_turn) zc_reserve(comm, r);
     r->start_ns = r->moved_ns = r->deadline_ns = 0; /* stamped by progress's next clock read */
     r->moved = 0;
     r->held = 0;
@@ -128,7 +172,7 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
     req->opaque_[1] = r->gen;
     req->opaque_[2] = (uint64_t)(uintptr_t)comm;
     req->opaque_[3] = r->seq;
-    if (!zc__device_alg(s->alg) && s->count <= s->chunk) zc_eager(comm, r);
+    if (!zc__device_alg(s->alg) && s->count <= s->chunk && !wait_turn) zc_eager(comm, r);
     return ZC_OK;
 }
 
@@ -175,6 +219,13 @@ static void zc_check_deadlines(zc_comm *comm, uint64_t now) {
         if (r->moved) {
             r->moved_ns = now;
             r->moved = 0;
+        }
+        if (now > r->deadline_ns && r->wild) {
+            zc__fail(comm, ZC_TIMED_OUT, r->seq, -1, 0, "zc_recv %s timed out after %llu ms: "
+                     "no peer sent it a message", r->wild == ZC_WILD_ANY ? "from any source" :
+                     "waiting behind a receive from any source",
+                     (unsigned long long)((now - r->start_ns) / 1000000u));
+            return;
         }
         if (now > r->deadline_ns) {
             zc__fail(comm, ZC_TIMED_OUT, r->seq, -1, 0,
@@ -301,8 +352,14 @@ static zc_status zc_progress_locked(zc_comm *comm) {
     zc_check_alarm(comm);
     if (comm->unposted) zc__tx_flush(comm); /* messages the wire refused for now, first */
     if (comm->failed) return (zc_status)comm->failed;
+    bool turn_taken = false; /* a receive of this pass still waits: later ones wait too */
     for (uint32_t i = 0; i < comm->nreqs_active && budget && !comm->failed;) {
         zc__req *r = &comm->reqs[comm->active[i]];
+        if (r->wild && (turn_taken || !zc_resolve(comm, r))) {
+            turn_taken = true;
+            i++;
+            continue;
+        }
         uint32_t before = budget;
         zc_step(comm, r, &budget);
         if (budget != before) r->moved = 1;

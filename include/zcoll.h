@@ -482,11 +482,37 @@ zc_status zc_scatter(zc_comm *comm, const void *send, void *recv, size_t recvcou
 zc_status zc_alltoall(zc_comm *comm, const void *send, void *recv, size_t count,
                       zc_dtype dtype, zc_req *req);
 /* Point to point: sends and receives between one pair complete in call order; the receive's
- * count and dtype must equal the send's (else ZC_MISMATCH). peer must not be this rank. */
+ * count and dtype must equal the send's (else ZC_MISMATCH). peer must not be this rank.
+ * zc_recv also takes peer ZC_ANY_SOURCE (see zc_recv_tagged). zc_send and zc_recv are the
+ * tagged forms with tag 0. */
 zc_status zc_send(zc_comm *comm, const void *buf, size_t count, zc_dtype dtype, uint32_t peer,
                   zc_req *req);
 zc_status zc_recv(zc_comm *comm, void *buf, size_t count, zc_dtype dtype, uint32_t peer,
                   zc_req *req);
+/* A receive's peer that matches a message from any rank. */
+#define ZC_ANY_SOURCE 0xffffffffu
+/* Tags: every message carries its send's tag, and a receive's tag must equal the tag of the
+ * message it takes, as count and dtype must (else ZC_MISMATCH, whose sentence names both
+ * calls): tags are checked, never used to reorder. A receive takes the next message of its
+ * peer in call order whatever its tag, so a program whose sends and receives between a pair
+ * come in different tag orders fails with that sentence instead of receiving out of order.
+ *
+ * zc_recv_tagged with peer ZC_ANY_SOURCE (host memory only; ZC_UNSUPPORTED for registered
+ * device memory and in persistent or stream-ordered forms; ZC_INVALID_ARG in a communicator of
+ * one rank) takes the first message that arrives from any peer and that no earlier receive
+ * took: the progress poll that first finds one takes it, and when messages of several peers are
+ * there at that poll, the lowest rank's. It keeps call order: a receive issued after it (a
+ * named one too) does not take a message before it was matched, and it does not take a message
+ * an earlier receive will. Once matched it is a receive from that peer (its count, dtype and
+ * tag checked against the message, its deadline running from its issue). source (may be NULL)
+ * gets the matched peer when the receive is matched, which is before zc_test or zc_wait says
+ * ZC_OK (ZC_ANY_SOURCE for count 0, which completes at once without a message, as any count-0
+ * receive does); it is the caller's until the request finished. With a named peer, *source is
+ * that peer. */
+zc_status zc_send_tagged(zc_comm *comm, const void *buf, size_t count, zc_dtype dtype,
+                         uint32_t peer, uint32_t tag, zc_req *req);
+zc_status zc_recv_tagged(zc_comm *comm, void *buf, size_t count, zc_dtype dtype, uint32_t peer,
+                         uint32_t tag, uint32_t *source, zc_req *req);
 zc_status zc_barrier(zc_comm *comm, zc_req *req);
 
 /* ---- persistent collectives ----------------------------------------------------------------

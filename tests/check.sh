@@ -9,7 +9,9 @@
 # (tests/rxe/run.sh) and the two-guest suite (tests/rxe/hosts.sh: two soft-RoCE guests on a
 # virtual wire, cut, lossy, a guest killed); then, with --baremetal, the image booted with no OS
 # (tests/baremetal/run.sh); then the zcoll_torch suite (tests/python/run.py, when a python3
-# imports torch), the build-tree and install test (tests/install/run.sh) and the launcher tests
+# imports torch) and torch's own distributed tests under gloo and zcoll
+# (tests/python/torch_suite.py), the build-tree and install test (tests/install/run.sh) and the
+# launcher tests
 # (tests/launchers/run.sh). Prints the runners' output and then one combined final line
 # `N passed, N failed, N skipped`; exits non-zero if any runner failed.
 #   ZC_CHECK_RXE=0 leaves both guest suites out (each is then counted as one skipped test),
@@ -119,6 +121,9 @@ for py in python3 /usr/bin/python3; do
 done
 if [ -n "$TORCH_PY" ]; then
     run "tests/python/run.py (zcoll_torch with $TORCH_PY)" "$TORCH_PY" tests/python/run.py
+    # PyTorch's own distributed test class under gloo and zcoll side by side (about 5 minutes).
+    run "tests/python/torch_suite.py (torch's DistributedTest under gloo and zcoll)" \
+        "$TORCH_PY" tests/python/torch_suite.py
 else
     leave_out "no python3 with torch (apt-get install python3-torch): zcoll_torch suite skipped"
 fi

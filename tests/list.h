@@ -108,6 +108,18 @@ ZT_TEST(inproc_init_rejects_short_arena_and_wrong_transport, 10)
 ZT_TEST(inproc_send_recv_complete_in_call_order, 30)
 ZT_TEST(inproc_persistent_plans_restart_without_rebuilding, 30)
 
+/* tests/test_anysource.c */
+ZT_TEST(any_source_takes_every_peer_once_in_order, 30)
+ZT_TEST(any_source_tie_takes_the_lowest_rank, 20)
+ZT_TEST(any_source_keeps_call_order_with_named_receives, 20)
+ZT_TEST(tags_match_or_fail_with_both_named, 20)
+ZT_TEST(any_source_count_mismatch_fails_both_ends, 20)
+ZT_TEST(any_source_times_out_when_nobody_sends, 20)
+ZT_TEST(any_source_misuse_is_refused, 20)
+ZT_RANK(anysrc_rank_mp)
+ZT_TEST(any_source_across_processes_n2, 60)
+ZT_TEST(any_source_across_processes_n4, 60)
+
 /* tests/test_mp.c */
 ZT_RANK(mp_rank_sweep)
 ZT_RANK(mp_rank_allreduce_big)

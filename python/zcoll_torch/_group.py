@@ -7,10 +7,12 @@ fresh job secret and publishes both through the store torch hands the creator (t
 therefore only as private as that store: anyone who can read the store can join the group).
 """
 
+import collections
 import ctypes
 import os
 import secrets
 import socket
+import threading
 import time
 import weakref
 from sys import getrefcount as _getrefcount
@@ -19,7 +21,8 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from . import _lib
+from . import _lib, _progress
+from ._coalesced import Coalesced
 from ._work import ZcollWork
 
 lib = _lib.lib
@@ -39,6 +42,8 @@ OPS = [('SUM', _lib.ZC_SUM), ('PRODUCT', _lib.ZC_PROD), ('MIN', _lib.ZC_MIN),
        ('MAX', _lib.ZC_MAX), ('AVG', _lib.ZC_AVG)]
 # Requests one group may have in flight (async calls not yet waited, DDP buckets).
 MAX_REQUESTS = 256
+# Finished Works a group keeps referenced while the progress thread runs (see _retire).
+RECENT = 64
 
 
 def zc_op(reduce_op):
@@ -119,6 +124,7 @@ class _Comm:
                                % (cfg.rank, cfg.nranks, _lib.status_name(st),
                                   lib.zc_init_error_text().decode()))
         self.comm = comm.value
+        self.use = threading.Lock()   # held by the progress thread while it calls into comm
 
     def goodbye(self):
         """A barrier, waited GOODBYE_S at most; nothing on a failed or closed communicator."""
@@ -131,14 +137,16 @@ class _Comm:
             lib.zc_progress(self.comm)
 
     def close(self):
-        if self.comm:
-            lib.zc_comm_fini(self.comm)
-            self.comm = None
+        with self.use:
+            if self.comm:
+                lib.zc_comm_fini(self.comm)
+                self.comm = None
 
 
-def make_config(rank, size, timeout, root, secret):
+def make_config(rank, size, timeout, root, secret, threaded=False):
     """zc_config: the environment's tunables (ZC_TIMEOUT_MS, ZC_SLOT_BYTES, ...), then this
-    group's rank, size, rendezvous, secret and deadline (torch's timeout)."""
+    group's rank, size, rendezvous, secret and deadline (torch's timeout); threaded: the
+    progress thread calls too (ZC_THREADS_MULTI)."""
     cfg = _lib.Config()
     lib.zc_config_default(_byref(cfg))
     lib.zc_config_from_env(_byref(cfg))   # a failure leaves cfg as it was: the defaults
@@ -149,6 +157,8 @@ def make_config(rank, size, timeout, root, secret):
     ns = int(timeout.total_seconds() * 1e9) if timeout is not None else 0
     cfg.timeout_ns = cfg.init_timeout_ns = max(ns, 0)
     cfg.max_requests = max(cfg.max_requests, MAX_REQUESTS)
+    if threaded:
+        cfg.threads = _lib.ZC_THREADS_MULTI
     return cfg
 
 
@@ -166,20 +176,44 @@ def rendezvous(store, rank, size):
     return root, bytes.fromhex(store.get('zcoll/secret').decode())
 
 
-class ProcessGroupZcoll(dist.ProcessGroup):
+class GroupOptions:
+    """ProcessGroupZcoll.options: what gloo's options say (backend, _timeout), and whether the
+    progress thread drives the group."""
+
+    def __init__(self, timeout, progress_thread):
+        self.backend = 'zcoll'
+        self._timeout = timeout
+        self.progress_thread = progress_thread
+
+    def __repr__(self):
+        return 'zcoll options(timeout=%s, progress_thread=%s)' % (self._timeout,
+                                                                  self.progress_thread)
+
+
+class ProcessGroupZcoll(Coalesced, dist.ProcessGroup):
     """A process group whose every call runs on one zcoll communicator."""
 
     def __init__(self, store, rank, size, timeout=timedelta(minutes=30)):
         super().__init__(rank, size)
         root, secret = rendezvous(store, rank, size)
-        self._owner = _Comm(make_config(rank, size, timeout, root, secret))
+        driver = _progress.driver() if _progress.enabled() else None
+        cfg = make_config(rank, size, timeout, root, secret, threaded=driver is not None)
+        self._owner = _Comm(cfg)
         weakref.finalize(self, self._owner.close)
         self.comm = self._owner.comm
         self._rank, self._size = rank, size
+        self._timeout = timeout if timeout is not None else timedelta(minutes=30)
+        self._timeout_ms = cfg.timeout_ns // 1000000
         self.failed = None              # the sentence of the failure that ended this group
         self._inflight = {}             # id -> ZcollWork not finished yet
         self._spare = None              # the last finished Work, kept for C++ holders and reuse
         self._cuda = None               # _cuda.Staging once a CUDA tensor was seen
+        self._calls = 0                 # calls started: torch's sequence number of the group
+        self._coalescing = None         # Works started since _start_coalescing (torch 2.x)
+        self._driver = driver           # the progress thread's driver; None: turned off
+        self._recent = collections.deque(maxlen=RECENT)   # finished Works kept (see _retire)
+        if driver is not None:
+            driver.add(self)
 
     # -- bookkeeping --------------------------------------------------------------------------
     def getBackendName(self):
@@ -187,6 +221,21 @@ class ProcessGroupZcoll(dist.ProcessGroup):
 
     def name(self):
         return 'zcoll'
+
+    def _get_backend_name(self):
+        return 'zcoll'
+
+    @property
+    def options(self):
+        """What ProcessGroupGloo.options shows: the backend and the group's timeout."""
+        return GroupOptions(self._timeout, self._driver is not None)
+
+    def _get_sequence_number_for_group(self):
+        """Calls started on this group (the same on every rank: zcoll orders calls)."""
+        return self._calls
+
+    def _set_sequence_number_for_group(self):
+        """Nothing to agree on: every rank counts its calls from 0."""
 
     def goodbye(self):
         """The default group's bounded barrier before dist.destroy_process_group (__init__.py);
@@ -200,22 +249,43 @@ class ProcessGroupZcoll(dist.ProcessGroup):
                                'used: ' + self.failed)
 
     def _fail(self, call, st):
-        """Raises RuntimeError with zcoll's sentence; when the communicator itself failed (not
-        just this call's arguments) the group is marked failed and its Works dropped."""
+        """Raises RuntimeError with zcoll's sentence (a deadline's says "Timed out", the words
+        torch programs look for); when the communicator itself failed (not just this call's
+        arguments) the group is marked failed and its Works fail with it."""
         text = lib.zc_comm_error_text(self.comm).decode()
+        name = _lib.status_name(st)
+        if st == _lib.ZC_TIMED_OUT:
+            name = 'Timed out (%s)' % name
         msg = 'zcoll %s failed on rank %d of %d: %s: %s' % (
-            call, self._rank, self._size, _lib.status_name(st), text)
+            call, self._rank, self._size, name, text)
         if lib.zc_progress(self.comm) != _lib.ZC_OK:
             if self.failed is None:
                 self.failed = msg
             for w in list(self._inflight.values()):
-                w._error = self.failed
+                w._abandon(self.failed)
             self._inflight.clear()
         raise RuntimeError(msg)
 
+    def _fail_quietly(self, st):
+        """The progress thread's _fail: records the failure, raises nothing."""
+        try:
+            self._fail('progress', st)
+        except RuntimeError:
+            pass
+
     def _retire(self, work):
+        """A Work finished. C++ holders (DDP's reducer) reach a Work's Python methods only
+        while its Python object lives (torch 1.13), and may ask for its future after the
+        progress thread finished it: the last RECENT finished Works stay referenced."""
         self._inflight.pop(id(work), None)
-        self._spare = work
+        if self._driver is None:
+            self._spare = work
+        else:
+            self._recent.append(work)
+
+    def _kick(self):
+        if self._driver is not None:
+            self._driver.kick()
 
     def _start(self, call, fn, *args):
         """Starts one zcoll call; while every request slot is taken, progresses and retries."""
@@ -231,6 +301,8 @@ class ProcessGroupZcoll(dist.ProcessGroup):
                 self._fail(call, st)
 
     def _work(self, call, reqs, keep, finish=None, result=None, event=None):
+        """The Work of a call whose requests started; the progress thread sees it at once."""
+        self._calls += 1
         w = self._spare
         # Reuse the last finished Work when only self._spare (and this frame and getrefcount's
         # argument) refer to it: its caller has dropped it.
@@ -239,7 +311,11 @@ class ProcessGroupZcoll(dist.ProcessGroup):
             w._reset(call, reqs, keep, finish, result, event)
         else:
             w = ZcollWork(self, call, reqs, keep, finish, result, event)
+        if self._coalescing is not None:
+            self._coalescing.append(w)
         self._inflight[id(w)] = w
+        if self._driver is not None and self._driver.idle:
+            self._driver.kick()
         return w
 
     def _device(self, tensors, call):
@@ -272,7 +348,7 @@ class ProcessGroupZcoll(dist.ProcessGroup):
         if self.failed is None and len(tensors) == 1:
             t = tensors[0]
             dt = DTYPES.get(t.dtype)
-            if dt is not None and not t.is_cuda and t.is_contiguous():
+            if dt is not None and not t.is_cuda and not t.is_sparse and t.is_contiguous():
                 r = opts.reduceOp if opts is not None else _SUM
                 op = _lib.ZC_SUM if r == _SUM else zc_op(r)
                 p = t.data_ptr()
@@ -281,6 +357,8 @@ class ProcessGroupZcoll(dist.ProcessGroup):
                     return self._work('all_reduce', [req], tensors, None, tensors)
         self._check()
         t = self._one(tensors, 'all_reduce')
+        if t.is_sparse:
+            return self._sparse_allreduce(t, opts)
         op = zc_op(opts.reduceOp) if opts is not None else _lib.ZC_SUM
         return self._inplace('all_reduce', t, tensors, lambda p, n, dt: (
             'allreduce', (p, p, n, dt, op)), reduce=True)
@@ -324,7 +402,7 @@ class ProcessGroupZcoll(dist.ProcessGroup):
         self._same_shape(outs, t, 'all_gather')
         flat = torch.empty(self._size * t.numel(), dtype=t.dtype, device=t.device)
         work = self._allgather_flat('all_gather', flat, t, output_tensors)
-        work._finish = lambda: self._unflatten(flat, outs)
+        work._add_finish(lambda: self._unflatten(flat, outs))
         return work
 
     def _allgather_base(self, output, input, opts=None):
@@ -351,7 +429,7 @@ class ProcessGroupZcoll(dist.ProcessGroup):
             return start(call, output.view(-1), input, result)
         flat = torch.empty(output.numel(), dtype=output.dtype, device=output.device)
         work = start(call, flat, input, result)
-        work._finish = lambda: output.copy_(flat.view_as(output))
+        work._add_finish(lambda: output.copy_(flat.view_as(output)))
         return work
 
     def gather(self, output_tensors, input_tensors, opts):
@@ -464,7 +542,7 @@ class ProcessGroupZcoll(dist.ProcessGroup):
             flat_in = torch.cat([t.reshape(-1) for t in ins])
             flat_out = torch.empty_like(flat_in)
             work = self._a2a_even(call, flat_out, flat_in, outs)
-            work._finish = lambda: self._unflatten(flat_out, outs)
+            work._add_finish(lambda: self._unflatten(flat_out, outs))
             return work
         return self._a2a_uneven(call, outs, ins, None, None)
 
@@ -525,27 +603,47 @@ class ProcessGroupZcoll(dist.ProcessGroup):
         self._check()
         t = self._one(tensors, 'send')
         self._peer(dstRank, 'send')
+        tag = self._tag(tag, 'send')
         host = t.contiguous() if t.device.type == 'cpu' else t.detach().to('cpu')
         n, dt = moved(host)
-        req = self._start('send', lib.zc_send, host.data_ptr(), n, dt, dstRank)
+        req = self._start('send', lib.zc_send_tagged, host.data_ptr(), n, dt, dstRank, tag)
         return self._work('send', [req], [t, host], None, tensors)
 
     def recv(self, tensors, srcRank, tag=0):
         self._check()
-        t = self._one(tensors, 'recv')
         self._peer(srcRank, 'recv')
-        buf = t if t.is_contiguous() and t.device.type == 'cpu' else torch.empty(
-            t.shape, dtype=t.dtype)
-        n, dt = moved(buf)
-        req = self._start('recv', lib.zc_recv, buf.data_ptr(), n, dt, srcRank)
-        finish = None if buf is t else (lambda: t.copy_(buf))
-        work = self._work('recv', [req], [t, buf], finish, tensors)
+        work = self._recv(tensors, srcRank, tag, 'recv', None)
         work._source = srcRank
         return work
 
     def recv_anysource(self, tensors, tag=0):
-        raise RuntimeError('zcoll: recv from any source is not supported (zcoll matches a '
-                           'receive to one named peer); pass src=')
+        """A receive of the first message that arrives from any rank (zcoll's ZC_ANY_SOURCE:
+        the lowest rank when several are there; call order kept with the other receives); the
+        Work's source_rank() names the sender."""
+        self._check()
+        box = ctypes.c_uint32(_lib.ZC_ANY_SOURCE)
+        work = self._recv(tensors, _lib.ZC_ANY_SOURCE, tag, 'recv from any source', box)
+        work._source_box = box
+        return work
+
+    def _recv(self, tensors, peer, tag, call, box):
+        t = self._one(tensors, call)
+        tag = self._tag(tag, call)
+        buf = t if t.is_contiguous() and t.device.type == 'cpu' else torch.empty(
+            t.shape, dtype=t.dtype)
+        n, dt = moved(buf)
+        req = self._start(call, lib.zc_recv_tagged, buf.data_ptr(), n, dt, peer, tag,
+                          _byref(box) if box is not None else None)
+        finish = None if buf is t else (lambda: t.copy_(buf))
+        return self._work('recv', [req], [t, buf, box], finish, tensors)
+
+    @staticmethod
+    def _tag(tag, call):
+        """zcoll checks tags: a receive takes its peer's next message in call order, and a tag
+        that differs from that message's is a ZC_MISMATCH naming both (never a reordering)."""
+        if not 0 <= tag <= 0xffffffff:
+            raise RuntimeError('zcoll: %s with tag %d: zcoll tags are 0 to 2^32-1' % (call, tag))
+        return tag
 
     def _peer(self, peer, call):
         if not 0 <= peer < self._size or peer == self._rank:

@@ -13,6 +13,9 @@ import os
 ZC_OK = 0
 ZC_IN_PROGRESS = 1
 ZC_AGAIN = -1
+ZC_TIMED_OUT = -7
+ZC_THREADS_MULTI = 0
+ZC_ANY_SOURCE = 0xffffffff
 
 # zc_dtype and zc_op values (include/zcoll.h).
 ZC_INT8, ZC_UINT8, ZC_INT32, ZC_UINT32, ZC_INT64, ZC_UINT64 = 0, 1, 2, 3, 4, 5
@@ -132,6 +135,8 @@ _sig('zc_scatter', [P, P, P, SZ, I, U32, REQ])
 _sig('zc_alltoall', [P, P, P, SZ, I, REQ])
 _sig('zc_send', [P, P, SZ, I, U32, REQ])
 _sig('zc_recv', [P, P, SZ, I, U32, REQ])
+_sig('zc_send_tagged', [P, P, SZ, I, U32, U32, REQ])
+_sig('zc_recv_tagged', [P, P, SZ, I, U32, U32, ctypes.POINTER(U32), REQ])
 _sig('zc_barrier', [P, REQ])
 
 # Stream-ordered forms exist only in CUDA builds of the library (None elsewhere).

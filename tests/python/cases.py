@@ -225,7 +225,7 @@ def unsupported_raise(rank, size):
     _raises(lambda: dist.all_reduce(torch.ones(2, dtype=torch.int32), op=dist.ReduceOp.BAND),
             'BAND')
     _raises(lambda: dist.all_reduce(torch.ones(2, dtype=torch.int16)), 'torch.int16')
-    _raises(lambda: dist.irecv(torch.ones(1)), 'any source')
+    _raises(lambda: dist.send(torch.ones(1), dst=1 - rank % 2, tag=-1), 'tag -1')
     _raises(lambda: dist.send(torch.ones(1), dst=rank), 'not another rank')
     t = torch.ones(3)
     dist.all_reduce(t)
@@ -257,6 +257,145 @@ def ddp_matches_gloo(rank, size):
     ref = _train(rank, size, gloo)
     assert torch.equal(zc, ref), 'zcoll DDP differs from gloo DDP: max |d| %g' % (
         (zc - ref).abs().max().item())
+
+
+def coalesced_forms(rank, size):
+    """all_reduce_coalesced and all_gather_coalesced run as ONE zcoll call each (the group's
+    call count grows by one), on tensors of several shapes (and dtypes for the gather)."""
+    pg = dist.distributed_c10d._get_default_group()
+    ts = [torch.full((3,), rank + 1.0), torch.arange(4.0).reshape(2, 2) * rank,
+          torch.tensor(2.0 + rank)]
+    before = pg._get_sequence_number_for_group()
+    dist.all_reduce_coalesced(ts, op=dist.ReduceOp.MAX)
+    assert pg._get_sequence_number_for_group() == before + 1, 'all_reduce_coalesced: not one call'
+    _eq(ts[0], torch.full((3,), float(size)), 'coalesced MAX 0')
+    _eq(ts[1], torch.arange(4.0).reshape(2, 2) * (size - 1), 'coalesced MAX 1')
+    _eq(ts[2], torch.tensor(1.0 + size), 'coalesced MAX 2')
+    ins = [torch.full((2,), rank + 0.25), torch.empty(0), torch.tensor([[rank + 0.5]])]
+    outs = [[torch.empty_like(t) for t in ins] for _ in range(size)]
+    before = pg._get_sequence_number_for_group()
+    dist.all_gather_coalesced(outs, ins)
+    assert pg._get_sequence_number_for_group() == before + 1, 'all_gather_coalesced: not one call'
+    for r in range(size):
+        _eq(outs[r][0], torch.full((2,), r + 0.25), 'gather_coalesced 0')
+        _eq(outs[r][2], torch.tensor([[r + 0.5]]), 'gather_coalesced 2')
+    # the group's method moves bytes: dtypes may differ (torch's Python checks refuse that)
+    ins = [torch.full((2,), rank, dtype=torch.int16), torch.tensor([[rank + 0.5]],
+                                                                   dtype=torch.float64),
+           torch.tensor([True, rank == 0])]
+    outs = [[torch.empty_like(t) for t in ins] for _ in range(size)]
+    pg.allgather_coalesced(outs, ins).wait()
+    for r in range(size):
+        _eq(outs[r][0], torch.full((2,), r, dtype=torch.int16), 'gather_coalesced int16')
+        _eq(outs[r][1], torch.tensor([[r + 0.5]], dtype=torch.float64), 'gather_coalesced f64')
+        _eq(outs[r][2], torch.tensor([True, r == 0]), 'gather_coalesced bool')
+    # torch 2.x's forms, called on the group as its _coalescing_manager does
+    ins = [torch.arange(size * 2.0) + rank, torch.ones(size, dtype=torch.float32) * rank]
+    outs = [torch.empty(2), torch.empty(1)]
+    opts = dist.ReduceScatterOptions()
+    opts.reduceOp = dist.ReduceOp.SUM
+    pg.reduce_scatter_tensor_coalesced(outs, ins, opts).wait()
+    total = sum(range(size))
+    _eq(outs[0], torch.arange(size * 2.0)[rank * 2:rank * 2 + 2] * size + total, 'rs coalesced 0')
+    _eq(outs[1], torch.tensor([float(total)]), 'rs coalesced 1')
+    ins = [torch.full((2,), float(rank)), torch.tensor([rank * 7], dtype=torch.int64)]
+    outs = [torch.empty(size * 2), torch.empty(size, dtype=torch.int64)]
+    pg.allgather_into_tensor_coalesced(outs, ins).wait()
+    _eq(outs[0], torch.arange(size).repeat_interleave(2).float(), 'ag into coalesced 0')
+    _eq(outs[1], torch.arange(size) * 7, 'ag into coalesced 1')
+    _raises(lambda: pg.allreduce_coalesced([torch.ones(1), torch.ones(1, dtype=torch.int32)],
+                                           dist.AllreduceCoalescedOptions()), 'one dtype')
+
+
+def sparse_all_reduce(rank, size):
+    """A sparse COO all_reduce sums the union of every rank's entries, as gloo does."""
+    i = torch.tensor([[rank, 5], [0, rank + 1]])
+    v = torch.tensor([[1.0, 2.0], [10.0 * rank, 1.0]])
+    t = torch.sparse_coo_tensor(i, v, (size + 6, size + 2, 2))
+    dense = sum(torch.sparse_coo_tensor(torch.tensor([[r, 5], [0, r + 1]]),
+                                        torch.tensor([[1.0, 2.0], [10.0 * r, 1.0]]),
+                                        (size + 6, size + 2, 2)).to_dense() for r in range(size))
+    dist.all_reduce(t)
+    _eq(t.to_dense(), dense, 'sparse all_reduce')
+    _raises(lambda: dist.all_reduce(torch.sparse_coo_tensor(i, v, (size + 6, size + 2, 2)),
+                                    op=dist.ReduceOp.MAX), 'SUM only')
+
+
+def wait_timeout_and_introspection(rank, size):
+    """Work.wait(timeout) raises "Timed out" when the call cannot finish in time and the call
+    still finishes later; options and get_backend answer as for gloo."""
+    from datetime import timedelta
+    pg = dist.distributed_c10d._get_default_group()
+    assert pg.options.backend == 'zcoll' and pg.options._timeout.total_seconds() > 0
+    assert dist.get_backend(pg) == 'zcoll' and pg._get_backend_name() == 'zcoll'
+    t = torch.ones(4)
+    if rank == 0:
+        w = dist.all_reduce(t, async_op=True)
+        t0 = time.time()
+        e = _raises(lambda: w.wait(timeout=timedelta(milliseconds=200)), 'Timed out')
+        took = time.time() - t0
+        assert 0.15 < took < 2.0, 'wait(200 ms) took %.2f s' % took
+        assert 'still in flight' in e, e
+        w.wait(timeout=timedelta(seconds=20))   # the same call finishes once rank 1 joins
+    else:
+        time.sleep(1.0)
+        dist.all_reduce(t)
+    _eq(t, torch.full((4,), float(size)), 'all_reduce after a timed-out wait')
+
+
+def any_source_and_tags(rank, size):
+    """recv / irecv without src take every peer's message once and say who sent it; tags that
+    agree in call order pass."""
+    if rank == 0:
+        seen = []
+        for i in range(size - 1):
+            t = torch.zeros(3, dtype=torch.int64)
+            src = dist.recv(t, tag=5) if i % 2 == 0 else None
+            if src is None:
+                w = dist.irecv(t, tag=5)
+                w.wait()
+                src = w._source_rank()
+            _eq(t, torch.full((3,), src * 7, dtype=torch.int64), 'from any source')
+            seen.append(src)
+        assert sorted(seen) == list(range(1, size)), seen
+    else:
+        dist.send(torch.full((3,), rank * 7, dtype=torch.int64), dst=0, tag=5)
+    # A receive from any source takes the first message whatever its tag (tags are checked, not
+    # matched): the ring below must not start before rank 0 took every tag-5 message.
+    dist.barrier()
+    peer = (rank + 1) % size
+    prev = (rank - 1) % size
+    for tag in (1, 2, 3):
+        w = dist.isend(torch.tensor([rank * 10 + tag]), dst=peer, tag=tag)
+        got = torch.zeros(1, dtype=torch.int64)
+        dist.recv(got, src=prev, tag=tag)
+        w.wait()
+        _eq(got, torch.tensor([prev * 10 + tag]), 'tag %d' % tag)
+    dist.barrier()
+
+
+def progress_thread_completes_futures(rank, size):
+    """With the progress thread (the default), an async call's future completes while the
+    program does something else and never calls zcoll; with ZCOLL_TORCH_PROGRESS_THREAD=0,
+    get_future() completes the call before it returns."""
+    import os
+    pg = dist.distributed_c10d._get_default_group()
+    threaded = os.environ.get('ZCOLL_TORCH_PROGRESS_THREAD', '1') != '0'
+    assert pg.options.progress_thread == threaded
+    t = torch.full((1000,), float(rank))
+    if rank == 0:
+        fut = dist.all_reduce(t, async_op=True).get_future()
+        if threaded:
+            assert not fut.done(), 'done before the peer joined'
+            end = time.time() + 10
+            while not fut.done() and time.time() < end:
+                time.sleep(0.01)   # no zcoll call here: only the thread can finish it
+        assert fut.done(), 'the future did not complete'
+        _eq(fut.value()[0], torch.full((1000,), float(sum(range(size)))), 'future value')
+    else:
+        time.sleep(0.5)
+        dist.all_reduce(t)
+    dist.barrier()
 
 
 # ---- 3 ranks -----------------------------------------------------------------------------------
@@ -325,12 +464,26 @@ def fail_mismatch(rank, size):
     _raises(lambda: dist.all_reduce(t), 'failed earlier')
 
 
+def fail_tag_mismatch(rank, size):
+    """Tags that disagree in call order are a ZC_MISMATCH naming both, never a reordering."""
+    if rank == 0:
+        def sends():   # rank 1's report ends the group at the second send or at the barrier
+            dist.send(torch.ones(2), dst=1, tag=4)
+            dist.send(torch.ones(2), dst=1, tag=8)
+            dist.barrier()
+        _raises(sends, 'ZC_MISMATCH')
+    else:
+        e = _raises(lambda: dist.recv(torch.zeros(2), src=0, tag=8), 'ZC_MISMATCH')
+        assert 'tag 8' in e and 'tag 4' in e, e
+
+
 def fail_deadline(rank, size):
-    """Rank 1 skips an all_reduce: rank 0 raises ZC_TIMED_OUT within the init timeout (3 s);
+    """Rank 1 skips an all_reduce: rank 0 raises ZC_TIMED_OUT (with the words " Timed out "
+    torch programs look for) within the init timeout (3 s);
     rank 1's next call then raises too."""
     t0 = time.time()
     if rank == 0:
-        _raises(lambda: dist.all_reduce(torch.ones(2)), 'ZC_TIMED_OUT')
+        _raises(lambda: dist.all_reduce(torch.ones(2)), 'ZC_TIMED_OUT', ' Timed out ')
         took = time.time() - t0
         assert took < 3.0 + 3.0, 'took %.1f s for a 3 s deadline' % took
     else:
@@ -351,9 +504,14 @@ def fail_dead_peer(rank, size):
 
 TWO = ['backend_is_zcoll', 'seed001_reduce_scatter_tensor_dim0', 'every_collective',
        'object_collectives', 'send_recv', 'async_any_order', 'uneven_all_to_all',
-       'dtype_by_op', 'unsupported_raise', 'ddp_matches_gloo']
+       'dtype_by_op', 'unsupported_raise', 'ddp_matches_gloo', 'coalesced_forms',
+       'sparse_all_reduce', 'wait_timeout_and_introspection',
+       'progress_thread_completes_futures', 'any_source_and_tags']
+# Run again with ZCOLL_TORCH_PROGRESS_THREAD=0 (Works then move only when waited).
+NO_THREAD = ['progress_thread_completes_futures', 'async_any_order', 'ddp_matches_gloo',
+             'coalesced_forms', 'wait_timeout_and_introspection', 'send_recv']
 THREE = ['subset_group', 'seed003_patterns', 'uneven_all_to_all', 'every_collective',
-         'async_any_order']
+         'async_any_order', 'coalesced_forms', 'sparse_all_reduce', 'any_source_and_tags']
 FOUR = ['four_ranks_groups', 'uneven_all_to_all', 'dtype_by_op']
 # (case, ranks, timeout in seconds given to init_process_group)
-FAILURES = [('fail_mismatch', 2, 10), ('fail_deadline', 2, 3), ('fail_dead_peer', 2, 3)]
+FAILURES = [('fail_mismatch', 2, 10), ('fail_tag_mismatch', 2, 10), ('fail_deadline', 2, 3), ('fail_dead_peer', 2, 3)]

@@ -40,7 +40,8 @@ def next_port():
     return _port[0]
 
 
-def rank_main(rank, size, port, names, timeout_s, queue):
+def rank_main(rank, size, port, names, timeout_s, queue, env):
+    os.environ.update(env)
     os.environ['MASTER_ADDR'] = '127.0.0.1'
     os.environ['MASTER_PORT'] = str(port)
     from datetime import timedelta
@@ -70,12 +71,12 @@ def rank_main(rank, size, port, names, timeout_s, queue):
     os._exit(0)
 
 
-def run_job(size, names, timeout_s=20, wall_s=120):
+def run_job(size, names, timeout_s=20, wall_s=120, env=None):
     """{case: [(ok, msg) per rank]}; a rank that reported nothing for a case failed it."""
     ctx = mp.get_context('fork')
     q = ctx.Queue()
     port = next_port()
-    procs = [ctx.Process(target=rank_main, args=(r, size, port, names, timeout_s, q))
+    procs = [ctx.Process(target=rank_main, args=(r, size, port, names, timeout_s, q, env or {}))
              for r in range(size)]
     for p in procs:
         p.start()
@@ -118,7 +119,7 @@ class Tally:
             print('FAIL %s\n%s' % (name, detail.rstrip()))
         sys.stdout.flush()
 
-    def job(self, size, names, **kw):
+    def job(self, size, names, label='', **kw):
         names = [n for n in names if self.wanted(n)]
         if not names:
             return
@@ -126,7 +127,7 @@ class Tally:
         res = run_job(size, names, **kw)
         for n in names:
             bad = [(r, m) for r, (ok, m) in enumerate(res[n]) if not ok]
-            self.report('%s (%d ranks)' % (n, size), not bad,
+            self.report('%s (%d ranks%s)' % (n, size, label), not bad,
                         ''.join('  rank %d: %s\n' % (r, m) for r, m in bad[:2]))
         print('  (job of %d cases, %.1f s)' % (len(names), time.time() - t0))
 
@@ -208,6 +209,8 @@ def main(argv):
     tally = Tally(argv[1] if len(argv) > 1 else '')
     config_layout(tally)
     tally.job(2, cases.TWO)
+    tally.job(2, cases.NO_THREAD, label=', no progress thread',
+              env={'ZCOLL_TORCH_PROGRESS_THREAD': '0'})
     tally.job(3, cases.THREE)
     tally.job(4, cases.FOUR)
     for name, size, timeout_s in cases.FAILURES:

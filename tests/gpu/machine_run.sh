@@ -3,7 +3,7 @@
 # step's output in DIR/<step>.log and a one-line verdict per step in DIR/summary.txt (also on
 # stdout). Steps, in order: the driver and toolkit versions; a build of the tree with CUDA;
 # the runtime's last-error rule after a not-ready event query; the stream-ordered calls'
-# flag protocol alone (tests/gpu/memops_probe.cu); zcprobe; the device suite
+# flag protocol alone (tests/gpu/standalone/memops_probe.cu); zcprobe; the device suite
 # (`ninja check-gpu`); the stream forms and the capture test with CUDA_DEVICE_MAX_CONNECTIONS=1;
 # compute-sanitizer memcheck, racecheck and synccheck on the kernels and one rank's collectives;
 # a latency and bandwidth sweep of all_reduce on device buffers (2 ranks); torch.distributed on
@@ -65,7 +65,7 @@ int main() {
 EOF
 step lasterror 60 "nvcc -arch=native -o $out/lasterror $out/lasterror.cu && $out/lasterror"
 
-step memops 30 "nvcc -arch=native -o $out/memops_probe tests/gpu/memops_probe.cu && $out/memops_probe"
+step memops 30 "nvcc -arch=native -o $out/memops_probe tests/gpu/standalone/memops_probe.cu && $out/memops_probe"
 step zcprobe 30 'ZC_GPU_PROVIDER=cuda build/zcprobe; nvidia-smi topo -m'
 step check_gpu 150 'ninja check-gpu'
 step one_queue 120 'CUDA_DEVICE_MAX_CONNECTIONS=1 ZC_GPU_PROVIDER=cuda build/zcgputest gpu_stream_forms_in_order_on_a_stream_100_rounds_2_ranks gpu_stream_forms_share_one_hardware_queue_2_ranks gpu_progress_during_another_threads_global_capture_keeps_it_2_ranks gpu_fini_refuses_while_a_stream_holds_a_call_and_releases_after_abort'

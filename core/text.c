@@ -103,6 +103,11 @@ static size_t zc_convert(zc_out *o, const char *f, va_list *ap) {
     case 'd': zc_put_i64(o, va_arg(*ap, int)); break;
     case 'u': zc_put_u64(o, va_arg(*ap, unsigned), 10); break;
     case 'x': zc_put_u64(o, va_arg(*ap, unsigned), 16); break;
+    case 'p':
+        zc_put(o, '0');
+        zc_put(o, 'x');
+        zc_put_u64(o, (uintptr_t)va_arg(*ap, const void *), 16);
+        break;
     default: zc_put(o, '%'); if (f[0]) zc_put(o, f[0]); break;
     }
     return f[0] ? 1 : 0;

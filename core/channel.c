@@ -77,10 +77,21 @@ void zc__tx_flush(zc_comm *comm) {
             if (zc_chan(comm, lane, p)->tx_unposted) (void)zc_repost(comm, lane, p);
 }
 
+/* The peer's credit on channel c (messages of it the peer consumed), as the wire reads it from
+ * what the peer wrote: never more than were written to it, or the peer wrote a count no rank
+ * writes (the communicator fails; the last good count stands). */
+static uint64_t zc_credit(zc_comm *comm, const zc__req *r, uint32_t peer, const zc__chan *c) {
+    uint64_t v = comm->wire->credits(comm->wire_state, r->lane, peer);
+    if (v <= c->tx_count) return v;
+    zc__bad_peer(comm, r, peer, "a credit for %llu messages on a channel that carried %llu",
+                 (unsigned long long)v, (unsigned long long)c->tx_count);
+    return c->tx_credit;
+}
+
 bool zc__tx_consumed(zc_comm *comm, const zc__req *r, uint32_t peer, uint64_t k) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
     uint64_t m = r->tx_base[peer] + k;
-    if (c->tx_credit <= m) c->tx_credit = comm->wire->credits(comm->wire_state, r->lane, peer);
+    if (c->tx_credit <= m) c->tx_credit = zc_credit(comm, r, peer, c);
     return c->tx_credit > m;
 }
 
@@ -94,7 +105,7 @@ uint8_t *zc__tx_begin_n(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, si
     if (c->tx_count != m) return 0; /* not this message's turn */
     if (c->tx_unposted && !zc_repost(comm, r->lane, peer)) return 0; /* the one before first */
     if (m - c->tx_credit >= comm->cfg.slots) {
-        c->tx_credit = comm->wire->credits(comm->wire_state, r->lane, peer);
+        c->tx_credit = zc_credit(comm, r, peer, c);
         if (m - c->tx_credit >= comm->cfg.slots) return 0; /* the peer's ring is full */
     }
     uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));

@@ -499,7 +499,8 @@ zc_status zc__gpu_open(zc_comm *comm, bool *gather);
 bool zc__gpu_gathers(const zc_comm *comm);
 /* The path from every rank's landing record: direct when every rank can take it, else staged;
  * ZC_UNSUPPORTED when cfg->gpu_path is direct and a rank cannot, ZC_MISMATCH when the landing
- * areas differ (comm->err says which rank and why; the caller closes the communicator). The
+ * areas differ or a record is malformed (comm->err says which rank and why; the caller closes
+ * the communicator). The
  * same on every rank: it reads only the gathered records. */
 zc_status zc__gpu_path(zc_comm *comm);
 void zc__gpu_close(zc_comm *comm);
@@ -576,6 +577,10 @@ uint64_t zc__gpu_msgs(const zc_comm *comm, const zc__sched *s);
 void zc__gpu_begin(zc_comm *comm, zc__req *r);
 /* zc__step of a device schedule: phase transitions, one unit of *budget each. */
 void zc__gpu_step(zc_comm *comm, zc__req *r, uint32_t *budget);
+/* Whether rank p's registered buffers are in this process's address space as they are in p's
+ * (p is this rank, or the communicator is in-process): then its records' addresses are used
+ * as they are, else the provider maps their handles (and unmaps them at the end). */
+bool zc__gpu_one_space(const zc_comm *comm, uint32_t p);
 /* The CUDA registration holding [p, p+bytes) entirely; *partial when one overlaps it only. */
 int32_t zc__gpu_find(const zc_comm *comm, const void *p, size_t bytes, bool *partial);
 /* Shared with sched_put.c. A stream-ordered call's gate: true once its stream wrote the start
@@ -667,6 +672,15 @@ zc_status zc__error(zc_comm *comm, zc_status status, const char *fmt, ...)
 /* The sentence zc_init_error_text returns (init, split, in-process groups). */
 void zc__set_init_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void zc__vset_init_error(const char *fmt, va_list ap);
+/* Whether [off, off + bytes) lies in [0, region); bytes 0 addresses nothing and always does. */
+static inline bool zc__span_in(uint64_t off, uint64_t bytes, uint64_t region) {
+    return !bytes || (off <= region && bytes <= region - off);
+}
+/* A field of peer's message that no rank of the job sends (an offset, length, key or count out
+ * of the range it addresses): fails the communicator with ZC_MISMATCH and the sentence "<call>
+ * sequence <seq>: rank <peer> sent <what fmt says>; ...", before the field is used. */
+zc_status zc__bad_peer(zc_comm *comm, const zc__req *r, uint32_t peer, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* "zc_allreduce(count 10, int32, sum)": the call a header or request describes. */
 void zc__describe(char *buf, size_t cap, uint32_t kind, uint64_t count, uint32_t dtype,
                   uint32_t op, uint32_t root);
@@ -728,12 +742,13 @@ zc_gpu_geom zc__gpu_geometry(const zc_config *cfg);
 /* Why cfg picks no gpu provider (zc__gpu_provider gave NULL). */
 const char *zc__gpu_absent(const zc_config *cfg);
 
-/* Blocks of count elements in the send and recv buffers of a call of kind at this rank (0: not
- * used here); the host checks, the device routing and the symmetric schedule read one rule. */
-static inline void zc__extents(const zc_comm *c, uint32_t kind, uint32_t root_rank,
-                               uint64_t *sblocks, uint64_t *rblocks) {
+/* Blocks of count elements in the send and recv buffers of a call of kind at rank (0: not
+ * used there); the host checks, the device routing, the symmetric schedule and the checks of
+ * what peers say about their buffers read one rule. zc__extents: at this rank. */
+static inline void zc__extents_at(const zc_comm *c, uint32_t rank, uint32_t kind,
+                                  uint32_t root_rank, uint64_t *sblocks, uint64_t *rblocks) {
     uint64_t n = c->nranks;
-    bool root = c->rank == root_rank;
+    bool root = rank == root_rank;
     *sblocks = *rblocks = 1;
     switch (kind) {
     case ZC_K_REDUCE: *rblocks = root; break;
@@ -748,6 +763,10 @@ static inline void zc__extents(const zc_comm *c, uint32_t kind, uint32_t root_ra
     case ZC_K_BARRIER: *sblocks = *rblocks = 0; break;
     default: break;
     }
+}
+static inline void zc__extents(const zc_comm *c, uint32_t kind, uint32_t root_rank,
+                               uint64_t *sblocks, uint64_t *rblocks) {
+    zc__extents_at(c, c->rank, kind, root_rank, sblocks, rblocks);
 }
 
 /* Elements [lo, hi) of block b when count elements are split into n balanced blocks. */

@@ -273,8 +273,17 @@ static zc_status zc_sim_ipc_open(void *state, const zc_gpu_ipc *in, void **mappe
     void *base = NULL;
     zc_status s = zc_sim_usable(st);
     if (s != ZC_OK) return s;
+    uint64_t size = zc_sim_handle_size(in);
+    if (in->offset > size || in->bytes > size - in->offset) {
+        snprintf(st->err, sizeof st->err, "ipc_open: the record of process %llu names bytes "
+                 "[%llu, %llu + %llu) of a simulated allocation of %llu bytes",
+                 (unsigned long long)in->pid, (unsigned long long)in->offset,
+                 (unsigned long long)in->offset, (unsigned long long)in->bytes,
+                 (unsigned long long)size);
+        return ZC_GPU;
+    }
     memcpy(&ref, in->handle, sizeof ref);
-    zc_plat_rc rc = zc_plat_shm_open(&ref, (size_t)zc_sim_handle_size(in), &base);
+    zc_plat_rc rc = zc_plat_shm_open(&ref, (size_t)size, &base);
     if (rc != ZC_PLAT_OK) {
         snprintf(st->err, sizeof st->err, "ipc_open of a simulated allocation of process %llu "
                  "failed: %s", (unsigned long long)in->pid, zc_plat_rc_name(rc));

@@ -45,7 +45,8 @@ typedef struct zc_wire_geom {
 typedef struct zc_wire_mr {
     void *handle;          /* the wire's own object (NULL: not registered) */
     uint64_t lkey;         /* names it as a source of this rank's puts */
-    uint64_t rkey;         /* names it to peers, as the destination of their puts */
+    uint64_t rkey;         /* names it to peers, as the destination of their puts; 32 bits
+                            * (verbs' key space): the core refuses a peer's wider one */
 } zc_wire_mr;
 
 typedef struct zc_wire_ops {

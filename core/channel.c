@@ -126,6 +126,10 @@ zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const
     return zc_post_failed(comm, r->s.kind, r->seq, peer, k, "put the payload of", st);
 }
 
+#ifdef ZC_TEST_HOOKS
+void (*zc__test_forge)(const zc_comm *comm, uint32_t peer, zc__hdr *h, uint8_t *payload);
+#endif
+
 static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
                             uint32_t placed) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
@@ -148,6 +152,9 @@ static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
     h->bytes = (uint32_t)bytes;
     h->src = comm->rank;
     h->placed = placed;
+#ifdef ZC_TEST_HOOKS
+    if (zc__test_forge) zc__test_forge(comm, peer, h, zc_payload(h, bytes));
+#endif
     zc_status st = comm->wire->post(comm->wire_state, r->lane, peer, slot,
                                     zc_post_bytes(bytes, placed), m + 1u);
     if (st != ZC_OK && st != ZC_AGAIN)
@@ -185,7 +192,8 @@ static bool zc_matches(const zc_comm *comm, const zc__req *r, const zc__hdr *h, 
            h->bytes == expect_bytes;
 }
 
-static void zc_mismatch(zc_comm *comm, zc__req *r, const zc__hdr *h, uint32_t peer) {
+static void zc_mismatch(zc_comm *comm, zc__req *r, const zc__hdr *h, uint32_t peer, uint64_t k,
+                        size_t expect_bytes) {
     char mine[96], theirs[96];
     zc__describe(mine, sizeof mine, r->s.kind, r->s.count, r->s.dtype, r->s.op, r->s.root);
     zc__describe(theirs, sizeof theirs, h->kind, h->count, h->dtype, h->op, h->root);
@@ -201,6 +209,12 @@ static void zc_mismatch(zc_comm *comm, zc__req *r, const zc__hdr *h, uint32_t pe
                  "region but rank %u with buffers %sin it (the single-copy schedule needs "
                  "every rank's in it)", (unsigned long long)r->seq, comm->rank, mine,
                  r->s.alg == ZC_ALG_SYM ? "" : "not ", peer, h->alg == ZC_ALG_SYM ? "" : "not ");
+    else if (h->comm_id == comm->comm_id && h->alg == r->s.alg && zc_same_call(r, h))
+        zc__fail(comm, ZC_MISMATCH, r->seq, (int32_t)peer, 0,
+                 "mismatch at sequence %llu of %s: rank %u sent a message whose header says "
+                 "message %u of %u bytes from rank %u, where rank %u expected message %llu of "
+                 "%zu bytes from it", (unsigned long long)r->seq, mine, peer, h->step, h->bytes,
+                 h->src, comm->rank, (unsigned long long)(uint32_t)k, expect_bytes);
     else
         zc__fail(comm, ZC_MISMATCH, r->seq, (int32_t)peer, 0,
                  "mismatch at sequence %llu: rank %u called %s but rank %u called %s",
@@ -246,7 +260,7 @@ const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
                                            zc_wait_lines(expect_bytes));
     if (!h) return 0;
     if (!zc_matches(comm, r, h, peer, k, expect_bytes)) {
-        zc_mismatch(comm, r, h, peer);
+        zc_mismatch(comm, r, h, peer, k, expect_bytes);
         return 0;
     }
     zc_prefetch_next(comm, h, slot, expect_bytes);

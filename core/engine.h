@@ -503,6 +503,11 @@ bool zc__gpu_gathers(const zc_comm *comm);
  * the communicator). The
  * same on every rank: it reads only the gathered records. */
 zc_status zc__gpu_path(zc_comm *comm);
+/* Rank p's landing record q as it arrived: a reason of zc__land_no, or a landing whose every
+ * byte (its nranks collective areas, then send/recv's slots) lies below the top of the address
+ * space, under a key of the wire's 32-bit key space. False, with the sentence in comm->err, for
+ * a record no rank of the job writes. */
+bool zc__land_take(zc_comm *comm, uint32_t p, const zc__gpu_peer *q);
 void zc__gpu_close(zc_comm *comm);
 zc_status zc__gpu_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem **mem_out);
 zc_status zc__gpu_mem_deregister(zc_comm *comm, zc__mem_entry *e);
@@ -556,6 +561,12 @@ void zc__flat(const zc_comm *comm, zc__sched *s);
  * r->place, and when it is not 0 r->pl (which peers exchange ready messages with r;
  * zc_reserve reserves them). */
 void zc__place_plan(zc_comm *comm, zc__req *r);
+/* Peer p's placement ready message (its payload in), read before a put uses it: no
+ * destination (raddr 0), or one under which this call's stream to p stays below the top of the
+ * address space, with a key of the wire's 32-bit key space (wire.h); into r->pl[p]. Where in
+ * p's memory the puts land is p's NIC's to check against p's registration: a put writes only
+ * into p. False when the message failed the communicator (zc__bad_peer). */
+bool zc__place_take(zc_comm *comm, zc__req *r, uint32_t p, const uint8_t *in);
 /* Moves r forward within *budget messages; sets r->status to ZC_OK when finished. Host, sym
  * and device (sched_gpu.c) schedules; a staged call is sched_stage.c's (progress.c picks). */
 void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget);
@@ -600,6 +611,11 @@ void zc__put_route(const zc_comm *comm, zc__sched *s);
 uint64_t zc__put_msgs(const zc_comm *comm, const zc__sched *s, uint32_t peer, bool tx);
 /* At issue: r's phase, rounds, registrations and turn at the landing. */
 void zc__put_begin(zc_comm *comm, zc__req *r);
+/* Peer p's READY (its payload src), read before a put uses it: its recv's address, under
+ * which every byte this call puts there (p's whole recv) stays below the top of the address
+ * space, and a key of the wire's 32-bit key space; into r->pl[p]. As for zc__place_take, the
+ * puts' place in p's memory is p's NIC's to check. False when it failed the communicator. */
+bool zc__put_take_ready(zc_comm *comm, zc__req *r, uint32_t p, const uint8_t *src);
 /* zc__step of a put schedule: messages and phase transitions, one unit of *budget each. */
 void zc__put_step(zc_comm *comm, zc__req *r, uint32_t *budget);
 
@@ -641,6 +657,13 @@ static inline bool zc__rx_placed(const uint8_t *payload, size_t bytes) {
     size_t at = bytes <= ZC_INLINE_BYTES ? __builtin_offsetof(zc__hdr, inl) : ZC_SLOT_HDR_BYTES;
     return ((const zc__hdr *)(const void *)(payload - at))->placed != 0;
 }
+#ifdef ZC_TEST_HOOKS
+/* Test builds only (configure.py compiles channel.c so for zctest, never for the library): when
+ * set, called with every message this process publishes, header filled and payload written,
+ * just before the wire posts it; it may change any byte (tests/test_hostile.c plays a hostile
+ * rank with it). */
+extern void (*zc__test_forge)(const zc_comm *comm, uint32_t peer, zc__hdr *h, uint8_t *payload);
+#endif
 /* Posts again the messages the wire refused for now (ZC_AGAIN), before the steps of every
  * zc_progress: a message the peer waits for must not wait on this rank's next send. */
 void zc__tx_flush(zc_comm *comm);

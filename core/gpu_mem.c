@@ -134,11 +134,7 @@ zc_status zc__gpu_open(zc_comm *c, bool *gather) {
     return ZC_OK;
 }
 
-/* Rank p's landing record as it arrived: a reason of zc__land_no, or a landing whose every
- * byte (its collective areas of area bytes each, then send/recv's slots) lies below the top of
- * the address space, under a key of the wire's 32-bit key space. False, with the sentence in
- * comm->err, for a record no rank of the job writes. */
-static bool zc_land_take(zc_comm *c, uint32_t p, const zc__gpu_peer *q) {
+bool zc__land_take(zc_comm *c, uint32_t p, const zc__gpu_peer *q) {
     uint64_t slots = (uint64_t)c->nranks * c->cfg.slots * c->cfg.slot_bytes;
     bool fits = q->area <= (UINT64_MAX - slots) / c->nranks &&
                 zc__span_in(q->addr, (uint64_t)c->nranks * q->area + slots, UINT64_MAX);
@@ -159,7 +155,7 @@ zc_status zc__gpu_path(zc_comm *c) {
     uint32_t bad = c->nranks, first = c->nranks, path = ZC_GPU_PATH_DIRECT;
     for (uint32_t p = 0; p < c->nranks; p++) {
         const zc__gpu_peer *q = &g->peers[p];
-        if (!zc_land_take(c, p, q)) return ZC_MISMATCH;
+        if (!zc__land_take(c, p, q)) return ZC_MISMATCH;
         if (q->no != ZC_LAND_OK) {
             if (bad == c->nranks) bad = p;
         } else if (first == c->nranks) {

@@ -176,23 +176,20 @@ typedef struct zc_ready_msg {
     uint64_t raddr, rkey;
 } zc_ready_msg;
 
-/* Peer p's ready message, read before a put uses it: no destination (raddr 0), or one whose
- * stream of this call fits below the top of the address space, under a key of the wire's
- * 32-bit key space (wire.h). Where in p's memory the puts land is p's NIC's to check against
- * p's registration (a wrong place is p's own loss: a put writes only into p). False when the
- * message failed the communicator. */
-static bool zc_place_take(zc_comm *comm, zc__req *r, uint32_t p, const zc_ready_msg *msg) {
+bool zc__place_take(zc_comm *comm, zc__req *r, uint32_t p, const uint8_t *in) {
+    zc_ready_msg msg;
     zc_stream st;
+    zc__memcpy(&msg, in, sizeof msg);
     zc_placed_stream(comm, &r->s, comm->rank, p, &st);
     uint64_t bytes = st.len * r->s.esize;
-    if (msg->raddr && (!zc__span_in(msg->raddr, bytes, UINT64_MAX) || msg->rkey > UINT32_MAX)) {
+    if (msg.raddr && (!zc__span_in(msg.raddr, bytes, UINT64_MAX) || msg.rkey > UINT32_MAX)) {
         zc__bad_peer(comm, r, p, "a ready message naming address 0x%llx key 0x%llx for a "
-                     "stream of %llu bytes", (unsigned long long)msg->raddr,
-                     (unsigned long long)msg->rkey, (unsigned long long)bytes);
+                     "stream of %llu bytes", (unsigned long long)msg.raddr,
+                     (unsigned long long)msg.rkey, (unsigned long long)bytes);
         return false;
     }
-    r->pl[p].raddr = msg->raddr;
-    r->pl[p].rkey = msg->rkey;
+    r->pl[p].raddr = msg.raddr;
+    r->pl[p].rkey = msg.rkey;
     return true;
 }
 
@@ -223,8 +220,7 @@ static void zc_place_handshake(zc_comm *comm, zc__req *r, uint32_t *budget) {
             if (!in) {
                 if (comm->failed) return;
             } else {
-                zc__memcpy(&msg, in, sizeof msg);
-                if (!zc_place_take(comm, r, p, &msg)) return;
+                if (!zc__place_take(comm, r, p, in)) return;
                 zc__rx_consume(comm, r, p);
                 pl->got = 1;
                 (*budget)--;

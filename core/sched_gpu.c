@@ -99,7 +99,9 @@ static bool zc_gpu_map(zc_comm *c, struct zc__gpu *g, zc__req *r) {
         }
         void *m = 0;
         if (g->ops->ipc_open(g->state, rec, &m) != ZC_OK) {
-            zc_gpu_fail(c, g, ZC_GPU, "zc_mem_register: mapping a peer's buffer", c->seq);
+            char what[64];
+            zc__fmt(what, sizeof what, "zc_mem_register: mapping rank %u's buffer", p);
+            zc_gpu_fail(c, g, ZC_GPU, what, c->seq);
             return false;
         }
         g->mapped[i] = m;

@@ -272,11 +272,7 @@ static bool zc_put_after(zc_comm *c, zc__req *r, uint32_t p, uint64_t k) {
 
 /* ---- the phases' message work ---- */
 
-/* Peer p's READY, read before a put uses it: its recv's address, under which every byte this
- * call puts there (p's whole recv) stays below the top of the address space, and a key of the
- * wire's 32-bit key space. Where the puts land in p's memory is p's NIC's to check against p's
- * registration: a put writes only into p. False when the message failed the communicator. */
-static bool zc_put_take_ready(zc_comm *c, zc__req *r, uint32_t p, const uint8_t *src) {
+bool zc__put_take_ready(zc_comm *c, zc__req *r, uint32_t p, const uint8_t *src) {
     uint64_t sblk, rblk;
     zc_pready m;
     zc__memcpy(&m, src, sizeof m);
@@ -311,7 +307,7 @@ static bool zc_put_ready(zc_comm *c, zc__req *r, uint32_t *budget) {
         if (in.ready && zc__rx_done(c, r, p) == 0 && *budget) {
             const uint8_t *src = zc__rx_peek(c, r, p, 0, sizeof(zc_pready));
             if (src) {
-                if (!zc_put_take_ready(c, r, p, src)) return false;
+                if (!zc__put_take_ready(c, r, p, src)) return false;
                 zc__rx_consume(c, r, p);
                 (*budget)--;
             }

@@ -217,3 +217,10 @@ ZT_TEST(sym_send_finishes_only_after_its_receiver_copied, 30)
 ZT_TEST(sym_send_recv_one_end_outside_the_region_is_a_mismatch, 30)
 ZT_TEST(sym_collectives_between_processes, 180)
 ZT_RANK(sym_rank_collectives)
+
+/* tests/test_hostile.c */
+ZT_RANK(hostile_rank_forges)
+ZT_TEST(hostile_rank_fails_every_peer_cleanly, 300)
+ZT_TEST(hostile_alarm_words_fail_the_communicator_never_abort, 20)
+ZT_TEST(hostile_landing_records_out_of_range_are_refused, 10)
+ZT_TEST(hostile_ready_addresses_out_of_range_are_refused, 10)

@@ -121,7 +121,7 @@ SCRIPT_TARGETS = [
     ('bench', 'bench/run_bench.py', '$python bench/run_bench.py'),
     ('test-rxe', 'tests/rxe/run.sh', 'bash tests/rxe/run.sh'),
     ('check-gpu', 'tests/gpu/run.sh', 'bash tests/gpu/run.sh'),
-    ('fuzz', 'tests/fuzz/run.sh', 'bash tests/fuzz/run.sh'),
+    ('fuzz', 'tests/fuzz/run.sh', 'bash tests/fuzz/run.sh explore'),
     ('soak', 'tests/soak.sh', 'bash tests/soak.sh'),
 ]
 

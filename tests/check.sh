@@ -7,9 +7,8 @@
 # platform call failed in turn), and the fuzz targets' corpus replay and fixed-seed pass, when
 # clang is installed (tests/variants.sh, tests/fuzz/run.sh check); then, with --ib, the
 # soft-RoCE suite in a QEMU guest (tests/rxe/run.sh); then, with --baremetal, the image booted
-# with no OS
-# (tests/baremetal/run.sh); then the zcoll_torch suite (tests/python/run.py, when a python3
-# imports torch), the install test (tests/install/run.sh) and the launcher tests
+# with no OS (tests/baremetal/run.sh); then the zcoll_torch suite (tests/python/run.py, when a
+# python3 imports torch), the install test (tests/install/run.sh) and the launcher tests
 # (tests/launchers/run.sh). Prints the runners' output and then one combined final line
 # `N passed, N failed, N skipped`; exits non-zero if any runner failed.
 #   ZC_CHECK_RXE=0 leaves the guest suite out (it is then counted as one skipped test);

@@ -138,7 +138,11 @@ void zc_plat_sleep_ns(uint64_t ns) {
  * descriptor and mapping, whenever and however its processes end. Another process of the same
  * user opens it through the creator's descriptor, /proc/<pid>/fd/<fd>, for as long as the
  * creator keeps that descriptor (until seal). ref = {pid, fd, inode, bytes}: the inode tells a
- * reused pid and descriptor number from the segment. */
+ * reused pid and descriptor number from the segment. Its size is sealed at create (memfd seals:
+ * no shrink, no grow, no further seal) and open refuses a segment without those seals. */
+
+/* The seals of every segment: its size is fixed for good (and no seal can be added). */
+#define ZC_PX_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
 /* "[/][A-Za-z0-9._-]{1,62}": a label, checked so that diagnostics stay printable. */
 static int zc_px_shm_name_ok(const char *name) {
@@ -166,15 +170,18 @@ zc_plat_rc zc_plat_shm_create(const char *name, size_t bytes, void **addr_out,
     if (!zc_px_shm_name_ok(name) || bytes == 0 || bytes > (size_t)LLONG_MAX || !addr_out ||
         !ref_out)
         return zc_px_fail(ZC_PLAT_INVALID, EINVAL);
-    int fd = memfd_create(name[0] == '/' ? name + 1 : name, MFD_CLOEXEC); /* open until seal */
-    if (fd < 0) return zc_px_fail(ZC_PLAT_ERROR, errno);
+    int fd = memfd_create(name[0] == '/' ? name + 1 : name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return zc_px_fail(ZC_PLAT_ERROR, errno); /* open until zc_plat_shm_seal */
     /* fallocate, not ftruncate: every page is taken now, so a full memory or tmpfs limit is
-     * this call's error instead of a SIGBUS at the first store into an unbacked page. */
+     * this call's error instead of a SIGBUS at the first store into an unbacked page. Then the
+     * size is sealed before any peer can open it: no process holding the segment can shrink
+     * it under a mapping (a SIGBUS in every process that maps it) or grow it. */
     struct stat st;
     zc_plat_rc rc = ZC_PLAT_OK;
     int e = 0;
     do e = fallocate(fd, 0, 0, (off_t)bytes) != 0 ? errno : 0; while (e == EINTR);
     if (e) rc = zc_px_fail(ZC_PLAT_ERROR, e);
+    else if (fcntl(fd, F_ADD_SEALS, ZC_PX_SEALS) != 0) rc = zc_px_fail(ZC_PLAT_ERROR, errno);
     else if (fstat(fd, &st) != 0) rc = zc_px_fail(ZC_PLAT_ERROR, errno);
     else rc = zc_px_map(fd, bytes, addr_out);
     if (rc != ZC_PLAT_OK) {
@@ -189,7 +196,8 @@ zc_plat_rc zc_plat_shm_create(const char *name, size_t bytes, void **addr_out,
 }
 
 /* A ref whose process, descriptor or inode no longer names the segment is NOT_FOUND (the
- * creator sealed it or exited); a segment shorter than bytes is ZC_PLAT_INVALID. */
+ * creator sealed it or exited); a segment shorter than bytes, or whose size is not sealed (a
+ * peer's that it could shrink under this mapping), is ZC_PLAT_INVALID. */
 zc_plat_rc zc_plat_shm_open(const zc_plat_shm_ref *ref, size_t bytes, void **addr_out) {
     if (!ref || bytes == 0 || bytes > (size_t)LLONG_MAX || !addr_out || ref->words[0] == 0 ||
         ref->words[0] > INT_MAX || ref->words[1] > INT_MAX)
@@ -210,6 +218,8 @@ zc_plat_rc zc_plat_shm_open(const zc_plat_shm_ref *ref, size_t bytes, void **add
         rc = zc_px_fail(ZC_PLAT_NOT_FOUND, ENOENT);
     else if ((unsigned long long)st.st_size < (unsigned long long)bytes)
         rc = zc_px_fail(ZC_PLAT_INVALID, EINVAL);
+    else if ((fcntl(fd, F_GET_SEALS) & ZC_PX_SEALS) != ZC_PX_SEALS)
+        rc = zc_px_fail(ZC_PLAT_INVALID, EPERM);
     else
         rc = zc_px_map(fd, bytes, addr_out);
     close(fd);

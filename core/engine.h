@@ -480,6 +480,11 @@ static inline bool zc__comm_ok(const zc_comm *comm) {
 zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_comm **out,
                     char *err);
 zc_wire_geom zc__geom(const zc_comm *c, uint64_t comm_id, void *const *windows);
+/* Whether the window c's wire takes at create (wire.h's takes) fits what the platform leaves:
+ * k ranks' windows within room bytes of memory on rank who's host, its registered bytes within
+ * lock bytes of lockable memory (UINT64_MAX: no limit). ZC_LIMIT with a sentence giving the
+ * numbers and what to change in c->err otherwise. */
+zc_status zc__room_check(zc_comm *c, uint32_t who, uint32_t k, uint64_t room, uint64_t lock);
 /* Once the wire and the device state are up: placement, and the communicator made live. */
 void zc__open_live(zc_comm *c);
 /* Builds an in-process group of n ranks over arenas[], each with cfg's sizes (the init error

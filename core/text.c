@@ -139,3 +139,15 @@ size_t zc__fmt(char *buf, size_t cap, const char *fmt, ...) {
     va_end(ap);
     return n;
 }
+
+size_t zc__fmt_bytes(char *buf, size_t cap, uint64_t bytes) {
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    uint32_t u = 0;
+    while (u + 1u < sizeof units / sizeof units[0] && bytes >> (10u * (u + 1u))) u++;
+    uint64_t whole = bytes >> (10u * u), unit = 1ull << (10u * u);
+    uint64_t tenths = (bytes & (unit - 1u)) * 10u / unit; /* below 2^60 * 10: no overflow */
+    if (u == 0 || whole >= 10u) return zc__fmt(buf, cap, "%llu %s", (unsigned long long)whole,
+                                               units[u]);
+    return zc__fmt(buf, cap, "%llu.%llu %s", (unsigned long long)whole,
+                   (unsigned long long)tenths, units[u]);
+}

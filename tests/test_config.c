@@ -12,8 +12,11 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- environment helpers ---- */
 
@@ -35,7 +38,7 @@ static const char *const zt_env_vars[] = {
     "ZC_IB_GID_INDEX",  "ZC_IB_QPS_PER_PEER",
     "ZC_IB_TIMEOUT",    "ZC_IB_RETRY_CNT",
     "ZC_SPIN_POLLS",    "ZC_IB_ZCOPY_MIN_BYTES",
-    "ZC_THREADS",
+    "ZC_THREADS",       "ZC_SECRET_FILE",
 };
 
 static void zt_env_clear(void) {
@@ -433,6 +436,39 @@ void config_from_env_reads_slurm_variables(void) {
     static const char *const none[] = {"SLURM_PROCID=1", "SLURM_NTASKS=2", NULL};
     zt_env_only(none);
     ZT_FROM_ENV_REJECTS("ZC_ROOT_ADDR");
+}
+
+/* ZC_SECRET_FILE: the 32 hex digits in a file, blanks and line ends around them ignored; it
+ * serves where zcrun's ZC_RANK wants a secret; with ZC_SECRET as well it is refused. */
+void config_from_env_reads_a_secret_file(void) {
+    char path[] = "/tmp/zct-secret-XXXXXX";
+    int fd = mkstemp(path);
+    ZT_CHECK(fd >= 0);
+    const char text[] = "  " ZT_SECRET_HEX "\n";
+    ZT_CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1));
+    close(fd);
+    char var[64];
+    snprintf(var, sizeof var, "ZC_SECRET_FILE=%s", path);
+    const char *const zcrun[] = {"ZC_RANK=1", "ZC_NRANKS=2", "ZC_ROOT_ADDR=h:1", var, NULL};
+    zt_env_only(zcrun);
+    zc_config cfg;
+    zt_cfg_base(&cfg);
+    ZT_FROM_ENV_OK(&cfg);
+    zt_check_secret(&cfg);
+    const char *const both[] = {"ZC_RANK=1", "ZC_NRANKS=2", "ZC_ROOT_ADDR=h:1", var,
+                                "ZC_SECRET=" ZT_SECRET_HEX, NULL};
+    zt_env_only(both);
+    ZT_FROM_ENV_REJECTS("ZC_SECRET_FILE");
+    fd = open(path, O_WRONLY | O_TRUNC);
+    ZT_CHECK(fd >= 0 && write(fd, "0011", 4) == 4);
+    close(fd);
+    zt_env_only(zcrun);
+    ZT_FROM_ENV_REJECTS("ZC_SECRET_FILE"); /* 4 digits */
+    unlink(path);
+    ZT_FROM_ENV_REJECTS("ZC_SECRET_FILE"); /* gone */
+    const char *const big[] = {"ZC_SECRET_FILE=/proc/self/status", NULL};
+    zt_env_only(big);
+    ZT_FROM_ENV_REJECTS("ZC_SECRET_FILE"); /* longer than any secret */
 }
 
 void config_from_env_without_launcher_keeps_single_rank(void) {

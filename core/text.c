@@ -144,10 +144,12 @@ size_t zc__fmt_bytes(char *buf, size_t cap, uint64_t bytes) {
     static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     uint32_t u = 0;
     while (u + 1u < sizeof units / sizeof units[0] && bytes >> (10u * (u + 1u))) u++;
-    uint64_t whole = bytes >> (10u * u), unit = 1ull << (10u * u);
-    uint64_t tenths = (bytes & (unit - 1u)) * 10u / unit; /* below 2^60 * 10: no overflow */
+    uint64_t whole = bytes >> (10u * u), rest = bytes & ((1ull << (10u * u)) - 1u);
     if (u == 0 || whole >= 10u) return zc__fmt(buf, cap, "%llu %s", (unsigned long long)whole,
                                                units[u]);
-    return zc__fmt(buf, cap, "%llu.%llu %s", (unsigned long long)whole,
-                   (unsigned long long)tenths, units[u]);
+    uint32_t down = u == 6u ? 10u : 0u; /* rest * 100 stays below 2^64 */
+    uint64_t hundredths = (rest >> down) * 100u / (1ull << (10u * u - down)); /* truncated */
+    return zc__fmt(buf, cap, "%llu.%llu%llu %s", (unsigned long long)whole,
+                   (unsigned long long)(hundredths / 10u),
+                   (unsigned long long)(hundredths % 10u), units[u]);
 }

@@ -18,10 +18,10 @@
 
 void limits_sizes_read_as_people_write_them(void) {
     static const struct { uint64_t bytes; const char *text; } k[] = {
-        {0, "0 bytes"},           {1023, "1023 bytes"},       {1024, "1.0 KiB"},
-        {1536, "1.5 KiB"},        {8u << 20, "8.0 MiB"},     {8808039, "8.4 MiB"},
-        {230u << 20, "230 MiB"},  {1u << 30, "1.0 GiB"},     {64ull << 40, "64 TiB"},
-        {UINT64_MAX, "15 EiB"}};
+        {0, "0 bytes"},           {1023, "1023 bytes"},       {1024, "1.00 KiB"},
+        {1536, "1.50 KiB"},       {8u << 20, "8.00 MiB"},    {8808039, "8.40 MiB"},
+        {8409088, "8.01 MiB"},    {230u << 20, "230 MiB"},   {1u << 30, "1.00 GiB"},
+        {64ull << 40, "64 TiB"},  {UINT64_MAX, "15 EiB"}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         char buf[24];
         zc__fmt_bytes(buf, sizeof buf, k[i].bytes);
@@ -61,7 +61,7 @@ void limits_window_over_the_host_memory_fails_init_on_every_rank(void) {
     if (rc != 0) printf("%s\n", out);
     ZT_CHECK_EQ(rc, 0);
     ZT_CHECK(strstr(out, "[0] limits-info: ZC_LIMIT") && strstr(out, "[1] limits-info: ZC_LIMIT"));
-    ZT_CHECK(strstr(out, "the 2 windows on rank 0's host need 2.0 TiB of shared memory (1.0 "
+    ZT_CHECK(strstr(out, "the 2 windows on rank 0's host need 2.00 TiB of shared memory (1.00 "
                          "TiB each, with its ZC_SYM_BYTES region) but the memory limit there") !=
              NULL);
 }
@@ -188,4 +188,45 @@ void limits_derived_secret_is_said_once_by_rank_0(void) {
     if (rc != 0 || lm_count(out, "job secret is derived") != 0) printf("%s\n", out);
     ZT_CHECK_EQ(rc, 0);
     ZT_CHECK_EQ(lm_count(out, "job secret is derived"), 0);
+}
+
+#ifdef ZC_HAVE_IB
+#include "../core/engine.h" /* zc__carve, zc__room_check */
+#endif
+
+/* transport_ib registers its rings and staging (wire.h's takes): with the default config that
+ * fits the default `ulimit -l` of 8 MiB up to 3 ranks; from 4 ranks init says so, with the
+ * numbers and what to raise or lower, before any rank registers a byte. */
+void limits_default_registered_memory_fits_8_mib_or_says_so(void) {
+#ifndef ZC_HAVE_IB
+    ZT_SKIP("this build has no transport_ib");
+#else
+    for (uint32_t n = 2; n <= 4; n++) {
+        zc_config cfg;
+        zc_config_default(&cfg);
+        cfg.nranks = n;
+        cfg.transport = ZC_TRANSPORT_IB;
+        snprintf(cfg.root_addr, sizeof cfg.root_addr, "127.0.0.1:1");
+        cfg.secret_set = true;
+        size_t bytes = zc_comm_arena_bytes(&cfg);
+        void *arena = aligned_alloc(64, (bytes + 63u) / 64u * 64u);
+        zc_comm *c = NULL;
+        char err[ZC_ERROR_TEXT_BYTES];
+        ZT_CHECK(arena != NULL);
+        ZT_CHECK_ST(zc__carve(&cfg, arena, bytes, &c, err), ZC_OK);
+        zc_wire_geom g = zc__geom(c, 1, 0);
+        uint64_t mem = 0, locked = 0;
+        c->wire->takes(&g, &mem, &locked);
+        printf("    %u ranks: transport_ib registers %.1f MiB per rank\n", n,
+               (double)locked / 1048576.0);
+        ZT_CHECK_EQ(mem, locked);
+        zc_status st = zc__room_check(c, 0, 1, UINT64_MAX, 8u << 20);
+        ZT_CHECK_ST(st, n <= 3 ? ZC_OK : ZC_LIMIT);
+        if (n == 4) {
+            printf("    %s\n", c->err);
+            ZT_CHECK(strstr(c->err, "RLIMIT_MEMLOCK leaves 8.00 MiB: raise it") != NULL);
+        }
+        free(arena);
+    }
+#endif
 }

@@ -204,9 +204,36 @@ def config_layout(tally):
     tally.report(name, not bad, 'ctypes vs C: %s' % bad)
 
 
+def config_from_env_refusal(tally):
+    """A ZC_* setting (or MASTER_PORT, whose next port zcoll would listen on) that
+    zc_config_from_env refuses raises zcoll's sentence instead of dropping every setting."""
+    name = 'an environment zcoll refuses raises its sentence'
+    if not tally.wanted('config'):
+        return
+    from datetime import timedelta
+    from zcoll_torch import _group
+    saved = {k: os.environ.get(k) for k in ('MASTER_ADDR', 'MASTER_PORT', 'ZC_SLOTS')}
+    said = []
+    for key, value, word in (('MASTER_PORT', '65535', 'MASTER_PORT'), ('ZC_SLOTS', '3', 'slots')):
+        os.environ.update({'MASTER_ADDR': '127.0.0.1', 'MASTER_PORT': '29500', key: value})
+        try:
+            _group.make_config(0, 2, timedelta(seconds=5), '127.0.0.1:1', bytes(16))
+            said.append('%s=%s: no error' % (key, value))
+        except RuntimeError as e:
+            if word not in str(e):
+                said.append('%s=%s: %s' % (key, value, e))
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    tally.report(name, not said, '; '.join(said))
+
+
 def main(argv):
     tally = Tally(argv[1] if len(argv) > 1 else '')
     config_layout(tally)
+    config_from_env_refusal(tally)
     tally.job(2, cases.TWO)
     tally.job(3, cases.THREE)
     tally.job(4, cases.FOUR)

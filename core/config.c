@@ -444,16 +444,23 @@ static bool zc_env_tunables(zc_config *c, zc_env_err *err) {
     return zc_env_ib(c, err) && zc_env_gpu(c, err);
 }
 
-zc_status zc_config_from_env(zc_config *cfg) {
+/* zc_config_from_env (launcher: rank, size, rendezvous and secret too) and
+ * zc_config_tunables_from_env. */
+static zc_status zc_from_env(zc_config *cfg, bool launcher) {
     if (!cfg) return ZC_INVALID_ARG;
     zc_config c = *cfg;
     zc_env_err err = {cfg->error_text, sizeof cfg->error_text};
     cfg->error_text[0] = '\0';
-    if (!zc_env_ranks(&c, &err) || !zc_env_addr(&c, &err) || !zc_env_secret(&c, &err) ||
-        !zc_env_tunables(&c, &err))
+    if (launcher && (!zc_env_ranks(&c, &err) || !zc_env_addr(&c, &err) ||
+                     !zc_env_secret(&c, &err)))
         return ZC_INVALID_ARG;
+    if (!zc_env_tunables(&c, &err)) return ZC_INVALID_ARG;
     if (!zc__config_check(&c, cfg->error_text, sizeof cfg->error_text)) return ZC_INVALID_ARG;
     c.error_text[0] = '\0';
     *cfg = c;
     return ZC_OK;
 }
+
+zc_status zc_config_from_env(zc_config *cfg) { return zc_from_env(cfg, true); }
+
+zc_status zc_config_tunables_from_env(zc_config *cfg) { return zc_from_env(cfg, false); }

@@ -471,6 +471,28 @@ void config_from_env_reads_a_secret_file(void) {
     ZT_FROM_ENV_REJECTS("ZC_SECRET_FILE"); /* longer than any secret */
 }
 
+/* zc_config_tunables_from_env reads the tunables alone: a launcher's variables, even ones
+ * zc_config_from_env refuses, are not read, and rank, size, rendezvous and secret stay. */
+void config_tunables_from_env_reads_no_launcher_variable(void) {
+    const char *const env[] = {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=h", "MASTER_PORT=65535",
+                               "ZC_SLOTS=16", NULL};
+    zt_env_only(env);
+    zc_config cfg;
+    zt_cfg_base(&cfg);
+    ZT_CHECK_ST(zc_config_from_env(&cfg), ZC_INVALID_ARG); /* MASTER_PORT + 1 is no port */
+    zt_cfg_base(&cfg);
+    ZT_CHECK_ST(zc_config_tunables_from_env(&cfg), ZC_OK);
+    ZT_CHECK_EQ(cfg.slots, 16);
+    ZT_CHECK_EQ(cfg.rank, 0);
+    ZT_CHECK_EQ(cfg.nranks, 1);
+    ZT_CHECK(!cfg.secret_set && cfg.root_addr[0] == '\0');
+    ZT_CHECK(setenv("ZC_SLOTS", "3", 1) == 0);
+    ZT_CHECK_ST(zc_config_tunables_from_env(&cfg), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(cfg.error_text, "cfg->slots") != NULL);
+    ZT_CHECK_EQ(cfg.slots, 16); /* unchanged */
+    ZT_CHECK_ST(zc_config_tunables_from_env(NULL), ZC_INVALID_ARG);
+}
+
 void config_from_env_without_launcher_keeps_single_rank(void) {
     zc_config cfg;
     zt_env_clear();

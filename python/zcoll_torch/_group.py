@@ -141,7 +141,7 @@ def make_config(rank, size, timeout, root, secret):
     group's rank, size, rendezvous, secret and deadline (torch's timeout)."""
     cfg = _lib.Config()
     lib.zc_config_default(_byref(cfg))
-    if lib.zc_config_from_env(_byref(cfg)) != _lib.ZC_OK:   # never drop every ZC_* silently
+    if lib.zc_config_tunables_from_env(_byref(cfg)) != _lib.ZC_OK:  # rank & co. are torch's
         raise RuntimeError('zcoll: the environment holds a setting zcoll refuses: %s'
                            % cfg.error_text.decode())
     cfg.rank, cfg.nranks, cfg.local_rank = rank, size, 0

@@ -30,16 +30,28 @@ void limits_sizes_read_as_people_write_them(void) {
     }
 }
 
+/* A communicator from the environment's config, its arena in *arena (the caller frees it);
+ * the config's refusal is ZC_INVALID_ARG with its sentence printed. */
+static zc_status lm_init(zc_comm **c, void **arena) {
+    zc_config cfg;
+    zc_config_default(&cfg);
+    *c = NULL;
+    *arena = NULL;
+    if (zc_config_from_env(&cfg) != ZC_OK) {
+        printf("limits-info: config: %s\n", cfg.error_text);
+        return ZC_INVALID_ARG;
+    }
+    size_t bytes = zc_comm_arena_bytes(&cfg);
+    *arena = malloc(bytes);
+    return zc_comm_init(&cfg, *arena, bytes, c);
+}
+
 /* Init with the environment's config: LIMITS_WANT=ok must succeed, =limit must fail with
  * ZC_LIMIT and a sentence that gives what it needs, what is left and what to lower. */
 int limits_rank_init(void) {
-    zc_config cfg;
-    zc_config_default(&cfg);
-    if (zc_config_from_env(&cfg) != ZC_OK) return zt_rank_fail("limits", "%s", cfg.error_text);
-    size_t bytes = zc_comm_arena_bytes(&cfg);
-    void *arena = malloc(bytes);
-    zc_comm *c = NULL;
-    zc_status st = zc_comm_init(&cfg, arena, bytes, &c);
+    void *arena;
+    zc_comm *c;
+    zc_status st = lm_init(&c, &arena);
     const char *want = getenv("LIMITS_WANT"), *text = zc_init_error_text();
     printf("limits-info: %s: %s\n", zc_status_name(st), st == ZC_OK ? "" : text);
     if (c) zc_comm_fini(c);
@@ -148,14 +160,10 @@ int limits_rank_derived_secret(void) {
     unsetenv("ZC_ROOT_ADDR");
     unsetenv("ZC_SECRET");
     for (int round = 0; round < 2; round++) {
-        zc_config cfg;
-        zc_config_default(&cfg);
-        if (zc_config_from_env(&cfg) != ZC_OK) return zt_rank_fail("limits", "%s", cfg.error_text);
-        size_t bytes = zc_comm_arena_bytes(&cfg);
-        void *arena = malloc(bytes);
-        zc_comm *c = NULL;
-        zc_status st = zc_comm_init(&cfg, arena, bytes, &c);
-        if (st != ZC_OK) return zt_rank_fail("limits", "init: %s", zc_init_error_text());
+        void *arena;
+        zc_comm *c;
+        if (lm_init(&c, &arena) != ZC_OK)
+            return zt_rank_fail("limits", "init: %s", zc_init_error_text());
         zc_comm_fini(c);
         free(arena);
     }

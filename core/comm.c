@@ -421,8 +421,8 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
         return st;
     }
     char host_why[128] = "";
-    zc_plat_room room = {UINT64_MAX, UINT64_MAX, ZC_PLAT_ROOM_UNKNOWN, 0};
-    if (zc_plat_mem_room(&room) != ZC_PLAT_OK) room = (zc_plat_room){UINT64_MAX, UINT64_MAX, 0, 0};
+    zc_plat_room room, none = {UINT64_MAX, UINT64_MAX, ZC_PLAT_ROOM_UNKNOWN, 0};
+    if (zc_plat_mem_room(&room) != ZC_PLAT_OK) room = none; /* nothing checked */
     zc_hello mine = {0, zc_host_hash(host_why, sizeof host_why),
                      (uint32_t)zc_plat_process_id(), cfg->slots, cfg->slot_bytes,
                      (uint32_t)cfg->transport, (uint32_t)(cfg->sym_bytes >> 12),

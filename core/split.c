@@ -149,9 +149,8 @@ static zc_status zc_split(zc_comm *parent, int color, int key, void *arena, size
         zc_child_place(all, parent->nranks, parent->rank, &cc.rank, &cc.nranks);
         if (one_host && parent->wire_auto) cc.transport = ZC_TRANSPORT_SHM;
         local = zc__carve(&cc, arena, arena_bytes, &c, err);
-        zc_plat_room room = {UINT64_MAX, UINT64_MAX, ZC_PLAT_ROOM_UNKNOWN, 0};
-        if (local == ZC_OK && zc_plat_mem_room(&room) != ZC_PLAT_OK)
-            room = (zc_plat_room){UINT64_MAX, UINT64_MAX, ZC_PLAT_ROOM_UNKNOWN, 0};
+        zc_plat_room room, none = {UINT64_MAX, UINT64_MAX, ZC_PLAT_ROOM_UNKNOWN, 0};
+        if (local != ZC_OK || zc_plat_mem_room(&room) != ZC_PLAT_OK) room = none;
         if (local == ZC_OK) {
             c->wire_auto = parent->wire_auto;
             c->host = parent->host;

@@ -54,11 +54,12 @@ void zc_plat_sleep_ns(uint64_t ns);     /* sleep at least ns (blocks: init/tests
  * mapping, or grow it), maps it read-write and fills *ref with what another process of this
  * host needs to map it. name (up to 62 of [A-Za-z0-9._-], after an optional '/') only labels
  * the segment for diagnostics (/proc/PID/maps on Linux); it is never a name in a file system,
- * so a process that dies at any moment leaves nothing behind. open maps the segment of a ref made by another (or
- * this) process, which must be at least bytes long and of a fixed size (ZC_PLAT_INVALID
- * otherwise: a ref may come from a hostile peer); it fails with ZC_PLAT_NOT_FOUND once the
- * creator has sealed it or exited. seal, by the creator only, gives up the means to open the
- * segment (mappings stay valid). unmap takes the address and size that create/open returned. */
+ * so a process that dies at any moment leaves nothing behind. open maps the segment of a ref
+ * made by another (or this) process, which must be at least bytes long and of a fixed size
+ * (ZC_PLAT_INVALID otherwise: a ref may come from a hostile peer); it fails with
+ * ZC_PLAT_NOT_FOUND once the creator has sealed it or exited. seal, by the creator only, gives
+ * up the means to open the segment (mappings stay valid). unmap takes the address and size
+ * that create/open returned. */
 #define ZC_PLAT_SHM_REF_WORDS 4u
 typedef struct zc_plat_shm_ref {
     uint64_t words[ZC_PLAT_SHM_REF_WORDS]; /* the port's own meaning (Linux: pid, fd, inode) */

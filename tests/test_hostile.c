@@ -212,13 +212,16 @@ static zc_status hx_credit_call(hx_rank *x) {
 /* The ipc cases: every rank registers two simulated device buffers, then all_reduces
  * HX_DEV_COUNT floats; *wrong is set when a rank's ZC_OK result is not the sum. */
 static zc_status hx_ipc_call(hx_rank *x, bool *wrong) {
-    float *dsend = zc_gpu_sim_alloc(HX_DEV_COUNT * 4u), *drecv = zc_gpu_sim_alloc(HX_DEV_COUNT * 4u);
+    float *dsend = zc_gpu_sim_alloc(HX_DEV_COUNT * 4u);
+    float *drecv = zc_gpu_sim_alloc(HX_DEV_COUNT * 4u);
     zc_mem *ms = NULL, *mr = NULL;
     zc_req q;
     if (!dsend || !drecv) return ZC_INTERNAL;
     for (uint32_t i = 0; i < HX_DEV_COUNT; i++) dsend[i] = (float)(x->me + 1u) * (float)i;
     zc_status st = zc_mem_register(x->child, dsend, HX_DEV_COUNT * 4u, ZC_MEM_CUDA, &ms);
     if (st == ZC_OK) st = zc_mem_register(x->child, drecv, HX_DEV_COUNT * 4u, ZC_MEM_CUDA, &mr);
+    /* Every rank mapped the others' buffers before any can fail the call and free its own. */
+    if (st == ZC_OK) st = hx_wait(x->child, zc_barrier(x->child, &q), &q);
     if (st == ZC_OK)
         st = hx_wait(x->child, zc_allreduce(x->child, dsend, drecv, HX_DEV_COUNT, ZC_FLOAT32,
                                             ZC_SUM, &q), &q);
@@ -257,8 +260,10 @@ static zc_status hx_call(hx_rank *x, hx_kind k, bool *leak, bool *wrong) {
 /* Rank 1, before the call: the words it writes into its peers' windows as any rank can. */
 static void hx_write_words(hx_rank *x, hx_kind k) {
     static const uint64_t words[] = {
-        [HX_ALARM_NO_STATUS] = 2ull << 32 | 5u, [HX_ALARM_RANK_OUTSIDE] = 7ull << 56 | 4000ull << 32,
-        [HX_ALARM_AGAIN] = 1ull << 56 | 1ull << 32, [HX_ALARM_REPORT] = 7ull << 56 | 1ull << 32};
+        [HX_ALARM_NO_STATUS] = 2ull << 32 | 5u,
+        [HX_ALARM_RANK_OUTSIDE] = 7ull << 56 | 4000ull << 32,
+        [HX_ALARM_AGAIN] = 1ull << 56 | 1ull << 32,
+        [HX_ALARM_REPORT] = 7ull << 56 | 1ull << 32};
     zc_comm *c = x->child;
     if (k >= HX_ALARM_NO_STATUS && k <= HX_ALARM_REPORT) c->wire->alarm(c->wire_state, words[k]);
     for (uint32_t p = 0; p < HX_RANKS && k == HX_CREDIT_AHEAD; p++)
@@ -305,14 +310,16 @@ static int hx_case_run(hx_rank *x, hx_kind k) {
         return HX_FAIL(x, "allgather: %s", zc_comm_error_text(x->child));
     /* Every rank is past the exchange before rank 1 writes into the windows, and rank 1 is
      * done writing before anyone calls. */
-    if (!hx_parent_barrier(x)) return HX_FAIL(x, "parent barrier: %s", zc_comm_error_text(x->parent));
+    if (!hx_parent_barrier(x))
+        return HX_FAIL(x, "parent barrier: %s", zc_comm_error_text(x->parent));
     if (x->me == HX_ATTACKER) {
         hx_f.child = x->child;
         hx_f.kind = k;
         memcpy(hx_f.peer, all, sizeof all);
         hx_write_words(x, k);
     }
-    if (!hx_parent_barrier(x)) return HX_FAIL(x, "parent barrier: %s", zc_comm_error_text(x->parent));
+    if (!hx_parent_barrier(x))
+        return HX_FAIL(x, "parent barrier: %s", zc_comm_error_text(x->parent));
     bool leak = false, wrong = false;
     uint64_t t0 = hx_now();
     zc_status st = hx_call(x, k, &leak, &wrong);

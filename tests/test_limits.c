@@ -25,7 +25,8 @@ void limits_sizes_read_as_people_write_them(void) {
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         char buf[24];
         zc__fmt_bytes(buf, sizeof buf, k[i].bytes);
-        if (strcmp(buf, k[i].text) != 0) printf("    %llu: \"%s\"\n", (unsigned long long)k[i].bytes, buf);
+        if (strcmp(buf, k[i].text) != 0)
+            printf("    %llu: \"%s\"\n", (unsigned long long)k[i].bytes, buf);
         ZT_CHECK(strcmp(buf, k[i].text) == 0);
     }
 }

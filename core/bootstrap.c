@@ -30,7 +30,8 @@
  * "ZCBR" barrier (an allgather of one byte under its own kind, so that a barrier facing an
  * allgather is reported, not absorbed). An exchange: every client sends NOTE{kind, 0, its rank,
  * 0, 0, bytes_each} + its blob; the root reads ranks 1..n-1 in order, checks kind and length
- * against its own, then answers each NOTE{kind, OK, 0, 0, 0, n * bytes_each} + all blobs. On
+ * against its own, then answers each NOTE{kind, OK, 0, 0, 0, n * bytes_each} + all blobs (each
+ * client checks that its own blob in the reply is what it sent: ZC_MISMATCH otherwise). On
  * any failure it sends every client NOTE{its kind, code, culprit rank, value, expect, 0}
  * instead, so no rank waits for the deadline when the root knows the outcome.
  *
@@ -888,6 +889,31 @@ static zc_status zc_root_exchange(zc__boot *b, uint32_t kind, const uint8_t *min
     return ZC_OK;
 }
 
+/* Receives rank 0's reply of every rank's blob of bytes into all, but this rank's own entry,
+ * which is compared with mine as it arrives instead (mine may lie at that very place) and then
+ * copied in: rank 0 relays what every rank sent, and each rank checks its own, cheaply. */
+static zc_status zc_recv_reply(zc__boot *b, uint32_t kind, const uint8_t *mine, uint8_t *all,
+                               uint32_t bytes) {
+    size_t at = (size_t)b->rank * bytes, end = at + bytes, total = (size_t)b->nranks * bytes;
+    uint8_t piece[1024];
+    bool same = true;
+    zc_plat_rc rc = zc_plat_tcp_recv_all(b->root_sock, all, at, b->deadline_ns); /* rank > 0 */
+    for (size_t off = at, n = 0; rc == ZC_PLAT_OK && off < end; off += n) {
+        n = end - off < sizeof piece ? end - off : sizeof piece;
+        rc = zc_plat_tcp_recv_all(b->root_sock, piece, n, b->deadline_ns);
+        same = same && (rc != ZC_PLAT_OK || __builtin_memcmp(piece, mine + (off - at), n) == 0);
+    }
+    if (rc == ZC_PLAT_OK && end < total)
+        rc = zc_plat_tcp_recv_all(b->root_sock, all + end, total - end, b->deadline_ns);
+    if (rc != ZC_PLAT_OK) return zc_io_fail(b, rc, 0, kind);
+    if (!same)
+        return zc_fail(b, ZC_MISMATCH, "rank 0 answered %s with an entry for rank %u other than "
+                       "the %u bytes rank %u sent: the rendezvous stream is corrupt",
+                       zc_kind_name(kind), b->rank, bytes, b->rank);
+    __builtin_memmove(all + at, mine, bytes);
+    return ZC_OK;
+}
+
 static zc_status zc_client_exchange(zc__boot *b, uint32_t kind, const uint8_t *mine,
                                     uint8_t *all, uint32_t bytes) {
     uint8_t note[ZC_NOTE_BYTES];
@@ -903,8 +929,7 @@ static zc_status zc_client_exchange(zc__boot *b, uint32_t kind, const uint8_t *m
     if (got_kind != kind || len != total)
         return zc_fail(b, ZC_MISMATCH, "rank 0 answered %s with a malformed reply (kind 0x%x, "
                        "%u bytes where %u were due)", zc_kind_name(kind), got_kind, len, total);
-    rc = zc_plat_tcp_recv_all(b->root_sock, all, total, b->deadline_ns);
-    return rc == ZC_PLAT_OK ? ZC_OK : zc_io_fail(b, rc, 0, kind);
+    return zc_recv_reply(b, kind, mine, all, bytes);
 }
 
 /* Streams out of step after a failure cannot be trusted again: a failed exchange closes b. */

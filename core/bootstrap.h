@@ -48,7 +48,9 @@ zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t deadline_ns,
                         size_t err_cap);
 /* all[r * bytes_each .. ] = rank r's mine, on every rank (collective). bytes_each is the same
  * on every rank, 1..ZC_BOOT_MAX_BLOB; a rank sending a different size is ZC_MISMATCH. mine may
- * be this rank's own place in all. */
+ * be this rank's own place in all. What it guarantees: this rank's own entry is what it sent
+ * (checked as it arrives; a reply that differs is ZC_MISMATCH); the other entries are what
+ * rank 0, which proved the secret, relayed (the stream after the handshake carries no tag). */
 zc_status zc__boot_allgather(zc__boot *b, const void *mine, void *all, size_t bytes_each);
 /* Returns once every rank has entered (collective). */
 zc_status zc__boot_barrier(zc__boot *b);

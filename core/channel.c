@@ -77,10 +77,21 @@ void zc__tx_flush(zc_comm *comm) {
             if (zc_chan(comm, lane, p)->tx_unposted) (void)zc_repost(comm, lane, p);
 }
 
+/* The peer's credit on channel c (messages of it the peer consumed), as the wire reads it from
+ * what the peer wrote: never more than were written to it, or the peer wrote a count no rank
+ * writes (the communicator fails; the last good count stands). */
+static uint64_t zc_credit(zc_comm *comm, const zc__req *r, uint32_t peer, const zc__chan *c) {
+    uint64_t v = comm->wire->credits(comm->wire_state, r->lane, peer);
+    if (v <= c->tx_count) return v;
+    zc__bad_peer(comm, r, peer, "a credit for %llu messages on a channel that carried %llu",
+                 (unsigned long long)v, (unsigned long long)c->tx_count);
+    return c->tx_credit;
+}
+
 bool zc__tx_consumed(zc_comm *comm, const zc__req *r, uint32_t peer, uint64_t k) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
     uint64_t m = r->tx_base[peer] + k;
-    if (c->tx_credit <= m) c->tx_credit = comm->wire->credits(comm->wire_state, r->lane, peer);
+    if (c->tx_credit <= m) c->tx_credit = zc_credit(comm, r, peer, c);
     return c->tx_credit > m;
 }
 
@@ -94,7 +105,7 @@ uint8_t *zc__tx_begin_n(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, si
     if (c->tx_count != m) return 0; /* not this message's turn */
     if (c->tx_unposted && !zc_repost(comm, r->lane, peer)) return 0; /* the one before first */
     if (m - c->tx_credit >= comm->cfg.slots) {
-        c->tx_credit = comm->wire->credits(comm->wire_state, r->lane, peer);
+        c->tx_credit = zc_credit(comm, r, peer, c);
         if (m - c->tx_credit >= comm->cfg.slots) return 0; /* the peer's ring is full */
     }
     uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
@@ -114,6 +125,10 @@ zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const
     if (st == ZC_OK || st == ZC_AGAIN) return st; /* AGAIN: the schedule puts it again */
     return zc_post_failed(comm, r->s.kind, r->seq, peer, k, "put the payload of", st);
 }
+
+#ifdef ZC_TEST_HOOKS
+void (*zc__test_forge)(const zc_comm *comm, uint32_t peer, zc__hdr *h, uint8_t *payload);
+#endif
 
 static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
                             uint32_t placed) {
@@ -137,6 +152,9 @@ static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
     h->bytes = (uint32_t)bytes;
     h->src = comm->rank;
     h->placed = placed;
+#ifdef ZC_TEST_HOOKS
+    if (zc__test_forge) zc__test_forge(comm, peer, h, zc_payload(h, bytes));
+#endif
     zc_status st = comm->wire->post(comm->wire_state, r->lane, peer, slot,
                                     zc_post_bytes(bytes, placed), m + 1u);
     if (st != ZC_OK && st != ZC_AGAIN)
@@ -179,7 +197,8 @@ static bool zc_matches(const zc_comm *comm, const zc__req *r, const zc__hdr *h, 
            h->bytes == expect_bytes;
 }
 
-static void zc_mismatch(zc_comm *comm, zc__req *r, const zc__hdr *h, uint32_t peer) {
+static void zc_mismatch(zc_comm *comm, zc__req *r, const zc__hdr *h, uint32_t peer, uint64_t k,
+                        size_t expect_bytes) {
     char mine[96], theirs[96];
     zc__describe(mine, sizeof mine, r->s.kind, r->s.count, r->s.dtype, r->s.op, zc_hdr_root(r));
     zc__describe(theirs, sizeof theirs, h->kind, h->count, h->dtype, h->op, h->root);
@@ -195,6 +214,12 @@ static void zc_mismatch(zc_comm *comm, zc__req *r, const zc__hdr *h, uint32_t pe
                  "region but rank %u with buffers %sin it (the single-copy schedule needs "
                  "every rank's in it)", (unsigned long long)r->seq, comm->rank, mine,
                  r->s.alg == ZC_ALG_SYM ? "" : "not ", peer, h->alg == ZC_ALG_SYM ? "" : "not ");
+    else if (h->comm_id == comm->comm_id && h->alg == r->s.alg && zc_same_call(r, h))
+        zc__fail(comm, ZC_MISMATCH, r->seq, (int32_t)peer, 0,
+                 "mismatch at sequence %llu of %s: rank %u sent a message whose header says "
+                 "message %u of %u bytes from rank %u, where rank %u expected message %llu of "
+                 "%zu bytes from it", (unsigned long long)r->seq, mine, peer, h->step, h->bytes,
+                 h->src, comm->rank, (unsigned long long)(uint32_t)k, expect_bytes);
     else
         zc__fail(comm, ZC_MISMATCH, r->seq, (int32_t)peer, 0,
                  "mismatch at sequence %llu: rank %u called %s but rank %u called %s",
@@ -240,7 +265,7 @@ const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
                                            zc_wait_lines(expect_bytes));
     if (!h) return 0;
     if (!zc_matches(comm, r, h, peer, k, expect_bytes)) {
-        zc_mismatch(comm, r, h, peer);
+        zc_mismatch(comm, r, h, peer, k, expect_bytes);
         return 0;
     }
     zc_prefetch_next(comm, h, slot, expect_bytes);

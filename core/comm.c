@@ -101,9 +101,13 @@ zc_wire_geom zc__geom(const zc_comm *c, uint64_t comm_id, void *const *windows) 
 
 /* What every rank tells the others at init. */
 typedef struct zc_hello {
-    uint64_t pid, nonce, host;
+    uint64_t nonce, host;
+    uint32_t pid; /* its low bits: the nonce where the platform has no randomness */
     uint32_t slots, slot_bytes, transport, sym_pages; /* sym_pages: cfg->sym_bytes / 4096 */
     uint32_t gpu; /* zc_gpu_word: the gpu provider and path asked for */
+    /* What the platform leaves it before any window is taken (zc_plat_mem_room): memory in
+     * MiB, lockable memory in KiB; UINT32_MAX: no limit known. */
+    uint32_t room_mib, lock_kib;
 } zc_hello;
 _Static_assert(sizeof(zc_hello) <= ZC_SCRATCH_RANK_BYTES, "hellos fit the init scratch");
 
@@ -175,6 +179,64 @@ static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all) {
     c->cfg.transport = t; /* children of a split stay on the same wire */
     c->wire = zc__wire_for(&c->cfg);
     return ZC_OK;
+}
+
+zc_status zc__room_check(zc_comm *c, uint32_t who, uint32_t k, uint64_t room, uint64_t lock) {
+    zc_wire_geom g = zc__geom(c, c->comm_id, 0);
+    uint64_t mem = 0, locked = 0;
+    char need[24], each[24], left[24];
+    c->wire->takes(&g, &mem, &locked);
+    uint64_t all = mem > UINT64_MAX / k ? UINT64_MAX : mem * k;
+    if (all > room) {
+        zc__fmt_bytes(need, sizeof need, all);
+        zc__fmt_bytes(each, sizeof each, mem);
+        zc__fmt_bytes(left, sizeof left, room);
+        zc__fmt(c->err, sizeof c->err, "the %u window%s on rank %u's host need%s %s of %s "
+                "memory (%s each%s) but the memory limit there (cgroup, MemAvailable) leaves "
+                "%s: lower %sZC_SLOTS or ZC_SLOT_BYTES", k, k > 1 ? "s" : "", who,
+                k > 1 ? "" : "s", need, locked ? "registered" : "shared", each,
+                c->cfg.sym_bytes ? ", with its ZC_SYM_BYTES region" : "", left,
+                c->cfg.sym_bytes ? "ZC_SYM_BYTES, " : "");
+        return ZC_LIMIT;
+    }
+    if (locked <= lock) return ZC_OK;
+    zc__fmt_bytes(need, sizeof need, locked);
+    zc__fmt_bytes(left, sizeof left, lock);
+    zc__fmt(c->err, sizeof c->err, "rank %u registers %s with the NIC (rings and staging for "
+            "%u ranks) but its RLIMIT_MEMLOCK leaves %s: raise it (ulimit -l unlimited; "
+            "LimitMEMLOCK=infinity for systemd or slurmd) or lower ZC_SLOTS or ZC_SLOT_BYTES",
+            who, need, c->nranks, left);
+    return ZC_LIMIT;
+}
+
+/* Whether every rank's window fits what the platform leaves, decided alike on every rank from
+ * the hellos (each rank's room was read before any rank took its window): on each host the
+ * windows of all its ranks within the least room one of them reported, each rank's registered
+ * bytes within its own lockable room. ZC_LIMIT with the numbers (comm->err) otherwise. */
+static zc_status zc_check_room(zc_comm *c, const zc_hello *all) {
+    zc_status st = ZC_OK;
+    for (uint32_t r = 0; r < c->nranks && st == ZC_OK; r++) {
+        uint32_t q = 0, k = 0;
+        uint64_t room = UINT64_MAX;
+        while (all[q].host != all[r].host) q++; /* the lowest rank on r's host */
+        for (uint32_t p = r; p < c->nranks && q == r; p++) {
+            if (all[p].host != all[r].host) continue;
+            uint64_t mine = all[p].room_mib == UINT32_MAX ? UINT64_MAX
+                                                           : (uint64_t)all[p].room_mib << 20;
+            k++;
+            room = mine < room ? mine : room;
+        }
+        uint64_t lock = all[r].lock_kib == UINT32_MAX ? UINT64_MAX
+                                                       : (uint64_t)all[r].lock_kib << 10;
+        st = zc__room_check(c, r, k ? k : 1, k ? room : UINT64_MAX, lock);
+    }
+    return st;
+}
+
+/* Bytes in units of 1 << shift for a hello: UINT32_MAX for no limit, never for a real one. */
+static uint32_t zc_room_units(uint64_t bytes, unsigned shift) {
+    if (bytes == UINT64_MAX) return UINT32_MAX;
+    return bytes >> shift >= UINT32_MAX ? UINT32_MAX - 1u : (uint32_t)(bytes >> shift);
 }
 
 /* spin_polls auto: with more ranks on this host than CPUs this process may use, a rank that
@@ -317,6 +379,21 @@ static zc_status zc_open_wire(zc_comm *c, zc__boot *b) {
     return st;
 }
 
+/* Rank 0 of a job whose secret was derived from public launcher values says so, once per
+ * process: such a job is open to any process that reaches its rendezvous address. */
+static void zc_warn_derived(const zc_config *cfg) {
+    static uint32_t warned;
+    char line[ZC_ERROR_TEXT_BYTES];
+    if (cfg->rank != 0 || cfg->nranks < 2 || !zc__secret_derived(cfg) ||
+        __atomic_exchange_n(&warned, 1u, __ATOMIC_RELAXED))
+        return;
+    zc__fmt(line, sizeof line, "the job secret is derived from public launcher values (the "
+            "rendezvous address %s, the launcher's job id): any process that reaches that "
+            "address can join this job as a rank; give the job a secret of its own with "
+            "ZC_SECRET or ZC_SECRET_FILE (docs/security.md)", cfg->root_addr);
+    zc_plat_log(ZC_PLAT_LOG_WARN, line);
+}
+
 zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
                        zc_comm **comm_out) {
     zc_comm *c = 0;
@@ -335,6 +412,7 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
         zc__set_init_error("cfg->transport is ZC_TRANSPORT_INPROC: use zc_comm_init_inproc");
         return ZC_INVALID_ARG;
     }
+    zc_warn_derived(cfg);
     zc__boot *boot = (zc__boot *)(void *)c->scratch; /* too large for small stacks */
     zc_hello *all = (zc_hello *)(void *)(c->scratch + sizeof(zc__boot));
     uint64_t deadline = zc__deadline_after(zc_plat_now_ns(), c->cfg.init_timeout_ns);
@@ -344,13 +422,18 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
         return st;
     }
     char host_why[128] = "";
-    zc_hello mine = {zc_plat_process_id(), 0, zc_host_hash(host_why, sizeof host_why),
-                     cfg->slots, cfg->slot_bytes, (uint32_t)cfg->transport,
-                     (uint32_t)(cfg->sym_bytes >> 12), zc_gpu_word(cfg)};
+    zc_plat_room room, none = {UINT64_MAX, UINT64_MAX, ZC_PLAT_ROOM_UNKNOWN, 0};
+    if (zc_plat_mem_room(&room) != ZC_PLAT_OK) room = none; /* nothing checked */
+    zc_hello mine = {0, zc_host_hash(host_why, sizeof host_why),
+                     (uint32_t)zc_plat_process_id(), cfg->slots, cfg->slot_bytes,
+                     (uint32_t)cfg->transport, (uint32_t)(cfg->sym_bytes >> 12),
+                     zc_gpu_word(cfg), zc_room_units(room.avail_bytes, 20),
+                     zc_room_units(room.lock_bytes, 10)};
     if (zc_plat_random(&mine.nonce, sizeof mine.nonce) != ZC_PLAT_OK) mine.nonce = mine.pid;
     st = zc__boot_allgather(boot, &mine, all, sizeof mine);
     if (st == ZC_OK) st = zc_check_hellos(c, all, host_why);
     if (st == ZC_OK) st = zc_pick_wire(c, all);
+    if (st == ZC_OK) st = zc_check_room(c, all);
     if (st == ZC_OK && !cfg->spin_polls) zc_auto_spin(c, all);
     if (st == ZC_OK) {
         c->comm_id = zc__siphash(cfg->secret, &all[0].nonce, sizeof all[0].nonce);
@@ -458,6 +541,20 @@ zc_status zc_comm_fini(zc_comm *comm) {
 
 /* ---- memory registration ---- */
 
+/* Whether the NIC may pin bytes more of this process's memory: its RLIMIT_MEMLOCK less what
+ * is pinned already (zc_plat_mem_room), a sentence with the numbers otherwise, before the
+ * registration is tried. */
+static zc_status zc_lockable(zc_comm *comm, size_t bytes) {
+    zc_plat_room room;
+    char want[24], left[24];
+    if (zc_plat_mem_room(&room) != ZC_PLAT_OK || bytes <= room.lock_bytes) return ZC_OK;
+    zc__fmt_bytes(want, sizeof want, bytes);
+    zc__fmt_bytes(left, sizeof left, room.lock_bytes);
+    return zc__error(comm, ZC_LIMIT, "zc_mem_register: the NIC would pin %s, but this process's "
+                     "RLIMIT_MEMLOCK (ulimit -l) leaves %s: raise it (ulimit -l unlimited) or "
+                     "register less", want, left);
+}
+
 static zc_status zc_mem_register_locked(zc_comm *comm, void *addr, size_t bytes,
                                         zc_mem_kind kind, zc_mem **mem_out) {
     if (!addr || !bytes || !mem_out)
@@ -475,8 +572,10 @@ static zc_status zc_mem_register_locked(zc_comm *comm, void *addr, size_t bytes,
         e->mr = (zc_wire_mr){0};
         if (comm->wire->mem_register && comm->put_min) { /* the wire writes into it */
             char why[160];
-            zc_status st = comm->wire->mem_register(comm->wire_state, addr, bytes, ZC_MEM_HOST,
-                                                    -1, 0, &e->mr, why, sizeof why);
+            zc_status st = zc_lockable(comm, bytes);
+            if (st != ZC_OK) return st;
+            st = comm->wire->mem_register(comm->wire_state, addr, bytes, ZC_MEM_HOST, -1, 0,
+                                          &e->mr, why, sizeof why);
             if (st != ZC_OK) return zc__error(comm, st, "zc_mem_register: %s", why);
         }
         e->addr = addr;

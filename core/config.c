@@ -249,7 +249,8 @@ static bool zc_env_addr(zc_config *c, zc_env_err *err) {
 }
 
 /* FNV-1a over the launcher's job identity: keeps unrelated jobs apart when no ZC_SECRET is
- * given; it is not a defence against an attacker (set ZC_SECRET for that). */
+ * given; it is not a defence against an attacker (set ZC_SECRET or ZC_SECRET_FILE for that),
+ * and rank 0 says so once at init (zc__secret_derived). */
 static void zc_derive_secret(zc_config *c) {
     static const char *const ids[] = {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID",
                                       "OMPI_MCA_ess_base_jobid", "MASTER_ADDR", "MASTER_PORT"};
@@ -266,8 +267,45 @@ static void zc_derive_secret(zc_config *c) {
     c->secret_set = true;
 }
 
+bool zc__secret_derived(const zc_config *cfg) {
+    zc_config d = *cfg;
+    zc_derive_secret(&d);
+    return cfg->secret_set && zc__memcmp(d.secret, cfg->secret, sizeof d.secret) == 0;
+}
+
+/* ZC_SECRET_FILE: the secret as 32 hex digits in a file (blanks and line ends around them are
+ * ignored), read here, once. */
+static bool zc_env_secret_file(zc_config *c, const char *path, zc_env_err *err) {
+    char text[128], os[96];
+    size_t len = 0, at = 0;
+    zc_plat_rc rc = zc_plat_read_file(path, text, sizeof text - 1u, &len);
+    if (rc != ZC_PLAT_OK) {
+        zc_plat_os_error_text(zc_plat_os_error(), os, sizeof os);
+        zc__fmt(err->text, err->cap, "ZC_SECRET_FILE=\"%s\" cannot be read: %s (%s)", path,
+                zc_plat_rc_name(rc), os);
+        return false;
+    }
+    text[len] = '\0';
+    while (len && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ' ||
+                   text[len - 1] == '\t'))
+        text[--len] = '\0';
+    while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n')) at++;
+    if (!zc__parse_hex(text + at, c->secret, sizeof c->secret)) {
+        zc__fmt(err->text, err->cap, "ZC_SECRET_FILE=\"%s\" does not hold 32 hex digits (it has "
+                "%zu characters)", path, len - at);
+        return false;
+    }
+    c->secret_set = true;
+    return true;
+}
+
 static bool zc_env_secret(zc_config *c, zc_env_err *err) {
-    const char *s = zc_plat_getenv("ZC_SECRET");
+    const char *s = zc_plat_getenv("ZC_SECRET"), *file = zc_plat_getenv("ZC_SECRET_FILE");
+    if (s && file) {
+        zc__fmt(err->text, err->cap, "ZC_SECRET and ZC_SECRET_FILE are both set: set one");
+        return false;
+    }
+    if (file) return zc_env_secret_file(c, file, err);
     if (s) {
         if (!zc__parse_hex(s, c->secret, sizeof c->secret)) {
             zc__fmt(err->text, err->cap, "ZC_SECRET is not 32 hex digits (it has %zu characters)",
@@ -279,7 +317,8 @@ static bool zc_env_secret(zc_config *c, zc_env_err *err) {
     }
     if (c->secret_set) return true; /* the caller set one: keep it */
     if (zc_plat_getenv("ZC_RANK") && c->nranks > 1) {
-        zc__fmt(err->text, err->cap, "ZC_SECRET is unset while ZC_RANK is set (zcrun sets both)");
+        zc__fmt(err->text, err->cap, "ZC_SECRET is unset while ZC_RANK is set (zcrun sets both; "
+                "ZC_SECRET_FILE serves too)");
         return false;
     }
     if (c->nranks > 1) zc_derive_secret(c);
@@ -405,16 +444,23 @@ static bool zc_env_tunables(zc_config *c, zc_env_err *err) {
     return zc_env_ib(c, err) && zc_env_gpu(c, err);
 }
 
-zc_status zc_config_from_env(zc_config *cfg) {
+/* zc_config_from_env (launcher: rank, size, rendezvous and secret too) and
+ * zc_config_tunables_from_env. */
+static zc_status zc_from_env(zc_config *cfg, bool launcher) {
     if (!cfg) return ZC_INVALID_ARG;
     zc_config c = *cfg;
     zc_env_err err = {cfg->error_text, sizeof cfg->error_text};
     cfg->error_text[0] = '\0';
-    if (!zc_env_ranks(&c, &err) || !zc_env_addr(&c, &err) || !zc_env_secret(&c, &err) ||
-        !zc_env_tunables(&c, &err))
+    if (launcher && (!zc_env_ranks(&c, &err) || !zc_env_addr(&c, &err) ||
+                     !zc_env_secret(&c, &err)))
         return ZC_INVALID_ARG;
+    if (!zc_env_tunables(&c, &err)) return ZC_INVALID_ARG;
     if (!zc__config_check(&c, cfg->error_text, sizeof cfg->error_text)) return ZC_INVALID_ARG;
     c.error_text[0] = '\0';
     *cfg = c;
     return ZC_OK;
 }
+
+zc_status zc_config_from_env(zc_config *cfg) { return zc_from_env(cfg, true); }
+
+zc_status zc_config_tunables_from_env(zc_config *cfg) { return zc_from_env(cfg, false); }

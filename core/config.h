@@ -10,6 +10,9 @@
 /* True if cfg is usable; otherwise false with a sentence naming the field in why (may be
  * NULL). */
 bool zc__config_check(const zc_config *cfg, char *why, size_t cap);
+/* Whether cfg's secret is the one zc_config_from_env derives from public launcher values
+ * (the rendezvous address, job ids) when none was given: anyone who can read them has it. */
+bool zc__secret_derived(const zc_config *cfg);
 /* Splits "host:port"; false unless both parts are there and the port is 1..65535. */
 bool zc__split_addr(const char *addr, char *host, size_t host_cap, uint16_t *port);
 

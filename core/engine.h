@@ -519,6 +519,11 @@ static inline bool zc__comm_ok(const zc_comm *comm) {
 zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_comm **out,
                     char *err);
 zc_wire_geom zc__geom(const zc_comm *c, uint64_t comm_id, void *const *windows);
+/* Whether the window c's wire takes at create (wire.h's takes) fits what the platform leaves:
+ * k ranks' windows within room bytes of memory on rank who's host, its registered bytes within
+ * lock bytes of lockable memory (UINT64_MAX: no limit). ZC_LIMIT with a sentence giving the
+ * numbers and what to change in c->err otherwise. */
+zc_status zc__room_check(zc_comm *c, uint32_t who, uint32_t k, uint64_t room, uint64_t lock);
 /* Once the wire and the device state are up: placement, and the communicator made live. */
 void zc__open_live(zc_comm *c);
 /* Builds an in-process group of n ranks over arenas[], each with cfg's sizes (the init error
@@ -540,12 +545,17 @@ zc_status zc__gpu_open(zc_comm *comm, bool *gather);
 bool zc__gpu_gathers(const zc_comm *comm);
 /* The path from every rank's record. Direct path: direct when every rank can take it, else
  * staged; ZC_UNSUPPORTED when cfg->gpu_path is direct and a rank cannot, ZC_MISMATCH when the
- * landing areas differ. Shared memory: the first call judges which peers' devices this rank's
- * reads and asks for *again (one more gather of the records); the second takes ipc when every
- * rank reads every peer's device, else staged (ZC_UNSUPPORTED when cfg->gpu_path is ipc). comm->
- * err says which rank and why; the caller closes the communicator. The same on every rank: the
- * decision reads only the gathered records. */
+ * landing areas differ or a record is malformed. Shared memory: the first call judges which
+ * peers' devices this rank's reads and asks for *again (one more gather of the records); the
+ * second takes ipc when every rank reads every peer's device, else staged (ZC_UNSUPPORTED when
+ * cfg->gpu_path is ipc). comm->err says which rank and why; the caller closes the
+ * communicator. The same on every rank: the decision reads only the gathered records. */
 zc_status zc__gpu_path(zc_comm *comm, bool *again);
+/* Rank p's landing record q as it arrived: a reason of zc__land_no, or a landing whose every
+ * byte (its nranks collective areas, then send/recv's slots) lies below the top of the address
+ * space, under a key of the wire's 32-bit key space. False, with the sentence in comm->err, for
+ * a record no rank of the job writes. */
+bool zc__land_take(zc_comm *comm, uint32_t p, const zc__gpu_peer *q);
 void zc__gpu_close(zc_comm *comm);
 zc_status zc__gpu_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem **mem_out);
 /* The device side of a deregistration: ZC_OK when e may be cleared now; ZC_IN_PROGRESS with *req
@@ -613,6 +623,12 @@ void zc__flat(const zc_comm *comm, zc__sched *s);
  * r->place, and when it is not 0 r->pl (which peers exchange ready messages with r;
  * zc_reserve reserves them). */
 void zc__place_plan(zc_comm *comm, zc__req *r);
+/* Peer p's placement ready message (its payload in), read before a put uses it: no
+ * destination (raddr 0), or one under which this call's stream to p stays below the top of the
+ * address space, with a key of the wire's 32-bit key space (wire.h); into r->pl[p]. Where in
+ * p's memory the puts land is p's NIC's to check against p's registration: a put writes only
+ * into p. False when the message failed the communicator (zc__bad_peer). */
+bool zc__place_take(zc_comm *comm, zc__req *r, uint32_t p, const uint8_t *in);
 /* Moves r forward within *budget messages; sets r->status to ZC_OK when finished. Host, sym
  * and device (sched_gpu.c) schedules; a staged call is sched_stage.c's (progress.c picks). */
 void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget);
@@ -636,6 +652,10 @@ uint32_t zc__gpu_steps(const zc_comm *comm, const zc__sched *s);
 void zc__gpu_begin(zc_comm *comm, zc__req *r);
 /* zc__step of a device schedule: phase transitions, one unit of *budget each. */
 void zc__gpu_step(zc_comm *comm, zc__req *r, uint32_t *budget);
+/* Whether rank p's registered buffers are in this process's address space as they are in p's
+ * (p is this rank, or the communicator is in-process): then its records' addresses are used
+ * as they are, else the provider maps their handles (and unmaps them at the end). */
+bool zc__gpu_one_space(const zc_comm *comm, uint32_t p);
 /* The CUDA registration holding [p, p+bytes) entirely; *partial when one overlaps it only. */
 int32_t zc__gpu_find(const zc_comm *comm, const void *p, size_t bytes, bool *partial);
 /* Shared with sched_put.c. A stream-ordered call's gate: true once its stream wrote the start
@@ -661,6 +681,11 @@ void zc__put_route(const zc_comm *comm, zc__sched *s);
 uint64_t zc__put_msgs(const zc_comm *comm, const zc__sched *s, uint32_t peer, bool tx);
 /* At issue: r's phase, rounds, registrations and turn at the landing. */
 void zc__put_begin(zc_comm *comm, zc__req *r);
+/* Peer p's READY (its payload src), read before a put uses it: its recv's address, under
+ * which every byte this call puts there (p's whole recv) stays below the top of the address
+ * space, and a key of the wire's 32-bit key space; into r->pl[p]. As for zc__place_take, the
+ * puts' place in p's memory is p's NIC's to check. False when it failed the communicator. */
+bool zc__put_take_ready(zc_comm *comm, zc__req *r, uint32_t p, const uint8_t *src);
 /* zc__step of a put schedule: messages and phase transitions, one unit of *budget each. */
 void zc__put_step(zc_comm *comm, zc__req *r, uint32_t *budget);
 /* Device steps (launches) a stream-ordered put call of s makes. */
@@ -704,6 +729,13 @@ static inline bool zc__rx_placed(const uint8_t *payload, size_t bytes) {
     size_t at = bytes <= ZC_INLINE_BYTES ? __builtin_offsetof(zc__hdr, inl) : ZC_SLOT_HDR_BYTES;
     return ((const zc__hdr *)(const void *)(payload - at))->placed != 0;
 }
+#ifdef ZC_TEST_HOOKS
+/* Test builds only (configure.py compiles channel.c so for zctest, never for the library): when
+ * set, called with every message this process publishes, header filled and payload written,
+ * just before the wire posts it; it may change any byte (tests/test_hostile.c plays a hostile
+ * rank with it). */
+extern void (*zc__test_forge)(const zc_comm *comm, uint32_t peer, zc__hdr *h, uint8_t *payload);
+#endif
 /* Posts again the messages the wire refused for now (ZC_AGAIN), before the steps of every
  * zc_progress: a message the peer waits for must not wait on this rank's next send. */
 void zc__tx_flush(zc_comm *comm);
@@ -735,6 +767,15 @@ zc_status zc__error(zc_comm *comm, zc_status status, const char *fmt, ...)
 /* The sentence zc_init_error_text returns (init, split, in-process groups). */
 void zc__set_init_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void zc__vset_init_error(const char *fmt, va_list ap);
+/* Whether [off, off + bytes) lies in [0, region); bytes 0 addresses nothing and always does. */
+static inline bool zc__span_in(uint64_t off, uint64_t bytes, uint64_t region) {
+    return !bytes || (off <= region && bytes <= region - off);
+}
+/* A field of peer's message that no rank of the job sends (an offset, length, key or count out
+ * of the range it addresses): fails the communicator with ZC_MISMATCH and the sentence "<call>
+ * sequence <seq>: rank <peer> sent <what fmt says>; ...", before the field is used. */
+zc_status zc__bad_peer(zc_comm *comm, const zc__req *r, uint32_t peer, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* "zc_allreduce(count 10, int32, sum)": the call a header or request describes (root: a send's
  * or receive's tag, shown when not 0). */
 void zc__describe(char *buf, size_t cap, uint32_t kind, uint64_t count, uint32_t dtype,
@@ -797,12 +838,13 @@ zc_gpu_geom zc__gpu_geometry(const zc_config *cfg);
 /* Why cfg picks no gpu provider (zc__gpu_provider gave NULL). */
 const char *zc__gpu_absent(const zc_config *cfg);
 
-/* Blocks of count elements in the send and recv buffers of a call of kind at this rank (0: not
- * used here); the host checks, the device routing and the symmetric schedule read one rule. */
-static inline void zc__extents(const zc_comm *c, uint32_t kind, uint32_t root_rank,
-                               uint64_t *sblocks, uint64_t *rblocks) {
+/* Blocks of count elements in the send and recv buffers of a call of kind at rank (0: not
+ * used there); the host checks, the device routing, the symmetric schedule and the checks of
+ * what peers say about their buffers read one rule. zc__extents: at this rank. */
+static inline void zc__extents_at(const zc_comm *c, uint32_t rank, uint32_t kind,
+                                  uint32_t root_rank, uint64_t *sblocks, uint64_t *rblocks) {
     uint64_t n = c->nranks;
-    bool root = c->rank == root_rank;
+    bool root = rank == root_rank;
     *sblocks = *rblocks = 1;
     switch (kind) {
     case ZC_K_REDUCE: *rblocks = root; break;
@@ -817,6 +859,10 @@ static inline void zc__extents(const zc_comm *c, uint32_t kind, uint32_t root_ra
     case ZC_K_BARRIER: *sblocks = *rblocks = 0; break;
     default: break;
     }
+}
+static inline void zc__extents(const zc_comm *c, uint32_t kind, uint32_t root_rank,
+                               uint64_t *sblocks, uint64_t *rblocks) {
+    zc__extents_at(c, c->rank, kind, root_rank, sblocks, rblocks);
 }
 
 /* Elements [lo, hi) of block b when count elements are split into n balanced blocks. */

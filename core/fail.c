@@ -80,6 +80,17 @@ zc_status zc__fail(zc_comm *comm, zc_status status, uint64_t seq, int32_t peer, 
     return st;
 }
 
+zc_status zc__bad_peer(zc_comm *comm, const zc__req *r, uint32_t peer, const char *fmt, ...) {
+    char what[160];
+    va_list ap;
+    va_start(ap, fmt);
+    zc__vfmt(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return zc__fail(comm, ZC_MISMATCH, r->seq, (int32_t)peer, 0, "%s sequence %llu: rank %u sent "
+                    "%s; no rank of this job sends that, so this communicator has failed",
+                    zc__kind_name(r->s.kind), (unsigned long long)r->seq, peer, what);
+}
+
 const char *zc__kind_name(uint32_t kind) {
     /* Every kind named: a missing one would be a NULL in sentences. */
     static const char *const names[ZC_K_COUNT_] = {

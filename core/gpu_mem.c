@@ -159,6 +159,21 @@ zc_status zc__gpu_open(zc_comm *c, bool *gather) {
     return ZC_OK;
 }
 
+bool zc__land_take(zc_comm *c, uint32_t p, const zc__gpu_peer *q) {
+    uint64_t slots = (uint64_t)c->nranks * c->cfg.slots * c->cfg.slot_bytes;
+    bool fits = q->area <= (UINT64_MAX - slots) / c->nranks &&
+                zc__span_in(q->addr, (uint64_t)c->nranks * q->area + slots, UINT64_MAX);
+    if (q->no > ZC_LAND_SMALL || (q->no == ZC_LAND_OK && (!q->addr || !q->area || !fits ||
+                                                          q->rkey > UINT32_MAX))) {
+        zc__fmt(c->err, sizeof c->err, "rank %u sent a landing record no rank of this job "
+                "writes (reason %u, address 0x%llx, key 0x%llx, areas of %llu bytes)", p, q->no,
+                (unsigned long long)q->addr, (unsigned long long)q->rkey,
+                (unsigned long long)q->area);
+        return false;
+    }
+    return true;
+}
+
 /* First round: this rank's verdict on the devices of the peers it must read. */
 static void zc_gpu_judge(zc_comm *c, struct zc__gpu *g) {
     zc__gpu_peer *mine = &g->peers[c->rank];
@@ -218,6 +233,7 @@ zc_status zc__gpu_path(zc_comm *c, bool *again) {
     uint32_t bad = c->nranks, first = c->nranks;
     for (uint32_t p = 0; p < c->nranks; p++) {
         const zc__gpu_peer *q = &g->peers[p];
+        if (!zc__land_take(c, p, q)) return ZC_MISMATCH;
         if (q->no != ZC_LAND_OK) {
             if (bad == c->nranks) bad = p;
         } else if (first == c->nranks) {
@@ -247,10 +263,10 @@ zc_status zc__gpu_path(zc_comm *c, bool *again) {
     return zc_gpu_decided(c, g, ZC_GPU_PATH_STAGED, why);
 }
 
-static void zc_gpu_unmap(struct zc__gpu *g, uint32_t e) {
+static void zc_gpu_unmap(const zc_comm *c, struct zc__gpu *g, uint32_t e) {
     for (uint32_t p = 0; p < g->nranks; p++) {
         size_t i = (size_t)e * g->nranks + p;
-        if (p != g->rank && g->mapped[i] && g->recs[i].pid != g->pid)
+        if (g->mapped[i] && !zc__gpu_one_space(c, p))
             g->ops->ipc_close(g->state, &g->recs[i], g->mapped[i]);
         g->mapped[i] = 0;
     }
@@ -262,7 +278,7 @@ void zc__gpu_close(zc_comm *c) {
     if (g->land_mr.handle) c->wire->mem_deregister(c->wire_state, &g->land_mr);
     g->ops->fini(g->state); /* waits for the stream: no kernel reads a peer's buffer after */
     for (uint32_t e = 0; e < c->cfg.max_mems; e++)
-        if (c->mems[e].gstate == ZC_GMEM_MAPPED) zc_gpu_unmap(g, e);
+        if (c->mems[e].gstate == ZC_GMEM_MAPPED) zc_gpu_unmap(c, g, e);
     c->gpu = 0;
 }
 
@@ -446,7 +462,7 @@ zc_status zc__gpu_mem_deregister(zc_comm *c, zc__mem_entry *e, zc_req *req) {
     bool shared = e->gstate == ZC_GMEM_MAPPED && g->nranks > 1 && !c->failed;
     zc_status st = shared ? zc_gpu_issue_close(c, e, req) : ZC_OK;
     if (st != ZC_OK) return st; /* nothing changed */
-    if (e->gstate == ZC_GMEM_MAPPED) zc_gpu_unmap(g, i);
+    if (e->gstate == ZC_GMEM_MAPPED) zc_gpu_unmap(c, g, i);
     e->gstate = shared ? ZC_GMEM_CLOSING : ZC_GMEM_FREE; /* closing: calls no longer find it */
     return shared ? ZC_IN_PROGRESS : ZC_OK;
 }

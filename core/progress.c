@@ -181,12 +181,29 @@ static void zc_retire(zc_comm *comm, uint32_t pos) {
     comm->nreqs_active--;
 }
 
-/* The failure a peer reported into our window (word: its alarm word), off the hot path. */
+/* Whether a failure report's status byte names a failure of a communicator: a status of the
+ * map below 0, but ZC_AGAIN (a call's back-pressure, never a communicator's state). */
+static bool zc_alarm_status(uint64_t word, zc_status *st) {
+    uint32_t code = (uint32_t)(word >> 56);
+    *st = (zc_status)(-(int32_t)code);
+    return code != 0 && *st != ZC_AGAIN && !zc__streq(zc_status_name(*st), "ZC_UNKNOWN_STATUS");
+}
+
+/* The failure a peer reported into our window (word: its alarm word), off the hot path. Any
+ * peer may write the word, so every value is decoded as untrusted: a report that names no
+ * failure status, a rank outside the communicator, or this rank (which has not failed, or it
+ * would not be reading) fails the communicator as a broken peer would, never an assertion. */
 __attribute__((noinline, cold)) static void zc_alarmed(zc_comm *comm, uint64_t word) {
-    zc_status st = (zc_status)(-(int32_t)(word >> 56));
+    zc_status st;
     uint32_t who = (uint32_t)(word >> 32) & 0xffffffu;
     uint64_t seq = word & 0xffffffffu;
-    if (who == comm->rank) return; /* our own report, mirrored in our window */
+    if (!zc_alarm_status(word, &st) || who >= comm->nranks || who == comm->rank) {
+        zc__fail(comm, ZC_MISMATCH, comm->seq, -1, 0, "rank %u's failure-report word holds "
+                 "0x%llx, which is no report (status byte %u, rank %u of %u): a peer wrote it "
+                 "out of turn; this communicator has failed", comm->rank,
+                 (unsigned long long)word, (unsigned)(word >> 56), who, comm->nranks);
+        return;
+    }
     char mine[112];
     zc__fmt(mine, sizeof mine, "rank %u has no call of that sequence in flight", comm->rank);
     for (uint32_t i = 0; i < comm->nreqs_active; i++) {

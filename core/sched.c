@@ -176,6 +176,23 @@ typedef struct zc_ready_msg {
     uint64_t raddr, rkey;
 } zc_ready_msg;
 
+bool zc__place_take(zc_comm *comm, zc__req *r, uint32_t p, const uint8_t *in) {
+    zc_ready_msg msg;
+    zc_stream st;
+    zc__memcpy(&msg, in, sizeof msg);
+    zc_placed_stream(comm, &r->s, comm->rank, p, &st);
+    uint64_t bytes = st.len * r->s.esize;
+    if (msg.raddr && (!zc__span_in(msg.raddr, bytes, UINT64_MAX) || msg.rkey > UINT32_MAX)) {
+        zc__bad_peer(comm, r, p, "a ready message naming address 0x%llx key 0x%llx for a "
+                     "stream of %llu bytes", (unsigned long long)msg.raddr,
+                     (unsigned long long)msg.rkey, (unsigned long long)bytes);
+        return false;
+    }
+    r->pl[p].raddr = msg.raddr;
+    r->pl[p].rkey = msg.rkey;
+    return true;
+}
+
 static void zc_place_handshake(zc_comm *comm, zc__req *r, uint32_t *budget) {
     const zc__sched *s = &r->s;
     bool done = true;
@@ -203,9 +220,7 @@ static void zc_place_handshake(zc_comm *comm, zc__req *r, uint32_t *budget) {
             if (!in) {
                 if (comm->failed) return;
             } else {
-                zc__memcpy(&msg, in, sizeof msg);
-                pl->raddr = msg.raddr;
-                pl->rkey = msg.rkey;
+                if (!zc__place_take(comm, r, p, in)) return;
                 zc__rx_consume(comm, r, p);
                 pl->got = 1;
                 (*budget)--;

@@ -73,13 +73,20 @@ int32_t zc__gpu_find(const zc_comm *c, const void *p, size_t bytes, bool *partia
     return -1;
 }
 
+bool zc__gpu_one_space(const zc_comm *c, uint32_t p) {
+    return p == c->rank || c->cfg.transport == ZC_TRANSPORT_INPROC;
+}
+
 /* The registration schedule's last phase: maps the peers' buffers of entry e from the records
- * its exchange brought; false when that failed the communicator. */
-static bool zc_gpu_map(zc_comm *c, struct zc__gpu *g, uint32_t e) {
-    zc__mem_entry *me = &c->mems[e];
+ * its exchange brought; false when that failed the communicator. A peer's own address is used
+ * only where every rank shares this address space (zc__gpu_one_space), never on a process id
+ * the record claims; elsewhere the provider maps the record's handle and refuses a range
+ * [offset, offset + bytes) outside the allocation the handle names. */
+static bool zc_gpu_map(zc_comm *c, struct zc__gpu *g, zc__req *r) {
+    zc__mem_entry *me = &c->mems[r->mem];
     me->gstate = ZC_GMEM_FAILED;
     for (uint32_t p = 0; p < g->nranks; p++) {
-        size_t i = (size_t)e * g->nranks + p;
+        size_t i = (size_t)r->mem * g->nranks + p;
         zc_gpu_ipc *rec = &g->recs[i];
         if (!rec->valid || rec->creg != me->creg) {
             zc__fail(c, ZC_MISMATCH, c->seq, (int32_t)p, 0, "zc_mem_register: rank %u's CUDA "
@@ -87,16 +94,20 @@ static bool zc_gpu_map(zc_comm *c, struct zc__gpu *g, uint32_t e) {
                      "its CUDA buffers in the same order", p, rec->creg, g->rank, me->creg);
             return false;
         }
-        /* One address space: the same process identity (a pid alone may repeat across PID
-         * namespaces). */
-        const zc_gpu_ipc *mine = &g->recs[(size_t)e * g->nranks + g->rank];
-        if (p == g->rank || (rec->pid == g->pid && rec->process == mine->process)) {
+        if (!rec->bytes || !zc__span_in(rec->offset, rec->bytes, UINT64_MAX)) {
+            zc__bad_peer(c, r, p, "a CUDA registration record of %llu bytes at offset %llu",
+                         (unsigned long long)rec->bytes, (unsigned long long)rec->offset);
+            return false;
+        }
+        if (zc__gpu_one_space(c, p)) {
             g->mapped[i] = (uint8_t *)(uintptr_t)rec->addr;
             continue;
         }
         void *m = 0;
         if (g->ops->ipc_open(g->state, rec, &m) != ZC_OK) {
-            zc_gpu_fail(c, g, ZC_GPU, "zc_mem_register: mapping a peer's buffer", c->seq);
+            char what[64];
+            zc__fmt(what, sizeof what, "zc_mem_register: mapping rank %u's buffer", p);
+            zc_gpu_fail(c, g, ZC_GPU, what, c->seq);
             return false;
         }
         g->mapped[i] = m;
@@ -173,27 +184,41 @@ static void zc_gpu_ref(const zc_comm *c, const void *p, uint32_t *creg, uint64_t
     *off = (uint64_t)((const uint8_t *)p - (const uint8_t *)c->mems[e].addr);
 }
 
-/* The peer's buffer at (creg, off) in this process; false while that registration is not
- * mapped here yet. */
-static bool zc_gpu_resolve(const zc_comm *c, uint32_t peer, uint32_t creg, uint64_t off,
-                           uint8_t **out) {
+/* The peer's buffer at (creg, off) in this process, where the call addresses bytes of it;
+ * false while that registration's exchange is still running here, or when the reference is
+ * one no rank of the job sends (no registration of that number, or bytes past the end of the
+ * peer's registered range: the communicator failed). */
+static bool zc_gpu_resolve(zc_comm *c, const zc__req *r, uint32_t peer, uint32_t creg,
+                           uint64_t off, uint64_t bytes, const char *what, uint8_t **out) {
     struct zc__gpu *g = c->gpu;
     *out = 0;
-    if (creg == ZC_GPU_NONE) return true;
-    for (uint32_t e = 0; e < c->cfg.max_mems; e++) {
+    if (creg == ZC_GPU_NONE && !bytes) return true;
+    for (uint32_t e = 0; e < c->cfg.max_mems && creg != ZC_GPU_NONE; e++) {
         const zc__mem_entry *me = &c->mems[e];
         if (!me->addr || me->kind != ZC_MEM_CUDA || me->creg != creg) continue;
         if (me->gstate != ZC_GMEM_MAPPED) return false;
-        *out = g->mapped[(size_t)e * g->nranks + peer] + off;
+        size_t i = (size_t)e * g->nranks + peer;
+        if (!zc__span_in(off, bytes, g->recs[i].bytes)) {
+            zc__bad_peer(c, r, peer, "a READY that puts its %s buffer (%llu bytes) at offset "
+                         "%llu of its CUDA registration %u of %llu bytes", what,
+                         (unsigned long long)bytes, (unsigned long long)off, creg,
+                         (unsigned long long)g->recs[i].bytes);
+            return false;
+        }
+        *out = g->mapped[i] + off;
         return true;
     }
-    return false; /* its exchange has not been issued here yet: wait */
+    zc__bad_peer(c, r, peer, "a READY that names CUDA registration %d for its %s buffer (%llu "
+                 "bytes), which this rank does not hold", creg == ZC_GPU_NONE ? -1 : (int)creg,
+                 what, (unsigned long long)bytes);
+    return false;
 }
 
 /* Takes peer's READY; false when it cannot be used yet (or the communicator failed). */
 static bool zc_gpu_take_hello(zc_comm *c, zc__req *r, uint32_t p, const uint8_t *payload) {
     struct zc__gpu *g = c->gpu;
     zc_ghello h;
+    uint64_t sblk, rblk, blk = r->s.count * r->s.esize;
     zc__memcpy(&h, payload, sizeof h);
     if (h.round_elems != r->round_elems) {
         zc__fail(c, ZC_MISMATCH, r->seq, (int32_t)p, 0, "%s sequence %llu: rank %u works in "
@@ -204,8 +229,10 @@ static bool zc_gpu_take_hello(zc_comm *c, zc__req *r, uint32_t p, const uint8_t 
                  (unsigned long long)r->round_elems);
         return false;
     }
-    return zc_gpu_resolve(c, p, h.send_creg, h.send_off, &r->ptrs[p]) &&
-           zc_gpu_resolve(c, p, h.recv_creg, h.recv_off, &r->ptrs[g->nranks + p]);
+    zc__extents_at(c, p, r->s.kind, r->s.root, &sblk, &rblk);
+    return zc_gpu_resolve(c, r, p, h.send_creg, h.send_off, blk * sblk, "send", &r->ptrs[p]) &&
+           zc_gpu_resolve(c, r, p, h.recv_creg, h.recv_off, blk * rblk, "recv",
+                          &r->ptrs[g->nranks + p]);
 }
 
 /* Sends message k to every peer (READY's payload for k == 0) and consumes message k from every
@@ -452,7 +479,7 @@ static bool zc_gpu_advance(zc_comm *c, struct zc__gpu *g, zc__req *r) {
                                                   : ZC_G_FINISHED;
         return true;
     case ZC_G_MAP:
-        if (!zc_gpu_map(c, g, r->mem)) return false;
+        if (!zc_gpu_map(c, g, r)) return false;
         r->phase = ZC_G_FINISHED;
         return true;
     case ZC_G_MAIN:

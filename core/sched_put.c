@@ -273,6 +273,23 @@ static bool zc_put_after(zc_comm *c, zc__req *r, uint32_t p, uint64_t k) {
 
 /* ---- the phases' message work ---- */
 
+bool zc__put_take_ready(zc_comm *c, zc__req *r, uint32_t p, const uint8_t *src) {
+    uint64_t sblk, rblk;
+    zc_pready m;
+    zc__memcpy(&m, src, sizeof m);
+    zc__extents_at(c, p, r->s.kind, r->s.root, &sblk, &rblk);
+    uint64_t bytes = r->s.count * r->s.esize * rblk;
+    if (!m.raddr || !zc__span_in(m.raddr, bytes, UINT64_MAX) || m.rkey > UINT32_MAX) {
+        zc__bad_peer(c, r, p, "a READY naming address 0x%llx key 0x%llx for a recv of %llu "
+                     "bytes", (unsigned long long)m.raddr, (unsigned long long)m.rkey,
+                     (unsigned long long)bytes);
+        return false;
+    }
+    r->pl[p].raddr = m.raddr;
+    r->pl[p].rkey = m.rkey;
+    return true;
+}
+
 /* READY to every peer that puts into this rank's recv, and from every peer this rank puts
  * into; true once all went both ways. */
 static bool zc_put_ready(zc_comm *c, zc__req *r, uint32_t *budget) {
@@ -291,10 +308,7 @@ static bool zc_put_ready(zc_comm *c, zc__req *r, uint32_t *budget) {
         if (in.ready && zc__rx_done(c, r, p) == 0 && *budget) {
             const uint8_t *src = zc__rx_peek(c, r, p, 0, sizeof(zc_pready));
             if (src) {
-                zc_pready m;
-                zc__memcpy(&m, src, sizeof m);
-                r->pl[p].raddr = m.raddr;
-                r->pl[p].rkey = m.rkey;
+                if (!zc__put_take_ready(c, r, p, src)) return false;
                 zc__rx_consume(c, r, p);
                 (*budget)--;
             }

@@ -163,6 +163,8 @@ static zc_status zc_split(zc_comm *parent, int color, int key, void *arena, size
         zc_child_place(all, parent->nranks, parent->rank, &cc.rank, &cc.nranks);
         if (one_host && parent->wire_auto) cc.transport = ZC_TRANSPORT_SHM;
         local = zc__carve(&cc, arena, arena_bytes, &c, err);
+        zc_plat_room room, none = {UINT64_MAX, UINT64_MAX, ZC_PLAT_ROOM_UNKNOWN, 0};
+        if (local != ZC_OK || zc_plat_mem_room(&room) != ZC_PLAT_OK) room = none;
         if (local == ZC_OK) {
             c->wire_auto = parent->wire_auto;
             c->host = parent->host;
@@ -171,8 +173,11 @@ static zc_status zc_split(zc_comm *parent, int color, int key, void *arena, size
             zc_wire_geom g = zc__geom(c, id, 0);
             ab = c->wire->addr_bytes(&g);
             ZC_ASSERT(ab <= c->addr_bytes && ab <= ZC_WIRE_MAX_ADDR_BYTES);
-            local = c->wire->create(c->wire_state, &g, 0, ab ? c->addrs + cc.rank * ab : 0,
-                                    c->err, sizeof c->err);
+            /* This rank's own window first; the others check theirs. */
+            local = zc__room_check(c, cc.rank, 1, room.avail_bytes, room.lock_bytes);
+            if (local == ZC_OK)
+                local = c->wire->create(c->wire_state, &g, 0, ab ? c->addrs + cc.rank * ab : 0,
+                                        c->err, sizeof c->err);
             created = local == ZC_OK;
             if (local != ZC_OK && ab) __builtin_memset(c->addrs + cc.rank * ab, 0xff, ab);
         }

@@ -10,6 +10,8 @@
  * every other algorithm) and writes it where the result goes; a copy collective's chunk copies
  * are numbered over (destination rank, source rank, chunk) and rank r does those numbered
  * r, r + n, r + 2n, ... State: r->a = the next chunk (reductions) or copy number of this rank.
+ * A peer's offsets are checked when its ready message is read (zc_sym_take): every byte the
+ * call addresses through them lies in that peer's region, whatever the peer wrote.
  *
  * A send and its recv exchange one message, the sender's "ready" with its send buffer's
  * offset: the receiver copies straight from the sender's region into its recv and consumes the
@@ -153,6 +155,30 @@ static bool zc_sym_signal(zc_sym_ctx *x, uint64_t k) {
     return all;
 }
 
+/* Peer p's ready message in: the offsets of its send and recv buffers, each checked against
+ * the region for the bytes this call reads or writes there (p's extents), before any is used
+ * (r->pl[p]: raddr the send's, rkey the recv's). False when that failed the communicator. */
+static bool zc_sym_take(const zc_sym_ctx *x, uint32_t p, const uint8_t *in) {
+    const zc__sched *s = &x->r->s;
+    uint64_t sblk, rblk, blk = s->count * x->es, region = zc_sym_bytes(x->c);
+    zc_sym_ready o;
+    zc__memcpy(&o, in, sizeof o);
+    /* A recv's peer is the send of the pair: its send buffer, no recv. */
+    zc__extents_at(x->c, p, s->kind == ZC_K_RECV ? ZC_K_SEND : s->kind, s->root, &sblk, &rblk);
+    uint64_t off[2] = {o.send_off, o.recv_off}, bytes[2] = {blk * sblk, blk * rblk};
+    for (int b = 0; b < 2; b++)
+        if (!zc__span_in(off[b], bytes[b], region)) {
+            zc__bad_peer(x->c, x->r, p, "a ready message that puts its %s buffer (%llu bytes) "
+                         "at offset %llu of its symmetric region, which has %llu bytes",
+                         b ? "recv" : "send", (unsigned long long)bytes[b],
+                         (unsigned long long)off[b], (unsigned long long)region);
+            return false;
+        }
+    x->r->pl[p].raddr = o.send_off;
+    x->r->pl[p].rkey = o.recv_off;
+    return true;
+}
+
 /* Consumes message k from every peer that has sent it; true once all have. */
 static bool zc_sym_await(zc_sym_ctx *x, uint64_t k) {
     bool all = true;
@@ -164,12 +190,7 @@ static bool zc_sym_await(zc_sym_ctx *x, uint64_t k) {
             all = false;
             continue;
         }
-        if (k == 0) {
-            zc_sym_ready o;
-            zc__memcpy(&o, in, sizeof o);
-            x->r->pl[p].raddr = o.send_off;
-            x->r->pl[p].rkey = o.recv_off;
-        }
+        if (k == 0 && !zc_sym_take(x, p, in)) return false;
         zc__rx_consume(x->c, x->r, p);
         (*x->budget)--;
     }
@@ -259,10 +280,7 @@ static void zc_sym_p2p(zc_sym_ctx *x) {
     }
     if (!r->b) {
         const uint8_t *in = *x->budget ? zc__rx_peek(x->c, r, p, 0, sizeof(zc_sym_ready)) : 0;
-        if (!in) return;
-        zc_sym_ready o;
-        zc__memcpy(&o, in, sizeof o);
-        r->pl[p].raddr = o.send_off;
+        if (!in || !zc_sym_take(x, p, in)) return;
         r->b = 1;
         (*x->budget)--;
     }

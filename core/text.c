@@ -103,6 +103,11 @@ static size_t zc_convert(zc_out *o, const char *f, va_list *ap) {
     case 'd': zc_put_i64(o, va_arg(*ap, int)); break;
     case 'u': zc_put_u64(o, va_arg(*ap, unsigned), 10); break;
     case 'x': zc_put_u64(o, va_arg(*ap, unsigned), 16); break;
+    case 'p':
+        zc_put(o, '0');
+        zc_put(o, 'x');
+        zc_put_u64(o, (uintptr_t)va_arg(*ap, const void *), 16);
+        break;
     default: zc_put(o, '%'); if (f[0]) zc_put(o, f[0]); break;
     }
     return f[0] ? 1 : 0;
@@ -133,4 +138,18 @@ size_t zc__fmt(char *buf, size_t cap, const char *fmt, ...) {
     size_t n = zc__vfmt(buf, cap, fmt, ap);
     va_end(ap);
     return n;
+}
+
+size_t zc__fmt_bytes(char *buf, size_t cap, uint64_t bytes) {
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    uint32_t u = 0;
+    while (u + 1u < sizeof units / sizeof units[0] && bytes >> (10u * (u + 1u))) u++;
+    uint64_t whole = bytes >> (10u * u), rest = bytes & ((1ull << (10u * u)) - 1u);
+    if (u == 0 || whole >= 10u) return zc__fmt(buf, cap, "%llu %s", (unsigned long long)whole,
+                                               units[u]);
+    uint32_t down = u == 6u ? 10u : 0u; /* rest * 100 stays below 2^64 */
+    uint64_t hundredths = (rest >> down) * 100u / (1ull << (10u * u - down)); /* truncated */
+    return zc__fmt(buf, cap, "%llu.%llu%llu %s", (unsigned long long)whole,
+                   (unsigned long long)(hundredths / 10u),
+                   (unsigned long long)(hundredths % 10u), units[u]);
 }

@@ -23,6 +23,9 @@ size_t zc__strlcpy(char *dst, const char *src, size_t cap);
 bool zc__parse_u64(const char *s, uint64_t *out);
 /* Parses exactly 2*bytes hex digits into out; false otherwise. */
 bool zc__parse_hex(const char *s, uint8_t *out, size_t bytes);
+/* "1.00 GiB", "230 MiB", "8.02 MiB", "512 bytes": bytes for a sentence (two decimals below 10
+ * of a unit, truncated). Returns the length written. */
+size_t zc__fmt_bytes(char *buf, size_t cap, uint64_t bytes);
 /* zc__vfmt, zc__fmt: the sentence formatter, shared with the providers (provider/fmt.h). */
 #include "fmt.h"
 

@@ -493,10 +493,27 @@ static zc_status zc_cuda_ipc_open(void *state, const zc_gpu_ipc *in, void **mapp
     if (s != ZC_OK) return s;
     memcpy(&h, in->handle, sizeof h);
     cudaError_t e = cudaIpcOpenMemHandle(&base, h, cudaIpcMemLazyEnablePeerAccess);
-    if (e != cudaSuccess) s = zc_cuda_fail(st, e, "cudaIpcOpenMemHandle");
+    /* The record is a peer's word: its range must lie in the allocation the handle opened. */
+    CUdeviceptr alloc = 0;
+    size_t size = 0;
+    CUresult r = e == cudaSuccess ? st->fn.range(&alloc, &size, (CUdeviceptr)(uintptr_t)base)
+                                  : CUDA_SUCCESS;
+    uint64_t past = (uint64_t)alloc + size - (uint64_t)(uintptr_t)base;
+    bool fits = r == CUDA_SUCCESS && in->offset <= past && in->bytes <= past - in->offset;
+    if (e == cudaSuccess && !fits) (void)cudaIpcCloseMemHandle(base);
     zc_dev_leave(st, &gd);
-    if (s == ZC_OK) *mapped = (uint8_t *)base + in->offset;
-    return s;
+    if (e != cudaSuccess) return zc_cuda_fail(st, e, "cudaIpcOpenMemHandle");
+    if (r != CUDA_SUCCESS) return zc_cu_fail(st, r, "cuMemGetAddressRange");
+    if (!fits) {
+        zc__fmt(st->err, sizeof st->err, "ipc_open: the record of process %llu names bytes "
+                "[%llu, %llu + %llu) of an allocation of %llu bytes",
+                (unsigned long long)in->pid, (unsigned long long)in->offset,
+                (unsigned long long)in->offset, (unsigned long long)in->bytes,
+                (unsigned long long)past);
+        return ZC_GPU;
+    }
+    *mapped = (uint8_t *)base + in->offset;
+    return ZC_OK;
 }
 
 static void zc_cuda_ipc_close(void *state, const zc_gpu_ipc *in, void *mapped) {

@@ -260,9 +260,13 @@ void zc_config_default(zc_config *cfg);
 /* Fills rank, nranks, local_rank, root_addr and secret from the launcher's environment, first
  * match wins: zcrun's ZC_RANK/ZC_NRANKS/ZC_LOCAL_RANK/ZC_ROOT_ADDR/ZC_SECRET; torchrun's
  * RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT; Open MPI's OMPI_COMM_WORLD_RANK/SIZE/
- * LOCAL_RANK; Slurm's SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID. ZC_ROOT_ADDR and ZC_SECRET, when
- * set, apply under every launcher; MASTER_ADDR:(MASTER_PORT+1) is the rendezvous when
- * ZC_ROOT_ADDR is absent (torchrun keeps MASTER_PORT for its own store). Tunables:
+ * LOCAL_RANK; Slurm's SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID. ZC_ROOT_ADDR and ZC_SECRET (or
+ * ZC_SECRET_FILE, a file holding the 32 hex digits, read here once), when set, apply under
+ * every launcher; MASTER_ADDR:(MASTER_PORT+1) is the rendezvous when ZC_ROOT_ADDR is absent
+ * (torchrun keeps MASTER_PORT for its own store). Without a secret, more than one rank gets
+ * one derived from public launcher values (the rendezvous address, job ids), which keeps
+ * unrelated jobs apart but no intruder out: rank 0's zc_comm_init then logs a warning, once
+ * (docs/security.md says how to pass a secret under each launcher). Tunables:
  * ZC_TIMEOUT_MS, ZC_SLOT_BYTES, ZC_SLOTS, ZC_MAX_REQUESTS, ZC_SPIN_POLLS, ZC_TRANSPORT
  * (auto|shm|ib), ZC_IB_DEVICE, ZC_IB_PORT, ZC_IB_GID_INDEX (or auto), ZC_IB_QPS_PER_PEER,
  * ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT, ZC_IB_ZCOPY_MIN_BYTES, ZC_GPU_DEVICE (-2, -1 or an
@@ -270,9 +274,15 @@ void zc_config_default(zc_config *cfg);
  * (auto|cuda|sim), ZC_GPU_PATH (auto|ipc|staged|direct), ZC_GPU_STAGE_BYTES, ZC_SYM_BYTES,
  * ZC_THREADS (multi|serial). No launcher variables at all leaves the single-rank default.
  * Malformed values (non-numeric, rank >= size, size 0, more than one rank without a
- * rendezvous address, a secret that is not 32 hex digits) return ZC_INVALID_ARG with a
- * sentence naming the variable in cfg->error_text; cfg is then unchanged but for error_text. */
+ * rendezvous address, a secret that is not 32 hex digits, an unreadable ZC_SECRET_FILE, both
+ * ZC_SECRET and ZC_SECRET_FILE) return ZC_INVALID_ARG with a sentence naming the variable in
+ * cfg->error_text; cfg is then unchanged but for error_text. */
 zc_status zc_config_from_env(zc_config *cfg);
+/* zc_config_from_env's tunables only (ZC_TIMEOUT_MS to ZC_GPU_STAGE_BYTES, ZC_SYM_BYTES,
+ * ZC_THREADS): rank, size, rendezvous and secret stay as cfg has them, and no launcher
+ * variable is read; for a caller that takes those from elsewhere (zcoll_torch: torch's own
+ * rank, size and store). The same refusals, sentence and all-or-nothing update. */
+zc_status zc_config_tunables_from_env(zc_config *cfg);
 
 /* Exact bytes of arena zc_comm_init needs for cfg (every byte of the communicator's state; the
  * shared-memory windows are mapped separately, except in-process where they are in the arena);

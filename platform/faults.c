@@ -24,7 +24,7 @@
 #define ZC_FAULT_CALLS(X)                                                                     \
     X(shm_create) X(shm_open) X(shm_seal) X(shm_unmap) X(pages_alloc) X(pages_free)           \
     X(tcp_listen) X(tcp_accept) X(tcp_connect) X(tcp_send_all) X(tcp_recv_all)                \
-    X(tcp_recv_some) X(random) X(host_id) X(process_alive)
+    X(tcp_recv_some) X(random) X(host_id) X(process_alive) X(mem_room) X(read_file)
 
 enum {
 #define ZC_F_ENUM(name) ZC_F_##name,
@@ -142,6 +142,12 @@ zc_plat_rc zc_plat_host_id(char *buf, size_t cap) {
 }
 zc_plat_rc zc_plat_process_alive(uint64_t pid) {
     ZC_F_BEFORE(process_alive, zc_px_real_process_alive(pid));
+}
+zc_plat_rc zc_plat_mem_room(zc_plat_room *out) {
+    ZC_F_BEFORE(mem_room, zc_px_real_mem_room(out));
+}
+zc_plat_rc zc_plat_read_file(const char *path, void *buf, size_t cap, size_t *len_out) {
+    ZC_F_BEFORE(read_file, zc_px_real_read_file(path, buf, cap, len_out));
 }
 #else
 typedef int zc_faults_not_built; /* ISO C wants something in a translation unit */

@@ -23,6 +23,8 @@
 #define zc_plat_random zc_px_real_random
 #define zc_plat_host_id zc_px_real_host_id
 #define zc_plat_process_alive zc_px_real_process_alive
+#define zc_plat_mem_room zc_px_real_mem_room
+#define zc_plat_read_file zc_px_real_read_file
 #endif
 
 #include "platform.h"
@@ -46,6 +48,8 @@ zc_plat_rc zc_px_real_tcp_recv_some(int sock, void *buf, size_t cap, size_t *got
 zc_plat_rc zc_px_real_random(void *buf, size_t bytes);
 zc_plat_rc zc_px_real_host_id(char *buf, size_t cap);
 zc_plat_rc zc_px_real_process_alive(uint64_t pid);
+zc_plat_rc zc_px_real_mem_room(zc_plat_room *out);
+zc_plat_rc zc_px_real_read_file(const char *path, void *buf, size_t cap, size_t *len_out);
 
 /* Sets posix.c's per-thread OS error, as a failed call would. */
 void zc_px_set_os_error(int os_error);

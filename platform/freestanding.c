@@ -14,7 +14,9 @@
  *      replaces all hooks (not thread-safe against concurrent zcoll calls).
  *   4. Minimum for a working communicator: now_ns (deadlines), panic, log; shm_* for the
  *      shared-memory wire in process mode; tcp_* for the bootstrap; random for the job secret;
- *      pages_* for transport_ib (its registered rings and staging slots).
+ *      pages_* for transport_ib (its registered rings and staging slots); mem_room so that
+ *      init refuses windows the memory cannot hold (without it nothing is checked); read_file
+ *      for ZC_SECRET_FILE.
  *   Missing hooks: result functions return ZC_PLAT_UNSUPPORTED, now_ns/process_id/os_error
  *   return 0, cpus returns 0 (unknown), getenv returns NULL, log drops the line, cpu_relax
  *   falls back to a pause instruction, sleep_ns spins on now_ns (if installed), and panic
@@ -231,6 +233,18 @@ zc_plat_rc zc_plat_host_id(char *buf, size_t cap) {
 
 uint64_t zc_plat_process_id(void) {
     return zc_fs_hooks.process_id ? zc_fs_hooks.process_id(zc_fs_hooks.user) : 0;
+}
+
+zc_plat_rc zc_plat_mem_room(zc_plat_room *out) {
+    if (!out) return ZC_PLAT_INVALID;
+    *out = (zc_plat_room){UINT64_MAX, UINT64_MAX, ZC_PLAT_ROOM_UNKNOWN, 0};
+    if (!zc_fs_hooks.mem_room) return ZC_PLAT_UNSUPPORTED;
+    return zc_fs_hooks.mem_room(zc_fs_hooks.user, out);
+}
+
+zc_plat_rc zc_plat_read_file(const char *path, void *buf, size_t cap, size_t *len_out) {
+    if (!zc_fs_hooks.read_file) return ZC_PLAT_UNSUPPORTED;
+    return zc_fs_hooks.read_file(zc_fs_hooks.user, path, buf, cap, len_out);
 }
 
 zc_plat_rc zc_plat_process_alive(uint64_t pid) {

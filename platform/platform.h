@@ -50,13 +50,16 @@ void zc_plat_sleep_ns(uint64_t ns);     /* sleep at least ns (blocks: init/tests
 /* ---- shared memory between the processes of one host (init-time only) ----
  * create makes a new segment of bytes, zero-filled, with every page reserved now (a backing
  * store that cannot hold it fails here with the OS's error, never later with a fault on first
- * touch), maps it read-write and fills *ref with what another process of this host needs to
- * map it. name (up to 62 of [A-Za-z0-9._-], after an optional '/') only labels the segment for
- * diagnostics (/proc/PID/maps on Linux); it is never a name in a file system, so a process that
- * dies at any moment leaves nothing behind. open maps the segment of a ref made by another (or
- * this) process, which must be at least bytes long; it fails with ZC_PLAT_NOT_FOUND once the
- * creator has sealed it or exited. seal, by the creator only, gives up the means to open the
- * segment (mappings stay valid). unmap takes the address and size that create/open returned. */
+ * touch) and its size fixed for good (no process holding it can shrink it under a peer's
+ * mapping, or grow it), maps it read-write and fills *ref with what another process of this
+ * host needs to map it. name (up to 62 of [A-Za-z0-9._-], after an optional '/') only labels
+ * the segment for diagnostics (/proc/PID/maps on Linux); it is never a name in a file system,
+ * so a process that dies at any moment leaves nothing behind. open maps the segment of a ref
+ * made by another (or this) process, which must be at least bytes long and of a fixed size
+ * (ZC_PLAT_INVALID otherwise: a ref may come from a hostile peer); it fails with
+ * ZC_PLAT_NOT_FOUND once the creator has sealed it or exited. seal, by the creator only, gives
+ * up the means to open the segment (mappings stay valid). unmap takes the address and size
+ * that create/open returned. */
 #define ZC_PLAT_SHM_REF_WORDS 4u
 typedef struct zc_plat_shm_ref {
     uint64_t words[ZC_PLAT_SHM_REF_WORDS]; /* the port's own meaning (Linux: pid, fd, inode) */
@@ -108,6 +111,26 @@ uint64_t zc_plat_process_id(void);
  * exited (zombies count as exited). */
 zc_plat_rc zc_plat_process_alive(uint64_t pid);
 
+/* ---- what this process may take (init-time only) ----
+ * mem_room: how many more bytes of memory the process may take before something stops it (the
+ * tighter of its memory cgroup's limit, every ancestor's included, less what the cgroup holds,
+ * and the host's MemAvailable), and how many it may still lock, as a NIC's registration does
+ * (RLIMIT_MEMLOCK less what is pinned already; no limit with CAP_IPC_LOCK). Each is UINT64_MAX
+ * when there is no limit or the port cannot tell; avail_from says which bound avail_bytes. */
+typedef enum zc_plat_room_from {
+    ZC_PLAT_ROOM_UNKNOWN = 0, ZC_PLAT_ROOM_CGROUP = 1, ZC_PLAT_ROOM_HOST = 2
+} zc_plat_room_from;
+typedef struct zc_plat_room {
+    uint64_t avail_bytes; /* memory it may still take */
+    uint64_t lock_bytes;  /* memory it may still lock (register with a device) */
+    uint32_t avail_from;  /* zc_plat_room_from */
+    uint32_t pad_;
+} zc_plat_room;
+zc_plat_rc zc_plat_mem_room(zc_plat_room *out);
+/* Reads the file at path (at most cap bytes; a longer one is ZC_PLAT_INVALID) into buf and its
+ * length into *len_out: a secret the operator keeps in a file. */
+zc_plat_rc zc_plat_read_file(const char *path, void *buf, size_t cap, size_t *len_out);
+
 /* ---- diagnostics ---- */
 typedef enum zc_plat_log_level {
     ZC_PLAT_LOG_ERROR = 0, ZC_PLAT_LOG_WARN = 1, ZC_PLAT_LOG_INFO = 2, ZC_PLAT_LOG_DEBUG = 3
@@ -157,6 +180,9 @@ typedef struct zc_plat_hooks {
     zc_plat_rc (*pages_alloc)(void *user, size_t bytes, void **addr_out);
     zc_plat_rc (*pages_free)(void *user, void *addr, size_t bytes);
     void (*fd_close)(void *user, int fd);
+    zc_plat_rc (*mem_room)(void *user, zc_plat_room *out);
+    zc_plat_rc (*read_file)(void *user, const char *path, void *buf, size_t cap,
+                            size_t *len_out);
 } zc_plat_hooks;
 
 /* Installs the hooks (copied). Freestanding port only; call before any other zcoll function. */

@@ -28,11 +28,13 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -133,7 +135,11 @@ void zc_plat_sleep_ns(uint64_t ns) {
  * descriptor and mapping, whenever and however its processes end. Another process of the same
  * user opens it through the creator's descriptor, /proc/<pid>/fd/<fd>, for as long as the
  * creator keeps that descriptor (until seal). ref = {pid, fd, inode, bytes}: the inode tells a
- * reused pid and descriptor number from the segment. */
+ * reused pid and descriptor number from the segment. Its size is sealed at create (memfd seals:
+ * no shrink, no grow, no further seal) and open refuses a segment without those seals. */
+
+/* The seals of every segment: its size is fixed for good (and no seal can be added). */
+#define ZC_PX_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
 /* "[/][A-Za-z0-9._-]{1,62}": a label, checked so that diagnostics stay printable. */
 static int zc_px_shm_name_ok(const char *name) {
@@ -161,15 +167,18 @@ zc_plat_rc zc_plat_shm_create(const char *name, size_t bytes, void **addr_out,
     if (!zc_px_shm_name_ok(name) || bytes == 0 || bytes > (size_t)LLONG_MAX || !addr_out ||
         !ref_out)
         return zc_px_fail(ZC_PLAT_INVALID, EINVAL);
-    int fd = memfd_create(name[0] == '/' ? name + 1 : name, MFD_CLOEXEC); /* open until seal */
-    if (fd < 0) return zc_px_fail(ZC_PLAT_ERROR, errno);
+    int fd = memfd_create(name[0] == '/' ? name + 1 : name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return zc_px_fail(ZC_PLAT_ERROR, errno); /* open until zc_plat_shm_seal */
     /* fallocate, not ftruncate: every page is taken now, so a full memory or tmpfs limit is
-     * this call's error instead of a SIGBUS at the first store into an unbacked page. */
+     * this call's error instead of a SIGBUS at the first store into an unbacked page. Then the
+     * size is sealed before any peer can open it: no process holding the segment can shrink
+     * it under a mapping (a SIGBUS in every process that maps it) or grow it. */
     struct stat st;
     zc_plat_rc rc = ZC_PLAT_OK;
     int e = 0;
     do e = fallocate(fd, 0, 0, (off_t)bytes) != 0 ? errno : 0; while (e == EINTR);
     if (e) rc = zc_px_fail(ZC_PLAT_ERROR, e);
+    else if (fcntl(fd, F_ADD_SEALS, ZC_PX_SEALS) != 0) rc = zc_px_fail(ZC_PLAT_ERROR, errno);
     else if (fstat(fd, &st) != 0) rc = zc_px_fail(ZC_PLAT_ERROR, errno);
     else rc = zc_px_map(fd, bytes, addr_out);
     if (rc != ZC_PLAT_OK) {
@@ -184,7 +193,8 @@ zc_plat_rc zc_plat_shm_create(const char *name, size_t bytes, void **addr_out,
 }
 
 /* A ref whose process, descriptor or inode no longer names the segment is NOT_FOUND (the
- * creator sealed it or exited); a segment shorter than bytes is ZC_PLAT_INVALID. */
+ * creator sealed it or exited); a segment shorter than bytes, or whose size is not sealed (a
+ * peer's that it could shrink under this mapping), is ZC_PLAT_INVALID. */
 zc_plat_rc zc_plat_shm_open(const zc_plat_shm_ref *ref, size_t bytes, void **addr_out) {
     if (!ref || bytes == 0 || bytes > (size_t)LLONG_MAX || !addr_out || ref->words[0] == 0 ||
         ref->words[0] > INT_MAX || ref->words[1] > INT_MAX)
@@ -205,6 +215,8 @@ zc_plat_rc zc_plat_shm_open(const zc_plat_shm_ref *ref, size_t bytes, void **add
         rc = zc_px_fail(ZC_PLAT_NOT_FOUND, ENOENT);
     else if ((unsigned long long)st.st_size < (unsigned long long)bytes)
         rc = zc_px_fail(ZC_PLAT_INVALID, EINVAL);
+    else if ((fcntl(fd, F_GET_SEALS) & ZC_PX_SEALS) != ZC_PX_SEALS)
+        rc = zc_px_fail(ZC_PLAT_INVALID, EPERM);
     else
         rc = zc_px_map(fd, bytes, addr_out);
     close(fd);
@@ -576,6 +588,126 @@ zc_plat_rc zc_plat_process_alive(uint64_t pid) {
         if (e != EPERM) return zc_px_fail(ZC_PLAT_ERROR, e);
     }
     if (zc_px_is_zombie(p)) return zc_px_fail(ZC_PLAT_NOT_FOUND, ESRCH);
+    return ZC_PLAT_OK;
+}
+
+/* ---- what this process may take --------------------------------------------------------- */
+
+/* The first number of a small file ("max" and anything unreadable: UINT64_MAX). */
+static uint64_t zc_px_read_u64(const char *path) {
+    char text[64], *end = NULL;
+    if (zc_px_read_small(path, text, sizeof text) != ZC_PLAT_OK) return UINT64_MAX;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    return end == text || errno ? UINT64_MAX : (uint64_t)v;
+}
+
+/* The cgroup path of this process's memory controller, after its file system's mount point
+ * (v2: "0::/path" under /sys/fs/cgroup; v1: "N:...memory...:/path" under
+ * /sys/fs/cgroup/memory); false without one. */
+static bool zc_px_cgroup(char *dir, size_t cap, const char **top, bool *v2) {
+    char lines[2048];
+    if (zc_px_read_small("/proc/self/cgroup", lines, sizeof lines) != ZC_PLAT_OK) return false;
+    char *save = NULL;
+    for (char *ln = strtok_r(lines, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
+        const char *v1 = strstr(ln, ":memory:");
+        if (strncmp(ln, "0::", 3) == 0 || v1) {
+            *v2 = !v1;
+            *top = *v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory";
+            snprintf(dir, cap, "%s", *v2 ? ln + 3 : v1 + 8);
+            if (!*v2) return true; /* v1's memory line wins over a v2 line of a hybrid mount */
+        }
+    }
+    return *top != NULL;
+}
+
+/* The room its memory cgroup leaves this process: every level from its own up to the top,
+ * v2 (memory.max - memory.current) or v1 (memory.limit_in_bytes - memory.usage_in_bytes), the
+ * least; UINT64_MAX without a limit or a cgroup file system to read. */
+static uint64_t zc_px_cgroup_room(void) {
+    char dir[512], path[600];
+    const char *top = NULL;
+    bool v2 = true;
+    if (!zc_px_cgroup(dir, sizeof dir, &top, &v2)) return UINT64_MAX;
+    uint64_t room = UINT64_MAX;
+    for (int depth = 0; depth < 64; depth++) { /* bounded: each pass drops one level */
+        snprintf(path, sizeof path, "%s%s/%s", top, dir, v2 ? "memory.max"
+                                                            : "memory.limit_in_bytes");
+        uint64_t lim = zc_px_read_u64(path);
+        snprintf(path, sizeof path, "%s%s/%s", top, dir, v2 ? "memory.current"
+                                                            : "memory.usage_in_bytes");
+        uint64_t used = zc_px_read_u64(path);
+        if (lim != UINT64_MAX && used != UINT64_MAX && (lim > used ? lim - used : 0) < room)
+            room = lim > used ? lim - used : 0;
+        char *slash = strrchr(dir, '/');
+        if (!slash || dir[0] == '\0') break;
+        *slash = '\0';
+    }
+    return room;
+}
+
+/* The value after "name" in text (/proc's "Name:   value" lines); NULL without one. */
+static const char *zc_px_field(const char *text, const char *name) {
+    const char *at = strstr(text, name);
+    if (!at) return NULL;
+    at += strlen(name);
+    while (*at == ' ' || *at == '\t') at++;
+    return at;
+}
+
+/* MemAvailable of /proc/meminfo, in bytes; UINT64_MAX without it. */
+static uint64_t zc_px_mem_available(void) {
+    char info[4096];
+    if (zc_px_read_small("/proc/meminfo", info, sizeof info) != ZC_PLAT_OK) return UINT64_MAX;
+    const char *v = zc_px_field(info, "MemAvailable:");
+    return v ? (uint64_t)strtoull(v, NULL, 10) * 1024u : UINT64_MAX;
+}
+
+/* What this process may still lock: RLIMIT_MEMLOCK less VmPin (what devices pinned already,
+ * which the kernel counts against it); no limit with CAP_IPC_LOCK in CapEff. */
+static uint64_t zc_px_lock_room(void) {
+    char status[4096];
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_MEMLOCK, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+    uint64_t pinned = 0;
+    if (zc_px_read_small("/proc/self/status", status, sizeof status) == ZC_PLAT_OK) {
+        const char *cap = zc_px_field(status, "CapEff:");
+        if (cap && (strtoull(cap, NULL, 16) >> 14) & 1u) return UINT64_MAX; /* CAP_IPC_LOCK */
+        const char *pin = zc_px_field(status, "VmPin:");
+        if (pin) pinned = (uint64_t)strtoull(pin, NULL, 10) * 1024u;
+    }
+    return (uint64_t)lim.rlim_cur > pinned ? (uint64_t)lim.rlim_cur - pinned : 0;
+}
+
+zc_plat_rc zc_plat_mem_room(zc_plat_room *out) {
+    if (!out) return zc_px_fail(ZC_PLAT_INVALID, EINVAL);
+    uint64_t cg = zc_px_cgroup_room(), host = zc_px_mem_available();
+    uint32_t from = cg < host ? ZC_PLAT_ROOM_CGROUP
+                              : host != UINT64_MAX ? ZC_PLAT_ROOM_HOST : ZC_PLAT_ROOM_UNKNOWN;
+    *out = (zc_plat_room){cg < host ? cg : host, zc_px_lock_room(), from, 0};
+    return ZC_PLAT_OK;
+}
+
+zc_plat_rc zc_plat_read_file(const char *path, void *buf, size_t cap, size_t *len_out) {
+    if (!path || !buf || !len_out) return zc_px_fail(ZC_PLAT_INVALID, EINVAL);
+    *len_out = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return zc_px_fail(errno == ENOENT ? ZC_PLAT_NOT_FOUND : ZC_PLAT_ERROR, errno);
+    size_t used = 0;
+    char extra;
+    for (;;) { /* bounded: every pass reads at least a byte, or ends */
+        ssize_t n = used < cap ? read(fd, (char *)buf + used, cap - used) : read(fd, &extra, 1);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 || (n > 0 && used == cap)) { /* a failure, or more than cap bytes */
+            int e = n < 0 ? errno : EFBIG;
+            close(fd);
+            return zc_px_fail(n < 0 ? ZC_PLAT_ERROR : ZC_PLAT_INVALID, e);
+        }
+        if (n == 0) break;
+        used += (size_t)n;
+    }
+    close(fd);
+    *len_out = used;
     return ZC_PLAT_OK;
 }
 

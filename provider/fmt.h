@@ -8,8 +8,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-/* A small vsnprintf: %s %c %d %u %x (unsigned), %lld %llu %llx (64-bit), %zu, %%. Always
- * NUL-terminates (cap > 0); truncates silently. Returns the length written. */
+/* A small vsnprintf: %s %c %d %u %x (unsigned), %lld %llu %llx (64-bit), %zu, %p (0x and hex
+ * digits), %%. Always NUL-terminates (cap > 0); truncates silently. Returns the length
+ * written. */
 size_t zc__vfmt(char *buf, size_t cap, const char *fmt, va_list ap);
 size_t zc__fmt(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

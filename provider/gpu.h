@@ -136,7 +136,9 @@ typedef struct zc_gpu_ops {
     zc_status (*mem_query)(void *state, const void *addr, size_t bytes, uint32_t *kind);
     /* Fills out (all but creg) for a ZC_GPU_MEM_DEVICE range so that a peer can map it. */
     zc_status (*ipc_export)(void *state, void *addr, size_t bytes, zc_gpu_ipc *out);
-    /* Maps a peer's exported range; *mapped is the peer's addr in this process. */
+    /* Maps a peer's exported range; *mapped is the peer's addr in this process. The record
+     * comes from a peer: a range [offset, offset + bytes) outside the allocation its handle
+     * names fails (ZC_GPU, error_text says so), so no mapped byte past it is ever addressed. */
     zc_status (*ipc_open)(void *state, const zc_gpu_ipc *in, void **mapped);
     /* Unmaps what ipc_open returned (mapped as returned, offset included). */
     void (*ipc_close)(void *state, const zc_gpu_ipc *in, void *mapped);

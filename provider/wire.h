@@ -23,7 +23,7 @@
 #include "fmt.h"
 #include "zcoll.h"
 
-#define ZC_WIRE_VERSION 3u
+#define ZC_WIRE_VERSION 4u
 #define ZC_WIRE_LANES 2u      /* lane 0: collectives; lane 1: send/recv */
 #define ZC_SLOT_HDR_BYTES 64u /* the header part of every slot; its last 8 bytes hold the tag */
 #define ZC_WIRE_MAX_ADDR_BYTES 65536u /* ceiling of a rank's address blob (see addr_bytes) */
@@ -45,7 +45,8 @@ typedef struct zc_wire_geom {
 typedef struct zc_wire_mr {
     void *handle;          /* the wire's own object (NULL: not registered) */
     uint64_t lkey;         /* names it as a source of this rank's puts */
-    uint64_t rkey;         /* names it to peers, as the destination of their puts */
+    uint64_t rkey;         /* names it to peers, as the destination of their puts; 32 bits
+                            * (verbs' key space): the core refuses a peer's wider one */
 } zc_wire_mr;
 
 typedef struct zc_wire_ops {
@@ -118,6 +119,12 @@ typedef struct zc_wire_ops {
     /* Where rank's symmetric region (cfg->sym_bytes, after the rings of its window) is mapped in
      * this process; NULL when the communicator has none. Valid from attach until close. */
     void *(*sym_base)(void *state, uint32_t rank);
+    /* ---- what create takes, which init checks against the platform's limits first ---- */
+    /* Bytes of memory create takes from the host beyond the arena (a window in shared memory,
+     * private pages) into *mem, and of them the bytes it registers with a device (pinned,
+     * counted against RLIMIT_MEMLOCK) into *locked; 0 and 0 in-process (the window is in the
+     * arena). g names its cfg, as for window_bytes. */
+    void (*takes)(const zc_wire_geom *g, uint64_t *mem, uint64_t *locked);
 } zc_wire_ops;
 
 extern const zc_wire_ops zc_wire_shm;

@@ -4,14 +4,14 @@
 # transport_ib, --baremetal when it built the bare-metal aarch64 image): build/zctest (unit,
 # in-process and multi-process tests); build/zcgputest on the simulated device (tests/gpu); the
 # same zctest built by clang and under ThreadSanitizer, the fault-injection build (every
-# platform call failed in turn), and a short pass of the fuzz targets, when clang is installed
-# (tests/variants.sh, tests/fuzz/run.sh); then, with --ib, the soft-RoCE suite in a QEMU guest
-# (tests/rxe/run.sh) and the two-guest suite (tests/rxe/hosts.sh: two soft-RoCE guests on a
-# virtual wire, cut, lossy, a guest killed); then, with --baremetal, the image booted with no OS
-# (tests/baremetal/run.sh); then the zcoll_torch suite (tests/python/run.py, when a python3
-# imports torch) and torch's own distributed tests under gloo and zcoll
-# (tests/python/torch_suite.py), the build-tree and install test (tests/install/run.sh) and the
-# launcher tests
+# platform call failed in turn), and the fuzz targets' corpus replay and fixed-seed pass, when
+# clang is installed (tests/variants.sh, tests/fuzz/run.sh check); then, with --ib, the
+# soft-RoCE suite in a QEMU guest (tests/rxe/run.sh) and the two-guest suite (tests/rxe/hosts.sh:
+# two soft-RoCE guests on a virtual wire, cut, lossy, a guest killed); then, with --baremetal,
+# the image booted with no OS (tests/baremetal/run.sh); then the zcoll_torch suite
+# (tests/python/run.py, when a python3 imports torch) and torch's own distributed tests under
+# gloo and zcoll (tests/python/torch_suite.py), the build-tree and install test
+# (tests/install/run.sh) and the launcher tests
 # (tests/launchers/run.sh). Prints the runners' output and then one combined final line
 # `N passed, N failed, N skipped`; exits non-zero if any runner failed.
 #   ZC_CHECK_RXE=0 leaves both guest suites out (each is then counted as one skipped test),
@@ -74,14 +74,16 @@ run "build/zctest" build/zctest
 run "build/zcgputest on the simulated device" env ZC_GPU_PROVIDER=sim build/zcgputest
 
 # The same tests built by clang and under ThreadSanitizer (about 5 minutes on 2 cores), every
-# platform call failed in turn, and a short pass of every fuzz target.
+# platform call failed in turn, and every fuzz target's corpus and fixed-seed pass (the same
+# inputs on every run: open-ended exploration is `ninja fuzz`'s).
 if command -v clang >/dev/null 2>&1 && [ "${ZC_CHECK_VARIANTS:-1}" != 0 ]; then
     run "build/zctest built by clang (tests/variants.sh)" bash tests/variants.sh clang "--cc clang"
     run "build/zctest under ThreadSanitizer (tests/variants.sh)" \
         bash tests/variants.sh tsan "--cc clang --mode tsan"
     run "every platform call failed in turn (tests/variants.sh faults)" \
         bash tests/variants.sh faults "--mode faults" faults_
-    run "a 10-second pass of every fuzz target (tests/fuzz/run.sh)" bash tests/fuzz/run.sh 10
+    run "every fuzz target: its corpus replayed, then a fixed-seed pass (tests/fuzz/run.sh check)" \
+        bash tests/fuzz/run.sh check
 else
     for what in "clang build" "ThreadSanitizer build" "fault injection" "fuzz pass"; do
         leave_out "$what skipped (no clang, or ZC_CHECK_VARIANTS=0)"

@@ -12,8 +12,11 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- environment helpers ---- */
 
@@ -35,7 +38,7 @@ static const char *const zt_env_vars[] = {
     "ZC_IB_GID_INDEX",  "ZC_IB_QPS_PER_PEER",
     "ZC_IB_TIMEOUT",    "ZC_IB_RETRY_CNT",
     "ZC_SPIN_POLLS",    "ZC_IB_ZCOPY_MIN_BYTES",
-    "ZC_THREADS",
+    "ZC_THREADS",       "ZC_SECRET_FILE",
 };
 
 static void zt_env_clear(void) {
@@ -433,6 +436,61 @@ void config_from_env_reads_slurm_variables(void) {
     static const char *const none[] = {"SLURM_PROCID=1", "SLURM_NTASKS=2", NULL};
     zt_env_only(none);
     ZT_FROM_ENV_REJECTS("ZC_ROOT_ADDR");
+}
+
+/* ZC_SECRET_FILE: the 32 hex digits in a file, blanks and line ends around them ignored; it
+ * serves where zcrun's ZC_RANK wants a secret; with ZC_SECRET as well it is refused. */
+void config_from_env_reads_a_secret_file(void) {
+    char path[] = "/tmp/zct-secret-XXXXXX";
+    int fd = mkstemp(path);
+    ZT_CHECK(fd >= 0);
+    const char text[] = "  " ZT_SECRET_HEX "\n";
+    ZT_CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1));
+    close(fd);
+    char var[64];
+    snprintf(var, sizeof var, "ZC_SECRET_FILE=%s", path);
+    const char *const zcrun[] = {"ZC_RANK=1", "ZC_NRANKS=2", "ZC_ROOT_ADDR=h:1", var, NULL};
+    zt_env_only(zcrun);
+    zc_config cfg;
+    zt_cfg_base(&cfg);
+    ZT_FROM_ENV_OK(&cfg);
+    zt_check_secret(&cfg);
+    const char *const both[] = {"ZC_RANK=1", "ZC_NRANKS=2", "ZC_ROOT_ADDR=h:1", var,
+                                "ZC_SECRET=" ZT_SECRET_HEX, NULL};
+    zt_env_only(both);
+    ZT_FROM_ENV_REJECTS("ZC_SECRET_FILE");
+    fd = open(path, O_WRONLY | O_TRUNC);
+    ZT_CHECK(fd >= 0 && write(fd, "0011", 4) == 4);
+    close(fd);
+    zt_env_only(zcrun);
+    ZT_FROM_ENV_REJECTS("ZC_SECRET_FILE"); /* 4 digits */
+    unlink(path);
+    ZT_FROM_ENV_REJECTS("ZC_SECRET_FILE"); /* gone */
+    const char *const big[] = {"ZC_SECRET_FILE=/proc/self/status", NULL};
+    zt_env_only(big);
+    ZT_FROM_ENV_REJECTS("ZC_SECRET_FILE"); /* longer than any secret */
+}
+
+/* zc_config_tunables_from_env reads the tunables alone: a launcher's variables, even ones
+ * zc_config_from_env refuses, are not read, and rank, size, rendezvous and secret stay. */
+void config_tunables_from_env_reads_no_launcher_variable(void) {
+    const char *const env[] = {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=h", "MASTER_PORT=65535",
+                               "ZC_SLOTS=16", NULL};
+    zt_env_only(env);
+    zc_config cfg;
+    zt_cfg_base(&cfg);
+    ZT_CHECK_ST(zc_config_from_env(&cfg), ZC_INVALID_ARG); /* MASTER_PORT + 1 is no port */
+    zt_cfg_base(&cfg);
+    ZT_CHECK_ST(zc_config_tunables_from_env(&cfg), ZC_OK);
+    ZT_CHECK_EQ(cfg.slots, 16);
+    ZT_CHECK_EQ(cfg.rank, 0);
+    ZT_CHECK_EQ(cfg.nranks, 1);
+    ZT_CHECK(!cfg.secret_set && cfg.root_addr[0] == '\0');
+    ZT_CHECK(setenv("ZC_SLOTS", "3", 1) == 0);
+    ZT_CHECK_ST(zc_config_tunables_from_env(&cfg), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(cfg.error_text, "cfg->slots") != NULL);
+    ZT_CHECK_EQ(cfg.slots, 16); /* unchanged */
+    ZT_CHECK_ST(zc_config_tunables_from_env(NULL), ZC_INVALID_ARG);
 }
 
 void config_from_env_without_launcher_keeps_single_rank(void) {

@@ -94,11 +94,11 @@ int faults_rank_job(void) {
 }
 
 #ifdef ZC_PLAT_FAULTS
-#define FL_CALLS 15
+#define FL_CALLS 17
 static const char *const fl_names[FL_CALLS] = {
     "shm_create", "shm_open", "shm_seal", "shm_unmap", "pages_alloc", "pages_free",
     "tcp_listen", "tcp_accept", "tcp_connect", "tcp_send_all", "tcp_recv_all",
-    "tcp_recv_some", "random", "host_id", "process_alive"};
+    "tcp_recv_some", "random", "host_id", "process_alive", "mem_room", "read_file"};
 
 static char fl_out[1 << 16];
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -138,6 +139,43 @@ void platform_shm_open_after_seal_or_by_stale_ref_returns_not_found(void) {
     a[4095] = 9; /* the mapping outlives the seal */
     ZT_CHECK_EQ(a[4095], 9);
     ZT_CHECK_ST(zc_plat_shm_unmap(a, 4096), ZC_PLAT_OK);
+}
+
+/* A segment's size is sealed before anyone can open it: a process holding it (a peer that
+ * opened it through the ref) can neither shrink it under the others' mappings, the SIGBUS of
+ * every rank, nor grow it; and open refuses a segment of a ref whose size is not sealed (a
+ * hostile peer's), however large it is. */
+void platform_shm_segment_size_is_sealed_and_open_wants_it_so(void) {
+    char name[64], path[64];
+    pt_shm_name(name, sizeof name, "sealed");
+    void *a = NULL, *b = NULL;
+    zc_plat_shm_ref ref;
+    ZT_CHECK_ST(zc_plat_shm_create(name, 8192, &a, &ref), ZC_PLAT_OK);
+    snprintf(path, sizeof path, "/proc/%llu/fd/%llu", (unsigned long long)ref.words[0],
+             (unsigned long long)ref.words[1]);
+    int fd = open(path, O_RDWR); /* what a peer holds */
+    ZT_CHECK(fd >= 0);
+    ZT_CHECK(ftruncate(fd, 4096) != 0 && errno == EPERM);
+    ZT_CHECK(ftruncate(fd, 1u << 20) != 0 && errno == EPERM);
+    ZT_CHECK(fallocate(fd, 0, 0, 1u << 20) != 0 && errno == EPERM);
+    ZT_CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) != 0 && errno == EPERM);
+    struct stat st;
+    ZT_CHECK(fstat(fd, &st) == 0 && st.st_size == 8192);
+    close(fd);
+    ZT_CHECK_ST(zc_plat_shm_open(&ref, 8192, &b), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_shm_unmap(b, 8192), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_shm_seal(&ref), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_shm_unmap(a, 8192), ZC_PLAT_OK);
+    /* A segment made without the seals, as a hostile peer would, is refused. */
+    int raw = memfd_create("zct-unsealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    ZT_CHECK(raw >= 0 && ftruncate(raw, 8192) == 0 && fstat(raw, &st) == 0);
+    zc_plat_shm_ref forged = {{(uint64_t)getpid(), (uint64_t)raw, (uint64_t)st.st_ino, 8192}};
+    b = NULL;
+    ZT_CHECK_ST(zc_plat_shm_open(&forged, 8192, &b), ZC_PLAT_INVALID);
+    ZT_CHECK(b == NULL);
+    ZT_CHECK(fcntl(raw, F_ADD_SEALS, F_SEAL_SHRINK) == 0); /* shrink sealed, grow not: still */
+    ZT_CHECK_ST(zc_plat_shm_open(&forged, 8192, &b), ZC_PLAT_INVALID);
+    close(raw);
 }
 
 void platform_shm_rejects_bad_labels_and_arguments(void) {

@@ -141,6 +141,9 @@ void sym_alloc_is_symmetric_and_refuses_misuse(void) {
     ZT_CHECK_ST(zc_sym_alloc(g.c[0], 8, NULL), ZC_INVALID_ARG);
     ZT_CHECK_ST(zc_sym_free(g.c[0], (uint8_t *)b[0] + 8), ZC_INVALID_ARG);
     ZT_CHECK_ST(zc_sym_free(g.c[0], &c), ZC_INVALID_ARG);
+    char where[40]; /* the sentence names the pointer as a number, not a literal "%p" */
+    snprintf(where, sizeof where, "zc_sym_free: %p is not", (void *)&c);
+    ZT_CHECK(strstr(zc_comm_error_text(g.c[0]), where) != NULL);
     ZT_CHECK_ST(zc_sym_free(g.c[0], a[1]), ZC_INVALID_ARG); /* another rank's block */
     ZT_CHECK_ST(zc_sym_free(g.c[0], b[0]), ZC_OK);
     ZT_CHECK_ST(zc_sym_free(g.c[0], b[0]), ZC_INVALID_ARG); /* already given back */

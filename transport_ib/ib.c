@@ -89,6 +89,13 @@ static size_t zc_ib_window_bytes(const zc_wire_geom *g) {
     return z.window;
 }
 
+/* The inbound window and the staging pages, both registered with the NIC. */
+static void zc_ib_takes(const zc_wire_geom *g, uint64_t *mem, uint64_t *locked) {
+    zc_ib_size z;
+    zc_ib_sizes(g, zc_ib_qps_of(g->cfg), &z);
+    *mem = *locked = (uint64_t)z.window + z.local;
+}
+
 static size_t zc_ib_addr_bytes(const zc_wire_geom *g) {
     zc_ib_size z;
     zc_ib_sizes(g, zc_ib_qps_of(g->cfg), &z);
@@ -441,4 +448,5 @@ const zc_wire_ops zc_wire_ib = {
     zc__ib_alarm, zc__ib_alarmed, zc__ib_peer_alive,
     zc_ib_put_min, zc_ib_mem_register, zc_ib_mem_deregister, zc__ib_put, zc__ib_put_done,
     0, /* no symmetric region */
+    zc_ib_takes,
 };

@@ -268,6 +268,11 @@ static void *zc_shm_sym_base(void *state, uint32_t rank) {
     return s->sym_bytes && s->peers[rank] ? s->peers[rank] + s->sym_off : 0;
 }
 
+static void zc_shm_takes(const zc_wire_geom *g, uint64_t *mem, uint64_t *locked) {
+    *mem = g->inproc_windows ? 0 : zc_shm_window_bytes(g); /* one segment, this rank's */
+    *locked = 0;
+}
+
 const zc_wire_ops zc_wire_shm = {
     sizeof(zc_wire_ops), ZC_WIRE_VERSION, "shm",
     zc_shm_state_bytes, zc_shm_window_bytes, zc_shm_addr_bytes,
@@ -277,4 +282,5 @@ const zc_wire_ops zc_wire_shm = {
     zc_shm_alarm, zc_shm_alarmed, zc_shm_peer_alive,
     0, 0, 0, 0, 0, /* no placement: a process cannot write into another's private pages */
     zc_shm_sym_base,
+    zc_shm_takes,
 };

@@ -149,7 +149,9 @@ def make_config(rank, size, timeout, root, secret, threaded=False):
     progress thread calls too (ZC_THREADS_MULTI)."""
     cfg = _lib.Config()
     lib.zc_config_default(_byref(cfg))
-    lib.zc_config_from_env(_byref(cfg))   # a failure leaves cfg as it was: the defaults
+    if lib.zc_config_tunables_from_env(_byref(cfg)) != _lib.ZC_OK:  # rank & co. are torch's
+        raise RuntimeError('zcoll: the environment holds a setting zcoll refuses: %s'
+                           % cfg.error_text.decode())
     cfg.rank, cfg.nranks, cfg.local_rank = rank, size, 0
     cfg.root_addr = root.encode()
     cfg.secret[:] = list(secret)

@@ -112,6 +112,7 @@ def _sig(name, args, res=ctypes.c_int):
 _sig('zc_status_name', [I], ctypes.c_char_p)
 _sig('zc_config_default', [ctypes.POINTER(Config)], None)
 _sig('zc_config_from_env', [ctypes.POINTER(Config)])
+_sig('zc_config_tunables_from_env', [ctypes.POINTER(Config)])
 _sig('zc_comm_arena_bytes', [ctypes.POINTER(Config)], SZ)
 _sig('zc_comm_init', [ctypes.POINTER(Config), P, SZ, ctypes.POINTER(P)])
 _sig('zc_init_error_text', [], ctypes.c_char_p)

@@ -1,15 +1,31 @@
 #!/usr/bin/env bash
-# tests/fuzz/run.sh [SECONDS]: builds every libFuzzer target tests/fuzz/fuzz_*.c with clang
-# (ASan and UBSan, the core on platform/freestanding.c with tests/fuzz/fake_plat.c's in-memory
-# hooks, so no input touches the OS; compiled once into build/fuzz/libcore.a) and runs each
-# for SECONDS (default $FUZZ_SECONDS, else 60), starting from its seed corpus in tests/fuzz/corpus/NAME (the inputs found go to
-# build/fuzz/corpus/NAME, which later runs start from too). `ninja fuzz` runs it; `ninja check`
-# runs a 10-second pass. Prints a line per target and `N passed, N failed`; a crash, a leak or
-# a broken check fails its target and leaves the input in build/fuzz/.
+# tests/fuzz/run.sh [check | explore [SECONDS] | SECONDS]: builds every libFuzzer target
+# tests/fuzz/fuzz_*.c with clang (ASan and UBSan, the core on platform/freestanding.c with
+# tests/fuzz/fake_plat.c's in-memory hooks, so no input touches the OS; compiled once into
+# build/fuzz/libcore.a), then per target:
+#   check    (`ninja check`): replays every input of its corpus tests/fuzz/corpus/NAME, then
+#            runs a pass of FUZZ_CHECK_RUNS inputs (default 20000) mutated from that corpus with
+#            the fixed seed FUZZ_CHECK_SEED (default 1), new inputs kept in a scratch folder:
+#            the same tree gives the same inputs on every run, so a green check depends on the
+#            code alone, never on luck;
+#   explore  (`ninja fuzz`, the default): open-ended random exploration for SECONDS (default
+#            $FUZZ_SECONDS, else 60) from the corpus and the inputs earlier explorations kept in
+#            build/fuzz/corpus/NAME. A finding is left in build/fuzz/ (crash-*, leak-*,
+#            timeout-*): fix it, then copy the input into tests/fuzz/corpus/NAME under a name
+#            that says what it found, so that every later check replays it.
+# Prints a line per target and `N passed, N failed`; a crash, a leak or a broken check fails
+# its target.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
-secs=${1:-${FUZZ_SECONDS:-60}}
+mode=explore secs=${FUZZ_SECONDS:-60}
+case "${1:-}" in
+check) mode=check ;;
+explore) secs=${2:-$secs} ;;
+'') ;;
+*) secs=$1 ;;
+esac
+runs=${FUZZ_CHECK_RUNS:-20000} seed=${FUZZ_CHECK_SEED:-1}
 out=build/fuzz
 mkdir -p "$out"
 if ! command -v clang >/dev/null 2>&1; then
@@ -37,6 +53,45 @@ for src in "${srcs[@]}"; do
     fi
 done
 ar rcs "$out/libcore.a" "$out"/obj/*.o
+
+# check: every corpus input once, then the fixed pass; the log is build/fuzz/NAME.log.
+check_target() {
+    local name=$1 scratch="$out/scratch/$1" n
+    n=$(find "tests/fuzz/corpus/$name" -type f | wc -l)
+    rm -rf "$scratch"
+    mkdir -p "$scratch"
+    if ! (cd "$out" && find "../../tests/fuzz/corpus/$name" -type f -print0 | sort -z |
+        xargs -0 "./$name" >"$name.log" 2>&1); then
+        echo "FAIL $name: a corpus input fails (build/fuzz/$name.log)"
+        grep -E "ERROR|SUMMARY|Running: " "$out/$name.log" | tail -3
+        return 1
+    fi
+    # -use_cmp=0: compared values feed mutations, and some are addresses, which ASLR changes
+    # from run to run; without them the same seed gives the same inputs.
+    if ! (cd "$out" && "./$name" -seed="$seed" -runs="$runs" -reload=0 -use_cmp=0 \
+        -print_final_stats=1 \
+        "scratch/$name" "../../tests/fuzz/corpus/$name" >>"$name.log" 2>&1); then
+        echo "FAIL $name: the fixed pass (seed $seed) found an input (build/fuzz/$name.log)"
+        grep -E "ERROR|SUMMARY|Test unit written" "$out/$name.log" | head -5
+        return 1
+    fi
+    echo "ok   $name: $n corpus inputs, then $runs inputs of seed $seed, no finding"
+}
+
+explore_target() {
+    local name=$1 done_runs
+    mkdir -p "$out/corpus/$name"
+    if ! (cd "$out" && "./$name" -max_total_time="$secs" -print_final_stats=1 \
+        "corpus/$name" "../../tests/fuzz/corpus/$name" >"$name.log" 2>&1); then
+        echo "FAIL $name: a finding (build/fuzz/$name.log; the input is in build/fuzz/: once" \
+             "fixed, add it to tests/fuzz/corpus/$name)"
+        grep -E "ERROR|SUMMARY|Test unit written" "$out/$name.log" | head -5
+        return 1
+    fi
+    done_runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+)/\1/p' "$out/$name.log")
+    echo "ok   $name: ${done_runs:-?} inputs in $secs s, no finding"
+}
+
 for src in tests/fuzz/fuzz_*.c; do
     name=$(basename "$src" .c)
     extra=()
@@ -55,17 +110,7 @@ for src in tests/fuzz/fuzz_*.c; do
         fail=$((fail + 1))
         continue
     fi
-    mkdir -p "$out/corpus/$name"
-    if (cd "$out" && "./$name" -max_total_time="$secs" -print_final_stats=1 \
-            "corpus/$name" "../../tests/fuzz/corpus/$name" >"$name.log" 2>&1); then
-        runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+)/\1/p' "$out/$name.log")
-        echo "ok   $name: ${runs:-?} inputs in $secs s, no finding"
-        pass=$((pass + 1))
-    else
-        echo "FAIL $name: a finding (build/fuzz/$name.log; the input is in build/fuzz/)"
-        grep -E "ERROR|SUMMARY|Test unit written" "$out/$name.log" | head -5
-        fail=$((fail + 1))
-    fi
+    if "${mode}_target" "$name"; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

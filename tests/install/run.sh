@@ -8,8 +8,8 @@
 # `pkg-config --cflags --libs zcoll` (PKG_CONFIG_PATH and PKG_CONFIG_SYSROOT_DIR point
 # pkg-config at the DESTDIR), check its NEEDED entry is the SONAME, run it on 3 ranks under the
 # installed zcrun, and, where torch is installed, import the installed zcoll_torch with nothing
-# from the source tree on the path and run a 2-rank all_reduce on it. Prints PASS/FAIL lines
-# and `N passed, N failed, N skipped`.
+# from the source tree on the path and run a 2-rank all_reduce on it; the installed library has
+# no test hook. Prints PASS/FAIL lines and `N passed, N failed, N skipped`.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 TOP=$PWD
@@ -67,6 +67,14 @@ if DESTDIR=$TMP/dest bash tools/install.sh "$PREFIX" >"$TMP/install.log" 2>&1 &&
     pass "install into DESTDIR (lib, include, pkgconfig, bin, python)"
 else
     fail "install into DESTDIR"; cat "$TMP/install.log"
+fi
+
+# The hostile-rank hook of the tests (core/engine.h's zc__test_forge) is in zctest only.
+if nm -D "$ROOT/lib/libzcoll.so" >"$TMP/syms" 2>&1 && nm "$ROOT/lib/libzcoll.a" >>"$TMP/syms" \
+        2>&1 && grep -q zc_comm_init "$TMP/syms" && ! grep -q test_forge "$TMP/syms"; then
+    pass "the installed library has no test hook"
+else
+    fail "the installed library has no test hook"; grep test_forge "$TMP/syms"
 fi
 
 export PKG_CONFIG_PATH=$ROOT/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$TMP/dest

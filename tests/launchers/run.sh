@@ -7,7 +7,9 @@
 #   mpirun    Open MPI (openmpi-bin), --allow-run-as-root under root, --oversubscribe;
 #   srun      a one-node Slurm this script starts (munged, slurmctld, slurmd on this host with a
 #             generated slurm.conf in a temporary folder) and stops afterwards.
-# Each checks every rank printed the right sum. A launcher that is not installed is skipped.
+# Each checks every rank printed the right sum (the C program is run with ZC_SECRET and again with
+# ZC_SECRET_FILE; no rank may warn of a derived secret). A launcher that is not installed is
+# skipped.
 # Prints PASS/FAIL/SKIP lines and `N passed, N failed, N skipped`.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -33,14 +35,18 @@ for py in python3 /usr/bin/python3; do
     if "$py" -c 'import torch' 2>/dev/null; then PY=$py; break; fi
 done
 SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+SECRET_FILE=$TMP/secret # the same secret, in a file only this user reads (ZC_SECRET_FILE)
+(umask 077 && echo "$SECRET" >"$SECRET_FILE")
 port() { echo $((20000 + RANDOM % 20000)); }
 
-# check NAME N LOG: every rank 0..N-1 printed the sum N(N+1)/2.
+# check NAME N LOG: every rank 0..N-1 printed the sum N(N+1)/2, and no rank warned of a
+# derived secret (every job here is given one).
 check() {
     local name=$1 n=$2 log=$3 sum=$(($2 * ($2 + 1) / 2)) r ok=1
     for ((r = 0; r < n; r++)); do
         grep -Eq "rank $r of $n.*sum $sum\$" "$log" || ok=0
     done
+    grep -q "secret is derived" "$log" && ok=0
     if [ "$ok" = 1 ]; then pass "$name"; else fail "$name"; cat "$log"; fi
 }
 
@@ -50,6 +56,9 @@ if [ -n "$PY" ] && "$PY" -c 'import torch.distributed.run' 2>/dev/null; then
     ZC_SECRET=$SECRET timeout 120 "${TR[@]}" --master_port "$(port)" --no_python "$HELLO" \
         >"$TMP/tr_c.log" 2>&1
     check "torchrun: C program on 2 ranks" 2 "$TMP/tr_c.log"
+    ZC_SECRET_FILE=$SECRET_FILE timeout 120 "${TR[@]}" --master_port "$(port)" --no_python \
+        "$HELLO" >"$TMP/tr_f.log" 2>&1
+    check "torchrun: C program on 2 ranks, secret in ZC_SECRET_FILE" 2 "$TMP/tr_f.log"
     timeout 120 "${TR[@]}" --master_port "$(port)" tests/launchers/job.py >"$TMP/tr_py.log" 2>&1
     check "torchrun: Python backend zcoll on 2 ranks" 2 "$TMP/tr_py.log"
 else
@@ -63,6 +72,9 @@ if command -v mpirun >/dev/null; then
     timeout 120 "${MPI[@]}" -x ZC_ROOT_ADDR="127.0.0.1:$(port)" -x ZC_SECRET="$SECRET" "$HELLO" \
         >"$TMP/mpi_c.log" 2>&1
     check "mpirun: C program on 3 ranks" 3 "$TMP/mpi_c.log"
+    timeout 120 "${MPI[@]}" -x ZC_ROOT_ADDR="127.0.0.1:$(port)" -x ZC_SECRET_FILE="$SECRET_FILE" \
+        "$HELLO" >"$TMP/mpi_f.log" 2>&1
+    check "mpirun: C program on 3 ranks, secret in ZC_SECRET_FILE" 3 "$TMP/mpi_f.log"
     if [ -n "$PY" ]; then
         timeout 120 "${MPI[@]}" -x ZCT_STORE_PORT="$(port)" "$PY" tests/launchers/job.py \
             >"$TMP/mpi_py.log" 2>&1
@@ -135,6 +147,9 @@ if command -v srun >/dev/null && command -v slurmctld >/dev/null && command -v m
         ZC_ROOT_ADDR="127.0.0.1:$(port)" ZC_SECRET=$SECRET timeout 120 "${SR[@]}" "$HELLO" \
             >"$TMP/srun_c.log" 2>&1
         check "srun: C program on 2 ranks" 2 "$TMP/srun_c.log"
+        ZC_ROOT_ADDR="127.0.0.1:$(port)" ZC_SECRET_FILE=$SECRET_FILE timeout 120 "${SR[@]}" \
+            "$HELLO" >"$TMP/srun_f.log" 2>&1
+        check "srun: C program on 2 ranks, secret in ZC_SECRET_FILE" 2 "$TMP/srun_f.log"
         if [ -n "$PY" ]; then
             ZCT_STORE_PORT=$(port) timeout 120 "${SR[@]}" "$PY" tests/launchers/job.py \
                 >"$TMP/srun_py.log" 2>&1

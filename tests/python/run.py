@@ -205,9 +205,42 @@ def config_layout(tally):
     tally.report(name, not bad, 'ctypes vs C: %s' % bad)
 
 
+def config_from_env_refusal(tally):
+    """A ZC_* setting that zcoll refuses raises zcoll's sentence instead of dropping every
+    setting; the launcher's variables (MASTER_PORT=65535, whose next port zcoll's own
+    rendezvous would take) are torch's business and are not read."""
+    name = 'an environment zcoll refuses raises its sentence'
+    if not tally.wanted('config'):
+        return
+    from datetime import timedelta
+    from zcoll_torch import _group
+    keys = ('MASTER_ADDR', 'MASTER_PORT', 'ZC_SLOTS', 'ZC_TIMEOUT_MS')
+    saved = {k: os.environ.get(k) for k in keys}
+    said = []
+    for key, value, word in (('ZC_SLOTS', '3', 'slots'), ('ZC_TIMEOUT_MS', 'soon', 'ZC_TIMEOUT_MS'),
+                             ('MASTER_PORT', '65535', None)):
+        for k in keys:
+            os.environ.pop(k, None)
+        os.environ.update({'MASTER_ADDR': '127.0.0.1', 'MASTER_PORT': '29500', key: value})
+        try:
+            cfg = _group.make_config(0, 2, timedelta(seconds=5), '127.0.0.1:1', bytes(16))
+            if word or cfg.nranks != 2:
+                said.append('%s=%s: no error' % (key, value))
+        except RuntimeError as e:
+            if not word or word not in str(e):
+                said.append('%s=%s: %s' % (key, value, e))
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    tally.report(name, not said, '; '.join(said))
+
+
 def main(argv):
     tally = Tally(argv[1] if len(argv) > 1 else '')
     config_layout(tally)
+    config_from_env_refusal(tally)
     tally.job(2, cases.TWO)
     tally.job(2, cases.NO_THREAD, label=', no progress thread',
               env={'ZCOLL_TORCH_PROGRESS_THREAD': '0'})

@@ -171,7 +171,6 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
         s->alg = ZC_ALG_SYM;
     if (c->gpu && (st = zc_gpu_route(c, s)) != ZC_OK) /* ZC_MEM_CUDA buffers: a device alg */
         return st;
-    if (!zc__device_alg(s->alg)) zc__flat(c, s); /* the counts the issue reserves */
     return ZC_OK;
 }
 
@@ -195,20 +194,6 @@ static zc_status zc_call_issue(zc_comm *c, const zc_call *a, zc_req *req) {
 /* ---- persistent plans ---- */
 #define ZC_PLAN_HANDLE ((uint64_t)ZC_PLAN_MAGIC << 48)
 
-/* The messages a call of s exchanges each way with every peer when that is the same number for
- * all of them and fits 32 bits (what a start of its plan reserves), else 0. */
-static uint32_t zc_same_msgs(const zc_comm *c, const zc__sched *s) {
-    uint64_t m = 0;
-    if (zc__device_alg(s->alg)) return 0;
-    for (uint32_t p = 0; p < c->nranks; p++) {
-        if (p == c->rank) continue;
-        uint64_t tx = zc__tx_total(c, s, p);
-        if (tx == 0 || tx > UINT32_MAX || zc__rx_total(c, s, p) != tx || (m && m != tx)) return 0;
-        m = tx;
-    }
-    return (uint32_t)m;
-}
-
 static zc_status zc_call_plan_locked(zc_comm *c, const zc_call *a, zc_plan *plan) {
     zc__sched s;
     zc_status st = zc_build(c, a, &s);
@@ -221,8 +206,6 @@ static zc_status zc_call_plan_locked(zc_comm *c, const zc_call *a, zc_plan *plan
         p->used = 1;
         p->running = -1;
         p->s = s;
-        if (!s.flat) p->s.same = zc_same_msgs(c, &s);
-        if (!s.flat && p->s.same) p->s.flat = ZC_FLAT_TX | ZC_FLAT_RX;
         plan->opaque_[0] = ZC_PLAN_HANDLE | i;
         plan->opaque_[1] = p->gen;
         plan->opaque_[2] = (uint64_t)(uintptr_t)c;

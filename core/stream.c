@@ -27,7 +27,7 @@ static zc_status zc_gpu_stream_start(zc_comm *c, zc__sched *s, void *stream) {
                          "(%s) are not supported yet: call %s and wait instead", name,
                          zc__stage_path(c) == ZC_GPU_PATH_STAGED ? "this communicator's "
                          "gpu_path" : "device send/recv", name);
-    if (!zc__gpu_alg(s->alg) && !zc__put_alg(s->alg)) {
+    if (!(zc__family_of(s->alg)->flags & ZC_FAM_STREAM)) {
         if (s->kind != ZC_K_BARRIER && s->count != 0)
             return zc__error(c, ZC_INVALID_ARG, "%s_stream: the buffers must be registered "
                              "ZC_MEM_CUDA memory", name);

@@ -140,15 +140,14 @@ static zc_status zc_gpu_route(zc_comm *c, zc__sched *s) {
     return ZC_OK;
 }
 
-/* The rest of zc_build for a receive from any source: the slot path's counts (the symmetric
- * region's single copy is chosen when it is matched); registered device memory is refused. */
+/* The rest of zc_build for a receive from any source: the slot path (the symmetric region's
+ * single copy is chosen when it is matched); registered device memory is refused. */
 static zc_status zc_any_source_host(zc_comm *c, zc__sched *s) {
     bool past = false;
     if (c->gpu && c->gpu->used && s->count &&
         (zc__gpu_find(c, s->recv, (size_t)(s->count * s->esize), &past) >= 0 || past))
         return zc__error(c, ZC_UNSUPPORTED, "zc_recv: a receive from any source takes host "
                          "memory, and recv is registered ZC_MEM_CUDA memory");
-    zc__flat(c, s);
     return ZC_OK;
 }
 
@@ -194,7 +193,6 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
         s->alg = ZC_ALG_SYM;
     if (c->gpu && (st = zc_gpu_route(c, s)) != ZC_OK) /* ZC_MEM_CUDA buffers: a device alg */
         return st;
-    if (!zc__device_alg(s->alg)) zc__flat(c, s); /* the counts the issue reserves */
     return ZC_OK;
 }
 
@@ -219,20 +217,6 @@ static zc_status zc_call_issue(zc_comm *c, const zc_call *a, zc_req *req) {
 /* ---- persistent plans ---- */
 #define ZC_PLAN_HANDLE ((uint64_t)ZC_PLAN_MAGIC << 48)
 
-/* The messages a call of s exchanges each way with every peer when that is the same number for
- * all of them and fits 32 bits (what a start of its plan reserves), else 0. */
-static uint32_t zc_same_msgs(const zc_comm *c, const zc__sched *s) {
-    uint64_t m = 0;
-    if (zc__device_alg(s->alg)) return 0;
-    for (uint32_t p = 0; p < c->nranks; p++) {
-        if (p == c->rank) continue;
-        uint64_t tx = zc__tx_total(c, s, p);
-        if (tx == 0 || tx > UINT32_MAX || zc__rx_total(c, s, p) != tx || (m && m != tx)) return 0;
-        m = tx;
-    }
-    return (uint32_t)m;
-}
-
 static zc_status zc_call_plan_locked(zc_comm *c, const zc_call *a, zc_plan *plan) {
     zc__sched s;
     zc_status st = zc_build(c, a, &s);
@@ -245,8 +229,6 @@ static zc_status zc_call_plan_locked(zc_comm *c, const zc_call *a, zc_plan *plan
         p->used = 1;
         p->running = -1;
         p->s = s;
-        if (!s.flat) p->s.same = zc_same_msgs(c, &s);
-        if (!s.flat && p->s.same) p->s.flat = ZC_FLAT_TX | ZC_FLAT_RX;
         plan->opaque_[0] = ZC_PLAN_HANDLE | i;
         plan->opaque_[1] = p->gen;
         plan->opaque_[2] = (uint64_t)(uintptr_t)c;

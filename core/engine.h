@@ -103,8 +103,9 @@ typedef enum zc__alg {
                          * reduce_scatter: the first half */
     ZC_ALG_PUT_COPY,    /* broadcast, scatter, gather, all_gather, all_to_all: every block put
                          * straight into its receiver's recv */
-    ZC_ALG_PUT_P2P      /* send/recv: chunks put into the receiver's device slots, copied out
+    ZC_ALG_PUT_P2P,     /* send/recv: chunks put into the receiver's device slots, copied out
                          * by a kernel; the slot's credit returns after the copy */
+    ZC_ALG_COUNT_
 } zc__alg;
 
 /* sched_gpu.c's schedules (peers' buffers mapped through IPC). */
@@ -125,23 +126,19 @@ typedef struct zc__sched {
     uint32_t root;       /* root, or the peer of send/recv; 0 where there is none */
     uint32_t esize;      /* bytes per element */
     uint32_t chunk;      /* elements per message: slot_bytes / esize */
-    uint32_t same;       /* with flat: messages each way flat names (a plan's start and every
-                          * host call reserve them at issue without counting per peer) */
-    uint32_t flat;       /* ZC_FLAT_*: which peers exchange `same` messages with this rank, each
-                          * way; 0: counted per peer (zc__tx_total, zc__rx_total) */
     uint32_t tag;        /* send/recv: the tag every message carries (0 elsewhere) */
+    uint32_t pad_;
     uint64_t count;      /* elements, as the caller gave them (per rank / per block) */
     const uint8_t *send;
     uint8_t *recv;
 } zc__sched;
 
-/* zc__sched.flat: a call sends (TX) and/or receives (RX) `same` messages to and from every peer,
- * or (ROOT) only the root. Set at build for the host algorithms whose counts have this shape
- * (sched.c's zc__flat); 0 for the rest (trees and chains of more than 2 ranks, RS+AG,
- * dissemination of more than 2 ranks, device calls), which are counted per peer. */
-#define ZC_FLAT_TX 1u
-#define ZC_FLAT_RX 2u
-#define ZC_FLAT_ROOT 4u
+/* Bytes of a call's result buffer (the largest part a rank writes). */
+static inline uint64_t zc__result_bytes(const zc__sched *s, uint32_t n) {
+    uint64_t b = s->count * s->esize;
+    return s->kind == ZC_K_ALLGATHER || s->kind == ZC_K_GATHER || s->kind == ZC_K_ALLTOALL
+               ? b * n : b;
+}
 
 typedef enum zc__req_state { ZC_REQ_FREE = 0, ZC_REQ_ACTIVE, ZC_REQ_DONE } zc__req_state;
 
@@ -155,8 +152,8 @@ typedef struct zc__req {
     int32_t status;      /* ZC_IN_PROGRESS while active, then the result */
     uint32_t lane;       /* 0 collectives, 1 send/recv */
     int32_t plan;        /* plan slot that started it, -1 for none, ZC_PLAN_INTERNAL */
-    uint32_t held;       /* 1: a stream-ordered device call whose stream has not reached it
-                          * (sched_gpu.c's GATE): no deadline runs and none is checked */
+    uint32_t held;       /* 1: a stream-ordered call whose stream has not reached it (its start
+                          * flag is down): not stepped, no deadline; written by progress.c only */
     uint64_t seq;        /* collective sequence number (p2p: the pair's op number) */
     /* When progress first looked at the clock after issue (0: not yet), the deadline (start
      * + timeout; 0: not stamped yet) and when it last saw the request move. */
@@ -213,6 +210,17 @@ typedef struct zc__place {
     uint8_t pad_[2];
 } zc__place;
 
+/* A request's end: its status, and its slot held for zc_test (or freed at once when internal:
+ * nobody holds its handle). The caller takes it off the active list. */
+static inline void zc__req_end(zc__req *r, zc_status st) {
+    r->status = st;
+    r->state = ZC_REQ_DONE;
+    if (r->plan == ZC_PLAN_INTERNAL) {
+        r->state = ZC_REQ_FREE;
+        r->gen++;
+    }
+}
+
 typedef struct zc__plan {
     uint32_t used;       /* 0 free, 1 held */
     uint32_t gen;
@@ -244,8 +252,7 @@ typedef enum zc__gmem_state {
 
 /* A device request's phases (sched_gpu.c). */
 typedef enum zc__gphase {
-    ZC_G_GATE = 0,     /* stream-ordered: wait until the caller's stream reached the call */
-    ZC_G_READY,        /* exchange READY (message 0) */
+    ZC_G_READY = 0,    /* exchange READY (message 0) */
     ZC_G_MAIN,         /* launch the round's reduction (or the collective's copies) */
     ZC_G_MAIN_WAIT,
     ZC_G_SYNC_A,       /* done reading the round's inputs */
@@ -394,7 +401,6 @@ struct zc__stage {
                             * (ZC_R_STAGE_P2P) */
     zc__turn turn;          /* the collectives' staging, in issue order */
     uint64_t calls, rounds; /* staged calls issued and rounds run (tests read them) */
-    zc__stage_req pend;           /* the call being issued: zc__stage_msgs reads its rounds */
 };
 
 /* One direction of one lane with one peer is a channel; counters are message numbers. */
@@ -592,6 +598,33 @@ void zc__bind_release(zc_comm *comm, uint32_t i);
  * calls still waiting are released first. Else ZC_INVALID_STATE with a sentence: nothing was
  * torn down. */
 zc_status zc__binds_fini(zc_comm *comm);
+/* The family that runs algorithm alg (zc__alg). */
+const struct zc__family *zc__family_of(uint32_t alg);
+
+/* ---- schedule families: each one row, defined by the file that runs it ---- */
+/* links(c, s, fn, ctx) calls fn(ctx, peer, tx, rx) once for every peer a call of s exchanges
+ * messages with (tx to it, rx from it over the whole call), never for this rank: the one
+ * statement of a call's message counts, which the issue reserves and a finished request has
+ * moved exactly (progress.c asserts it). */
+typedef void (*zc__link_fn)(void *ctx, uint32_t peer, uint64_t tx, uint64_t rx);
+#define ZC_FAM_EAGER 1u  /* a call whose streams are one message each takes a step at issue */
+#define ZC_FAM_PLACE 2u  /* its copy streams may be written in place (wires with put) */
+#define ZC_FAM_STREAM 4u /* the stream-ordered forms (stream.c) run it */
+typedef struct zc__family {
+    const char *name;
+    uint32_t flags; /* ZC_FAM_* */
+    void (*links)(const zc_comm *c, const zc__sched *s, zc__link_fn fn, void *ctx);
+    /* At issue, after the reservation: the request's own fields (NULL: none). */
+    void (*begin)(zc_comm *c, zc__req *r);
+    /* Moves r within *budget (one unit per message or phase); true once its work is done.
+     * A failure fails the communicator (zc__fail) and returns false. */
+    bool (*step)(zc_comm *c, zc__req *r, uint32_t *budget);
+} zc__family;
+extern const zc__family zc__fam_host;   /* sched.c: host memory */
+extern const zc__family zc__fam_sym;    /* sym.c: buffers in the symmetric region */
+extern const zc__family zc__fam_staged; /* sched_stage.c: device memory through host staging */
+extern const zc__family zc__fam_ipc;    /* sched_gpu.c: device memory, peers' buffers mapped */
+extern const zc__family zc__fam_direct; /* sched_put.c: device memory, NIC writes into it */
 
 /* ---- sched_stage.c: device-memory calls staged through host memory ---- */
 /* From zc__gpu_open once the provider is up and the path decided (zc_gpu_path; comm.c carved
@@ -603,22 +636,8 @@ uint32_t zc__stage_path(const zc_comm *comm);
  * ZC_ALG_STAGED, or ZC_LIMIT (with a sentence) when the staging cannot hold one element of each
  * block. */
 zc_status zc__stage_route(zc_comm *comm, zc__sched *s);
-/* From zc__issue, before the reservation of a ZC_ALG_STAGED call: its rounds' schedules (which
- * zc__stage_msgs reads); after it (r issued): the request's staged state. */
-zc_status zc__stage_prepare(zc_comm *comm, const zc__sched *s);
-void zc__stage_begin(zc_comm *comm, zc__req *r);
-/* Messages a staged call exchanges with peer over all its rounds (tx: to it; else from it). */
-uint64_t zc__stage_msgs(const zc_comm *comm, const zc__sched *s, uint32_t peer, bool tx);
-/* zc__step of a staged call: each round's host schedule through zc__step (sched.c). */
-void zc__stage_step(zc_comm *comm, zc__req *r, uint32_t *budget);
 
 /* ---- sched.c: every host collective's schedule as a state machine ---- */
-/* Messages r sends to / receives from peer in total (reserved at issue). */
-uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
-uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t peer);
-/* s->flat and s->same of a host call whose counts have a flat shape (engine.h ZC_FLAT_*), else
- * s->flat 0: what the issue reserves without counting per peer. */
-void zc__flat(const zc_comm *comm, zc__sched *s);
 /* At issue, before the reservation, for a call of at least comm->put_min bytes per block:
  * r->place, and when it is not 0 r->pl (which peers exchange ready messages with r;
  * zc_reserve reserves them). */
@@ -629,9 +648,6 @@ void zc__place_plan(zc_comm *comm, zc__req *r);
  * p's memory the puts land is p's NIC's to check against p's registration: a put writes only
  * into p. False when the message failed the communicator (zc__bad_peer). */
 bool zc__place_take(zc_comm *comm, zc__req *r, uint32_t p, const uint8_t *in);
-/* Moves r forward within *budget messages; sets r->status to ZC_OK when finished. Host, sym
- * and device (sched_gpu.c) schedules; a staged call is sched_stage.c's (progress.c picks). */
-void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget);
 /* The host algorithm of a call of kind with count elements of bytes in all, from the
  * configured thresholds (never from timing: every rank picks the same). */
 zc__alg zc__choose(const zc_comm *comm, uint32_t kind, uint64_t count, uint64_t bytes);
@@ -640,36 +656,28 @@ zc__alg zc__choose(const zc_comm *comm, uint32_t kind, uint64_t count, uint64_t 
 /* Whether s runs as ZC_ALG_SYM: a collective it covers, at least ZC_SYM_MIN_BYTES, and every
  * buffer this rank uses in the carved part of its symmetric region. */
 bool zc__sym_fits(const zc_comm *c, const zc__sched *s);
-/* zc__step of ZC_ALG_SYM; stream: copies use streaming stores (a large result). */
-void zc__step_sym(zc_comm *c, zc__req *r, uint32_t *budget, bool stream);
 
 /* ---- sched_gpu.c: every device schedule as a state machine ---- */
-/* Signals a device schedule exchanges with each peer, each way (zc__tx_total/zc__rx_total). */
-uint64_t zc__gpu_msgs(const zc_comm *comm, const zc__sched *s);
 /* Device steps (launches) a stream-ordered call of s makes: its program's length. */
 uint32_t zc__gpu_steps(const zc_comm *comm, const zc__sched *s);
-/* At issue: the device fields of r (its phase, rounds, buffers). */
-void zc__gpu_begin(zc_comm *comm, zc__req *r);
-/* zc__step of a device schedule: phase transitions, one unit of *budget each. */
-void zc__gpu_step(zc_comm *comm, zc__req *r, uint32_t *budget);
 /* Whether rank p's registered buffers are in this process's address space as they are in p's
  * (p is this rank, or the communicator is in-process): then its records' addresses are used
  * as they are, else the provider maps their handles (and unmaps them at the end). */
 bool zc__gpu_one_space(const zc_comm *comm, uint32_t p);
 /* The CUDA registration holding [p, p+bytes) entirely; *partial when one overlaps it only. */
 int32_t zc__gpu_find(const zc_comm *comm, const void *p, size_t bytes, bool *partial);
-/* Shared with sched_put.c. A stream-ordered call's gate: true once its stream wrote the start
- * flag (then its deadline starts). st of a launch on the provider's stream, then the request's
- * event recorded after it: false (the communicator failed with the provider's sentence) unless
- * both went. ZC_OK once that event completed, ZC_IN_PROGRESS before, else the failure (the
- * communicator failed). zc__gpu_failed: fails the communicator with the provider's sentence. */
-bool zc__gpu_gate(zc_comm *comm, zc__req *r);
 /* A launch's work: on the provider's stream, or (a stream-ordered call) into the step
  * descriptor that zc__gpu_launched then lets the caller's stream run. One step holds one
  * reduction or up to ZC_GPU_MAX_SRCS copies. */
 zc_status zc__gpu_reduce(zc_comm *comm, zc__req *r, void *dst, const void *const *srcs,
                          size_t count);
 zc_status zc__gpu_copy(zc_comm *comm, zc__req *r, void *dst, const void *src, size_t bytes);
+/* Shared with sched_put.c and sched_stage.c. st of a launch on the provider's stream (or a
+ * stream-ordered step's go), then the request's event recorded after it: false (the
+ * communicator failed with the provider's sentence) unless both went. ZC_OK once that event
+ * completed (or the step's kernel-done flag passed it), ZC_IN_PROGRESS before, else the
+ * failure (the communicator failed). zc__gpu_failed: fails the communicator with the
+ * provider's sentence. */
 bool zc__gpu_launched(zc_comm *comm, zc__req *r, zc_status st);
 zc_status zc__gpu_waited(zc_comm *comm, zc__req *r);
 zc_status zc__gpu_failed(zc_comm *comm, const zc__req *r, zc_status st);
@@ -677,17 +685,11 @@ zc_status zc__gpu_failed(zc_comm *comm, const zc__req *r, zc_status st);
 /* ---- sched_put.c: the direct path's schedules (ZC_ALG_PUT_*) ---- */
 /* From coll.c's device routing on the direct path: the put algorithm of s. */
 void zc__put_route(const zc_comm *comm, zc__sched *s);
-/* Messages a put schedule sends to peer (tx) or receives from it. */
-uint64_t zc__put_msgs(const zc_comm *comm, const zc__sched *s, uint32_t peer, bool tx);
-/* At issue: r's phase, rounds, registrations and turn at the landing. */
-void zc__put_begin(zc_comm *comm, zc__req *r);
 /* Peer p's READY (its payload src), read before a put uses it: its recv's address, under
  * which every byte this call puts there (p's whole recv) stays below the top of the address
  * space, and a key of the wire's 32-bit key space; into r->pl[p]. As for zc__place_take, the
  * puts' place in p's memory is p's NIC's to check. False when it failed the communicator. */
 bool zc__put_take_ready(zc_comm *comm, zc__req *r, uint32_t p, const uint8_t *src);
-/* zc__step of a put schedule: messages and phase transitions, one unit of *budget each. */
-void zc__put_step(zc_comm *comm, zc__req *r, uint32_t *budget);
 /* Device steps (launches) a stream-ordered put call of s makes. */
 uint32_t zc__put_steps(const zc_comm *comm, const zc__sched *s);
 

@@ -44,18 +44,10 @@ static void zc_record(zc_comm *comm, const zc__failure *f) {
     comm->wire->alarm(comm->wire_state, word);
 }
 
-/* Every active request finishes with the communicator's status; an internal one (nobody
- * holds its handle) frees its slot, as progress.c does when one finishes. */
+/* Every active request ends with the communicator's status (zc__req_end). */
 static zc_status zc_finish_all(zc_comm *comm) {
-    for (uint32_t i = 0; i < comm->nreqs_active; i++) {
-        zc__req *r = &comm->reqs[comm->active[i]];
-        r->status = comm->failed;
-        r->state = ZC_REQ_DONE;
-        if (r->plan == ZC_PLAN_INTERNAL) {
-            r->state = ZC_REQ_FREE;
-            r->gen++;
-        }
-    }
+    for (uint32_t i = 0; i < comm->nreqs_active; i++)
+        zc__req_end(&comm->reqs[comm->active[i]], (zc_status)comm->failed);
     comm->nreqs_active = 0;
     ZC_ASSERT(comm->failed < 0 && comm->err[0]); /* paired: a failed comm always says why */
     return (zc_status)comm->failed;

@@ -21,13 +21,41 @@ static zc__req *zc_free_slot(zc_comm *comm, uint32_t *index) {
     return 0;
 }
 
-/* Reserves tx messages to and rx from peer p for r on its lane: a ready message first where a
- * stream is written in place (sched.c), then the schedule's. */
-static inline void zc_reserve_peer(zc_comm *comm, zc__req *r, uint32_t p, uint64_t tx,
-                                   uint64_t rx) {
+/* Every algorithm's family: one row each. A new algorithm is a row here, with its code in its
+ * family's file (sched.c's host algorithms have a table of their own). */
+static const zc__family *const zc_alg_family[ZC_ALG_COUNT_] = {
+    [ZC_ALG_LOCAL] = &zc__fam_host,     [ZC_ALG_ONESHOT] = &zc__fam_host,
+    [ZC_ALG_RSAG] = &zc__fam_host,      [ZC_ALG_DIRECT] = &zc__fam_host,
+    [ZC_ALG_RSGATHER] = &zc__fam_host,  [ZC_ALG_TREE] = &zc__fam_host,
+    [ZC_ALG_CHAIN] = &zc__fam_host,     [ZC_ALG_DISSEM] = &zc__fam_host,
+    [ZC_ALG_P2P] = &zc__fam_host,       [ZC_ALG_SYM] = &zc__fam_sym,
+    [ZC_ALG_STAGED] = &zc__fam_staged,  [ZC_ALG_GPU_ONESHOT] = &zc__fam_ipc,
+    [ZC_ALG_GPU_RSAG] = &zc__fam_ipc,   [ZC_ALG_GPU_DIRECT] = &zc__fam_ipc,
+    [ZC_ALG_GPU_REGISTER] = &zc__fam_ipc, [ZC_ALG_PUT_ONESHOT] = &zc__fam_direct,
+    [ZC_ALG_PUT_RSAG] = &zc__fam_direct, [ZC_ALG_PUT_COPY] = &zc__fam_direct,
+    [ZC_ALG_PUT_P2P] = &zc__fam_direct,
+};
+
+const zc__family *zc__family_of(uint32_t alg) {
+    ZC_ASSERT(alg < ZC_ALG_COUNT_ && zc_alg_family[alg]);
+    return zc_alg_family[alg];
+}
+
+/* Reserves, on its lane's channel with peer, the tx messages r sends to peer and the rx it
+ * receives from it (zc__link_fn over the family's links): a ready message first where a stream
+ * is written in place (sched.c), then the schedule's. */
+typedef struct zc_resv {
+    zc_comm *comm;
+    zc__req *r;
+} zc_resv;
+
+static void zc_reserve_peer(void *ctx, uint32_t p, uint64_t tx, uint64_t rx) {
+    zc_comm *comm = ((zc_resv *)ctx)->comm;
+    zc__req *r = ((zc_resv *)ctx)->r;
     zc__chan *c = &comm->chans[(size_t)r->lane * comm->nranks + p];
     uint32_t ready_tx = r->place ? r->pl[p].ready_out : 0u;
     uint32_t ready_rx = r->place ? r->pl[p].ready_in : 0u;
+    ZC_ASSERT(p < comm->nranks && p != comm->rank);
     r->tx_base[p] = c->tx_reserved + ready_tx;
     r->rx_base[p] = c->rx_reserved + ready_rx;
     tx += ready_tx;
@@ -38,36 +66,41 @@ static inline void zc_reserve_peer(zc_comm *comm, zc__req *r, uint32_t p, uint64
     r->rx_left += rx;
 }
 
-/* Messages r sends to (tx) or receives from peer p in all: a staged call's over its rounds. */
-static uint64_t zc_total(const zc_comm *comm, const zc__req *r, uint32_t p, bool tx) {
-    if (p == comm->rank) return 0;
-    if (r->s.alg == ZC_ALG_STAGED) return zc__stage_msgs(comm, &r->s, p, tx);
-    return tx ? zc__tx_total(comm, &r->s, p) : zc__rx_total(comm, &r->s, p);
-}
-
-/* Steps r within *budget: a staged call by sched_stage.c (which steps each round's host
- * schedule through sched.c), every other by sched.c. */
-static inline void zc_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
-    if (r->s.alg == ZC_ALG_STAGED) zc__stage_step(comm, r, budget);
-    else zc__step(comm, r, budget);
-}
-
-/* Reserves the message numbers r will use on every peer's channel of its lane: a host call
- * whose counts have a flat shape (zc__sched.flat, set at build) without counting per peer. */
-static void zc_reserve(zc_comm *comm, zc__req *r) {
+/* Reserves the message numbers r will use on the channels of its lane with the peers it
+ * exchanges messages with. */
+static void zc_reserve(zc_comm *comm, zc__req *r, const zc__family *f) {
     r->tx_left = r->rx_left = 0;
     r->place = 0;
-    if (comm->put_min && r->s.count * r->s.esize >= comm->put_min) zc__place_plan(comm, r);
-    uint32_t f = zc__device_alg(r->s.alg) ? 0 : r->s.flat, root = r->s.root;
-    uint64_t tx = f & ZC_FLAT_TX ? r->s.same : 0, rx = f & ZC_FLAT_RX ? r->s.same : 0;
-    uint64_t tx_other = f & ZC_FLAT_ROOT ? 0 : tx, rx_other = f & ZC_FLAT_ROOT ? 0 : rx;
-    for (uint32_t p = 0; p < comm->nranks && f; p++) {
-        bool me = p == comm->rank;
-        zc_reserve_peer(comm, r, p, me ? 0 : p == root ? tx : tx_other,
-                        me ? 0 : p == root ? rx : rx_other);
-    }
-    for (uint32_t p = 0; p < comm->nranks && !f; p++)
-        zc_reserve_peer(comm, r, p, zc_total(comm, r, p, true), zc_total(comm, r, p, false));
+    if ((f->flags & ZC_FAM_PLACE) && comm->put_min && r->s.count * r->s.esize >= comm->put_min)
+        zc__place_plan(comm, r);
+    zc_resv v = {comm, r};
+    f->links(comm, &r->s, zc_reserve_peer, &v);
+}
+
+/* A stream-ordered call's gate (stream slot r->bind - 1): open once its stream wrote the start
+ * flag; then its program's steps count from 0 and its deadline starts from progress's next
+ * clock read. One unit of *budget. */
+static bool zc_gate(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    struct zc__gpu *g = comm->gpu;
+    uint32_t *start = &g->flags[ZC_BIND_FLAGS * (r->bind - 1u) + ZC_BF_START];
+    if (__atomic_load_n(start, __ATOMIC_ACQUIRE) != g->binds[r->bind - 1u].tick) return false;
+    __atomic_store_n(start, 0u, __ATOMIC_RELAXED);
+    r->held = 0;
+    r->deadline_ns = 0;
+    r->step = 0;
+    r->fill = 0;
+    (*budget)--;
+    return true;
+}
+
+/* Moves r within *budget through its family; true once it finished, every message it reserved
+ * moved (paired with zc_reserve), its status ZC_OK. */
+static bool zc_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    if (r->held && !zc_gate(comm, r, budget)) return false;
+    if (!*budget || !zc__family_of(r->s.alg)->step(comm, r, budget)) return false;
+    ZC_ASSERT(r->tx_left == 0 && r->rx_left == 0);
+    r->status = ZC_OK;
+    return true;
 }
 
 /* A receive's turn to reserve its messages (r->wild set; every receive issued before it has
@@ -88,11 +121,10 @@ static bool zc_resolve(zc_comm *comm, zc__req *r) {
         if (p == comm->nranks) return false;
         r->s.root = p;
         if (comm->cfg.sym_bytes && zc__sym_fits(comm, &r->s)) r->s.alg = ZC_ALG_SYM;
-        zc__flat(comm, &r->s);
         if (r->source) *r->source = p;
     }
     r->seq = comm->chans[(size_t)comm->nranks + p].p2p_recvd++;
-    zc_reserve(comm, r);
+    zc_reserve(comm, r, zc__family_of(r->s.alg));
     r->wild = ZC_WILD_NONE;
     comm->recv_waiting--;
     return true;
@@ -107,15 +139,11 @@ static void zc_eager(zc_comm *comm, zc__req *r) {
     uint32_t budget = ZC_PROGRESS_BUDGET;
     zc_check_alarm(comm);
     if (comm->failed) return;
-    zc_step(comm, r, &budget);
+    bool done = zc_step(comm, r, &budget);
     if (comm->failed) return;
     if (budget != ZC_PROGRESS_BUDGET) r->moved = 1;
-    if (r->status == ZC_IN_PROGRESS) return;
-    r->state = ZC_REQ_DONE;
-    if (r->plan == ZC_PLAN_INTERNAL) { /* nobody will test it: the slot is free now */
-        r->state = ZC_REQ_FREE;
-        r->gen++;
-    }
+    if (!done) return;
+    zc__req_end(r, ZC_OK);
     comm->nreqs_active--;
 }
 
@@ -127,6 +155,7 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
     if (!r)
         return zc__error(comm, ZC_AGAIN, "%s: all %u request slots are in flight; progress and "
                          "finish one first", zc__kind_name(s->kind), comm->cfg.max_requests);
+    const zc__family *f = zc__family_of(s->alg);
     /* A receive from any source reserves once matched, and every receive after it waits
      * for its turn (zc_resolve); device receives cannot wait so. */
     bool wait_turn = s->kind == ZC_K_RECV && s->alg != ZC_ALG_LOCAL &&
@@ -134,10 +163,6 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
     if (wait_turn && zc__device_alg(s->alg))
         return zc__error(comm, ZC_UNSUPPORTED, "zc_recv: a receive into device memory cannot "
                          "be issued while a receive from any source is not matched yet");
-    if (s->alg == ZC_ALG_STAGED) { /* its rounds' schedules, which the reservation reads */
-        zc_status st = zc__stage_prepare(comm, s);
-        if (st != ZC_OK) return st;
-    }
     r->state = ZC_REQ_ACTIVE;
     r->status = ZC_IN_PROGRESS;
     r->s = *s;
@@ -159,20 +184,18 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
         zc__chan *c = &comm->chans[(size_t)comm->nranks + s->root];
         r->seq = s->kind == ZC_K_SEND ? c->p2p_sent++ : c->p2p_recvd++;
     }
-    if (!wait_turn) zc_reserve(comm, r);
+    if (!wait_turn) zc_reserve(comm, r, f);
     r->start_ns = r->moved_ns = r->deadline_ns = 0; /* stamped by progress's next clock read */
     r->moved = 0;
-    r->held = 0;
     r->bind = bind;
-    if (zc__gpu_alg(s->alg)) zc__gpu_begin(comm, r); /* its phase; held while gated */
-    if (zc__put_alg(s->alg)) zc__put_begin(comm, r);
-    if (s->alg == ZC_ALG_STAGED) zc__stage_begin(comm, r);
+    r->held = bind != 0; /* gated by its stream slot's start flag (zc_gate) */
+    if (f->begin) f->begin(comm, r);
     comm->active[comm->nreqs_active++] = index;
     req->opaque_[0] = ZC_HANDLE_MAGIC | index;
     req->opaque_[1] = r->gen;
     req->opaque_[2] = (uint64_t)(uintptr_t)comm;
     req->opaque_[3] = r->seq;
-    if (!zc__device_alg(s->alg) && s->count <= s->chunk && !wait_turn) zc_eager(comm, r);
+    if ((f->flags & ZC_FAM_EAGER) && s->count <= s->chunk && !wait_turn) zc_eager(comm, r);
     return ZC_OK;
 }
 
@@ -378,15 +401,11 @@ static zc_status zc_progress_locked(zc_comm *comm) {
             continue;
         }
         uint32_t before = budget;
-        zc_step(comm, r, &budget);
+        bool done = zc_step(comm, r, &budget);
         if (budget != before) r->moved = 1;
         if (comm->failed) break; /* the step failed the communicator (a mismatch) */
-        if (r->status != ZC_IN_PROGRESS) {
-            r->state = ZC_REQ_DONE;
-            if (r->plan == ZC_PLAN_INTERNAL) { /* nobody will test it: the slot is free now */
-                r->state = ZC_REQ_FREE;
-                r->gen++;
-            }
+        if (done) {
+            zc__req_end(r, ZC_OK);
             zc_retire(comm, i);
             finished++;
         } else {

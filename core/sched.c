@@ -22,13 +22,6 @@ typedef struct zc_ctx {
     bool stream;         /* copies into the result use streaming stores (a large result) */
 } zc_ctx;
 
-/* Bytes of this call's result buffer (the largest part a rank writes). */
-static uint64_t zc_result_bytes(const zc__sched *s, uint32_t n) {
-    uint64_t b = s->count * s->esize;
-    return s->kind == ZC_K_ALLGATHER || s->kind == ZC_K_GATHER || s->kind == ZC_K_ALLTOALL
-               ? b * n : b;
-}
-
 static uint64_t zc_min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 /* Elements in chunk k of a stream of len elements. */
@@ -64,39 +57,126 @@ static uint32_t zc_barrier_rounds(uint32_t n) {
     return rounds;
 }
 
-/* Messages a call sends from rank `from` to rank `to` (both ends compute the same number: a
- * receiver's count from p is p's count towards it). Point to point is not symmetric in kind. */
-static uint64_t zc_msgs_between(const zc__sched *s, uint32_t n, uint32_t from, uint32_t to) {
-    uint32_t root = s->root;
-    uint64_t C = zc__msgs(s->count, s->chunk);
-    switch (s->alg) {
-    case ZC_ALG_LOCAL: return 0;
-    case ZC_ALG_SYM: /* ready, done (sym.c); a send's ready only, to its recv */
-        if (s->kind == ZC_K_SEND) return to == root;
-        return s->kind == ZC_K_RECV ? from == root : 2;
-    case ZC_ALG_ONESHOT: return C;
-    case ZC_ALG_RSAG:
-        return zc__msgs(zc_blen(s, n, to), s->chunk) + zc__msgs(zc_blen(s, n, from), s->chunk);
-    case ZC_ALG_RSGATHER:
-        return zc__msgs(zc_blen(s, n, to), s->chunk) +
-               (to == root && from != root ? zc__msgs(zc_blen(s, n, from), s->chunk) : 0);
-    case ZC_ALG_TREE:
-    case ZC_ALG_CHAIN:
-        return zc_is_child(s, n, zc_rel(from, root, n), zc_rel(to, root, n)) ? C : 0;
-    case ZC_ALG_DISSEM: {
-        uint64_t m = 0;
-        for (uint32_t i = 0; i < zc_barrier_rounds(n); i++)
-            m += zc__add_mod(from, (1u << i), n) == to;
-        return m;
-    }
-    default: break; /* ZC_ALG_DIRECT */
-    }
+/* The tree's children of relative rank v, in order: the first, then the one after child c (n
+ * when there is none). Binomial: v + 1, v + 2, v + 4, ... below v's lowest set bit (every power
+ * of two for the root); chain: v + 1. */
+static uint32_t zc_child_at(const zc__sched *s, uint32_t n, uint32_t v, uint64_t d) {
+    bool ok = v + d < n && (s->alg == ZC_ALG_CHAIN ? d == 1 : v == 0 || d < zc_lowbit(v));
+    return ok ? v + (uint32_t)d : n;
+}
+
+static uint32_t zc_first_child(const zc__sched *s, uint32_t n, uint32_t v) {
+    return zc_child_at(s, n, v, 1);
+}
+
+static uint32_t zc_next_child(const zc__sched *s, uint32_t n, uint32_t v, uint32_t c) {
+    return zc_child_at(s, n, v, 2u * (uint64_t)(c - v));
+}
+
+/* ---- the host algorithms' messages: the one rule of how many each call exchanges ---- */
+
+/* links(c, s, C, fn, ctx) calls fn(ctx, peer, tx, rx) once for every peer the call exchanges
+ * messages with (tx to it, rx from it; C: messages of one whole stream), never for this rank:
+ * what the issue reserves on each channel, and all the schedule moves. */
+typedef void (*zc_links_fn)(const zc_comm *c, const zc__sched *s, uint64_t C, zc__link_fn fn,
+                            void *ctx);
+
+static void zc_links_none(const zc_comm *c, const zc__sched *s, uint64_t C, zc__link_fn fn,
+                          void *ctx) {
+    (void)c, (void)s, (void)C, (void)fn, (void)ctx;
+}
+
+/* Every peer: tx and rx. */
+static void zc_links_every(const zc_comm *c, uint64_t tx, uint64_t rx, zc__link_fn fn,
+                           void *ctx) {
+    for (uint32_t p = 0; p < c->nranks; p++)
+        if (p != c->rank) fn(ctx, p, tx, rx);
+}
+
+/* A rooted pattern: the root sends root_tx to and receives root_rx from every peer; a non-root
+ * the mirror with the root alone. */
+static void zc_links_rooted(const zc_comm *c, uint32_t root, uint64_t root_tx, uint64_t root_rx,
+                            zc__link_fn fn, void *ctx) {
+    if (c->rank == root) zc_links_every(c, root_tx, root_rx, fn, ctx);
+    else fn(ctx, root, root_rx, root_tx);
+}
+
+/* One-shot all_reduce: every input to every peer. */
+static void zc_links_all_c(const zc_comm *c, const zc__sched *s, uint64_t C, zc__link_fn fn,
+                           void *ctx) {
+    (void)s;
+    zc_links_every(c, C, C, fn, ctx);
+}
+
+static void zc_links_direct(const zc_comm *c, const zc__sched *s, uint64_t C, zc__link_fn fn,
+                            void *ctx) {
     switch (s->kind) {
     case ZC_K_REDUCE:
-    case ZC_K_GATHER: return from != root && to == root ? C : 0;
-    case ZC_K_SCATTER: return from == root ? C : 0;
-    default: return C; /* reduce_scatter, allgather, alltoall */
+    case ZC_K_GATHER: zc_links_rooted(c, s->root, 0, C, fn, ctx); break;
+    case ZC_K_SCATTER: zc_links_rooted(c, s->root, C, 0, fn, ctx); break;
+    default: zc_links_every(c, C, C, fn, ctx); break; /* reduce_scatter, allgather, alltoall */
     }
+}
+
+/* RS+AG: block p to p, then my reduced block to p; the same back. */
+static void zc_links_rsag(const zc_comm *c, const zc__sched *s, uint64_t C, zc__link_fn fn,
+                          void *ctx) {
+    uint32_t n = c->nranks;
+    uint64_t mine = zc__msgs(zc_blen(s, n, c->rank), s->chunk);
+    (void)C;
+    for (uint32_t p = 0; p < n; p++) {
+        uint64_t m = p == c->rank ? 0 : zc__msgs(zc_blen(s, n, p), s->chunk) + mine;
+        if (p != c->rank) fn(ctx, p, m, m);
+    }
+}
+
+/* RS + gather: block p to p, then, to the root, my reduced block (non-roots). */
+static void zc_links_rsgather(const zc_comm *c, const zc__sched *s, uint64_t C,
+                              zc__link_fn fn, void *ctx) {
+    uint32_t n = c->nranks, me = c->rank, root = s->root;
+    uint64_t mine = zc__msgs(zc_blen(s, n, me), s->chunk);
+    (void)C;
+    for (uint32_t p = 0; p < n; p++) {
+        if (p == me) continue;
+        uint64_t theirs = zc__msgs(zc_blen(s, n, p), s->chunk);
+        fn(ctx, p, theirs + (p == root ? mine : 0), mine + (me == root ? theirs : 0));
+    }
+}
+
+/* Broadcast down a tree or chain: the whole stream from the parent, to every child. */
+static void zc_links_tree(const zc_comm *c, const zc__sched *s, uint64_t C, zc__link_fn fn,
+                          void *ctx) {
+    uint32_t n = c->nranks, v = zc_rel(c->rank, s->root, n);
+    if (v) fn(ctx, zc__add_mod(zc_parent(s, v), s->root, n), 0, C);
+    for (uint32_t k = zc_first_child(s, n, v); k < n; k = zc_next_child(s, n, v, k))
+        fn(ctx, zc__add_mod(k, s->root, n), C, 0);
+}
+
+/* Dissemination: one message to rank + 2^i and one from rank - 2^i in round i; the targets
+ * are distinct, and so are the sources, but a peer may be both. */
+static void zc_links_dissem(const zc_comm *c, const zc__sched *s, uint64_t C, zc__link_fn fn,
+                            void *ctx) {
+    uint32_t n = c->nranks, me = c->rank, rounds = zc_barrier_rounds(n);
+    (void)s, (void)C;
+    for (uint32_t i = 0; i < rounds; i++) {
+        uint32_t to = zc__add_mod(me, 1u << i, n);
+        uint64_t rx = 0;
+        for (uint32_t j = 0; j < rounds; j++) rx += zc__add_mod(to, 1u << j, n) == me;
+        fn(ctx, to, 1, rx);
+    }
+    for (uint32_t j = 0; j < rounds; j++) {
+        uint32_t from = zc__add_mod(me, n - (1u << j), n);
+        bool target = false;
+        for (uint32_t i = 0; i < rounds; i++) target = target || zc__add_mod(me, 1u << i, n) == from;
+        if (!target) fn(ctx, from, 0, 1);
+    }
+}
+
+static void zc_links_p2p(const zc_comm *c, const zc__sched *s, uint64_t C, zc__link_fn fn,
+                         void *ctx) {
+    (void)c;
+    if (s->kind == ZC_K_SEND) fn(ctx, s->root, C, 0);
+    else fn(ctx, s->root, 0, C);
 }
 
 /* ---- placement ---- */
@@ -250,60 +330,6 @@ zc__alg zc__choose(const zc_comm *c, uint32_t kind, uint64_t count, uint64_t byt
     }
 }
 
-uint64_t zc__tx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
-    if (zc__gpu_alg(s->alg)) return zc__gpu_msgs(comm, s); /* signals, as many each way */
-    if (zc__put_alg(s->alg)) return zc__put_msgs(comm, s, p, true);
-    if (s->alg == ZC_ALG_P2P)
-        return s->kind == ZC_K_SEND && p == s->root ? zc__msgs(s->count, s->chunk) : 0;
-    return zc_msgs_between(s, comm->nranks, comm->rank, p);
-}
-
-uint64_t zc__rx_total(const zc_comm *comm, const zc__sched *s, uint32_t p) {
-    if (zc__gpu_alg(s->alg)) return zc__gpu_msgs(comm, s);
-    if (zc__put_alg(s->alg)) return zc__put_msgs(comm, s, p, false);
-    if (s->alg == ZC_ALG_P2P)
-        return s->kind == ZC_K_RECV && p == s->root ? zc__msgs(s->count, s->chunk) : 0;
-    return zc_msgs_between(s, comm->nranks, p, comm->rank);
-}
-
-/* The flat shape of a call's counts (engine.h), read from the rules of zc_msgs_between: C
- * messages each way with every peer (one-shot, the direct copies and reduce_scatter; two ranks'
- * tree, chain and barrier), the symmetric schedule's two (a send's one, to its recv), or C one
- * way with the root or every peer (direct reduce, gather, scatter; send and recv); 0 for the
- * rest. */
-static uint32_t zc_flat_shape(const zc__sched *s, uint32_t n, uint32_t me, uint64_t *msgs) {
-    const uint32_t both = ZC_FLAT_TX | ZC_FLAT_RX;
-    bool root = me == s->root;
-    *msgs = zc__msgs(s->count, s->chunk);
-    switch (s->alg) {
-    case ZC_ALG_LOCAL: *msgs = 0; return both;
-    case ZC_ALG_SYM: /* ready, done (sym.c); a send's ready only, to its recv */
-        *msgs = s->kind == ZC_K_SEND || s->kind == ZC_K_RECV ? 1 : 2;
-        if (s->kind == ZC_K_SEND) return ZC_FLAT_ROOT | ZC_FLAT_TX;
-        return s->kind == ZC_K_RECV ? ZC_FLAT_ROOT | ZC_FLAT_RX : both;
-    case ZC_ALG_ONESHOT: return both;
-    case ZC_ALG_P2P: return ZC_FLAT_ROOT | (s->kind == ZC_K_SEND ? ZC_FLAT_TX : ZC_FLAT_RX);
-    case ZC_ALG_DISSEM: *msgs = 1; return n == 2 ? both : 0;
-    case ZC_ALG_TREE:
-    case ZC_ALG_CHAIN: return n != 2 ? 0 : root ? ZC_FLAT_TX : ZC_FLAT_RX | ZC_FLAT_ROOT;
-    case ZC_ALG_DIRECT: break;
-    default: return 0;
-    }
-    switch (s->kind) {
-    case ZC_K_REDUCE:
-    case ZC_K_GATHER: return root ? ZC_FLAT_RX : ZC_FLAT_TX | ZC_FLAT_ROOT;
-    case ZC_K_SCATTER: return root ? ZC_FLAT_TX : ZC_FLAT_RX | ZC_FLAT_ROOT;
-    default: return both; /* reduce_scatter, allgather, alltoall */
-    }
-}
-
-void zc__flat(const zc_comm *comm, zc__sched *s) {
-    uint64_t msgs;
-    s->flat = zc_flat_shape(s, comm->nranks, comm->rank, &msgs);
-    s->same = (uint32_t)msgs;
-    if (msgs > UINT32_MAX) s->flat = s->same = 0;
-}
-
 static void zc_send_placed(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t len,
                            uint64_t first, uint64_t ready);
 
@@ -440,7 +466,7 @@ static void zc_reduce_block(zc_ctx *x, const uint8_t *mine, uint8_t *dst, uint64
 static bool zc_all_moved(const zc__req *r) { return r->tx_left == 0 && r->rx_left == 0; }
 
 /* One-shot all_reduce; reduce direct to the root (non-roots only send). */
-static void zc_step_oneshot(zc_ctx *x) {
+static bool zc_step_oneshot(zc_ctx *x) {
     const zc__sched *s = &x->r->s;
     bool reduces = s->kind == ZC_K_ALLREDUCE || x->me == s->root;
     for (uint32_t p = 0; p < x->n; p++)
@@ -456,8 +482,7 @@ static void zc_step_oneshot(zc_ctx *x) {
                zc_reduce_chunk(x, s->send, s->count, 0, zc_out_local, s->recv, &bytes)) {
         }
     }
-    if (zc_all_moved(x->r) && (!reduces || x->r->a == zc__msgs(s->count, x->E)))
-        x->r->status = ZC_OK;
+    return zc_all_moved(x->r) && (!reduces || x->r->a == zc__msgs(s->count, x->E));
 }
 
 static uint8_t *zc_out_to_root(zc_ctx *x, uint64_t c, uint64_t bytes, void *arg) {
@@ -467,7 +492,7 @@ static uint8_t *zc_out_to_root(zc_ctx *x, uint64_t c, uint64_t bytes, void *arg)
 
 /* Direct reduce-scatter of every block to its owner, then all-gather (all_reduce) or gather
  * to the root (reduce) of the reduced blocks; also plain reduce_scatter (equal blocks). */
-static void zc_step_rs(zc_ctx *x) {
+static bool zc_step_rs(zc_ctx *x) {
     const zc__sched *s = &x->r->s;
     bool rs_only = s->kind == ZC_K_REDUCE_SCATTER, to_root = s->alg == ZC_ALG_RSGATHER;
     uint64_t blk_me = rs_only ? s->count : zc_blen(s, x->n, x->me);
@@ -490,17 +515,17 @@ static void zc_step_rs(zc_ctx *x) {
                zc_reduce_chunk(x, s->send + lo_me * x->es, blk_me, 0, zc_out_to_root, &first,
                                &bytes))
             if (zc__tx_end(x->comm, x->r, s->root, first + x->r->a - 1, bytes) != ZC_OK)
-                return; /* the communicator failed (channel.c recorded why) */
+                return false; /* the communicator failed (channel.c recorded why) */
     } else {
         zc_reduce_block(x, s->send + lo_me * x->es, s->recv + (rs_only ? 0 : lo_me * x->es),
                         blk_me, 0);
     }
-    if (zc_all_moved(x->r) && x->r->a == C_me) x->r->status = ZC_OK;
+    return zc_all_moved(x->r) && x->r->a == C_me;
 }
 
-static void zc_step_bcast(zc_ctx *x) {
+static bool zc_step_bcast(zc_ctx *x) {
     const zc__sched *s = &x->r->s;
-    uint32_t v = zc_rel(x->me, s->root, x->n);
+    uint32_t v = zc_rel(x->me, s->root, x->n), c = zc_first_child(s, x->n, v);
     uint64_t C = zc__msgs(s->count, x->E), ready;
     const uint8_t *src;
     if (v == 0) {
@@ -513,15 +538,14 @@ static void zc_step_bcast(zc_ctx *x) {
         src = s->recv;
         ready = zc__rx_done(x->comm, x->r, parent);
     }
-    for (uint32_t c = 1; c < x->n; c++)
-        if (zc_is_child(s, x->n, v, c))
-            zc_send_chunks(x, zc__add_mod(c, s->root, x->n), src, s->count, 0, ready, true);
+    for (; c < x->n; c = zc_next_child(s, x->n, v, c))
+        zc_send_chunks(x, zc__add_mod(c, s->root, x->n), src, s->count, 0, ready, true);
     bool own = v != 0 || !s->recv || s->recv == s->send || x->r->a == C;
-    if (zc_all_moved(x->r) && own) x->r->status = ZC_OK;
+    return zc_all_moved(x->r) && own;
 }
 
 /* gather, scatter, allgather, alltoall: direct streams; own block copied locally. */
-static void zc_step_direct(zc_ctx *x) {
+static bool zc_step_direct(zc_ctx *x) {
     const zc__sched *s = &x->r->s;
     uint64_t blk = s->count * x->es;
     bool own = true;
@@ -557,71 +581,92 @@ static void zc_step_direct(zc_ctx *x) {
         break;
     }
     }
-    if (zc_all_moved(x->r) && own) x->r->status = ZC_OK;
+    return zc_all_moved(x->r) && own;
 }
 
-static void zc_step_p2p(zc_ctx *x) {
+static bool zc_step_p2p(zc_ctx *x) {
     const zc__sched *s = &x->r->s;
     if (s->kind == ZC_K_SEND)
         zc_send_chunks(x, s->root, s->send, s->count, 0, UINT64_MAX, false);
     else zc_recv_chunks(x, s->root, s->recv, s->count, 0);
-    if (zc_all_moved(x->r)) x->r->status = ZC_OK;
+    return zc_all_moved(x->r);
 }
 
 /* Dissemination: in round i send to rank+2^i, then wait for rank-2^i. r->a = round,
  * r->b = 1 once this round's message is sent. */
-static void zc_step_barrier(zc_ctx *x) {
+static bool zc_step_barrier(zc_ctx *x) {
     uint32_t rounds = zc_barrier_rounds(x->n);
     while (*x->budget && x->r->a < rounds) {
         uint32_t d = 1u << x->r->a, to = zc__add_mod(x->me, d, x->n),
                  from = zc__add_mod(x->me, x->n - d, x->n);
         if (!x->r->b) {
-            if (!zc__tx_begin(x->comm, x->r, to, 0)) return;
-            if (zc__tx_end(x->comm, x->r, to, 0, 0) != ZC_OK) return;
+            if (!zc__tx_begin(x->comm, x->r, to, 0)) return false;
+            if (zc__tx_end(x->comm, x->r, to, 0, 0) != ZC_OK) return false;
             x->r->b = 1;
         }
-        if (!zc__rx_peek(x->comm, x->r, from, 0, 0)) return;
+        if (!zc__rx_peek(x->comm, x->r, from, 0, 0)) return false;
         zc__rx_consume(x->comm, x->r, from);
         (*x->budget)--;
         x->r->a++;
         x->r->b = 0;
     }
-    if (x->r->a == rounds) x->r->status = ZC_OK;
+    return x->r->a == rounds;
 }
 
-void zc__step(zc_comm *comm, zc__req *r, uint32_t *budget) {
-    ZC_ASSERT(r->s.alg != ZC_ALG_STAGED); /* sched_stage.c's (progress.c picks) */
-    if (zc__gpu_alg(r->s.alg)) { /* device memory: sched_gpu.c's phases, the same budget */
-        zc__gpu_step(comm, r, budget);
-        return;
+/* Direct: reduce to the root as one-shot's send-and-reduce, reduce_scatter as RS's first half,
+ * the copy collectives as direct streams. */
+static bool zc_step_direct_any(zc_ctx *x) {
+    switch (x->r->s.kind) {
+    case ZC_K_REDUCE: return zc_step_oneshot(x);
+    case ZC_K_REDUCE_SCATTER: return zc_step_rs(x);
+    default: return zc_step_direct(x);
     }
-    if (zc__put_alg(r->s.alg)) { /* device memory on the direct path: sched_put.c's */
-        zc__put_step(comm, r, budget);
-        return;
-    }
+}
+
+static bool zc_step_local(zc_ctx *x) {
+    (void)x;
+    return true;
+}
+
+/* ---- the host family: one row per algorithm ---- */
+
+typedef struct zc_host_alg {
+    zc_links_fn links; /* the messages it exchanges, per peer (the rule the issue reserves) */
+    bool (*step)(zc_ctx *x); /* moves it within the budget; true once its work is done */
+} zc_host_alg;
+
+static const zc_host_alg zc_host_algs[ZC_ALG_P2P + 1] = {
+    [ZC_ALG_LOCAL] = {zc_links_none, zc_step_local},
+    [ZC_ALG_ONESHOT] = {zc_links_all_c, zc_step_oneshot},
+    [ZC_ALG_RSAG] = {zc_links_rsag, zc_step_rs},
+    [ZC_ALG_DIRECT] = {zc_links_direct, zc_step_direct_any},
+    [ZC_ALG_RSGATHER] = {zc_links_rsgather, zc_step_rs},
+    [ZC_ALG_TREE] = {zc_links_tree, zc_step_bcast},
+    [ZC_ALG_CHAIN] = {zc_links_tree, zc_step_bcast},
+    [ZC_ALG_DISSEM] = {zc_links_dissem, zc_step_barrier},
+    [ZC_ALG_P2P] = {zc_links_p2p, zc_step_p2p},
+};
+
+static const zc_host_alg *zc_host_alg_of(uint32_t alg) {
+    ZC_ASSERT(alg <= ZC_ALG_P2P && zc_host_algs[alg].step);
+    return &zc_host_algs[alg];
+}
+
+static void zc_host_links(const zc_comm *c, const zc__sched *s, zc__link_fn fn, void *ctx) {
+    zc_host_alg_of(s->alg)->links(c, s, zc__msgs(s->count, s->chunk), fn, ctx);
+}
+
+static bool zc_host_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
     zc_ctx x = {comm, r, budget, comm->rank, comm->nranks, r->s.chunk, r->s.esize,
-                zc_result_bytes(&r->s, comm->nranks) >= ZC_STREAM_COPY_MIN_BYTES};
+                zc__result_bytes(&r->s, comm->nranks) >= ZC_STREAM_COPY_MIN_BYTES};
     if (r->place & ZC_PLACE_HANDSHAKE) {
         zc_place_handshake(comm, r, budget);
-        if (comm->failed) return;
+        if (comm->failed) return false;
     }
-    switch (r->s.alg) {
-    case ZC_ALG_LOCAL: r->status = ZC_OK; break;
-    case ZC_ALG_ONESHOT: zc_step_oneshot(&x); break;
-    case ZC_ALG_RSAG:
-    case ZC_ALG_RSGATHER: zc_step_rs(&x); break;
-    case ZC_ALG_TREE:
-    case ZC_ALG_CHAIN: zc_step_bcast(&x); break;
-    case ZC_ALG_DIRECT:
-        if (r->s.kind == ZC_K_REDUCE) zc_step_oneshot(&x);
-        else if (r->s.kind == ZC_K_REDUCE_SCATTER) zc_step_rs(&x);
-        else zc_step_direct(&x);
-        break;
-    case ZC_ALG_DISSEM: zc_step_barrier(&x); break;
-    case ZC_ALG_P2P: zc_step_p2p(&x); break;
-    case ZC_ALG_SYM: zc__step_sym(comm, r, budget, x.stream); break;
-    default: zc_plat_panic(__FILE__, __LINE__, "unknown algorithm");
-    }
-    if (r->status == ZC_OK && (r->place & ZC_PLACE_DIRECT) && !zc__tx_puts_done(comm, r))
-        r->status = ZC_IN_PROGRESS; /* the wire may still read the caller's source */
+    if (!zc_host_alg_of(r->s.alg)->step(&x)) return false;
+    /* A put from the caller's memory: done once the wire no longer reads the source. */
+    return !(r->place & ZC_PLACE_DIRECT) || zc__tx_puts_done(comm, r);
 }
+
+const zc__family zc__fam_host = {"host", ZC_FAM_EAGER | ZC_FAM_PLACE, zc_host_links, 0,
+                                 zc_host_step};

@@ -26,11 +26,12 @@
  * Reductions are the provider's kernels: rank order 0..n-1, the host kernels' exact semantics,
  * so device and host results are bitwise equal.
  *
- * These are requests of the one engine: zc__issue (progress.c) takes their slot, sequence
- * number and channel numbers and calls zc__gpu_begin here; zc_progress steps them through
- * zc__step (sched.c), which calls zc__gpu_step: one budget unit per phase transition; deadlines,
+ * These are requests of the one engine, the family zc__fam_ipc (engine.h): zc__issue
+ * (progress.c) takes their slot, sequence number and channel numbers and calls its begin
+ * (zc_gpu_begin); zc_progress calls its step (zc_gpu_step): one budget unit per phase
+ * transition; deadlines,
  * liveness and zc__fail are progress.c's and fail.c's, as for host requests. A stream-ordered
- * call (stream.c) is issued "held" (no deadline) and waits in GATE until its stream reaches it.
+ * call (stream.c) is issued "held" (no deadline): progress.c gates it until its stream reaches it.
  * The request's device fields (engine.h: phase, round, rounds, round_elems, ptrs) are all the
  * state a device schedule keeps.
  *
@@ -133,7 +134,7 @@ static uint32_t zc_gpu_rounds(const zc_comm *c, const zc__sched *s, uint64_t *ro
 }
 
 /* Signals to (and from) every peer. */
-uint64_t zc__gpu_msgs(const zc_comm *c, const zc__sched *s) {
+static uint64_t zc_gpu_msgs(const zc_comm *c, const zc__sched *s) {
     uint64_t re;
     uint32_t rounds = zc_gpu_rounds(c, s, &re);
     switch (s->alg) {
@@ -156,7 +157,14 @@ uint32_t zc__gpu_steps(const zc_comm *c, const zc__sched *s) {
     return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
-void zc__gpu_begin(zc_comm *c, zc__req *r) {
+/* As many each way with every peer. */
+static void zc_gpu_links(const zc_comm *c, const zc__sched *s, zc__link_fn fn, void *ctx) {
+    uint64_t m = zc_gpu_msgs(c, s);
+    for (uint32_t p = 0; p < c->nranks; p++)
+        if (p != c->rank) fn(ctx, p, m, m);
+}
+
+static void zc_gpu_begin(zc_comm *c, zc__req *r) {
     struct zc__gpu *g = c->gpu;
     ZC_ASSERT(g && zc__gpu_alg(r->s.alg) && r->lane == 0 && r->place == 0);
     uint64_t re;
@@ -165,8 +173,7 @@ void zc__gpu_begin(zc_comm *c, zc__req *r) {
     r->round = 0;
     r->mem = 0;
     r->step = r->fill = 0;
-    r->phase = r->bind ? ZC_G_GATE : ZC_G_READY;
-    r->held = r->bind != 0;
+    r->phase = ZC_G_READY;
     for (uint32_t p = 0; p < 2u * g->nranks; p++) r->ptrs[p] = 0;
     r->ptrs[c->rank] = (uint8_t *)(uintptr_t)r->s.send;
     r->ptrs[g->nranks + c->rank] = r->s.recv;
@@ -451,27 +458,11 @@ zc_status zc__gpu_waited(zc_comm *c, zc__req *r) {
     return zc_gpu_fail(c, g, st, zc__kind_name(r->s.kind), r->seq);
 }
 
-bool zc__gpu_gate(zc_comm *c, zc__req *r) {
-    struct zc__gpu *g = c->gpu;
-    uint32_t *start = zc_gpu_bflag(c, r, ZC_BF_START);
-    if (__atomic_load_n(start, __ATOMIC_ACQUIRE) != g->binds[r->bind - 1u].tick) return false;
-    __atomic_store_n(start, 0u, __ATOMIC_RELAXED);
-    r->held = 0; /* the deadline runs from progress's next clock read */
-    r->deadline_ns = 0;
-    r->step = 0;
-    r->fill = 0;
-    return true;
-}
-
 /* One phase transition; false when the request has to wait (or failed). */
 static bool zc_gpu_advance(zc_comm *c, struct zc__gpu *g, zc__req *r) {
     uint8_t *const *ptrs = r->ptrs;
     bool rsag = r->s.alg == ZC_ALG_GPU_RSAG;
     switch (r->phase) {
-    case ZC_G_GATE:
-        if (!zc__gpu_gate(c, r)) return false;
-        r->phase = ZC_G_READY;
-        return true;
     case ZC_G_READY:
         if (!zc_gpu_exchange(c, r, 0)) return false;
         r->phase = r->s.alg != ZC_ALG_GPU_REGISTER ? ZC_G_MAIN
@@ -524,13 +515,13 @@ static bool zc_gpu_advance(zc_comm *c, struct zc__gpu *g, zc__req *r) {
     }
 }
 
-void zc__gpu_step(zc_comm *c, zc__req *r, uint32_t *budget) {
+static bool zc_gpu_step(zc_comm *c, zc__req *r, uint32_t *budget) {
     struct zc__gpu *g = c->gpu;
     ZC_ASSERT(g && r >= c->reqs && r < c->reqs + c->cfg.max_requests);
     while (*budget && !c->failed && zc_gpu_advance(c, g, r)) (*budget)--;
-    if (!c->failed && r->phase == ZC_G_FINISHED) {
-        ZC_ASSERT(r->tx_left == 0 && r->rx_left == 0);
-        ZC_ASSERT(!r->bind || r->step == g->binds[r->bind - 1u].steps); /* the program's */
-        r->status = ZC_OK;
-    }
+    if (c->failed || r->phase != ZC_G_FINISHED) return false;
+    ZC_ASSERT(!r->bind || r->step == g->binds[r->bind - 1u].steps); /* the program's */
+    return true;
 }
+
+const zc__family zc__fam_ipc = {"ipc", ZC_FAM_STREAM, zc_gpu_links, zc_gpu_begin, zc_gpu_step};

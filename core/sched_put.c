@@ -35,8 +35,7 @@
 
 /* Phases (zc__req.phase). */
 enum {
-    ZC_P_GATE = 0,  /* stream-ordered: until its stream reached the call */
-    ZC_P_TURN,      /* ONESHOT, RSAG: until the landing areas are this call's */
+    ZC_P_TURN = 0,  /* ONESHOT, RSAG: until the landing areas are this call's */
     ZC_P_READY,     /* READY to and from the peers this rank puts into / takes puts from */
     ZC_P_PUT,       /* the round's data messages, each way */
     ZC_P_MAIN,      /* launch the round's reduction over the landed inputs */
@@ -127,7 +126,7 @@ void zc__put_route(const zc_comm *c, zc__sched *s) {
     }
 }
 
-uint64_t zc__put_msgs(const zc_comm *c, const zc__sched *s, uint32_t peer, bool tx) {
+static uint64_t zc_put_msgs(const zc_comm *c, const zc__sched *s, uint32_t peer, bool tx) {
     if (s->alg == ZC_ALG_PUT_P2P) { /* a message per slot of payload, as host send/recv */
         bool mine = tx ? s->kind == ZC_K_SEND : s->kind == ZC_K_RECV;
         return mine && peer == s->root ? zc__msgs(s->count, s->chunk) : 0u;
@@ -135,6 +134,12 @@ uint64_t zc__put_msgs(const zc_comm *c, const zc__sched *s, uint32_t peer, bool 
     uint64_t per, rounds = zc_put_rounds(c, s, &per);
     zc_pch q = tx ? zc_put_chan(c, s, c->rank, peer) : zc_put_chan(c, s, peer, c->rank);
     return q.ready + rounds * (q.data + q.after);
+}
+
+/* Every peer, as many as its channel carries each way. */
+static void zc_put_links(const zc_comm *c, const zc__sched *s, zc__link_fn fn, void *ctx) {
+    for (uint32_t p = 0; p < c->nranks; p++)
+        if (p != c->rank) fn(ctx, p, zc_put_msgs(c, s, p, true), zc_put_msgs(c, s, p, false));
 }
 
 /* The NIC's registration of the device buffer at p (coll.c's routing checked that the whole
@@ -156,7 +161,7 @@ static uint32_t zc_put_start(const zc__req *r) {
     return ZC_P_READY;
 }
 
-void zc__put_begin(zc_comm *c, zc__req *r) {
+static void zc_put_begin(zc_comm *c, zc__req *r) {
     struct zc__gpu *g = c->gpu;
     ZC_ASSERT(g && zc__put_alg(r->s.alg) && r->place == 0 && g->area >= r->s.esize);
     uint64_t rounds = zc_put_rounds(c, &r->s, &r->round_elems);
@@ -169,8 +174,7 @@ void zc__put_begin(zc_comm *c, zc__req *r) {
     for (uint32_t p = 0; p < c->nranks; p++) r->pl[p] = (zc__place){0};
     if (zc_put_landing(&r->s)) r->ticket = zc__turn_take(&g->land);
     r->step = r->fill = 0;
-    r->held = r->bind != 0;
-    r->phase = r->bind ? ZC_P_GATE : zc_put_start(r);
+    r->phase = zc_put_start(r);
     g->direct_calls++;
 }
 
@@ -472,10 +476,6 @@ static bool zc_put_advance(zc_comm *c, zc__req *r, uint32_t *budget) {
     bool launched = false;
     zc_status st;
     switch (r->phase) {
-    case ZC_P_GATE:
-        if (!zc__gpu_gate(c, r)) return false;
-        r->phase = zc_put_start(r);
-        break;
     case ZC_P_TURN:
         if (!zc__turn_mine(&c->gpu->land, r->ticket)) return false;
         r->phase = r->s.kind == ZC_K_ALLREDUCE && r->s.alg == ZC_ALG_PUT_RSAG ? ZC_P_READY
@@ -550,15 +550,13 @@ static bool zc_put_advance(zc_comm *c, zc__req *r, uint32_t *budget) {
     return true;
 }
 
-void zc__put_step(zc_comm *c, zc__req *r, uint32_t *budget) {
+static bool zc_put_step(zc_comm *c, zc__req *r, uint32_t *budget) {
     ZC_ASSERT(c->gpu && r >= c->reqs && r < c->reqs + c->cfg.max_requests);
     while (*budget && !c->failed && r->phase != ZC_P_FINISHED && zc_put_advance(c, r, budget)) {
     }
-    if (!c->failed && r->phase == ZC_P_FINISHED) {
-        ZC_ASSERT(r->tx_left == 0 && r->rx_left == 0);
-        ZC_ASSERT(!r->bind || r->step == c->gpu->binds[r->bind - 1u].steps); /* the program's */
-        r->status = ZC_OK;
-    }
+    if (c->failed || r->phase != ZC_P_FINISHED) return false;
+    ZC_ASSERT(!r->bind || r->step == c->gpu->binds[r->bind - 1u].steps); /* the program's */
+    return true;
 }
 
 /* Launch points per call: COPY's own copy, a reduction per round (ONESHOT, RSAG; an empty step
@@ -572,3 +570,6 @@ uint32_t zc__put_steps(const zc_comm *c, const zc__sched *s) {
     }
     return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
+
+const zc__family zc__fam_direct = {"direct", ZC_FAM_STREAM, zc_put_links, zc_put_begin,
+                                   zc_put_step};

@@ -104,7 +104,7 @@ static void zc_stage_parts(const zc_comm *c, const zc__sched *d, uint8_t *base, 
 /* The host schedule of a round of len elements per block: the call as issued, on the staging's
  * parts, with the host algorithm that len elements get (zc__choose's, as for a host call of
  * that size; the arguments were checked at the call). */
-static void zc_stage_sched(zc_comm *c, const zc__sched *d, uint8_t *base, uint64_t len,
+static void zc_stage_sched(const zc_comm *c, const zc__sched *d, uint8_t *base, uint64_t len,
                            zc__sched *out) {
     uint8_t *in, *o;
     zc_stage_parts(c, d, base, len, &in, &o);
@@ -112,57 +112,83 @@ static void zc_stage_sched(zc_comm *c, const zc__sched *d, uint8_t *base, uint64
     out->count = len;
     out->send = in;
     out->recv = o;
-    out->same = 0;
     out->alg = (uint8_t)zc__choose(c, d->kind, len, len * d->esize);
 }
 
-zc_status zc__stage_prepare(zc_comm *c, const zc__sched *s) {
-    struct zc__stage *st = c->stage;
-    zc__stage_req *q = &st->pend;
-    ZC_ASSERT(st && s->alg == ZC_ALG_STAGED && s->count);
+/* A staged call's rounds: elements per round, the host schedules of a full and of the last
+ * round, at base; the same on every rank (from the call and cfg alone). */
+static void zc_stage_plan(const zc_comm *c, const zc__sched *s, uint8_t *base, zc__stage_req *q) {
+    ZC_ASSERT(c->stage && s->alg == ZC_ALG_STAGED && s->count);
     *q = (zc__stage_req){0};
     q->dev = *s;
     q->own = zc_stage_p2p(s->kind);
-    q->base = q->own ? st->p2p : st->buf; /* send/recv: moved to the slot's below */
+    q->base = base;
     q->per = zc_stage_per(c, s);
     if (q->per > s->count) q->per = s->count;
     q->rounds = (s->count + q->per - 1u) / q->per;
     uint64_t last = s->count - (q->rounds - 1u) * q->per;
     zc_stage_sched(c, s, q->base, q->per, &q->full);
     zc_stage_sched(c, s, q->base, last, &q->last);
-    return ZC_OK;
 }
 
-void zc__stage_begin(zc_comm *c, zc__req *r) {
+/* Per-peer sums of the host schedules' messages, for the rounds of a staged call (at most
+ * ZC_GPU_MAX_SRCS ranks: there is no device state beyond). */
+typedef struct zc_stage_sum {
+    uint64_t tx[ZC_GPU_MAX_SRCS], rx[ZC_GPU_MAX_SRCS];
+    uint64_t times; /* how many rounds the schedule being visited stands for */
+} zc_stage_sum;
+
+static void zc_stage_add(void *ctx, uint32_t peer, uint64_t tx, uint64_t rx) {
+    zc_stage_sum *m = ctx;
+    m->tx[peer] += m->times * tx;
+    m->rx[peer] += m->times * rx;
+}
+
+/* Every peer's messages over all of q's rounds. */
+static void zc_stage_sums(const zc_comm *c, const zc__stage_req *q, zc_stage_sum *m) {
+    ZC_ASSERT(c->nranks <= ZC_GPU_MAX_SRCS);
+    zc__memset(m, 0, sizeof *m);
+    m->times = q->rounds - 1u;
+    if (m->times) zc__fam_host.links(c, &q->full, zc_stage_add, m);
+    m->times = 1;
+    zc__fam_host.links(c, &q->last, zc_stage_add, m);
+}
+
+static void zc_stage_links(const zc_comm *c, const zc__sched *s, zc__link_fn fn, void *ctx) {
+    zc__stage_req q;
+    zc_stage_sum m;
+    zc_stage_plan(c, s, c->stage->buf, &q);
+    zc_stage_sums(c, &q, &m);
+    for (uint32_t p = 0; p < c->nranks; p++)
+        if (p != c->rank) fn(ctx, p, m.tx[p], m.rx[p]);
+}
+
+/* Totals, all peers together, of one round's schedule. */
+static void zc_stage_total(void *ctx, uint32_t peer, uint64_t tx, uint64_t rx) {
+    uint64_t *t = ctx;
+    (void)peer;
+    t[0] += tx;
+    t[1] += rx;
+}
+
+static void zc_stage_begin(zc_comm *c, zc__req *r) {
     struct zc__stage *st = c->stage;
-    zc__stage_req *q = &st->pend;
-    const zc__sched *s = &q->dev;
+    zc__stage_req *q = r->stg;
     uint32_t i = (uint32_t)(r - c->reqs);
-    uint64_t last = s->count - (q->rounds - 1u) * q->per;
-    if (q->own) {
-        q->base = st->p2p + (size_t)i * c->cfg.slot_bytes;
-        zc_stage_sched(c, s, q->base, q->per, &q->full);
-        zc_stage_sched(c, s, q->base, last, &q->last);
-        q->phase = ZC_S_D2H;
-    }
-    for (uint32_t p = 0; p < c->nranks; p++) {
-        if (p == c->rank) continue;
-        q->full_tx += zc__tx_total(c, &q->full, p);
-        q->full_rx += zc__rx_total(c, &q->full, p);
-        q->last_tx += zc__tx_total(c, &q->last, p);
-        q->last_rx += zc__rx_total(c, &q->last, p);
-    }
-    if (!q->own) q->ticket = zc__turn_take(&st->turn);
-    *r->stg = *q;
+    bool own = zc_stage_p2p(r->s.kind);
+    /* Send/recv on the request slot's own staging; collectives on the shared one, in turn. */
+    zc_stage_plan(c, &r->s, own ? st->p2p + (size_t)i * c->cfg.slot_bytes : st->buf, q);
+    uint64_t t[2] = {0, 0};
+    zc__fam_host.links(c, &q->full, zc_stage_total, t);
+    q->full_tx = t[0];
+    q->full_rx = t[1];
+    t[0] = t[1] = 0;
+    zc__fam_host.links(c, &q->last, zc_stage_total, t);
+    q->last_tx = t[0];
+    q->last_rx = t[1];
+    if (own) q->phase = ZC_S_D2H;
+    else q->ticket = zc__turn_take(&st->turn);
     st->calls++;
-}
-
-uint64_t zc__stage_msgs(const zc_comm *c, const zc__sched *s, uint32_t peer, bool tx) {
-    const zc__stage_req *q = &c->stage->pend;
-    ZC_ASSERT(q->dev.count == s->count && q->dev.kind == s->kind && q->dev.send == s->send);
-    uint64_t full = tx ? zc__tx_total(c, &q->full, peer) : zc__rx_total(c, &q->full, peer);
-    uint64_t last = tx ? zc__tx_total(c, &q->last, peer) : zc__rx_total(c, &q->last, peer);
-    return (q->rounds - 1u) * full + last;
 }
 
 /* ---- the rounds ---- */
@@ -199,23 +225,23 @@ static bool zc_stage_host(zc_comm *c, zc__req *r, zc__stage_req *q, uint32_t *bu
     r->s = *zc_stage_round(q);
     r->tx_left -= tx;
     r->rx_left -= rx;
-    zc__step(c, r, budget);
+    bool done = zc__fam_host.step(c, r, budget);
     r->s = q->dev;
     r->tx_left += tx;
     r->rx_left += rx;
-    if (c->failed || r->status != ZC_OK) return false;
-    r->status = ZC_IN_PROGRESS;
-    return true;
+    return done && !c->failed;
+}
+
+/* Moves a peer's channel numbers past one round's messages. */
+static void zc_stage_shift(void *ctx, uint32_t peer, uint64_t tx, uint64_t rx) {
+    zc__req *r = ctx;
+    r->tx_base[peer] += tx;
+    r->rx_base[peer] += rx;
 }
 
 /* After a round: the next round's channel numbers start after this one's; the next phase. */
 static uint32_t zc_stage_next(zc_comm *c, zc__req *r, zc__stage_req *q) {
-    const zc__sched *R = zc_stage_round(q);
-    for (uint32_t p = 0; p < c->nranks; p++) {
-        if (p == c->rank) continue;
-        r->tx_base[p] += zc__tx_total(c, R, p);
-        r->rx_base[p] += zc__rx_total(c, R, p);
-    }
+    zc__fam_host.links(c, zc_stage_round(q), zc_stage_shift, r);
     r->a = r->b = 0;
     c->stage->rounds++;
     if (++q->round < q->rounds) return ZC_S_D2H;
@@ -254,12 +280,11 @@ static bool zc_stage_advance(zc_comm *c, zc__req *r, zc__stage_req *q, uint32_t 
     return true;
 }
 
-void zc__stage_step(zc_comm *c, zc__req *r, uint32_t *budget) {
+static bool zc_stage_step(zc_comm *c, zc__req *r, uint32_t *budget) {
     zc__stage_req *q = r->stg;
     while (*budget && !c->failed && q->phase != ZC_S_DONE && zc_stage_advance(c, r, q, budget)) {
     }
-    if (!c->failed && q->phase == ZC_S_DONE) {
-        ZC_ASSERT(r->tx_left == 0 && r->rx_left == 0);
-        r->status = ZC_OK;
-    }
+    return !c->failed && q->phase == ZC_S_DONE;
 }
+
+const zc__family zc__fam_staged = {"staged", 0, zc_stage_links, zc_stage_begin, zc_stage_step};

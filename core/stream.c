@@ -6,7 +6,7 @@
  * no work of the call goes anywhere else later, so a stream waiting on a flag can never hold
  * back work the flag waits for (one shared hardware queue, CUDA_DEVICE_MAX_CONNECTIONS=1, or
  * streams that share one are fine). The call is issued as a request gated by its slot
- * (sched_gpu.c's GATE waits for the start flag); its schedule fills the step descriptor and
+ * (progress.c's gate waits for the start flag); its schedule fills the step descriptor and
  * raises "go" instead of launching, and waits for "kernel done" instead of an event;
  * progress.c writes the done flag when the request ends, whatever its result, so the caller's
  * stream never hangs (the communicator's status says what happened), and frees the slot once
@@ -48,7 +48,7 @@ static zc_status zc_stream_plan(zc_comm *c, zc__sched *s, uint32_t *steps) {
                          "(%s) are not supported yet: call %s and wait instead", name,
                          zc__stage_path(c) == ZC_GPU_PATH_STAGED ? "this communicator's "
                          "gpu_path" : "device send/recv", name);
-    if (!zc__gpu_alg(s->alg) && !zc__put_alg(s->alg)) {
+    if (!(zc__family_of(s->alg)->flags & ZC_FAM_STREAM)) {
         if (s->kind != ZC_K_BARRIER && s->count != 0)
             return zc__error(c, ZC_INVALID_ARG, "%s_stream: the buffers must be registered "
                              "ZC_MEM_CUDA memory", name);

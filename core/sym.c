@@ -261,26 +261,25 @@ static bool zc_sym_copies(zc_sym_ctx *x) {
 
 /* send, recv: the sender's ready message out, then its credit back; the receiver reads the
  * offset (r->b = 1), copies chunk r->a on, and consumes the message after the last. */
-static void zc_sym_p2p(zc_sym_ctx *x) {
+static bool zc_sym_p2p(zc_sym_ctx *x) {
     zc__req *r = x->r;
     const zc__sched *s = &r->s;
     uint32_t p = s->root;
     if (s->kind == ZC_K_SEND) {
         if (zc__tx_done(x->c, r, p) == 0) {
             uint8_t *out = *x->budget ? zc__tx_begin(x->c, r, p, 0) : 0;
-            if (!out) return;
+            if (!out) return false;
             zc_sym_ready o;
             zc_sym_offsets(x->c, s, &o);
             zc__memcpy(out, &o, sizeof o);
-            if (zc__tx_end(x->c, r, p, 0, sizeof o) != ZC_OK) return;
+            if (zc__tx_end(x->c, r, p, 0, sizeof o) != ZC_OK) return false;
             (*x->budget)--;
         }
-        if (zc__tx_consumed(x->c, r, p, 0)) r->status = ZC_OK;
-        return;
+        return zc__tx_consumed(x->c, r, p, 0);
     }
     if (!r->b) {
         const uint8_t *in = *x->budget ? zc__rx_peek(x->c, r, p, 0, sizeof(zc_sym_ready)) : 0;
-        if (!in || !zc_sym_take(x, p, in)) return;
+        if (!in || !zc_sym_take(x, p, in)) return false;
         r->b = 1;
         (*x->budget)--;
     }
@@ -289,20 +288,18 @@ static void zc_sym_p2p(zc_sym_ctx *x) {
         uint64_t at = r->a * x->E, elems = s->count - at < x->E ? s->count - at : x->E;
         zc_sym_copy(x, s->recv + at * x->es, zc_sym_src(x, p) + at * x->es, elems * x->es);
     }
-    if (r->a < total) return;
+    if (r->a < total) return false;
     zc__rx_consume(x->c, r, p); /* the sender's buffer is free from here */
-    r->status = ZC_OK;
+    return true;
 }
 
-void zc__step_sym(zc_comm *c, zc__req *r, uint32_t *budget, bool stream) {
-    zc_sym_ctx x = {c, r, budget, c->rank, c->nranks, r->s.chunk, r->s.esize, stream};
+static bool zc_sym_step(zc_comm *c, zc__req *r, uint32_t *budget) {
+    zc_sym_ctx x = {c, r, budget, c->rank, c->nranks, r->s.chunk, r->s.esize,
+                    zc__result_bytes(&r->s, c->nranks) >= ZC_STREAM_COPY_MIN_BYTES};
     uint32_t k = r->s.kind;
     bool reduces = k == ZC_K_ALLREDUCE || k == ZC_K_REDUCE || k == ZC_K_REDUCE_SCATTER;
-    if (k == ZC_K_SEND || k == ZC_K_RECV) {
-        zc_sym_p2p(&x);
-        return;
-    }
-    if (!zc_sym_signal(&x, 0) || c->failed || !zc_sym_await(&x, 0)) return;
+    if (k == ZC_K_SEND || k == ZC_K_RECV) return zc_sym_p2p(&x);
+    if (!zc_sym_signal(&x, 0) || c->failed || !zc_sym_await(&x, 0)) return false;
     if (!r->b) { /* every peer is ready: this rank's own offsets, and where its work starts */
         zc_sym_ready o;
         zc_sym_offsets(c, &r->s, &o);
@@ -311,7 +308,19 @@ void zc__step_sym(zc_comm *c, zc__req *r, uint32_t *budget, bool stream) {
         r->a = reduces ? 0 : c->rank;
         r->b = 1;
     }
-    if (!(reduces ? zc_sym_reduce(&x) : zc_sym_copies(&x))) return;
-    if (!zc_sym_signal(&x, 1) || c->failed || !zc_sym_await(&x, 1)) return;
-    if (r->tx_left == 0 && r->rx_left == 0) r->status = ZC_OK;
+    if (!(reduces ? zc_sym_reduce(&x) : zc_sym_copies(&x))) return false;
+    if (!zc_sym_signal(&x, 1) || c->failed || !zc_sym_await(&x, 1)) return false;
+    return r->tx_left == 0 && r->rx_left == 0;
 }
+
+/* Ready and done each way with every peer; a send's ready to its recv alone. */
+static void zc_sym_links(const zc_comm *c, const zc__sched *s, zc__link_fn fn, void *ctx) {
+    if (s->kind == ZC_K_SEND || s->kind == ZC_K_RECV) {
+        fn(ctx, s->root, s->kind == ZC_K_SEND, s->kind == ZC_K_RECV);
+        return;
+    }
+    for (uint32_t p = 0; p < c->nranks; p++)
+        if (p != c->rank) fn(ctx, p, 2, 2);
+}
+
+const zc__family zc__fam_sym = {"symmetric", ZC_FAM_EAGER, zc_sym_links, 0, zc_sym_step};

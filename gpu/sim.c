@@ -1094,13 +1094,18 @@ static CUresult zc_cu_write32(CUstream s, CUdeviceptr at, cuuint32_t v, unsigned
 static CUresult zc_cu_range(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
     zc_sim_lock();
     ZC_CU_NEED_CTX();
+    /* An allocation of this process, or a peer's mapped through IPC (as CUDA: its whole range). */
     const zc_sim_alloc *a = zc_sim_find((const void *)p, 1, NULL);
+    const zc_sim_range *m = a ? NULL : zc_sim_range_of((const void *)p, 3);
     if (a) {
         *base = (CUdeviceptr)a->base;
         *size = a->bytes;
+    } else if (m) {
+        *base = (CUdeviceptr)m->base;
+        *size = m->bytes;
     }
     zc_sim_unlock();
-    return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return a || m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* A dma-buf: where the platform has a PCIe BAR1 mapping besides the default (c2c) the flag is

@@ -312,22 +312,32 @@ void wire_again_on_post_is_back_pressure_not_failure(void) {
     }
 }
 
-/* What the issue reserves with peer p for a call whose counts have a flat shape (engine.h
- * ZC_FLAT_*), the rule of progress.c's zc_reserve. */
-static void flat_counts(const zc__sched *s, uint32_t me, uint32_t p, uint64_t *tx, uint64_t *rx) {
-    bool with = p != me && (!(s->flat & ZC_FLAT_ROOT) || p == s->root);
-    *tx = with && (s->flat & ZC_FLAT_TX) ? s->same : 0;
-    *rx = with && (s->flat & ZC_FLAT_RX) ? s->same : 0;
+/* One rank's links (the family's statement of a call's message counts) as a table. */
+typedef struct links_seen {
+    uint32_t me, n, dup;
+    uint64_t tx[8], rx[8];
+    uint8_t seen[8];
+} links_seen;
+
+static void links_record(void *ctx, uint32_t peer, uint64_t tx, uint64_t rx) {
+    links_seen *l = ctx;
+    if (peer >= l->n || peer == l->me || l->seen[peer]) {
+        l->dup++;
+        return;
+    }
+    l->seen[peer] = 1;
+    l->tx[peer] = tx;
+    l->rx[peer] = rx;
 }
 
-/* Every call shape the build marks flat reserves exactly the messages its schedule counts per
- * peer (zc__tx_total, zc__rx_total), on 1 to 8 ranks, every kind, root, algorithm (thresholds
- * around the sizes) and message count (0, 1, a chunk, more); and the shapes that must be
- * counted per peer are marked so. */
-void flat_counts_match_the_schedules_counts(void) {
+/* Every call's links name each peer at most once and never this rank; both ends of every
+ * channel agree (what rank a sends to b is what b receives from a); and running the call moves
+ * exactly those messages on every channel. On 1 to 8 in-process ranks, every kind, root,
+ * algorithm (thresholds around the sizes) and message count (0, 1, a chunk, more). */
+void links_are_what_the_schedules_move(void) {
     static const size_t counts[] = {0, 1, 3, 64, 65, 200, 1000};
-    static uint8_t sendbuf[8 * 1000 * 4], recvbuf[8 * 1000 * 4];
-    uint32_t flat_seen = 0, counted_seen = 0;
+    static uint8_t sendbuf[8][8 * 1000 * 4], recvbuf[8][8 * 1000 * 4];
+    uint32_t calls = 0, multi_peer = 0;
     for (uint32_t n = 1; n <= 8; n++) {
         for (uint64_t small = 64; small <= 4096; small *= 64) {
             zc_config cfg;
@@ -338,38 +348,64 @@ void flat_counts_match_the_schedules_counts(void) {
             for (uint32_t r = 0; r < n; r++)
                 ZT_CHECK((arenas[r] = aligned_alloc(64, bytes)) != NULL);
             ZT_CHECK_ST(zc_comm_init_inproc(&cfg, arenas, bytes, c), ZC_OK);
-            for (uint32_t me = 0; me < n; me++)
-                for (uint32_t kind = ZC_K_ALLREDUCE; kind <= ZC_K_BARRIER; kind++)
-                    for (uint32_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
-                        for (uint32_t root = 0; root < n; root++) {
-                            zc__sched s;
-                            bool p2p = kind == ZC_K_SEND || kind == ZC_K_RECV;
-                            if (p2p && root == me) continue;
-                            ZT_CHECK_ST(zc__build(c[me], kind, sendbuf, recvbuf, counts[i],
-                                                  ZC_INT32, ZC_SUM, root, &s),
+            for (uint32_t kind = ZC_K_ALLREDUCE; kind <= ZC_K_BARRIER; kind++)
+                for (uint32_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+                    for (uint32_t root = 0; root < n; root++) {
+                        bool p2p = kind == ZC_K_SEND || kind == ZC_K_RECV;
+                        if (p2p && (kind == ZC_K_RECV || n < 2)) continue; /* pairs below */
+                        uint32_t to = (root + 1) % n; /* p2p: root sends to its next rank */
+                        zc__sched s[8];
+                        links_seen l[8];
+                        zc_req q[8];
+                        uint64_t before_tx[8][8], before_rx[8][8];
+                        uint32_t lane = p2p ? 1u : 0u;
+                        for (uint32_t me = 0; me < n; me++) {
+                            uint32_t k = !p2p ? kind : me == root ? ZC_K_SEND : ZC_K_RECV;
+                            uint32_t peer = !p2p ? root : me == root ? to : root;
+                            if (p2p && me != root && me != to) continue;
+                            ZT_CHECK_ST(zc__build(c[me], k, sendbuf[me], recvbuf[me], counts[i],
+                                                  ZC_INT32, ZC_SUM, peer, &s[me]),
                                         ZC_OK);
-                            if (!s.flat) {
-                                bool rooted_tree = (s.alg == ZC_ALG_TREE ||
-                                                    s.alg == ZC_ALG_CHAIN) && n != 2;
-                                ZT_CHECK(rooted_tree || s.alg == ZC_ALG_RSAG ||
-                                         s.alg == ZC_ALG_RSGATHER ||
-                                         (s.alg == ZC_ALG_DISSEM && n != 2));
-                                counted_seen++;
-                                continue;
-                            }
-                            flat_seen++;
+                            l[me] = (links_seen){.me = me, .n = n};
+                            zc__family_of(s[me].alg)->links(c[me], &s[me], links_record, &l[me]);
+                            ZT_CHECK_EQ(l[me].dup, 0);
                             for (uint32_t p = 0; p < n; p++) {
-                                uint64_t tx, rx;
-                                flat_counts(&s, me, p, &tx, &rx);
-                                ZT_CHECK_EQ(tx, p == me ? 0 : zc__tx_total(c[me], &s, p));
-                                ZT_CHECK_EQ(rx, p == me ? 0 : zc__rx_total(c[me], &s, p));
+                                const zc__chan *ch = &c[me]->chans[lane * n + p];
+                                before_tx[me][p] = ch->tx_count;
+                                before_rx[me][p] = ch->rx_count;
                             }
                         }
+                        for (uint32_t me = 0; me < n; me++) {
+                            if (p2p && me != root && me != to) continue;
+                            uint32_t peers = 0;
+                            for (uint32_t p = 0; p < n; p++) {
+                                peers += l[me].seen[p];
+                                if (!p2p || p == root || p == to)
+                                    ZT_CHECK_EQ(l[me].tx[p], l[p].rx[me]);
+                            }
+                            multi_peer += peers > 1;
+                            ZT_CHECK_ST(zc__issue(c[me], &s[me], -1, 0, &q[me]), ZC_OK);
+                        }
+                        for (uint32_t me = 0; me < n; me++)
+                            if (!p2p || me == root || me == to)
+                                ZT_CHECK_ST(zc_wait(c[me], &q[me]), ZC_OK);
+                        for (uint32_t me = 0; me < n; me++) {
+                            if (p2p && me != root && me != to) continue;
+                            for (uint32_t p = 0; p < n; p++) {
+                                const zc__chan *ch = &c[me]->chans[lane * n + p];
+                                ZT_CHECK_EQ(ch->tx_count - before_tx[me][p], l[me].tx[p]);
+                                ZT_CHECK_EQ(ch->rx_count - before_rx[me][p], l[me].rx[p]);
+                                ZT_CHECK_EQ(ch->tx_count, ch->tx_reserved);
+                                ZT_CHECK_EQ(ch->rx_count, ch->rx_reserved);
+                            }
+                        }
+                        calls++;
+                    }
             for (uint32_t r = 0; r < n; r++) {
                 ZT_CHECK_ST(zc_comm_fini(c[r]), ZC_OK);
                 free(arenas[r]);
             }
         }
     }
-    ZT_CHECK(flat_seen > 1000 && counted_seen > 100);
+    ZT_CHECK(calls > 2000 && multi_peer > 1000);
 }

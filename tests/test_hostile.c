@@ -362,7 +362,7 @@ int hostile_rank_forges(void) {
 void hostile_rank_fails_every_peer_cleanly(void) {
     static char out[1u << 16];
     const char *env[] = {"ZC_SYM_BYTES=1048576", "ZC_SLOTS=4", "ZC_SLOT_BYTES=4096",
-                         "ZC_TIMEOUT_MS=20000", "ZC_GPU_PROVIDER=sim", NULL};
+                         "ZC_TIMEOUT_MS=20000", "ZC_GPU_PROVIDER=sim", "ZC_GPU_DEVICE=0", NULL};
     int rc = zt_run_ranks(HX_RANKS, "hostile_rank_forges", 240, env, out, sizeof out);
     uint32_t lines = 0, said = 0; /* every case's own sentence from one victim at least */
     for (const char *p = out; (p = strstr(p, "hostile: ")) != NULL; p++) lines++;

@@ -411,6 +411,8 @@ def write_rules(n, cfg):
            description='CHECK $in as C++11')
     n.rule('check_symbols', '$python configure.py --check-symbols $in && touch $out',
            description='CHECK undefined symbols')
+    n.rule('check_layers', '$python configure.py --check-layers $in && touch $out',
+           description='CHECK the core\'s layer order (core/layers.txt)')
     n.rule('check_ib_symbols', '$python configure.py --check-ib-symbols $in && touch $out',
            description='CHECK libibverbs symbols and versions')
     n.rule('fail', 'echo "$msg" && exit 1', description='FAIL $out')
@@ -540,7 +542,11 @@ def write_checks(n, cfg):
     n.build(['build/check/symbols.stamp'], 'check_symbols', checked,
             implicit=['configure.py'])
     n.build(['check-symbols'], 'phony', ['build/check/symbols.stamp'])
-    checks = ['check-headers', 'check-freestanding', 'check-symbols']
+    core_objs = [o for o in free_objs if o.split('/')[2] == 'core']
+    n.build(['build/check/layers.stamp'], 'check_layers', core_objs,
+            implicit=['configure.py', 'core/layers.txt'])
+    n.build(['check-layers'], 'phony', ['build/check/layers.stamp'])
+    checks = ['check-headers', 'check-freestanding', 'check-symbols', 'check-layers']
     if cfg.ib:  # the shared library first: its imports are what the check reads
         ib_objs = [obj_path(s) for s in sources('transport_ib', '*.c')]
         n.build(['build/check/ib-symbols.stamp'], 'check_ib_symbols',
@@ -640,6 +646,46 @@ def check_symbols(objects):
         print('check-symbols: %d object(s) need symbols beyond %s and %s*: the core and the '
               'transports reach the OS only through platform/' %
               (bad, ' '.join(sorted(ALLOWED_SYMBOLS)), ALLOWED_PREFIX))
+        return 1
+    return 0
+
+
+def check_layers(objects):
+    """Fails when a core object uses a symbol that a core file above it in core/layers.txt
+    defines (files on one line may use each other's), or when a core file has no line."""
+    nm = os.environ.get('NM', 'nm')
+    level, bad = {}, []
+    with open('core/layers.txt') as f:
+        for line in f:
+            if line.strip() and not line.startswith('#'):
+                for name in line.split():
+                    level[name] = len(set(level.values()))
+    owner, uses = {}, {}
+    for obj in objects:
+        src = os.path.basename(obj)[:-2] + '.c'
+        if src not in level:
+            bad.append('core/%s has no line in core/layers.txt' % src)
+            continue
+        out = subprocess.run([nm, '-P', obj], capture_output=True, text=True, check=True).stdout
+        uses[src] = set()
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) < 2:
+                continue
+            if parts[1] == 'U':
+                uses[src].add(parts[0])
+            elif parts[1] in ('T', 'D', 'R', 'B', 'C', 'V', 'W'):
+                owner[parts[0]] = src
+    for src in sorted(uses):
+        for sym in sorted(uses[src]):
+            dst = owner.get(sym)
+            if dst and level[dst] < level[src]:
+                bad.append('core/%s uses %s, which core/%s defines above it' % (src, sym, dst))
+    for line in bad:
+        print('check-layers: %s' % line)
+    if bad:
+        print('check-layers: %d use(s) against the order of core/layers.txt: a file calls only '
+              'files on its line or below (move the code down, or the file)' % len(bad))
         return 1
     return 0
 
@@ -783,6 +829,9 @@ def parse_args(argv):
     ap.add_argument('--check-ib-symbols', nargs='+', metavar='FILE',
                     help='internal, run by `ninja check-ib-symbols`: libzcoll.so, then '
                     'transport_ib objects (see check_ib_symbols)')
+    ap.add_argument('--check-layers', nargs='+', metavar='OBJ',
+                    help='internal, run by `ninja check-layers`: fail if a core object uses a '
+                    'symbol defined by a core file above it in core/layers.txt')
     ap.add_argument('--check-symbols', nargs='*', metavar='OBJ',
                     help='internal, run by `ninja check-symbols`: fail if an object has '
                     'undefined symbols other than memcpy memset memmove memcmp and zc_*')
@@ -794,6 +843,8 @@ def main(argv):
     args = parse_args(argv)
     if args.check_symbols is not None:
         return check_symbols(args.check_symbols)
+    if args.check_layers is not None:
+        return check_layers(args.check_layers)
     if args.check_ib_symbols is not None:
         return check_ib_symbols(args.check_ib_symbols)
     if args.check_baremetal_symbols is not None:

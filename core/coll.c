@@ -29,7 +29,7 @@ static bool zc_reduces(zc__kind k) {
     return k == ZC_K_ALLREDUCE || k == ZC_K_REDUCE || k == ZC_K_REDUCE_SCATTER;
 }
 
-/* The in-place position of send inside recv (or recv inside send) that API.md allows. */
+/* The in-place position of send inside recv (or recv inside send) that docs/api.md allows. */
 static bool zc_in_place_ok(const zc_comm *c, const zc_call *a, uint64_t es) {
     const uint8_t *s = a->send, *r = a->recv;
     uint64_t blk = a->count * es;

@@ -2,16 +2,18 @@
  *
  * A communicator lives entirely in the caller's arena (layout.c decides the carve). Its
  * requests come from a fixed pool; each runs a collective's schedule as an explicit state
- * machine (sched.c) that moves messages through the wire's slot rings with the channel
- * helpers of channel.c. Ordering rule that keeps concurrent requests deadlock-free: a request
+ * machine (in the file of its schedule family: the family table in progress.c) that moves
+ * messages through the wire's slot rings with the channel helpers of channel.c. Ordering rule that keeps concurrent requests deadlock-free: a request
  * reserves, when it is issued, the numbers of the messages it will send to and receive from
  * every peer on its lane (tx_base/rx_base); every rank issues collectives in the same order, so
  * both ends of a channel number each message identically, and message m may only be written
  * once message m-1 was, and only consumed once m-1 was. Each message's header carries the full
  * fingerprint of the call that sent it, checked before its payload is used.
  *
- * The files, each calling only files listed below it (the declarations follow this order):
+ * The files, each calling only files listed below it (core/layers.txt holds this order and
+ * `ninja check-layers` enforces it; the declarations follow it):
  *   split.c     zc_comm_split(_inproc): children agreed over the parent's own collectives
+ *   report.c    zc_device_report: what the machine offers device-memory calls
  *   comm.c      init (bootstrap, wire setup, carve), in-process groups, abort, fini,
  *               accessors, host memory registration
  *   gpu_mem.c   the device state's start and stop, the path its calls take (ipc, staged, or
@@ -20,19 +22,20 @@
  *   stream.c    the stream-ordered forms (zc_*_stream): a stream slot, then an issue
  *   coll.c      the public collectives, plans and zc_start: argument checks, algorithm choice
  *               (host, or device when the buffers are registered ZC_MEM_CUDA)
- *   progress.c  the request pool and the polling loop: issue, zc_progress, stream slots,
- *               deadlines, peer liveness, peers' failure reports, zc_test, zc_wait; which
- *               file steps a request (sched_stage.c for staged calls, else sched.c)
- *   sched_stage.c  device-memory calls staged through host memory: per round, copies around
- *               the host schedule of the round (zc__step)
- *   sched.c     every host collective's schedule (zc__step), its message counts, placement,
- *               the algorithm choice
- *   sym.c       the symmetric region (zc_sym_alloc, zc_sym_free) and its single-copy
- *               schedule (ZC_ALG_SYM)
- *   sched_put.c the direct path's device schedules (zc__put_step): puts into peers' device
- *               memory (recv buffers, landing areas, send/recv slots), kernels over landed data
- *   sched_gpu.c the ipc path's device schedules (zc__gpu_step): phases, signals, provider
- *               launches; the gate, launch and wait steps sched_put.c shares
+ *   progress.c  the request pool, the family table (which family runs each algorithm) and the
+ *               polling loop: issue (reserve what the family's links say), zc_progress, stream
+ *               slots and gates, the one finish, deadlines, peer liveness, peers' failure
+ *               reports, zc_test, zc_wait
+ *   sched_stage.c  the staged family: device-memory calls through host memory, per round
+ *               copies around the host family's schedule of the round
+ *   sched.c     the host family: every host collective's schedule (its table of algorithms:
+ *               links and step), placement, the algorithm choice
+ *   sym.c       the symmetric region (zc_sym_alloc, zc_sym_free) and its family: the
+ *               single-copy schedule (ZC_ALG_SYM)
+ *   sched_put.c the direct family: puts into peers' device memory (recv buffers, landing
+ *               areas, send/recv slots), kernels over landed data
+ *   sched_gpu.c the ipc family: phases, signals, provider launches; the launch and wait steps
+ *               sched_put.c and sched_stage.c share
  *   channel.c   one message through a (lane, peer) channel: turn, credits, header check
  *   fail.c      the failure record (first failure wins) and the words of its sentences
  *   layout.c    the arena's regions (the device ones too), for the size query and the carve
@@ -759,7 +762,7 @@ typedef struct zc__failure {
 zc_status zc__fail(zc_comm *comm, zc_status status, uint64_t seq, int32_t peer, int64_t vendor,
                    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 zc_status zc__vfail(zc_comm *comm, const zc__failure *f, const char *fmt, va_list ap);
-/* zc_comm_abort: fails with ZC_ABORTED; from then on calls return ZC_ABORTED (API.md) even
+/* zc_comm_abort: fails with ZC_ABORTED; from then on calls return ZC_ABORTED (docs/api.md) even
  * when an earlier failure is recorded, whose sentence, peer and code stay. */
 void zc__abort(zc_comm *comm);
 /* A call's error that leaves the communicator usable (bad argument, full pool): records the

@@ -1,6 +1,7 @@
-/* sched.c: every collective's schedule as a state machine over per-peer message streams.
- * zc__tx_total/zc__rx_total say how many messages a call exchanges with each peer (reserved at
- * issue); zc__step moves a request forward within a message budget. Payloads are chunks of at
+/* sched.c: the host family (zc__fam_host): every host collective's schedule as a state machine
+ * over per-peer message streams. Each algorithm is a row of zc_host_algs: its links (how many
+ * messages a call exchanges with each peer: what the issue reserves and the finish checks) and
+ * its step (moves a request forward within a message budget). Payloads are chunks of at
  * most s->chunk elements; the k-th message on a channel carries the stream's chunk k. Every
  * reduction is one zc__reduce over all n inputs of a chunk in rank order, so results do not
  * depend on the algorithm. State counters: r->a = chunks of local work done (reduced or
@@ -167,7 +168,8 @@ static void zc_links_dissem(const zc_comm *c, const zc__sched *s, uint64_t C, zc
     for (uint32_t j = 0; j < rounds; j++) {
         uint32_t from = zc__add_mod(me, n - (1u << j), n);
         bool target = false;
-        for (uint32_t i = 0; i < rounds; i++) target = target || zc__add_mod(me, 1u << i, n) == from;
+        for (uint32_t i = 0; i < rounds && !target; i++)
+            target = zc__add_mod(me, 1u << i, n) == from;
         if (!target) fn(ctx, from, 0, 1);
     }
 }

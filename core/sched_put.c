@@ -28,7 +28,8 @@
  * ends number them alike from the call alone.
  *
  * These are requests of the one engine: issue, reservation, budget, deadlines, liveness and
- * failures are progress.c's, fail.c's and channel.c's; sched.c steps them through zc__step.
+ * failures are progress.c's, fail.c's and channel.c's; this file is the family zc__fam_direct
+ * (its links, begin and step).
  * Must not: block, allocate, or include CUDA or verbs headers. */
 #include "engine.h"
 #include "gpu.h"

@@ -10,7 +10,7 @@
  *         stream into the staging's in part, the request's event polled (never synchronized);
  *   HOST  the ordinary host schedule of the round (zc__choose's for the round's count, on
  *         the staging's in and out parts; its reductions are the host kernels, which the device
- *         kernels equal bitwise), stepped by zc__step within progress's budget; its channel
+ *         kernels equal bitwise), stepped by the host family within progress's budget; its channel
  *         numbers start where the previous round's ended (the bases move by its messages);
  *   H2D   the round's slice of every block of recv from the out part, event polled.
  * Collectives share one staging buffer of the arena (cfg->gpu_stage_bytes) and take it in issue

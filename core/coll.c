@@ -105,8 +105,8 @@ static zc_status zc_gpu_route(zc_comm *c, zc__sched *s) {
     zc__extents(c, s->kind, s->root, &sblk, &rblk);
     size_t sb = (size_t)(sblk * s->count * s->esize), rb = (size_t)(rblk * s->count * s->esize);
     bool sp = false, rp = false;
-    bool ds = sb && zc__gpu_find(c, s->send, sb, &sp) >= 0;
-    bool dr = rb && zc__gpu_find(c, s->recv, rb, &rp) >= 0;
+    bool ds = sb && zc__mem_find(c, s->send, sb, ZC_MEM_CUDA, &sp) >= 0;
+    bool dr = rb && zc__mem_find(c, s->recv, rb, ZC_MEM_CUDA, &rp) >= 0;
     if (sp || rp)
         return zc__error(c, ZC_INVALID_ARG, "%s: %s runs past the end of its ZC_MEM_CUDA "
                          "registration", name, sp ? "send" : "recv");
@@ -145,7 +145,7 @@ static zc_status zc_gpu_route(zc_comm *c, zc__sched *s) {
 static zc_status zc_any_source_host(zc_comm *c, zc__sched *s) {
     bool past = false;
     if (c->gpu && c->gpu->used && s->count &&
-        (zc__gpu_find(c, s->recv, (size_t)(s->count * s->esize), &past) >= 0 || past))
+        (zc__mem_find(c, s->recv, s->count * s->esize, ZC_MEM_CUDA, &past) >= 0 || past))
         return zc__error(c, ZC_UNSUPPORTED, "zc_recv: a receive from any source takes host "
                          "memory, and recv is registered ZC_MEM_CUDA memory");
     return ZC_OK;

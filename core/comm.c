@@ -566,27 +566,19 @@ static zc_status zc_mem_register_locked(zc_comm *comm, void *addr, size_t bytes,
     if ((uintptr_t)addr + bytes < (uintptr_t)addr)
         return zc__error(comm, ZC_INVALID_ARG, "zc_mem_register: addr + bytes wraps around");
     if (kind == ZC_MEM_CUDA) return zc__gpu_mem_register(comm, addr, bytes, mem_out);
-    for (uint32_t i = 0; i < comm->cfg.max_mems; i++) {
-        zc__mem_entry *e = &comm->mems[i];
-        if (e->addr) continue;
-        e->mr = (zc_wire_mr){0};
-        if (comm->wire->mem_register && comm->put_min) { /* the wire writes into it */
-            char why[160];
-            zc_status st = zc_lockable(comm, bytes);
-            if (st != ZC_OK) return st;
-            st = comm->wire->mem_register(comm->wire_state, addr, bytes, ZC_MEM_HOST, -1, 0,
-                                          &e->mr, why, sizeof why);
-            if (st != ZC_OK) return zc__error(comm, st, "zc_mem_register: %s", why);
-        }
-        e->addr = addr;
-        e->bytes = bytes;
-        e->kind = (uint32_t)kind;
-        e->gen++;
-        *mem_out = (zc_mem *)(void *)e;
-        return ZC_OK;
+    uint32_t i;
+    zc_status st = zc__mem_take(comm, &i);
+    if (st != ZC_OK) return st;
+    zc__mem_entry *e = &comm->mems[i];
+    if (comm->wire->mem_register && comm->put_min) { /* the wire writes into it */
+        char why[160];
+        if ((st = zc_lockable(comm, bytes)) != ZC_OK) return st;
+        st = comm->wire->mem_register(comm->wire_state, addr, bytes, ZC_MEM_HOST, -1, 0, &e->mr,
+                                      why, sizeof why);
+        if (st != ZC_OK) return zc__error(comm, st, "zc_mem_register: %s", why);
     }
-    return zc__error(comm, ZC_LIMIT, "zc_mem_register: all %u registration slots are taken "
-                     "(cfg->max_mems)", comm->cfg.max_mems);
+    *mem_out = zc__mem_fill(e, addr, bytes, ZC_MEM_HOST);
+    return ZC_OK;
 }
 
 zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind kind,

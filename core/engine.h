@@ -36,6 +36,7 @@
  *               areas, send/recv slots), kernels over landed data
  *   sched_gpu.c the ipc family: phases, signals, provider launches; the launch and wait steps
  *               sched_put.c and sched_stage.c share
+ *   mem.c       the registration table: its free-entry search, fill and range lookup
  *   channel.c   one message through a (lane, peer) channel: turn, credits, header check
  *   fail.c      the failure record (first failure wins) and the words of its sentences
  *   layout.c    the arena's regions (the device ones too), for the size query and the carve
@@ -241,6 +242,15 @@ typedef struct zc__mem_entry {
     uint32_t gstate;     /* ZC_MEM_CUDA: zc__gmem_state */
     uint32_t creg;       /* ZC_MEM_CUDA: registration number, the same on every rank */
 } zc__mem_entry;
+/* The registration table's owner (mem.c). zc__mem_take: a free entry's index (its wire
+ * registration cleared), else ZC_LIMIT with the sentence. zc__mem_fill: entry e now holds
+ * [addr, addr + bytes) of kind (its generation bumped); the caller's handle. zc__mem_find: the
+ * entry of kind holding [p, p + bytes) entirely (CUDA entries being deregistered excluded),
+ * -1 when none does; *partial (when not NULL) set when one overlaps the range only. */
+zc_status zc__mem_take(zc_comm *comm, uint32_t *index);
+zc_mem *zc__mem_fill(zc__mem_entry *e, void *addr, size_t bytes, uint32_t kind);
+int32_t zc__mem_find(const zc_comm *comm, const void *p, uint64_t bytes, uint32_t kind,
+                     bool *partial);
 
 /* ---- device memory: the state gpu_mem.c, stream.c, progress.c and sched_gpu.c share ---- */
 #define ZC_GPU_NONE 0xffffffffu /* "no buffer" registration number */
@@ -667,8 +677,6 @@ uint32_t zc__gpu_steps(const zc_comm *comm, const zc__sched *s);
  * (p is this rank, or the communicator is in-process): then its records' addresses are used
  * as they are, else the provider maps their handles (and unmaps them at the end). */
 bool zc__gpu_one_space(const zc_comm *comm, uint32_t p);
-/* The CUDA registration holding [p, p+bytes) entirely; *partial when one overlaps it only. */
-int32_t zc__gpu_find(const zc_comm *comm, const void *p, size_t bytes, bool *partial);
 /* A launch's work: on the provider's stream, or (a stream-ordered call) into the step
  * descriptor that zc__gpu_launched then lets the caller's stream run. One step holds one
  * reduction or up to ZC_GPU_MAX_SRCS copies. */

@@ -353,11 +353,7 @@ static zc_status zc_gpu_nic(zc_comm *c, struct zc__gpu *g, void *addr, size_t by
 static zc_status zc_gpu_entry(struct zc__gpu *g, zc__mem_entry *me, void *addr, size_t bytes,
                               zc_mem **mem_out) {
     g->used = 1;
-    me->addr = addr;
-    me->bytes = bytes;
-    me->kind = ZC_MEM_CUDA;
-    me->gen++;
-    *mem_out = (zc_mem *)(void *)me;
+    *mem_out = zc__mem_fill(me, addr, bytes, ZC_MEM_CUDA);
     return ZC_OK;
 }
 
@@ -370,13 +366,8 @@ zc_status zc__gpu_mem_register(zc_comm *c, void *addr, size_t bytes, zc_mem **me
     zc_status st = zc_gpu_check_kind(c, g, addr, bytes);
     if (st != ZC_OK) return st;
     uint32_t n = g->nranks, e;
-    for (e = 0; e < c->cfg.max_mems && c->mems[e].addr; e++) {
-    }
-    if (e == c->cfg.max_mems)
-        return zc__error(c, ZC_LIMIT, "zc_mem_register: all %u registration slots are taken "
-                         "(cfg->max_mems)", c->cfg.max_mems);
+    if ((st = zc__mem_take(c, &e)) != ZC_OK) return st;
     zc__mem_entry *me = &c->mems[e];
-    me->mr = (zc_wire_mr){0};
     uint32_t path = zc__stage_path(c);
     if (path == ZC_GPU_PATH_DIRECT || path == ZC_GPU_PATH_STAGED || c->wire->mem_register) {
         /* Direct: the NIC registers it. Staged (or ipc over a wire that cannot map peers,

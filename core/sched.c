@@ -242,14 +242,8 @@ void zc__place_plan(zc_comm *comm, zc__req *r) {
 /* The registration of the caller's memory holding [p, p+bytes) that the wire can put to and
  * from; NULL when none does. */
 static const zc__mem_entry *zc_place_find(const zc_comm *comm, const void *p, uint64_t bytes) {
-    uintptr_t lo = (uintptr_t)p, hi = lo + bytes;
-    for (uint32_t i = 0; i < comm->cfg.max_mems; i++) {
-        const zc__mem_entry *e = &comm->mems[i];
-        if (e->mr.handle && e->kind == ZC_MEM_HOST && lo >= (uintptr_t)e->addr &&
-            hi <= (uintptr_t)e->addr + e->bytes)
-            return e;
-    }
-    return 0;
+    int32_t i = zc__mem_find(comm, p, bytes, ZC_MEM_HOST, NULL);
+    return i >= 0 && comm->mems[i].mr.handle ? &comm->mems[i] : 0;
 }
 
 /* The ready messages: where each stream into this rank goes (its registered destination, or

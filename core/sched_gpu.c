@@ -60,20 +60,6 @@ zc_status zc__gpu_failed(zc_comm *c, const zc__req *r, zc_status st) {
 
 /* ---- registrations ---- */
 
-int32_t zc__gpu_find(const zc_comm *c, const void *p, size_t bytes, bool *partial) {
-    uintptr_t lo = (uintptr_t)p, hi = lo + bytes;
-    for (uint32_t i = 0; i < c->cfg.max_mems; i++) {
-        const zc__mem_entry *e = &c->mems[i];
-        uintptr_t elo = (uintptr_t)e->addr, ehi = elo + e->bytes;
-        if (!e->addr || e->kind != ZC_MEM_CUDA || e->gstate == ZC_GMEM_CLOSING || hi <= elo ||
-            lo >= ehi)
-            continue;
-        if (lo >= elo && hi <= ehi) return (int32_t)i;
-        *partial = true;
-    }
-    return -1;
-}
-
 bool zc__gpu_one_space(const zc_comm *c, uint32_t p) {
     return p == c->rank || c->cfg.transport == ZC_TRANSPORT_INPROC;
 }
@@ -183,7 +169,7 @@ static void zc_gpu_begin(zc_comm *c, zc__req *r) {
 
 static void zc_gpu_ref(const zc_comm *c, const void *p, uint32_t *creg, uint64_t *off) {
     bool partial = false;
-    int32_t e = p ? zc__gpu_find(c, p, 1, &partial) : -1;
+    int32_t e = p ? zc__mem_find(c, p, 1, ZC_MEM_CUDA, &partial) : -1;
     *creg = ZC_GPU_NONE;
     *off = 0;
     if (e < 0) return;

@@ -147,7 +147,7 @@ static void zc_put_links(const zc_comm *c, const zc__sched *s, zc__link_fn fn, v
  * buffer lies in one); NULL for none. */
 static const zc_wire_mr *zc_put_mr(const zc_comm *c, const void *p) {
     bool partial = false;
-    int32_t e = p ? zc__gpu_find(c, p, 1, &partial) : -1;
+    int32_t e = p ? zc__mem_find(c, p, 1, ZC_MEM_CUDA, &partial) : -1;
     return e >= 0 ? &c->mems[e].mr : 0;
 }
 

@@ -118,11 +118,11 @@ static zc_status zc_gpu_route(zc_comm *c, zc__sched *s) {
         return zc__error(c, ZC_INVALID_ARG, "%s: %s is registered ZC_MEM_CUDA memory but %s is "
                          "not: both buffers of a device collective must be", name,
                          ds ? "send" : "recv", ds ? "recv" : "send");
-    if (zc__stage_path(c) == ZC_GPU_PATH_DIRECT) { /* the NIC into device memory */
+    if (zc__gpu_path_now(c) == ZC_GPU_PATH_DIRECT) { /* the NIC into device memory */
         zc__put_route(c, s);
         return ZC_OK;
     }
-    if (zc__stage_path(c) == ZC_GPU_PATH_STAGED || s->kind == ZC_K_SEND || s->kind == ZC_K_RECV)
+    if (zc__gpu_path_now(c) == ZC_GPU_PATH_STAGED || s->kind == ZC_K_SEND || s->kind == ZC_K_RECV)
         return zc__stage_route(c, s); /* through host staging (sched_stage.c) */
     if (c->wire->mem_register)
         return zc__error(c, ZC_UNSUPPORTED, "%s: cfg->gpu_path is ipc, which needs the shm wire "

@@ -357,6 +357,8 @@ struct zc__gpu {
     uint32_t used;         /* 1 once a CUDA registration was made (0: host calls skip every
                             * device check; after one, unregistered device memory is refused
                             * even when every registration was dropped again) */
+    uint32_t path;         /* the path device calls take, decided at init (gpu_mem.c):
+                            * ZC_GPU_PATH_IPC, STAGED or DIRECT (zc__gpu_path_now) */
     uint32_t nbinds;
     uint32_t binds_live;   /* stream slots not free (0: zc_progress skips them) */
     uint32_t *flags;       /* host view of the ZC_BIND_FLAGS * nbinds flag words */
@@ -406,8 +408,6 @@ typedef struct zc__stage_req {
 struct zc__stage {
     const zc_gpu_ops *ops; /* the communicator's gpu provider (zc__gpu_open's) */
     void *gstate;
-    uint32_t path;         /* zc_gpu_path decided at init: IPC, STAGED or DIRECT */
-    uint32_t pad_;
     uint8_t *buf;          /* the collectives' staging (ZC_R_STAGE_BUF) */
     uint64_t bytes;
     uint8_t *p2p;          /* [max_requests][slot_bytes] send/recv's staging, per request slot
@@ -532,6 +532,12 @@ static inline bool zc__comm_ok(const zc_comm *comm) {
     return comm && comm->magic == ZC_COMM_MAGIC;
 }
 
+/* The path device calls take (ZC_GPU_PATH_IPC, STAGED, DIRECT), decided at init (gpu_mem.c);
+ * 0 (ZC_GPU_PATH_AUTO) where the communicator has no usable device. */
+static inline uint32_t zc__gpu_path_now(const zc_comm *comm) {
+    return comm->gpu ? comm->gpu->path : 0u;
+}
+
 /* ---- comm.c: pieces of a communicator's setup that split.c reuses ---- */
 /* Checks the arena and carves the communicator's state from it (no communication); a failure
  * is said in err (ZC_ERROR_TEXT_BYTES). */
@@ -640,11 +646,9 @@ extern const zc__family zc__fam_ipc;    /* sched_gpu.c: device memory, peers' bu
 extern const zc__family zc__fam_direct; /* sched_put.c: device memory, NIC writes into it */
 
 /* ---- sched_stage.c: device-memory calls staged through host memory ---- */
-/* From zc__gpu_open once the provider is up and the path decided (zc_gpu_path; comm.c carved
- * the staging's regions). */
-void zc__stage_open(zc_comm *comm, const zc_gpu_ops *ops, void *gstate, uint32_t path);
-/* The path decided at init (zc_gpu_path; ZC_GPU_PATH_AUTO: no provider). */
-uint32_t zc__stage_path(const zc_comm *comm);
+/* From gpu_mem.c once the provider is up and the path decided (comm.c carved the staging's
+ * regions). */
+void zc__stage_open(zc_comm *comm, const zc_gpu_ops *ops, void *gstate);
 /* From coll.c's device routing for a device-memory call the staged path carries:
  * ZC_ALG_STAGED, or ZC_LIMIT (with a sentence) when the staging cannot hold one element of each
  * block. */

@@ -155,7 +155,10 @@ zc_status zc__gpu_open(zc_comm *c, bool *gather) {
     }
     if (path == ZC_GPU_PATH_AUTO) path = c->wire->mem_register ? ZC_GPU_PATH_STAGED
                                                                : ZC_GPU_PATH_IPC;
-    if (up) zc__stage_open(c, g->ops, g->state, path); /* staging (sched_stage.c) */
+    if (up) { /* decided by the configuration alone: no records to gather */
+        g->path = path;
+        zc__stage_open(c, g->ops, g->state); /* staging (sched_stage.c) */
+    }
     return ZC_OK;
 }
 
@@ -172,6 +175,16 @@ bool zc__land_take(zc_comm *c, uint32_t p, const zc__gpu_peer *q) {
         return false;
     }
     return true;
+}
+
+const char *zc_comm_gpu_path(const zc_comm *c) {
+    if (!zc__comm_ok(c)) return "none";
+    switch (zc__gpu_path_now(c)) {
+    case ZC_GPU_PATH_STAGED: return "staged";
+    case ZC_GPU_PATH_DIRECT: return "direct";
+    case ZC_GPU_PATH_IPC: return "ipc";
+    default: return "none";
+    }
 }
 
 /* First round: this rank's verdict on the devices of the peers it must read. */
@@ -200,7 +213,8 @@ static zc_status zc_gpu_decided(zc_comm *c, struct zc__gpu *g, uint32_t path, co
                                        : "takes the direct path",
             why);
     zc_plat_log(ZC_PLAT_LOG_INFO, line);
-    if (c->gpu) zc__stage_open(c, g->ops, g->state, path);
+    g->path = path;
+    if (c->gpu) zc__stage_open(c, g->ops, g->state);
     return ZC_OK;
 }
 
@@ -368,7 +382,7 @@ zc_status zc__gpu_mem_register(zc_comm *c, void *addr, size_t bytes, zc_mem **me
     uint32_t n = g->nranks, e;
     if ((st = zc__mem_take(c, &e)) != ZC_OK) return st;
     zc__mem_entry *me = &c->mems[e];
-    uint32_t path = zc__stage_path(c);
+    uint32_t path = zc__gpu_path_now(c);
     if (path == ZC_GPU_PATH_DIRECT || path == ZC_GPU_PATH_STAGED || c->wire->mem_register) {
         /* Direct: the NIC registers it. Staged (or ipc over a wire that cannot map peers,
          * which every call refuses): nothing else sees it. Local either way: no exchange. */

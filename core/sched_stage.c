@@ -26,24 +26,12 @@
 #include "engine.h"
 #include "gpu.h"
 
-void zc__stage_open(zc_comm *c, const zc_gpu_ops *ops, void *gstate, uint32_t path) {
+void zc__stage_open(zc_comm *c, const zc_gpu_ops *ops, void *gstate) {
     struct zc__stage *st = c->stage_area; /* carved, with its buffers, by comm.c */
     st->ops = ops;
     st->gstate = gstate;
     st->bytes = c->cfg.gpu_stage_bytes;
-    st->path = path;
     c->stage = st;
-}
-
-uint32_t zc__stage_path(const zc_comm *c) { return c->stage ? c->stage->path : 0u; }
-
-const char *zc_comm_gpu_path(const zc_comm *c) {
-    if (!zc__comm_ok(c) || !c->stage) return "none";
-    switch (c->stage->path) {
-    case ZC_GPU_PATH_STAGED: return "staged";
-    case ZC_GPU_PATH_DIRECT: return "direct";
-    default: return "ipc";
-    }
 }
 
 void zc_comm_gpu_staged(const zc_comm *c, uint64_t *calls, uint64_t *rounds) {

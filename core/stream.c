@@ -46,7 +46,7 @@ static zc_status zc_stream_plan(zc_comm *c, zc__sched *s, uint32_t *steps) {
     if (s->alg == ZC_ALG_STAGED)
         return zc__error(c, ZC_UNSUPPORTED, "%s_stream: stream-ordered calls on the staged path "
                          "(%s) are not supported yet: call %s and wait instead", name,
-                         zc__stage_path(c) == ZC_GPU_PATH_STAGED ? "this communicator's "
+                         zc__gpu_path_now(c) == ZC_GPU_PATH_STAGED ? "this communicator's "
                          "gpu_path" : "device send/recv", name);
     if (!(zc__family_of(s->alg)->flags & ZC_FAM_STREAM)) {
         if (s->kind != ZC_K_BARRIER && s->count != 0)

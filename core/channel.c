@@ -78,13 +78,14 @@ void zc__tx_flush(zc_comm *comm) {
 }
 
 /* The peer's credit on channel c (messages of it the peer consumed), as the wire reads it from
- * what the peer wrote: never more than were written to it, or the peer wrote a count no rank
- * writes (the communicator fails; the last good count stands). */
+ * what the peer wrote: it only grows, and never past the messages written to it; any other
+ * count is one no rank writes (the communicator fails; the last good count stands). */
 static uint64_t zc_credit(zc_comm *comm, const zc__req *r, uint32_t peer, const zc__chan *c) {
     uint64_t v = comm->wire->credits(comm->wire_state, r->lane, peer);
-    if (v <= c->tx_count) return v;
-    zc__bad_peer(comm, r, peer, "a credit for %llu messages on a channel that carried %llu",
-                 (unsigned long long)v, (unsigned long long)c->tx_count);
+    if (v >= c->tx_credit && v <= c->tx_count) return v;
+    zc__bad_peer(comm, r, peer, "a credit for %llu messages on a channel that carried %llu "
+                 "and had credited %llu", (unsigned long long)v,
+                 (unsigned long long)c->tx_count, (unsigned long long)c->tx_credit);
     return c->tx_credit;
 }
 
@@ -136,8 +137,11 @@ static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
     uint64_t m = r->tx_base[peer] + k;
     uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
     /* Every schedule publishes a message right after zc__tx_begin_n found its slot, before it
-     * begins another: the header found there is this message's. */
+     * begins another: the header found there is this message's. A request sends only messages
+     * it reserved at issue (paired with progress.c's zc_reserve), into a slot the peer's credit
+     * freed. */
     ZC_ASSERT(c->tx_count == m && bytes <= comm->cfg.slot_bytes && comm->tx_begun == c);
+    ZC_ASSERT(r->tx_left > 0 && m < c->tx_reserved && m - c->tx_credit < comm->cfg.slots);
     zc__hdr *h = comm->tx_hdr;
     comm->tx_begun = 0;
     h->comm_id = comm->comm_id;
@@ -274,6 +278,8 @@ const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
 
 void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
+    /* Only messages it reserved at issue (zc_reserve), each once. */
+    ZC_ASSERT(r->rx_left > 0 && c->rx_count < c->rx_reserved);
     c->rx_count++;
     r->rx_left--;
     comm->wire->credit(comm->wire_state, r->lane, peer, c->rx_count);

@@ -3,7 +3,7 @@
  * algorithm from the configured thresholds (never from timing, so every rank picks the same;
  * a device algorithm when the buffers are registered ZC_MEM_CUDA) and either issues a request
  * or stores the schedule in a persistent plan. */
-#include "engine.h"
+#include "device.h"
 
 /* The call's name in an error sentence: looked up only there, off the hot path. */
 #define ZC_NAME zc__kind_name(a->kind)

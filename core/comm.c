@@ -3,7 +3,7 @@
  * from these pieces.
  * Init-time work only blocks with a deadline; nothing is allocated: the arena is the memory. */
 #include "bootstrap.h"
-#include "engine.h"
+#include "device.h"
 
 uint32_t zc_comm_rank(const zc_comm *comm) { return zc__comm_ok(comm) ? comm->rank : 0; }
 uint32_t zc_comm_node(const zc_comm *comm) { return zc__comm_ok(comm) ? comm->node : 0; }

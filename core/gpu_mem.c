@@ -22,7 +22,7 @@
  *
  * Must not: include CUDA headers, block (but zc__gpu_close, which waits for the provider's
  * stream), or allocate. */
-#include "engine.h"
+#include "device.h"
 #include "gpu.h"
 
 /* Bytes of one collective landing area on the direct path: gpu_scratch_bytes shared out among

@@ -4,7 +4,7 @@
  * 64-byte aligned where the previous one ended, and the total is where the last ends. Also
  * which wire and which gpu provider a configuration gets, as both size rows. */
 #include "bootstrap.h"
-#include "engine.h"
+#include "device.h"
 
 static size_t zc_align64(size_t v) { return (v + 63u) & ~(size_t)63u; }
 

@@ -4,7 +4,7 @@
  * liveness, failure reports from peers, yielding when idle), zc_test (reads a request's status;
  * a finished request's slot is freed there, as the API says) and zc_wait.
  * Nothing here blocks except zc_wait, which ends at the request's deadline. */
-#include "engine.h"
+#include "device.h"
 #include "platform.h"
 #include "text.h"
 

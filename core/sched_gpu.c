@@ -37,7 +37,7 @@
  *
  * Must not: include CUDA headers, block, allocate, or record a CUDA error twice (the provider's
  * sentence reaches the communicator only through zc_gpu_fail, with zc__fail). */
-#include "engine.h"
+#include "device.h"
 #include "gpu.h"
 
 /* READY's payload. */

@@ -31,7 +31,7 @@
  * failures are progress.c's, fail.c's and channel.c's; this file is the family zc__fam_direct
  * (its links, begin and step).
  * Must not: block, allocate, or include CUDA or verbs headers. */
-#include "engine.h"
+#include "device.h"
 #include "gpu.h"
 
 /* Phases (zc__req.phase). */

@@ -23,7 +23,7 @@
  * Failures are the engine's: a provider fault fails the communicator with its sentence (zc__fail
  * reports it to the peers); deadlines, dead peers and mismatches as for host calls.
  * Must not: block, allocate, or include CUDA headers (the provider does the copies). */
-#include "engine.h"
+#include "device.h"
 #include "gpu.h"
 
 void zc__stage_open(zc_comm *c, const zc_gpu_ops *ops, void *gstate) {

@@ -3,7 +3,7 @@
  * own collectives. The one core file that calls the public collectives; nothing calls it.
  * Its scratch is the parent's (engine.h: ZC_SCRATCH_RANK_BYTES), nothing static. */
 #include "bootstrap.h"
-#include "engine.h"
+#include "device.h"
 
 /* Child rank and size for color/key among all[] = {color, key} per parent rank. */
 static void zc_child_place(const int32_t *all, uint32_t n, uint32_t me, uint32_t *rank,

@@ -13,7 +13,7 @@
  * the stream wrote "fin".
  *
  * Must not: include CUDA headers, block, or allocate. */
-#include "engine.h"
+#include "device.h"
 #include "gpu.h"
 
 /* Enqueues slot i's program (engine.h, zc__bind) on stream; the first failure's status. */

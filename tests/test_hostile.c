@@ -17,7 +17,7 @@
 #include "zt.h"
 
 #define ZC_TEST_HOOKS 1 /* zc__test_forge's declaration; zctest links its definition */
-#include "../core/engine.h" /* the hook, the header, the decoders */
+#include "../core/device.h" /* the hook, the header, the decoders, the landing records */
 #include "sim.h"
 #include "zcoll.h"
 

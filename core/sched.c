@@ -659,7 +659,7 @@ static bool zc_host_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
         zc_place_handshake(comm, r, budget);
         if (comm->failed) return false;
     }
-    if (!zc_host_alg_of(r->s.alg)->step(&x)) return false;
+    if (!zc_host_algs[r->s.alg].step(&x)) return false; /* its links were found at issue */
     /* A put from the caller's memory: done once the wire no longer reads the source. */
     return !(r->place & ZC_PLACE_DIRECT) || zc__tx_puts_done(comm, r);
 }

@@ -359,7 +359,7 @@ class Bench:
             'mode': self.a.mode, 'iters': iters, 'time_us': time_us, 'algbw': algbw,
             'busbw': algbw * bus_factor(coll, self.n),
             'p50_us': percentile_us(ns, 0.5), 'p99_us': percentile_us(ns, 0.99),
-            'p999_us': percentile_us(ns, 0.999),
+            'p999_us': percentile_us(ns, 0.999), 'max_us': ns[-1] / 1e3,
             'wrong': int(w.item()) if self.a.check else -1, 'allocs': -1,
         }
         self.print_row(row)
@@ -380,16 +380,16 @@ class Bench:
         wu = ('warm-up %d' % a.warmup) if a.warmup >= 0 else 'warm-up 20 (fewer above 1 MiB)'
         print('# iterations: %s, %s' % (it, wu), file=f)
         if not a.json:
-            print('#%11s %12s %9s %6s %5s %11s %11s %11s %7s %10s %10s %10s'
+            print('#%11s %12s %9s %6s %5s %11s %11s %11s %7s %10s %10s %10s %10s'
                   % ('size', 'count', 'type', 'redop', 'root', 'time(us)', 'algbw(GB/s)',
-                     'busbw(GB/s)', '#wrong', 'p50(us)', 'p99(us)', 'p99.9(us)'))
+                     'busbw(GB/s)', '#wrong', 'p50(us)', 'p99(us)', 'p99.9(us)', 'max(us)'))
         f.flush()
 
     def print_row(self, r):
         if self.a.json:
             keys = ('impl', 'coll', 'bytes', 'count', 'dtype', 'op', 'root', 'ranks', 'mode',
                     'iters', 'time_us', 'algbw', 'busbw', 'p50_us', 'p99_us', 'p999_us',
-                    'wrong', 'allocs')
+                    'max_us', 'wrong', 'allocs')
             parts = []
             for k in keys:
                 v = r[k]
@@ -402,9 +402,10 @@ class Bench:
             print('{' + ','.join(parts) + '}', flush=True)
             return
         wrong = 'N/A' if r['wrong'] < 0 else str(r['wrong'])
-        print(' %11d %12d %9s %6s %5d %11.2f %11.3f %11.3f %7s %10.2f %10.2f %10.2f'
+        print(' %11d %12d %9s %6s %5d %11.2f %11.3f %11.3f %7s %10.2f %10.2f %10.2f %10.2f'
               % (r['bytes'], r['count'], r['dtype'], r['op'], r['root'], r['time_us'],
-                 r['algbw'], r['busbw'], wrong, r['p50_us'], r['p99_us'], r['p999_us']),
+                 r['algbw'], r['busbw'], wrong, r['p50_us'], r['p99_us'], r['p999_us'],
+                 r['max_us']),
               flush=True)
 
     def run_coll(self, coll):

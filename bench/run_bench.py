@@ -62,8 +62,8 @@ COLLS = ('allreduce', 'reduce', 'broadcast', 'reduce_scatter', 'allgather', 'gat
 MOVE_TARGET_COLLS = ('reduce_scatter', 'allgather', 'broadcast', 'alltoall', 'reduce',
                      'gather', 'scatter')
 CONTRACT_KEYS = ('impl', 'coll', 'bytes', 'count', 'dtype', 'op', 'root', 'ranks', 'mode',
-                 'iters', 'time_us', 'algbw', 'busbw', 'p50_us', 'p99_us', 'p999_us', 'wrong',
-                 'allocs')
+                 'iters', 'time_us', 'algbw', 'busbw', 'p50_us', 'p99_us', 'p999_us', 'max_us',
+                 'wrong', 'allocs')
 KIB, MIB = 1 << 10, 1 << 20
 
 # Size sweeps (-b, -e, -f), each one launch. Two sweeps so that the sizes the targets name
@@ -189,8 +189,10 @@ class Peer:
         if persistent:
             args.append('--persistent')
         if self.impl in ('zcoll', 'zcoll_sym'):
-            return [ZCRUN, '-n', n, ZCBENCH] + args + (['--sym'] if self.impl == 'zcoll_sym'
-                                                        else [])
+            # Pinned as Open MPI is below (a core per rank) where there are enough cores.
+            bind = ['--bind-to', 'core'] if section.ranks <= (os.cpu_count() or 1) else []
+            return [ZCRUN, '-n', n] + bind + [ZCBENCH] + args + (
+                ['--sym'] if self.impl == 'zcoll_sym' else [])
         if self.impl == 'openmpi':
             # ob1 over shared memory (vader) is what Open MPI picks here by itself; naming
             # it skips the probing of UCX/OFI, which costs up to 3 s per launch.
@@ -1048,7 +1050,8 @@ def write_report(path, host, sections, table, peers, launches, args, started, se
     L += ['', 'Open MPI is pinned to ob1 over shared memory (`--mca pml ob1 --mca btl '
           'self,vader`), the path it selects by itself on this host, named to skip its '
           'UCX/OFI probing at start-up; with more ranks than cores it runs with '
-          '`--oversubscribe --bind-to core:overload-allowed`. MPICH (ch4:ucx) and Gloo run '
+          '`--oversubscribe --bind-to core:overload-allowed`, else `--bind-to core`, and '
+          'zcoll then runs under `zcrun --bind-to core` alike. MPICH (ch4:ucx) and Gloo run '
           'with their defaults; Gloo uses the loopback interface (GLOO_SOCKET_IFNAME=lo) and '
           'one torch thread per rank.', '']
     missing = [(i, peers[i].reason) for i in PEERS if not peers[i].ok]

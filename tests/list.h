@@ -48,6 +48,7 @@ ZT_TEST(platform_panic_prints_where_and_aborts, 10)
 
 /* tests/test_zcrun.c */
 ZT_RANK(zcrun_rank_prints_three_lines)
+ZT_RANK(zcrun_rank_prints_its_cpus)
 ZT_RANK(zcrun_rank_prints_long_line)
 ZT_RANK(zcrun_rank_prints_env)
 ZT_RANK(zcrun_rank_1_exits_3_others_sleep)
@@ -67,6 +68,7 @@ ZT_TEST(zcrun_keep_going_waits_for_survivors, 20)
 ZT_TEST(zcrun_kills_what_a_rank_left_in_its_group, 20)
 ZT_TEST(zcrun_forwards_sigterm_to_ranks, 30)
 ZT_TEST(zcrun_closed_stdout_ends_ranks_with_sigpipe, 30)
+ZT_TEST(zcrun_bind_to_core_gives_each_rank_a_core_of_its_own, 60)
 ZT_TEST(zcrun_rejects_bad_usage, 30)
 
 /* tests/test_bootstrap.c */

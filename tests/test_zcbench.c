@@ -144,17 +144,17 @@ static void zb_check_all(uint32_t n, bool persistent, bool multi) {
         unsigned long long size = 0, count = 0;
         char type[16], redop[16], wrong[16];
         int root = 0;
-        double t = 0, algbw = 0, busbw = 0, p50 = 0, p99 = 0, p999 = 0;
-        int got = sscanf(line, "%llu %llu %15s %15s %d %lf %lf %lf %15s %lf %lf %lf", &size,
+        double t = 0, algbw = 0, busbw = 0, p50 = 0, p99 = 0, p999 = 0, max = 0;
+        int got = sscanf(line, "%llu %llu %15s %15s %d %lf %lf %lf %15s %lf %lf %lf %lf", &size,
                          &count, type, redop, &root, &t, &algbw, &busbw, wrong, &p50, &p99,
-                         &p999);
-        if (got != 12) printf("    unparsed row: %s\n", line);
-        ZB_CHECK(got == 12);
+                         &p999, &max);
+        if (got != 13) printf("    unparsed row: %s\n", line);
+        ZB_CHECK(got == 13);
         ZB_CHECK(current >= 0);
         ZB_CHECK(strcmp(wrong, "0") == 0);
         ZB_CHECK(strcmp(type, "float32") == 0);
         ZB_CHECK(size == count * 4);
-        ZB_CHECK(t > 0 && p50 > 0 && p50 <= p99 && p99 <= p999);
+        ZB_CHECK(t > 0 && p50 > 0 && p50 <= p99 && p99 <= p999 && p999 <= max);
         rows[current]++;
     }
     for (int c = 0; c < ZB_COLLS; c++) {
@@ -208,7 +208,8 @@ void zcbench_check_narrow_dtypes_ops_and_roots_exact(void) {
 
 static const char *const zb_keys[] = {"impl", "coll", "bytes", "count", "dtype", "op",
                                       "root", "ranks", "mode", "iters", "time_us", "algbw",
-                                      "busbw", "p50_us", "p99_us", "p999_us", "wrong", "allocs"};
+                                      "busbw", "p50_us", "p99_us", "p999_us", "max_us", "wrong",
+                                      "allocs"};
 
 /* The number after "\"key\":" in the JSON line. */
 static double zb_json_num(const char *line, const char *key) {

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -91,6 +92,17 @@ int zcrun_rank_prints_three_lines(void) {
     fflush(stdout);
     fprintf(stderr, "err line from rank %d\n", r);
     printf("last line without newline from rank %d", r);
+    return 0;
+}
+
+/* "cpus of rank R: a b c" from this process's CPU affinity. */
+int zcrun_rank_prints_its_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+    printf("cpus of rank %d:", zr_env_rank());
+    for (size_t c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set)) printf(" %zu", c);
+    printf("\n");
     return 0;
 }
 
@@ -441,6 +453,50 @@ void zcrun_closed_stdout_ends_ranks_with_sigpipe(void) {
     ZT_CHECK_EQ(got, pid);
     ZT_CHECK(WIFEXITED(status));
     ZT_CHECK_EQ(WEXITSTATUS(status), 128 + SIGPIPE);
+}
+
+/* --bind-to core: every rank on a core of its own (CPU sets pairwise disjoint, within
+ * zcrun's); more ranks than cores is refused with a sentence and exit 2; --bind-to none leaves
+ * every rank zcrun's whole affinity. */
+void zcrun_bind_to_core_gives_each_rank_a_core_of_its_own(void) {
+    cpu_set_t mine;
+    ZT_CHECK(sched_getaffinity(0, sizeof mine, &mine) == 0);
+    int ncpus = CPU_COUNT(&mine);
+    if (ncpus < 2) zt_skip("one CPU: no two ranks can have cores of their own");
+    const char *bound[] = {"-n", "2", "--bind-to", "core", zr_path("zctest"), "--rank",
+                           "zcrun_rank_prints_its_cpus", NULL};
+    ZT_CHECK_EQ(zr_zcrun(bound, NULL), 0);
+    cpu_set_t sets[2];
+    for (int r = 0; r < 2; r++) {
+        char want[32];
+        snprintf(want, sizeof want, "cpus of rank %d:", r);
+        const char *p = strstr(zr_out, want);
+        ZT_CHECK(p != NULL);
+        CPU_ZERO(&sets[r]);
+        for (p += strlen(want); *p == ' ';) {
+            char *end;
+            unsigned long c = strtoul(p + 1, &end, 10);
+            ZT_CHECK(end != p + 1 && c < CPU_SETSIZE && CPU_ISSET(c, &mine));
+            CPU_SET(c, &sets[r]);
+            p = end;
+        }
+        ZT_CHECK(CPU_COUNT(&sets[r]) >= 1 && CPU_COUNT(&sets[r]) < ncpus);
+    }
+    cpu_set_t both;
+    CPU_AND(&both, &sets[0], &sets[1]);
+    ZT_CHECK_EQ(CPU_COUNT(&both), 0);
+    char many[16];
+    snprintf(many, sizeof many, "%d", ncpus + 1);
+    const char *too_many[] = {"-n", many, "--bind-to", "core", "true", NULL};
+    ZT_CHECK_EQ(zr_zcrun(too_many, NULL), 2);
+    ZT_CHECK(strstr(zr_out, "every rank needs a core of its own") != NULL);
+    const char *unbound[] = {"-n", "2", "--bind-to=none", zr_path("zctest"), "--rank",
+                             "zcrun_rank_prints_its_cpus", NULL};
+    ZT_CHECK_EQ(zr_zcrun(unbound, NULL), 0);
+    ZT_CHECK_EQ(zr_count(zr_out, "cpus of rank"), 2);
+    const char *bad[] = {"-n", "2", "--bind-to", "socket", "true", NULL};
+    ZT_CHECK_EQ(zr_zcrun(bad, NULL), 2);
+    ZT_CHECK(strstr(zr_out, "--bind-to takes core or none") != NULL);
 }
 
 void zcrun_rejects_bad_usage(void) {

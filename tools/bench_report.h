@@ -4,7 +4,7 @@
  * they parse (sizes with K/M/G suffixes), a row's geometry (counts, blocks, what recv gets),
  * the --check inputs and expected results, the warm-up and adaptive iteration counts, the
  * warm-up and timed loops, the statistics of one size (mean of the per-iteration maxima,
- * nearest-rank p50/p99/p99.9, algbw, busbw), the size sweep, and the nccl-tests table and
+ * nearest-rank p50/p99/p99.9, the maximum, algbw, busbw), the size sweep, and the nccl-tests table and
  * JSON lines they print. A program fills a br_bench (embedded first in its own state) and a
  * br_ops table of its calls: one call of a row, a barrier, agreeing on the iteration count,
  * combining the times over ranks, encoding an element, its header line.
@@ -279,7 +279,7 @@ static inline uint64_t br_count_wrong(const uint8_t *got, const uint8_t *want, s
 
 typedef struct br_result {
     uint64_t iters;
-    double time_us, p50_us, p99_us, p999_us, algbw, busbw;
+    double time_us, p50_us, p99_us, p999_us, max_us, algbw, busbw;
     int64_t wrong;            /* summed over ranks; -1 without --check */
     int64_t allocs;           /* summed over ranks; -1 when not counted */
 } br_result;
@@ -310,6 +310,7 @@ static inline void br_stats(uint64_t *times, uint64_t bytes, double bus, br_resu
     res->p50_us = br_percentile_us(times, iters, 0.5);
     res->p99_us = br_percentile_us(times, iters, 0.99);
     res->p999_us = br_percentile_us(times, iters, 0.999);
+    res->max_us = (double)times[iters - 1] / 1e3;
     res->algbw = res->time_us > 0 ? (double)bytes / res->time_us / 1e3 : 0;
     res->busbw = res->algbw * bus;
 }
@@ -330,9 +331,9 @@ static inline void br_print_iters_line(FILE *f, uint64_t iters, int64_t warmup) 
 
 /* The nccl-tests column header, to stdout. */
 static inline void br_print_columns(void) {
-    printf("#%11s %12s %9s %6s %5s %11s %11s %11s %7s %10s %10s %10s\n", "size", "count",
+    printf("#%11s %12s %9s %6s %5s %11s %11s %11s %7s %10s %10s %10s %10s\n", "size", "count",
            "type", "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong",
-           "p50(us)", "p99(us)", "p99.9(us)");
+           "p50(us)", "p99(us)", "p99.9(us)", "max(us)");
 }
 
 /* What a row names besides its result. */
@@ -349,11 +350,11 @@ static inline void br_print_row(const br_row *w, const br_result *r, bool json) 
         printf("{\"impl\":\"%s\",\"coll\":\"%s\",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64
                ",\"dtype\":\"%s\",\"op\":\"%s\",\"root\":%d,\"ranks\":%u,\"mode\":\"%s\","
                "\"iters\":%" PRIu64 ",\"time_us\":%.9g,\"algbw\":%.9g,\"busbw\":%.9g,"
-               "\"p50_us\":%.9g,\"p99_us\":%.9g,\"p999_us\":%.9g,\"wrong\":%" PRId64
-               ",\"allocs\":%" PRId64 "}\n",
+               "\"p50_us\":%.9g,\"p99_us\":%.9g,\"p999_us\":%.9g,\"max_us\":%.9g,"
+               "\"wrong\":%" PRId64 ",\"allocs\":%" PRId64 "}\n",
                w->impl, w->coll, w->bytes, w->count, w->dtype, w->op, w->root, w->ranks,
                w->mode, r->iters, r->time_us, r->algbw, r->busbw, r->p50_us, r->p99_us,
-               r->p999_us, r->wrong, r->allocs);
+               r->p999_us, r->max_us, r->wrong, r->allocs);
         return;
     }
     char wrong[24];
@@ -362,9 +363,9 @@ static inline void br_print_row(const br_row *w, const br_result *r, bool json) 
     else
         snprintf(wrong, sizeof wrong, "%" PRId64, r->wrong);
     printf(" %11" PRIu64 " %12" PRIu64 " %9s %6s %5d %11.2f %11.3f %11.3f %7s %10.2f %10.2f "
-           "%10.2f\n",
+           "%10.2f %10.2f\n",
            w->bytes, w->count, w->dtype, w->op, w->root, r->time_us, r->algbw, r->busbw, wrong,
-           r->p50_us, r->p99_us, r->p999_us);
+           r->p50_us, r->p99_us, r->p999_us, r->max_us);
 }
 
 /* The progress line, to stderr, for a size that took took_ns in all (when that was long). */

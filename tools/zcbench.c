@@ -178,12 +178,13 @@ static void zb_help(void) {
           "allgather, gather, scatter, alltoall (n-1)/n; broadcast, reduce, sendrecv 1),\n"
           "#wrong: wrong result elements summed over ranks and iterations (N/A without\n"
           "--check), p50/p99/p99.9(us): percentiles (nearest rank) of the same per-iteration\n"
-          "maxima. Each table ends with \"# allocations during timed loops: N\": malloc,\n"
+          "maxima, max(us): the slowest of them. Each table ends with \"# allocations during timed loops: N\": malloc,\n"
           "calloc, realloc, free, mmap and munmap calls inside the timed loops summed over\n"
           "ranks (must be 0; not counted in sanitized builds).\n",
           stdout);
     fputs("\nJSON keys: impl (\"zcoll\"), coll, bytes, count, dtype, op, root, ranks, mode,\n"
-          "iters, time_us, algbw, busbw, p50_us, p99_us, p999_us, wrong (-1 without --check),\n"
+          "iters, time_us, algbw, busbw, p50_us, p99_us, p999_us, max_us, wrong (-1 without\n"
+          "--check),\n"
           "allocs (-1 when not counted). In JSON mode the header lines go to stderr.\n"
           "\nExit status: 0 done, 1 a zcoll call failed (\"zcbench: CALL: STATUS: sentence\"),\n"
           "2 bad usage.\n",

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -66,6 +67,7 @@ typedef struct zr_job {
     uint64_t timeout_ms;      /* 0 = none */
     const char *timeout_text; /* as typed, for the message */
     bool keep_going;
+    bool bind_core;           /* --bind-to core: rank i runs on core i alone */
     char **argv;              /* PROGRAM ARGS..., NULL-terminated */
     /* fixed at start */
     char root_addr[32];
@@ -77,6 +79,8 @@ typedef struct zr_job {
     struct pollfd *pfds;      /* 1 + 2 * nranks */
     uint32_t *pfd_stream;     /* pfds[k] (k >= 1) is stream pfd_stream[k] = 2 * rank + 0/1 */
     char *buffers;
+    cpu_set_t *cores;         /* --bind-to core: [ncores] each core's hardware threads */
+    uint32_t ncores;
     /* progress */
     uint64_t start_ms, kill_at_ms, drain_until_ms; /* 0 = not scheduled */
     uint32_t running, open_streams;
@@ -96,7 +100,8 @@ static uint64_t zr_now_ms(void) {
 /* ---- command line --------------------------------------------------------------------- */
 
 static const char zr_usage_line[] =
-    "usage: zcrun -n N [--timeout SECONDS] [--keep-going] PROGRAM [ARGS...]\n";
+    "usage: zcrun -n N [--timeout SECONDS] [--keep-going] [--bind-to core|none] PROGRAM "
+    "[ARGS...]\n";
 
 static void zr_help(void) {
     fputs(zr_usage_line, stdout);
@@ -106,6 +111,10 @@ static void zr_help(void) {
           "  --timeout SECONDS  stop the job after SECONDS (integer or decimal, e.g. 2.5);\n"
           "                     0, the default, means no limit\n"
           "  --keep-going       a failing rank does not stop the others; wait for all ranks\n"
+          "  --bind-to core     rank i runs on the i-th core zcrun may use (its CPU affinity;\n"
+          "                     a core is all of its hardware threads), as mpirun's\n"
+          "                     --bind-to core: every rank a core of its own, so N must not\n"
+          "                     exceed the cores; --bind-to none (the default) binds nothing\n"
           "  -h, --help         show this text\n"
           "  --                 end of options\n",
           stdout);
@@ -194,6 +203,11 @@ static int zr_parse_args(zr_job *j, int argc, char **argv) {
             const char *v = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
             if (!zr_parse_nranks(v, &j->nranks))
                 return zr_usage_error("-n needs a rank count from 1 to 4096, got", v ? v : "");
+        } else if (strcmp(a, "--bind-to") == 0 || strncmp(a, "--bind-to=", 10) == 0) {
+            const char *v = a[9] ? a + 10 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v || (strcmp(v, "core") != 0 && strcmp(v, "none") != 0))
+                return zr_usage_error("--bind-to takes core or none, got", v ? v : "");
+            j->bind_core = strcmp(v, "core") == 0;
         } else if (strcmp(a, "--timeout") == 0 || strncmp(a, "--timeout=", 10) == 0) {
             const char *v = a[9] ? a + 10 : (i + 1 < argc ? argv[++i] : NULL);
             if (!v || !zr_parse_seconds(v, &j->timeout_ms))
@@ -276,6 +290,7 @@ static void zr_free(zr_job *j) {
     free(j->pfds);
     free(j->pfd_stream);
     free(j->buffers);
+    free(j->cores);
 }
 
 /* Two pipes per rank plus a few: raise the soft open-file limit as far as allowed. */
@@ -315,6 +330,71 @@ static bool zr_setup_signals(zr_job *j) {
     return j->sigfd >= 0;
 }
 
+/* ---- cores (--bind-to core) ------------------------------------------------------------ */
+
+/* Adds to core the CPUs of a list such as "0-1,4" (the kernel's cpulist format); false when
+ * the text is not one. */
+static bool zr_parse_cpulist(const char *s, cpu_set_t *core) {
+    while (*s && *s != '\n') {
+        char *end;
+        unsigned long lo = strtoul(s, &end, 10), hi = lo;
+        if (end == s) return false;
+        if (*end == '-') {
+            s = end + 1;
+            hi = strtoul(s, &end, 10);
+            if (end == s) return false;
+        }
+        for (size_t c = lo; c <= hi && c < CPU_SETSIZE; c++) CPU_SET(c, core);
+        s = *end == ',' ? end + 1 : end;
+    }
+    return true;
+}
+
+/* The hardware threads of cpu's core (sysfs topology); cpu alone where that cannot be read. */
+static void zr_core_of(size_t cpu, cpu_set_t *core) {
+    char path[96], text[256];
+    CPU_ZERO(core);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%zu/topology/thread_siblings_list",
+             cpu);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (n > 0) {
+        text[n] = '\0';
+        if (!zr_parse_cpulist(text, core)) CPU_ZERO(core);
+    }
+    CPU_SET(cpu, core);
+}
+
+/* --bind-to core: the cores of the CPUs zcrun may run on, in the order of their first CPU, each
+ * limited to those CPUs. False (with the sentence printed) when there are fewer than ranks. */
+static bool zr_find_cores(zr_job *j) {
+    cpu_set_t allowed, seen;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+        fprintf(stderr, "zcrun: --bind-to core: cannot read zcrun's CPU affinity (%s)\n",
+                strerror(errno));
+        return false;
+    }
+    j->cores = calloc(CPU_SETSIZE, sizeof *j->cores);
+    if (!j->cores) {
+        fprintf(stderr, "zcrun: out of memory for the core table\n");
+        return false;
+    }
+    CPU_ZERO(&seen);
+    for (size_t cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &allowed) || CPU_ISSET(cpu, &seen)) continue;
+        cpu_set_t *core = &j->cores[j->ncores++];
+        zr_core_of(cpu, core);
+        CPU_AND(core, core, &allowed);
+        CPU_OR(&seen, &seen, core);
+    }
+    if (j->ncores >= j->nranks) return true;
+    fprintf(stderr, "zcrun: --bind-to core: %u ranks but %u core%s to run on (zcrun's CPU "
+            "affinity): every rank needs a core of its own; run at most %u ranks, or "
+            "--bind-to none\n", j->nranks, j->ncores, j->ncores == 1 ? "" : "s", j->ncores);
+    return false;
+}
+
 /* ---- starting ranks ------------------------------------------------------------------- */
 
 _Noreturn static void zr_child(const zr_job *j, uint32_t rank, int out_fd, int err_fd) {
@@ -329,6 +409,10 @@ _Noreturn static void zr_child(const zr_job *j, uint32_t rank, int out_fd, int e
         setenv("ZC_LOCAL_RANK", num, 1) || setenv("ZC_ROOT_ADDR", j->root_addr, 1) ||
         setenv("ZC_SECRET", j->secret, 1)) {
         dprintf(2, "zcrun: cannot set the environment: %s\n", strerror(errno));
+        _exit(ZR_EXIT_NOEXEC);
+    }
+    if (j->bind_core && sched_setaffinity(0, sizeof(cpu_set_t), &j->cores[rank]) != 0) {
+        dprintf(2, "zcrun: cannot bind rank %u to its core: %s\n", rank, strerror(errno));
         _exit(ZR_EXIT_NOEXEC);
     }
     sigprocmask(SIG_SETMASK, &j->orig_mask, NULL);
@@ -646,6 +730,10 @@ int main(int argc, char **argv) {
     zr_job j = {.sigfd = -1, .first_fail = -1, .timeout_text = "0"};
     int rc = zr_parse_args(&j, argc, argv);
     if (rc >= 0) return rc;
+    if (j.bind_core && !zr_find_cores(&j)) {
+        free(j.cores);
+        return ZR_EXIT_USAGE;
+    }
     zr_fill_std_fds();
     if (!zr_prepare(&j)) {
         zr_free(&j);

@@ -1,7 +1,9 @@
 """_cuda: CUDA tensors through zcoll's stream-ordered forms (zc_<collective>_stream).
 
-NOT VERIFIED: written against include/zcoll.h's contract; no GPU was available where it was
-written (the GPU machine's check is tracked with the GPU issue).
+DOES NOT COMPLETE ON A GPU YET: on an H200 the zc_*_stream forms this module relies on never
+finished (docs/device-memory.md, "On a real GPU"). So that no program waits for good, a group
+refuses CUDA tensors with a sentence unless ZCOLL_TORCH_CUDA_EXPERIMENTAL=1 (for whoever
+debugs it on a GPU).
 
 PyTorch's caching allocator hands out memory zcoll has not registered (and that may move
 between calls), so each group registers two staging buffers once (ZC_MEM_CUDA, collectively: the
@@ -24,6 +26,11 @@ DEFAULT_BYTES = 64 << 20
 
 class Staging:
     def __init__(self, group):
+        if os.environ.get('ZCOLL_TORCH_CUDA_EXPERIMENTAL') != '1':
+            raise RuntimeError('zcoll: CUDA tensors are not supported yet: the stream-ordered '
+                               'calls they use do not complete on a GPU yet; use CPU tensors '
+                               '(ZCOLL_TORCH_CUDA_EXPERIMENTAL=1 lets them through, to debug '
+                               'it on a GPU)')
         if _lib.STREAM['allreduce'] is None:
             raise RuntimeError('zcoll: CUDA tensors need a CUDA build of libzcoll (%s has no '
                                'zc_allreduce_stream)' % _lib.lib._name)

@@ -19,7 +19,7 @@
  * Every refusal fails the communicator with a sentence that names the rank. */
 #include "fake_plat.h"
 
-#include "engine.h"
+#include "device.h" /* the landing records, and engine.h */
 #include "zcoll.h"
 
 #include <stdlib.h>
@@ -128,11 +128,12 @@ static void fz_alarm(uint64_t word) {
     fz_close(c);
 }
 
-/* Mode 3: a landing record from rank 1. */
+/* Mode 3: a landing record from rank 1: its address, key, area size and reason from the input
+ * (the record's other fields are the device identity of the ipc path, not read here). */
 static void fz_landing(const uint8_t *in) {
     zc_comm *c[2];
-    zc__gpu_peer rec;
-    memcpy(&rec, in, sizeof rec);
+    zc__gpu_peer rec = {.addr = fz_u64(in), .rkey = fz_u64(in + 8), .area = fz_u64(in + 16)};
+    memcpy(&rec.no, in + 24, sizeof rec.no);
     fz_open(c);
     uint64_t slots = 2u * c[0]->cfg.slots * (uint64_t)c[0]->cfg.slot_bytes;
     bool span = rec.area <= (UINT64_MAX - slots) / 2u &&

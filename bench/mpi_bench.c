@@ -230,9 +230,9 @@ static uint64_t mb_agree_iters(br_bench *h, uint64_t iters) {
 
 /* The harness's combine: the times' maxima and the counters' sums over the ranks (iters <=
  * BR_ITERS_MAX, so it fits an int count). */
-static void mb_combine(br_bench *h, uint64_t iters, uint64_t sums[2]) {
+static void mb_combine(br_bench *h, uint64_t iters, uint64_t sums[BR_SUMS]) {
     MPI_Allreduce(MPI_IN_PLACE, h->times, (int)iters, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, sums, BR_SUMS, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
 }
 
 /* The harness's encode: the integer k as one element of the dtype (integers wrap). */
@@ -264,8 +264,10 @@ static const br_ops mb_ops = {.run_once = mb_run_once, .barrier = mb_barrier,
                               .encode = mb_encode, .header = mb_header};
 
 static void mb_run_coll(br_bench *h, br_coll c) {
-    int64_t allocs;
-    br_run_coll(h, c, &allocs); /* not counted: MPI's allocations are its own */
+    br_totals t;
+    if (br_run_coll(h, c, &t) && h->rank == 0) /* allocations: not counted (MPI's own) */
+        fprintf(h->meta, "# context switches during timed loops: %" PRIu64 " involuntary (a "
+                "rank's CPU taken away), %" PRIu64 " voluntary\n", t.preempted, t.yielded);
     if (h->rank == 0) fflush(h->meta);
 }
 

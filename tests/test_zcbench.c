@@ -119,7 +119,7 @@ static void zb_check_all(uint32_t n, bool persistent, bool multi) {
     ZT_CHECK_EQ(rc, 0);
     const char *cursor = zb_out;
     char line[512], coll[32] = "";
-    unsigned rows[ZB_COLLS] = {0}, allocs_lines = 0;
+    unsigned rows[ZB_COLLS] = {0}, allocs_lines = 0, switch_lines = 0;
     int current = -1;
     while (zb_next_rank0_line(&cursor, line, sizeof line)) {
         char header_n[16];
@@ -138,6 +138,12 @@ static void zb_check_all(uint32_t n, bool persistent, bool multi) {
             ZB_CHECK(strcmp(line, "# allocations during timed loops: 0") == 0);
 #endif
             allocs_lines++;
+            continue;
+        }
+        unsigned long long inv = 0, vol = 0;
+        if (sscanf(line, "# context switches during timed loops: %llu involuntary (a rank's "
+                   "CPU taken away), %llu voluntary", &inv, &vol) == 2) {
+            switch_lines++;
             continue;
         }
         if (line[0] == '#') continue;
@@ -163,6 +169,7 @@ static void zb_check_all(uint32_t n, bool persistent, bool multi) {
         ZB_CHECK(rows[c] == want);
     }
     ZB_CHECK(allocs_lines == ZB_COLLS);
+    ZB_CHECK(switch_lines == ZB_COLLS);
     ZB_CHECK(zb_count(zb_out, "persistent plans, zc_start per call") ==
              (persistent ? ZB_COLLS : 0));
     ZB_CHECK(zb_count(zb_out, multi ? ", threads multi\n" : ", threads serial\n") == ZB_COLLS);
@@ -209,7 +216,7 @@ void zcbench_check_narrow_dtypes_ops_and_roots_exact(void) {
 static const char *const zb_keys[] = {"impl", "coll", "bytes", "count", "dtype", "op",
                                       "root", "ranks", "mode", "iters", "time_us", "algbw",
                                       "busbw", "p50_us", "p99_us", "p999_us", "max_us", "wrong",
-                                      "allocs"};
+                                      "allocs", "preempted", "yielded"};
 
 /* The number after "\"key\":" in the JSON line. */
 static double zb_json_num(const char *line, const char *key) {
@@ -241,7 +248,7 @@ void zcbench_json_lines_have_every_key_and_bus_factor(void) {
         ZB_CHECK(strstr(line, "\"impl\":\"zcoll\"") && strstr(line, "\"ranks\":3,"));
         ZB_CHECK(strstr(line, "\"wrong\":-1,") && strstr(line, "\"iters\":3,"));
 #if !defined(ZC_SANITIZED)
-        ZB_CHECK(strstr(line, "\"allocs\":0}"));
+        ZB_CHECK(strstr(line, "\"allocs\":0,"));
 #endif
         char coll[32] = "";
         const char *c = strstr(line, "\"coll\":\"");

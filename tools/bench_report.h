@@ -4,9 +4,9 @@
  * they parse (sizes with K/M/G suffixes), a row's geometry (counts, blocks, what recv gets),
  * the --check inputs and expected results, the warm-up and adaptive iteration counts, the
  * warm-up and timed loops, the statistics of one size (mean of the per-iteration maxima,
- * nearest-rank p50/p99/p99.9, the maximum, algbw, busbw), the size sweep, and the nccl-tests table and
- * JSON lines they print. A program fills a br_bench (embedded first in its own state) and a
- * br_ops table of its calls: one call of a row, a barrier, agreeing on the iteration count,
+ * nearest-rank p50/p99/p99.9, the maximum, algbw, busbw; the context switches of the timed
+ * loops), the size sweep, and the nccl-tests table and JSON lines they print. A program
+ * fills a br_bench (embedded first in its own state) and a br_ops table of its calls: one call of a row, a barrier, agreeing on the iteration count,
  * combining the times over ranks, encoding an element, its header line.
  *
  * Plain C11 and libc (no zcoll.h, no mpi.h), all static inline. Inside a timed loop the
@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 enum {
@@ -282,7 +283,19 @@ typedef struct br_result {
     double time_us, p50_us, p99_us, p999_us, max_us, algbw, busbw;
     int64_t wrong;            /* summed over ranks; -1 without --check */
     int64_t allocs;           /* summed over ranks; -1 when not counted */
+    /* Context switches during the timed loop, summed over ranks (getrusage): involuntary (the
+     * CPU was taken from a rank: each one a stall of the call it fell in) and voluntary. */
+    uint64_t preempted, yielded;
 } br_result;
+
+/* The counters a timed loop sums over ranks (br_ops.combine). */
+enum { BR_SUM_WRONG, BR_SUM_ALLOCS, BR_SUM_PREEMPTED, BR_SUM_YIELDED, BR_SUMS };
+
+/* What a collective's size sweep counted in its timed loops, summed over sizes and ranks. */
+typedef struct br_totals {
+    int64_t allocs;           /* -1 when not counted */
+    uint64_t preempted, yielded;
+} br_totals;
 
 static inline int br_cmp_u64(const void *a, const void *c) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)c;
@@ -351,10 +364,11 @@ static inline void br_print_row(const br_row *w, const br_result *r, bool json) 
                ",\"dtype\":\"%s\",\"op\":\"%s\",\"root\":%d,\"ranks\":%u,\"mode\":\"%s\","
                "\"iters\":%" PRIu64 ",\"time_us\":%.9g,\"algbw\":%.9g,\"busbw\":%.9g,"
                "\"p50_us\":%.9g,\"p99_us\":%.9g,\"p999_us\":%.9g,\"max_us\":%.9g,"
-               "\"wrong\":%" PRId64 ",\"allocs\":%" PRId64 "}\n",
+               "\"wrong\":%" PRId64 ",\"allocs\":%" PRId64 ",\"preempted\":%" PRIu64
+               ",\"yielded\":%" PRIu64 "}\n",
                w->impl, w->coll, w->bytes, w->count, w->dtype, w->op, w->root, w->ranks,
                w->mode, r->iters, r->time_us, r->algbw, r->busbw, r->p50_us, r->p99_us,
-               r->p999_us, r->max_us, r->wrong, r->allocs);
+               r->p999_us, r->max_us, r->wrong, r->allocs, r->preempted, r->yielded);
         return;
     }
     char wrong[24];
@@ -403,9 +417,9 @@ typedef struct br_ops {
     void (*barrier)(struct br_bench *h);
     /* Rank 0's iterations, returned on every rank (the others pass 0). */
     uint64_t (*agree_iters)(struct br_bench *h, uint64_t iters);
-    /* After a timed loop: times[0..iters) become their maxima over the ranks and sums[0..2)
-     * their sums (on rank 0 at least). */
-    void (*combine)(struct br_bench *h, uint64_t iters, uint64_t sums[2]);
+    /* After a timed loop: times[0..iters) become their maxima over the ranks and
+     * sums[0..BR_SUMS) their sums (on rank 0 at least). */
+    void (*combine)(struct br_bench *h, uint64_t iters, uint64_t sums[BR_SUMS]);
     /* The integer k as one element of the program's dtype at dst (integers wrap). */
     void (*encode)(const struct br_bench *h, uint64_t k, uint8_t *dst);
     /* The header line(s) of collective c's table, to h->meta (rank 0 only). */
@@ -574,24 +588,38 @@ static inline uint64_t br_timed_loop(br_bench *h, const br_size *s, uint64_t ite
     return wrong;
 }
 
+/* This process's context switches so far: involuntary, voluntary. */
+static inline void br_switches(uint64_t *inv, uint64_t *vol) {
+    struct rusage u;
+    *inv = *vol = 0;
+    if (getrusage(RUSAGE_SELF, &u) != 0) return;
+    *inv = (uint64_t)u.ru_nivcsw;
+    *vol = (uint64_t)u.ru_nvcsw;
+}
+
 /* Warm-up, timed loop, the combination over ranks; res complete on rank 0. */
 static inline void br_measure(br_bench *h, const br_size *s, br_result *res) {
-    uint64_t iters = br_warmup(h, s);
+    uint64_t iters = br_warmup(h, s), inv0, vol0, inv1, vol1;
     bool counted = h->ops->count_allocs != NULL;
     if (counted) h->ops->count_allocs(h, true);
-    uint64_t sums[2] = {br_timed_loop(h, s, iters), 0};
-    if (counted) sums[1] = h->ops->count_allocs(h, false);
+    br_switches(&inv0, &vol0);
+    uint64_t sums[BR_SUMS] = {br_timed_loop(h, s, iters), 0, 0, 0};
+    br_switches(&inv1, &vol1);
+    if (counted) sums[BR_SUM_ALLOCS] = h->ops->count_allocs(h, false);
+    sums[BR_SUM_PREEMPTED] = inv1 - inv0;
+    sums[BR_SUM_YIELDED] = vol1 - vol0;
     h->ops->combine(h, iters, sums);
-    *res = (br_result){.iters = iters, .wrong = h->o.check ? (int64_t)sums[0] : -1,
-                       .allocs = counted ? (int64_t)sums[1] : -1};
+    *res = (br_result){.iters = iters, .wrong = h->o.check ? (int64_t)sums[BR_SUM_WRONG] : -1,
+                       .allocs = counted ? (int64_t)sums[BR_SUM_ALLOCS] : -1,
+                       .preempted = sums[BR_SUM_PREEMPTED], .yielded = sums[BR_SUM_YIELDED]};
     if (h->rank == 0) br_stats(h->times, s->bytes, br_bus_factor(s->coll, h->n), res);
 }
 
-/* One size of collective c: inputs, the measurement, rank 0's row; returns the allocations it
- * counted (-1 when not counted). */
-static inline int64_t br_run_size(br_bench *h, br_coll c, uint64_t bytes) {
+/* One size of collective c: inputs, the measurement, rank 0's row; adds what it counted to
+ * *t (allocs -1 when not counted). */
+static inline void br_run_size(br_bench *h, br_coll c, uint64_t bytes, br_totals *t) {
     br_size s;
-    if (!br_geometry(h, c, bytes, &s)) return 0;
+    if (!br_geometry(h, c, bytes, &s)) return;
     if (br_colls[c].reduces)
         br_prepare_reduce(h, &s);
     else if (c != BR_BARRIER)
@@ -601,7 +629,10 @@ static inline int64_t br_run_size(br_bench *h, br_coll c, uint64_t bytes) {
     if (h->ops->row_begin) h->ops->row_begin(h, &s);
     br_measure(h, &s, &r);
     if (h->ops->row_end) h->ops->row_end(h, &s);
-    if (h->rank != 0) return r.allocs;
+    t->allocs = r.allocs < 0 || t->allocs < 0 ? -1 : t->allocs + r.allocs;
+    t->preempted += r.preempted;
+    t->yielded += r.yielded;
+    if (h->rank != 0) return;
     bool reduces = br_colls[c].reduces, rooted = br_colls[c].rooted;
     br_row w = {.impl = h->impl, .coll = br_colls[c].name, .dtype = h->o.dtype,
                 .op = reduces ? h->o.op : "none", .mode = h->o.barrier_mode ? "barrier" : "loop",
@@ -610,14 +641,13 @@ static inline int64_t br_run_size(br_bench *h, br_coll c, uint64_t bytes) {
     br_print_row(&w, &r, h->o.json);
     fflush(stdout);
     br_print_progress(s.bytes, r.iters, br_now_ns() - t0);
-    return r.allocs;
 }
 
 /* Collective c over the size sweep: rank 0's header, every size. False when c cannot run
- * (sendrecv on one rank: a comment says so); else *allocs is the allocations counted in the
- * timed loops, summed over ranks (-1 when not counted). */
-static inline bool br_run_coll(br_bench *h, br_coll c, int64_t *allocs) {
-    *allocs = 0;
+ * (sendrecv on one rank: a comment says so); else *t is what the timed loops counted (on rank
+ * 0, summed over ranks): allocations (-1 when not counted) and context switches. */
+static inline bool br_run_coll(br_bench *h, br_coll c, br_totals *t) {
+    *t = (br_totals){0, 0, 0};
     if (c == BR_SENDRECV && h->n < 2) {
         if (h->rank == 0) fprintf(h->meta, "# sendrecv needs 2 or more ranks: skipped\n");
         return false;
@@ -628,12 +658,11 @@ static inline bool br_run_coll(br_bench *h, br_coll c, int64_t *allocs) {
         if (!h->o.json) br_print_columns();
     }
     if (c == BR_BARRIER) {
-        *allocs = br_run_size(h, c, 0);
+        br_run_size(h, c, 0, t);
         return true;
     }
     for (uint64_t bytes = h->o.min_bytes; bytes <= h->o.max_bytes; bytes *= h->o.factor) {
-        int64_t a = br_run_size(h, c, bytes);
-        *allocs = a < 0 || *allocs < 0 ? -1 : *allocs + a;
+        br_run_size(h, c, bytes, t);
         if (bytes > h->o.max_bytes / h->o.factor) break;
     }
     return true;

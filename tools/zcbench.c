@@ -178,14 +178,18 @@ static void zb_help(void) {
           "allgather, gather, scatter, alltoall (n-1)/n; broadcast, reduce, sendrecv 1),\n"
           "#wrong: wrong result elements summed over ranks and iterations (N/A without\n"
           "--check), p50/p99/p99.9(us): percentiles (nearest rank) of the same per-iteration\n"
-          "maxima, max(us): the slowest of them. Each table ends with \"# allocations during timed loops: N\": malloc,\n"
-          "calloc, realloc, free, mmap and munmap calls inside the timed loops summed over\n"
-          "ranks (must be 0; not counted in sanitized builds).\n",
+          "maxima, max(us): the slowest of them. Each table ends with \"# allocations during\n"
+          "timed loops: N\": malloc, calloc, realloc, free, mmap and munmap calls inside the\n"
+          "timed loops summed over ranks (must be 0; not counted in sanitized builds), and\n"
+          "\"# context switches during timed loops\": involuntary (the kernel took a rank's CPU:\n"
+          "each is a stall of the call it fell in) and voluntary, from getrusage, summed over\n"
+          "ranks and sizes.\n",
           stdout);
     fputs("\nJSON keys: impl (\"zcoll\"), coll, bytes, count, dtype, op, root, ranks, mode,\n"
           "iters, time_us, algbw, busbw, p50_us, p99_us, p999_us, max_us, wrong (-1 without\n"
-          "--check),\n"
-          "allocs (-1 when not counted). In JSON mode the header lines go to stderr.\n"
+          "--check), allocs (-1 when not counted), preempted and yielded (the row's\n"
+          "involuntary and voluntary context switches). In JSON mode the header lines go to\n"
+          "stderr.\n"
           "\nExit status: 0 done, 1 a zcoll call failed (\"zcbench: CALL: STATUS: sentence\"),\n"
           "2 bad usage.\n",
           stdout);
@@ -251,7 +255,8 @@ static void zb_parse_option(zb_opts *o, br_opts *br, int argc, char **argv, int 
 
 static void zb_parse(zb_opts *o, br_opts *br, int argc, char **argv) {
     *o = (zb_opts){0};
-    *br = br_opts_default(ZB_MAX_BYTES, ZC_MAX_RANKS - 1, "bad size %s (1 to 1024G, suffixes K M G)");
+    *br = br_opts_default(ZB_MAX_BYTES, ZC_MAX_RANKS - 1,
+                          "bad size %s (1 to 1024G, suffixes K M G)");
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             zb_help();
@@ -402,13 +407,13 @@ static uint64_t zb_agree_iters(br_bench *h, uint64_t iters) {
 }
 
 /* The harness's combine: the times' maxima and the counters' sums over the ranks. */
-static void zb_combine(br_bench *h, uint64_t iters, uint64_t sums[2]) {
+static void zb_combine(br_bench *h, uint64_t iters, uint64_t sums[BR_SUMS]) {
     zb_bench *b = zb_of(h);
     zc_req req;
     ZB_CALL(b, zc_allreduce(b->comm, h->times, h->times, (size_t)iters, ZC_UINT64, ZC_MAX,
                             &req));
     zb_wait(b, &req, "zc_wait(allreduce of the iteration times)");
-    ZB_CALL(b, zc_allreduce(b->comm, sums, sums, 2, ZC_UINT64, ZC_SUM, &req));
+    ZB_CALL(b, zc_allreduce(b->comm, sums, sums, BR_SUMS, ZC_UINT64, ZC_SUM, &req));
     zb_wait(b, &req, "zc_wait(allreduce of the counters)");
 }
 
@@ -501,12 +506,14 @@ static void zb_run_coll(br_bench *h, br_coll c) {
     uint64_t calls0, rounds0, calls1, rounds1, direct0, bytes0, direct1, bytes1;
     zc_comm_gpu_staged(b->comm, &calls0, &rounds0);
     zc_comm_gpu_direct(b->comm, &direct0, &bytes0);
-    int64_t allocs;
-    if (!br_run_coll(h, c, &allocs) || h->rank != 0) return;
-    if (allocs < 0)
+    br_totals t;
+    if (!br_run_coll(h, c, &t) || h->rank != 0) return;
+    if (t.allocs < 0)
         fprintf(h->meta, "# allocations: not counted (sanitized build)\n");
     else
-        fprintf(h->meta, "# allocations during timed loops: %" PRId64 "\n", allocs);
+        fprintf(h->meta, "# allocations during timed loops: %" PRId64 "\n", t.allocs);
+    fprintf(h->meta, "# context switches during timed loops: %" PRIu64 " involuntary (a rank's "
+            "CPU taken away), %" PRIu64 " voluntary\n", t.preempted, t.yielded);
     zc_comm_gpu_staged(b->comm, &calls1, &rounds1);
     zc_comm_gpu_direct(b->comm, &direct1, &bytes1);
     if (b->o.device)

@@ -6,8 +6,9 @@
  * warm-up and timed loops, the statistics of one size (mean of the per-iteration maxima,
  * nearest-rank p50/p99/p99.9, the maximum, algbw, busbw; the context switches of the timed
  * loops), the size sweep, and the nccl-tests table and JSON lines they print. A program
- * fills a br_bench (embedded first in its own state) and a br_ops table of its calls: one call of a row, a barrier, agreeing on the iteration count,
- * combining the times over ranks, encoding an element, its header line.
+ * fills a br_bench (embedded first in its own state) and a br_ops table of its calls: one
+ * call of a row, a barrier, agreeing on the iteration count, combining the times over ranks,
+ * encoding an element, its header line.
  *
  * Plain C11 and libc (no zcoll.h, no mpi.h), all static inline. Inside a timed loop the
  * harness calls only ops->run_once between the two clock reads (and, in barrier mode or with

@@ -108,6 +108,7 @@ typedef struct zc_hello {
     /* What the platform leaves it before any window is taken (zc_plat_mem_room): memory in
      * MiB, lockable memory in KiB; UINT32_MAX: no limit known. */
     uint32_t room_mib, lock_kib;
+    uint64_t cpus[ZC_PLAT_CPU_WORDS]; /* the CPUs it may run on (zc_plat_cpus; 0: unknown) */
 } zc_hello;
 _Static_assert(sizeof(zc_hello) <= ZC_SCRATCH_RANK_BYTES, "hellos fit the init scratch");
 
@@ -239,11 +240,29 @@ static uint32_t zc_room_units(uint64_t bytes, unsigned shift) {
     return bytes >> shift >= UINT32_MAX ? UINT32_MAX - 1u : (uint32_t)(bytes >> shift);
 }
 
-/* spin_polls auto: with more ranks on this host than CPUs this process may use, a rank that
- * spins only delays the one that has to run: yield after every empty poll. */
+/* spin_polls auto: with more ranks on this host than CPUs they may run on together (the union
+ * of their CPU sets: ranks pinned to a core each are not crowded, ranks confined to fewer CPUs
+ * than there are of them are), a rank that spins only delays the one that has to run: yield
+ * after every empty poll. Where a rank's set is unknown, this rank's own CPU count stands in. */
 static void zc_auto_spin(zc_comm *c, const zc_hello *all) {
-    uint32_t local = 0, cpus = zc_plat_cpus();
-    for (uint32_t r = 0; r < c->nranks; r++) local += all[r].host == all[c->rank].host;
+    uint64_t any[ZC_PLAT_CPU_WORDS] = {0};
+    uint32_t local = 0, cpus = zc_plat_cpus(NULL);
+    bool known = true;
+    for (uint32_t r = 0; r < c->nranks; r++) {
+        if (all[r].host != all[c->rank].host) continue;
+        uint64_t seen = 0;
+        for (uint32_t w = 0; w < ZC_PLAT_CPU_WORDS; w++) {
+            any[w] |= all[r].cpus[w];
+            seen |= all[r].cpus[w];
+        }
+        known = known && seen;
+        local++;
+    }
+    if (known) {
+        cpus = 0;
+        for (uint32_t w = 0; w < ZC_PLAT_CPU_WORDS; w++)
+            for (uint64_t v = any[w]; v; v &= v - 1u) cpus++;
+    }
     c->cfg.spin_polls = cpus && local > cpus ? 1u : ZC_DEFAULT_SPIN_POLLS;
 }
 
@@ -428,8 +447,9 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
                      (uint32_t)zc_plat_process_id(), cfg->slots, cfg->slot_bytes,
                      (uint32_t)cfg->transport, (uint32_t)(cfg->sym_bytes >> 12),
                      zc_gpu_word(cfg), zc_room_units(room.avail_bytes, 20),
-                     zc_room_units(room.lock_bytes, 10)};
+                     zc_room_units(room.lock_bytes, 10), {0}};
     if (zc_plat_random(&mine.nonce, sizeof mine.nonce) != ZC_PLAT_OK) mine.nonce = mine.pid;
+    (void)zc_plat_cpus(mine.cpus);
     st = zc__boot_allgather(boot, &mine, all, sizeof mine);
     if (st == ZC_OK) st = zc_check_hellos(c, all, host_why);
     if (st == ZC_OK) st = zc_pick_wire(c, all);

@@ -15,7 +15,7 @@
  * hellos there; zc_comm_split and zc_comm_split_inproc use their parent's (per rank: colors,
  * keys, sizes or arenas and communicators; then one address blob of the parent's size), an
  * in-process group its rank 0's (per rank: windows). */
-#define ZC_SCRATCH_RANK_BYTES 48u
+#define ZC_SCRATCH_RANK_BYTES 80u
 /* Per rank, processes only: init's verdict (comm.c's zc_outcome: status and sentence), after
  * the bootstrap state and the hellos. */
 #define ZC_SCRATCH_VERDICT_BYTES 192u

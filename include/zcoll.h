@@ -112,7 +112,8 @@ typedef enum zc_mem_kind { ZC_MEM_HOST, ZC_MEM_CUDA } zc_mem_kind;
 #define ZC_DEFAULT_SLOTS 8u             /* slots per directed peer ring (power of two, >= 2) */
 /* Empty progress polls before zc_progress yields the CPU when every local rank has a CPU of
  * its own: 2^24 (seconds of polling), so a waiting rank spins and makes no system call, as
- * MPI's shared-memory paths do; with more ranks on this host than CPUs it may use, it yields
+ * MPI's shared-memory paths do; with more ranks on this host than the CPUs they may run on
+ * together (the union of their CPU sets: ranks pinned a core each are not crowded), it yields
  * after every empty poll (spinning there only delays the rank that has to run). Applies when
  * spin_polls is 0 (auto); set a small value to share the CPUs with other work. */
 #define ZC_DEFAULT_SPIN_POLLS (1u << 24)

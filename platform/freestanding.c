@@ -115,7 +115,8 @@ void zc_plat_cpu_relax(void) {
     zc_plat_spin_hint();
 }
 
-uint32_t zc_plat_cpus(void) {
+uint32_t zc_plat_cpus(uint64_t *mask) {
+    for (uint32_t i = 0; mask && i < ZC_PLAT_CPU_WORDS; i++) mask[i] = 0; /* which: unknown */
     return zc_fs_hooks.cpus ? zc_fs_hooks.cpus(zc_fs_hooks.user) : 0;
 }
 

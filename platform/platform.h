@@ -44,7 +44,10 @@ void zc_plat_os_error_text(int os_error, char *buf, size_t cap);
 uint64_t zc_plat_now_ns(void);          /* monotonic clock, ns; never a system call on Linux */
 void zc_plat_cpu_relax(void);           /* spin-wait hint (pause) */
 void zc_plat_yield(void);               /* give the CPU to another runnable thread */
-uint32_t zc_plat_cpus(void);            /* CPUs this process may run on; 0 = unknown */
+/* CPUs this process may run on (0 = unknown); with mask (ZC_PLAT_CPU_WORDS words, may be NULL)
+ * which ones: bit c % 256 for CPU c, all zero where the platform cannot say. */
+#define ZC_PLAT_CPU_WORDS 4u
+uint32_t zc_plat_cpus(uint64_t *mask);
 void zc_plat_sleep_ns(uint64_t ns);     /* sleep at least ns (blocks: init/tests only) */
 
 /* ---- shared memory between the processes of one host (init-time only) ----

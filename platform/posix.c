@@ -116,9 +116,15 @@ void zc_plat_cpu_relax(void) {
 
 void zc_plat_yield(void) { sched_yield(); }
 
-uint32_t zc_plat_cpus(void) {
+uint32_t zc_plat_cpus(uint64_t *mask) {
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return (uint32_t)CPU_COUNT(&set);
+    if (mask) memset(mask, 0, ZC_PLAT_CPU_WORDS * sizeof *mask);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        for (size_t c = 0; mask && c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set))
+                mask[c / 64u % ZC_PLAT_CPU_WORDS] |= 1ull << (c % 64u);
+        return (uint32_t)CPU_COUNT(&set);
+    }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (uint32_t)n : 0;
 }

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1605,6 +1606,38 @@ int mp_rank_oversubscribed(void) {
     return 0;
 }
 
+/* spin_polls auto, from the CPUs the ranks may run on together: MP_PIN=own confines rank r to
+ * the r-th CPU zcrun allowed (as zcrun --bind-to core does), MP_PIN=shared every rank to the
+ * first one. Ranks on CPUs of their own spin (a pinned rank is not crowded although it sees one
+ * CPU); ranks crowded on fewer CPUs than there are of them yield after every empty poll. */
+int mp_rank_spin_auto(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_spin_auto");
+    const char *how = getenv("MP_PIN");
+    bool own = how && strcmp(how, "own") == 0;
+    cpu_set_t allowed, set;
+    MP_CHECK(&m, sched_getaffinity(0, sizeof allowed, &allowed) == 0, "sched_getaffinity");
+    size_t pick = 0, seen = 0, want_index = own ? m.rank : 0;
+    for (size_t c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &allowed) && seen++ == want_index) {
+            pick = c;
+            break;
+        }
+    MP_CHECK(&m, seen > want_index, "rank %u: no CPU of its own among %d", m.rank,
+             CPU_COUNT(&allowed));
+    CPU_ZERO(&set);
+    CPU_SET(pick, &set);
+    MP_CHECK(&m, sched_setaffinity(0, sizeof set, &set) == 0, "sched_setaffinity");
+    mp_init(&m);
+    uint32_t want = own ? ZC_DEFAULT_SPIN_POLLS : 1u;
+    MP_CHECK(&m, m.comm->cfg.spin_polls == want, "rank %u on CPU %zu (%s): spin_polls %u, "
+             "expected %u", m.rank, pick, own ? "a CPU of its own" : "every rank on it",
+             m.comm->cfg.spin_polls, want);
+    mp_barrier(&m);
+    mp_fini(&m);
+    return 0;
+}
+
 /* ---- 9. misuse ------------------------------------------------------------------------------ */
 
 /* Fills recv with the sentinel before a refused call and checks it after. */
@@ -2010,6 +2043,15 @@ void mp_allocation_free_after_init(void) {
     ZT_CHECK(mp_line_has(mp_out, "[1] mp-info: rank 1: 100", "after init: 0 allocation calls",
                          "calls in"));
 #endif
+}
+
+void mp_spin_auto_yields_only_when_ranks_share_cpus(void) {
+    cpu_set_t allowed;
+    ZT_CHECK(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+    if (CPU_COUNT(&allowed) < 2) zt_skip("one CPU: no two ranks can have CPUs of their own");
+    const char *own[] = {"MP_PIN=own", NULL}, *shared[] = {"MP_PIN=shared", NULL};
+    mp_job(2, "mp_rank_spin_auto", 30, own, 0);
+    mp_job(2, "mp_rank_spin_auto", 30, shared, 0);
 }
 
 void mp_oversubscribed_8_ranks_stay_fast(void) {

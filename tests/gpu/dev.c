@@ -107,37 +107,25 @@ void *zg_managed_alloc(size_t bytes) {
     return p;
 }
 
-void zg_h2d(void *dst, const void *src, size_t bytes) {
+/* One copy (kind: 0 to the device, 1 from it, 2 within it), returned once it is complete. */
+static void zg_copy(void *dst, const void *src, size_t bytes, int kind) {
     if (zg_sim()) {
         memcpy(dst, src, bytes);
         return;
     }
 #ifdef ZC_HAVE_CUDA
-    ZG_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    static const enum cudaMemcpyKind kinds[] = {cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
+                                                cudaMemcpyDeviceToDevice};
+    ZG_CUDA(cudaMemcpy(dst, src, bytes, kinds[kind]));
     ZG_CUDA(cudaDeviceSynchronize()); /* complete on the device before the caller goes on */
+#else
+    (void)kind;
 #endif
 }
 
-void zg_d2h(void *dst, const void *src, size_t bytes) {
-    if (zg_sim()) {
-        memcpy(dst, src, bytes);
-        return;
-    }
-#ifdef ZC_HAVE_CUDA
-    ZG_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
-#endif
-}
-
-void zg_d2d(void *dst, const void *src, size_t bytes) {
-    if (zg_sim()) {
-        memcpy(dst, src, bytes);
-        return;
-    }
-#ifdef ZC_HAVE_CUDA
-    ZG_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
-    ZG_CUDA(cudaDeviceSynchronize()); /* complete on the device before the caller goes on */
-#endif
-}
+void zg_h2d(void *dst, const void *src, size_t bytes) { zg_copy(dst, src, bytes, 0); }
+void zg_d2h(void *dst, const void *src, size_t bytes) { zg_copy(dst, src, bytes, 1); }
+void zg_d2d(void *dst, const void *src, size_t bytes) { zg_copy(dst, src, bytes, 2); }
 
 void zg_dev_memset(void *p, int v, size_t bytes) {
     if (zg_sim()) {

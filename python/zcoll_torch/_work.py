@@ -116,17 +116,20 @@ class ZcollWork(dist.Work):
         return True
 
     def _finished(self):
-        """Done (or failed): the finisher, the group's bookkeeping, the future."""
+        """Done (or failed): the finisher, the group's bookkeeping, then _done, then the future.
+        _done is set last: wait() and is_completed() read it without the lock, so a Work they
+        see done has its results in place (the finisher copies them out)."""
         if self._done:
             return
-        self._done = True
         if self._error is None and self._finish is not None:
             try:
                 self._finish()
             except RuntimeError as e:
                 self._error = 'zcoll %s: copying the result out failed: %s' % (self.name, e)
+            self._finish = None
         self._keep = None
         self._group._retire(self)
+        self._done = True
         fut, self._future = self._future, None
         if fut is not None:
             if self._error is None:

@@ -205,6 +205,54 @@ def config_layout(tally):
     tally.report(name, not bad, 'ctypes vs C: %s' % bad)
 
 
+def work_done_only_after_its_results(tally):
+    """A Work that wait() and is_completed() see done (they read _done without the lock) has its
+    results in place: while another thread (the progress thread) runs its finisher, wait()
+    waits for it."""
+    name = 'work done only after its finisher copied the results'
+    if not tally.wanted('work'):
+        return
+    import threading
+    from zcoll_torch._work import ZcollWork
+
+    class Group:  # what a Work with no requests asks of its group
+        _driver = None
+
+        def _retire(self, work):
+            pass
+
+        def _kick(self):
+            pass
+
+    copied, seen, inside, release = [], [], threading.Event(), threading.Event()
+
+    def finish():
+        inside.set()
+        release.wait(5)
+        copied.append('result')
+
+    w = ZcollWork(Group(), 'all_gather', [], None, finish=finish)
+
+    def progress_thread():
+        with w._lock:
+            w._step(False, progressed=True)
+
+    mover = threading.Thread(target=progress_thread)
+    mover.start()
+    inside.wait(5)
+    waiter = threading.Thread(target=lambda: (w.wait(), seen.append(list(copied))))
+    waiter.start()
+    waiter.join(0.3)
+    early = list(seen)
+    early_done = w.is_completed()
+    release.set()
+    mover.join(5)
+    waiter.join(5)
+    ok = early == [] and not early_done and seen == [['result']] and w.is_completed()
+    tally.report(name, ok, 'wait() returned %s before the finisher ran; is_completed() said %s; '
+                 'after it: %s' % (early, early_done, seen))
+
+
 def config_from_env_refusal(tally):
     """A ZC_* setting that zcoll refuses raises zcoll's sentence instead of dropping every
     setting; the launcher's variables (MASTER_PORT=65535, whose next port zcoll's own
@@ -241,6 +289,7 @@ def main(argv):
     tally = Tally(argv[1] if len(argv) > 1 else '')
     config_layout(tally)
     config_from_env_refusal(tally)
+    work_done_only_after_its_results(tally)
     tally.job(2, cases.TWO)
     tally.job(2, cases.NO_THREAD, label=', no progress thread',
               env={'ZCOLL_TORCH_PROGRESS_THREAD': '0'})

@@ -495,10 +495,8 @@ int zg_rank_peer_trouble(void) {
     setenv("ZC_TIMEOUT_MS", stall ? "1500" : "20000", 1);
     zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
     uint32_t me = zc_comm_rank(c);
-    float *dsend = zg_dev_alloc(N * 4), *drecv = zg_dev_alloc(N * 4);
-    zc_mem *m1, *m2;
-    ZT_CHECK_COMM(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
-    ZT_CHECK_COMM(c, zc_mem_register(c, drecv, N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
+    float *dsend, *drecv;
+    zg_register_pair(c, N * 4, (void **)&dsend, (void **)&drecv);
     zc_req req;
     ZT_CHECK_COMM(c, zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, &req), &req),
                 ZC_OK);
@@ -846,11 +844,9 @@ int zg_rank_latency(void) {
     static const size_t sizes[] = {8, 64u << 10};
     zg_need_device();
     zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
-    uint8_t *dsend = zg_dev_alloc(64u << 10), *drecv = zg_dev_alloc(64u << 10);
-    zc_mem *m1, *m2;
+    uint8_t *dsend, *drecv;
+    zg_register_pair(c, 64u << 10, (void **)&dsend, (void **)&drecv);
     zg_dev_memset(dsend, 0, 64u << 10);
-    ZT_CHECK_COMM(c, zc_mem_register(c, dsend, 64u << 10, ZC_MEM_CUDA, &m1), ZC_OK);
-    ZT_CHECK_COMM(c, zc_mem_register(c, drecv, 64u << 10, ZC_MEM_CUDA, &m2), ZC_OK);
     for (size_t si = 0; si < 2; si++) {
         zc_req req;
         size_t count = sizes[si] / 4;
@@ -885,11 +881,9 @@ int zg_rank_sweep(void) {
     zg_need_device();
     zc_comm *c = zg_comm_from_env(64u << 20, 256u << 10);
     uint32_t n = zc_comm_size(c);
-    uint8_t *dsend = zg_dev_alloc(max), *drecv = zg_dev_alloc(max);
-    zc_mem *m1, *m2;
+    uint8_t *dsend, *drecv;
+    zg_register_pair(c, max, (void **)&dsend, (void **)&drecv);
     zg_dev_memset(dsend, 0, max);
-    ZT_CHECK_COMM(c, zc_mem_register(c, dsend, max, ZC_MEM_CUDA, &m1), ZC_OK);
-    ZT_CHECK_COMM(c, zc_mem_register(c, drecv, max, ZC_MEM_CUDA, &m2), ZC_OK);
     if (zc_comm_rank(c) == 0)
         printf("| bytes | ranks | p50 us | mean us | max us | busbw GB/s | d2d copy GB/s |\n"
                "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");

@@ -81,6 +81,7 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
         c->reqs[i].tx_base = (uint64_t *)(void *)(a + L.at[ZC_R_TX_BASES]) + row;
         c->reqs[i].rx_base = (uint64_t *)(void *)(a + L.at[ZC_R_RX_BASES]) + row;
         c->reqs[i].pl = (zc__place *)(void *)(a + L.at[ZC_R_PLACES]) + row;
+        c->reqs[i].acc = L.bytes[ZC_R_ACC] ? a + L.at[ZC_R_ACC] + i * zc__acc_slice(cfg) : 0;
     }
     c->active = (uint32_t *)(void *)(a + L.at[ZC_R_ACTIVE]);
     c->plans = (zc__plan *)(void *)(a + L.at[ZC_R_PLANS]);

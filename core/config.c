@@ -35,6 +35,7 @@ void zc_config_default(zc_config *cfg) {
     cfg->gpu_path = ZC_GPU_PATH_AUTO;
     cfg->gpu_stage_bytes = ZC_DEFAULT_GPU_STAGE_BYTES;
     cfg->threads = ZC_THREADS_MULTI;
+    cfg->log_min_ranks = ZC_DEFAULT_LOG_MIN_RANKS;
 }
 
 static bool zc_has_nul(const char *s, size_t cap) {

@@ -117,6 +117,7 @@ static void zc_rows(const zc_config *cfg, const zc__arena_map *L, size_t state,
     bytes[ZC_R_ACTIVE] = reqs * sizeof(uint32_t);
     bytes[ZC_R_PLANS] = cfg->max_plans * sizeof(zc__plan);
     bytes[ZC_R_MEMS] = cfg->max_mems * sizeof(zc__mem_entry);
+    bytes[ZC_R_ACC] = zc__log_algs(cfg) ? reqs * zc__acc_slice(cfg) : 0;
     zc_gpu_rows(cfg, bytes);
     bytes[ZC_R_SCRATCH] = (inproc ? 0 : sizeof(zc__boot) + n * ZC_SCRATCH_VERDICT_BYTES) +
                           n * ZC_SCRATCH_RANK_BYTES + addr;

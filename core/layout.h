@@ -33,6 +33,8 @@ typedef enum zc__region {
     ZC_R_ACTIVE,     /* [max_requests] uint32_t */
     ZC_R_PLANS,      /* [max_plans] zc__plan */
     ZC_R_MEMS,       /* [max_mems] zc__mem_entry */
+    ZC_R_ACC,        /* [max_requests][zc__acc_slice] the log-depth algorithms' partials
+                      * (empty when cfg never picks them: zc__log_algs) */
     ZC_R_GPU,        /* struct zc__gpu: the device state (empty without a provider) */
     ZC_R_GPU_STATE,  /* the gpu provider's state */
     ZC_R_GPU_RECS,   /* [max_mems][nranks] zc_gpu_ipc */
@@ -55,6 +57,17 @@ typedef struct zc__arena_map {
     size_t total;      /* where the last region ends, aligned: zc_comm_arena_bytes */
     zc_wire_geom geom;
 } zc__arena_map;
+/* Bytes of one request's share of ZC_R_ACC: the partial (accumulator format) that a log-depth
+ * algorithm keeps between its steps, one slot's worth at most, capped so that the region stays
+ * small (max_requests x 8 KiB at the default 64 KiB slots). */
+#define ZC_ACC_SLICE_MAX 8192u
+static inline size_t zc__acc_slice(const zc_config *cfg) {
+    return cfg->slot_bytes < ZC_ACC_SLICE_MAX ? cfg->slot_bytes : ZC_ACC_SLICE_MAX;
+}
+/* Whether a communicator of cfg picks the log-depth host algorithms (sched.c's zc__choose). */
+static inline bool zc__log_algs(const zc_config *cfg) {
+    return cfg->log_min_ranks && cfg->nranks >= cfg->log_min_ranks;
+}
 /* The one function that decides the arena's regions; false if cfg is invalid. */
 bool zc__layout(const zc_config *cfg, zc__arena_map *out);
 const zc_wire_ops *zc__wire_for(const zc_config *cfg);

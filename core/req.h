@@ -28,6 +28,9 @@ typedef enum zc__alg {
     ZC_ALG_CHAIN,      /* broadcast down a pipelined chain */
     ZC_ALG_DISSEM,     /* barrier: dissemination rounds */
     ZC_ALG_P2P,        /* send / recv */
+    ZC_ALG_RD,         /* all_reduce: recursive doubling over the canonical tree's virtual
+                        * ranks, one accumulator chunk at a time */
+    ZC_ALG_BRUCK,      /* all_gather: Bruck's ceil(log2 n) rounds at distances 1, 2, 4, ... */
     ZC_ALG_SYM,        /* buffers in the symmetric region: single copy, peers' buffers read
                         * and written directly (sym.c) */
     ZC_ALG_STAGED,     /* device memory through host staging (sched_stage.c): per round,
@@ -112,6 +115,8 @@ typedef struct zc__req {
     uint64_t *tx_base;   /* [nranks] first message number on each peer's lane, sending */
     uint64_t *rx_base;   /* [nranks] the same, receiving */
     struct zc__place *pl; /* [nranks] streams written in place, per peer (sched.c) */
+    uint8_t *acc;        /* zc__acc_slice bytes: a log-depth algorithm's partial (sched.c);
+                          * NULL when the configuration never picks one */
     /* Device schedules (sched_gpu.c, sched_put.c). */
     uint32_t phase;      /* zc__gphase, or sched_put.c's phases */
     uint32_t round, rounds;

@@ -14,6 +14,7 @@
  * and posts the chunk's message with the header only, and the receiver skips the copy. */
 #include "engine.h"
 #include "reduce.h"
+#include "acc_stub.h"
 
 typedef struct zc_ctx {
     zc_comm *comm;
@@ -181,6 +182,79 @@ static void zc_links_p2p(const zc_comm *c, const zc__sched *s, uint64_t C, zc__l
     else fn(ctx, s->root, 0, C);
 }
 
+/* ---- the log-depth algorithms' ranks ----
+ * The canonical reduction tree (docs/algorithms.md): p = the largest power of two <= n,
+ * e = n - p. Ranks 2i and 2i+1 (i < e) fold into virtual rank i (the odd one hands its input to
+ * the even one and gets the result back), rank r >= 2e is virtual rank r - e; in step k virtual
+ * rank u combines its partial with that of u ^ 2^k, the lower one's on the left. */
+typedef struct zc_vr {
+    uint32_t e;     /* folded pairs */
+    uint32_t steps; /* log2(p) */
+} zc_vr;
+
+static zc_vr zc_vr_of(uint32_t n) {
+    uint32_t steps = 0;
+    while (steps < 31 && (2u << steps) <= n) steps++;
+    return (zc_vr){n - (1u << steps), steps};
+}
+
+/* Whether real rank m hands its input to m - 1 (it has no virtual rank). */
+static bool zc_vr_folded(const zc_vr *v, uint32_t m) { return m < 2u * v->e && (m & 1u); }
+static uint32_t zc_vr_virt(const zc_vr *v, uint32_t m) { return m < 2u * v->e ? m / 2u : m - v->e; }
+static uint32_t zc_vr_real(const zc_vr *v, uint32_t u) { return u < v->e ? 2u * u : u + v->e; }
+
+/* Elements of one recursive-doubling chunk: the partial of a chunk, in accumulator format,
+ * fills one request's ZC_R_ACC slice at most (which is at most a slot). */
+static uint32_t zc_rd_elems(const zc_comm *c, const zc__sched *s) {
+    return (uint32_t)(zc__acc_slice(&c->cfg) / zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op));
+}
+
+/* Recursive doubling: C messages each way with the fold partner and with the partner of every
+ * step (all distinct ranks). */
+static void zc_links_rd(const zc_comm *c, const zc__sched *s, uint64_t C_slots, zc__link_fn fn,
+                        void *ctx) {
+    zc_vr v = zc_vr_of(c->nranks);
+    uint32_t me = c->rank;
+    uint64_t C = zc__msgs(s->count, zc_rd_elems(c, s));
+    (void)C_slots;
+    if (me < 2u * v.e) fn(ctx, me ^ 1u, C, C);
+    if (zc_vr_folded(&v, me)) return;
+    uint32_t u = zc_vr_virt(&v, me);
+    for (uint32_t k = 0; k < v.steps; k++) fn(ctx, zc_vr_real(&v, u ^ (1u << k)), C, C);
+}
+
+/* Bruck's all_gather: in round k (distance d = 2^k) a rank sends the blocks it holds of ranks
+ * me .. me + min(d, n - d) - 1 to me - d and gets those of me + d .. from me + d. Bytes of
+ * round k in blocks: */
+static uint32_t zc_bruck_blocks(uint32_t n, uint32_t k) {
+    uint32_t d = 1u << k;
+    return d < n - d ? d : n - d;
+}
+
+/* The round's peers (to: me - d, from: me + d) are distinct across rounds in each direction,
+ * but the rank sent to in one round may be the one received from in another: one call of fn
+ * per peer with both counts. */
+static void zc_links_bruck(const zc_comm *c, const zc__sched *s, uint64_t C_slots,
+                           zc__link_fn fn, void *ctx) {
+    uint32_t n = c->nranks, me = c->rank, rounds = zc_barrier_rounds(n);
+    (void)C_slots;
+    for (uint32_t k = 0; k < rounds; k++) {
+        uint32_t to = zc__add_mod(me, n - (1u << k), n);
+        uint64_t tx = zc__msgs(zc_bruck_blocks(n, k) * s->count, s->chunk), rx = 0;
+        for (uint32_t j = 0; j < rounds; j++)
+            if (zc__add_mod(me, 1u << j, n) == to)
+                rx = zc__msgs(zc_bruck_blocks(n, j) * s->count, s->chunk);
+        fn(ctx, to, tx, rx);
+    }
+    for (uint32_t j = 0; j < rounds; j++) {
+        uint32_t from = zc__add_mod(me, 1u << j, n);
+        bool target = false;
+        for (uint32_t k = 0; k < rounds && !target; k++)
+            target = zc__add_mod(me, n - (1u << k), n) == from;
+        if (!target) fn(ctx, from, 0, zc__msgs(zc_bruck_blocks(n, j) * s->count, s->chunk));
+    }
+}
+
 /* ---- placement ---- */
 
 typedef struct zc_stream {
@@ -228,6 +302,7 @@ void zc__place_plan(zc_comm *comm, zc__req *r) {
     uint32_t me = comm->rank;
     r->place = 0;
     if (s->alg == ZC_ALG_STAGED) return; /* its rounds' streams go through the slots */
+    if (s->alg == ZC_ALG_RD || s->alg == ZC_ALG_BRUCK) return; /* no copy stream; no O(n) scan */
     for (uint32_t p = 0; p < comm->nranks; p++) {
         zc__place *pl = &r->pl[p];
         zc_stream st;
@@ -309,12 +384,16 @@ static void zc_place_handshake(zc_comm *comm, zc__req *r, uint32_t *budget) {
 
 zc__alg zc__choose(const zc_comm *c, uint32_t kind, uint64_t count, uint64_t bytes) {
     const zc_config *cfg = &c->cfg;
+    bool logn = zc__log_algs(cfg); /* its ZC_R_ACC slices are carved */
     if (kind == ZC_K_BARRIER) return ZC_ALG_DISSEM;
     if (count == 0) return ZC_ALG_LOCAL;
     switch (kind) {
     case ZC_K_ALLREDUCE:
+        if (logn && (bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks))
+            return ZC_ALG_RD;
         return bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks
                    ? ZC_ALG_ONESHOT : ZC_ALG_RSAG;
+    case ZC_K_ALLGATHER: return logn ? ZC_ALG_BRUCK : ZC_ALG_DIRECT;
     case ZC_K_REDUCE: /* at 2 ranks direct at every size: the root reduces the input once,
                        * where RS + gather has it reduce half, copy half out and wait between */
         return bytes <= cfg->reduce_direct_max_bytes || count < c->nranks || c->nranks == 2
@@ -624,6 +703,156 @@ static bool zc_step_local(zc_ctx *x) {
     return true;
 }
 
+/* ---- the log-depth algorithms ---- */
+
+/* Recursive doubling, one chunk of E elements (zc_rd_elems) at a time through the request's
+ * accumulator slice (r->acc): r->a = chunk, r->b = its phase: 0 the leaf (a folded pair: the odd
+ * rank's input, sent as accumulators, combined on the right of the even rank's), 1..steps the
+ * exchange with the partner of step b - 1 (message a on that channel, sent once: tx_done says
+ * so), steps + 1 the store into recv, steps + 2 the result to the odd rank of a pair. A folded
+ * odd rank: phase 0 sends, phase 1 copies the result in. */
+static bool zc_rd_folded(zc_ctx *x, uint64_t c, uint64_t elems, const uint8_t *in, uint8_t *out,
+                         size_t ab) {
+    const zc__sched *s = &x->r->s;
+    uint32_t even = x->me - 1u;
+    if (x->r->b == 0) {
+        uint8_t *d = zc__tx_begin_n(x->comm, x->r, even, c, elems * ab);
+        if (!d) return false;
+        zc__acc_load(d, in, elems, (zc_dtype)s->dtype, (zc_op)s->op);
+        if (zc__tx_end(x->comm, x->r, even, c, elems * ab) != ZC_OK) return false;
+        x->r->b = 1;
+    } else {
+        const uint8_t *res = zc__rx_peek(x->comm, x->r, even, c, elems * x->es);
+        if (!res) return false;
+        zc__memcpy(out, res, elems * x->es);
+        zc__rx_consume(x->comm, x->r, even);
+        x->r->b = 0;
+        x->r->a++;
+    }
+    (*x->budget)--;
+    return true;
+}
+
+/* One move of a virtual rank's chunk c (phases above); false when it must wait. */
+static bool zc_rd_virtual(zc_ctx *x, const zc_vr *v, uint64_t c, uint64_t elems,
+                          const uint8_t *in, uint8_t *out, size_t ab) {
+    zc__req *r = x->r;
+    zc_dtype t = (zc_dtype)r->s.dtype;
+    zc_op op = (zc_op)r->s.op;
+    uint32_t u = zc_vr_virt(v, x->me);
+    bool pair = x->me < 2u * v->e;
+    if (r->b == 0) {
+        const uint8_t *w = pair ? zc__rx_peek(x->comm, r, x->me + 1u, c, elems * ab) : in;
+        if (!w) return false;
+        zc__acc_load(r->acc, in, elems, t, op);
+        if (pair) {
+            zc__acc_combine(r->acc, r->acc, w, elems, t, op);
+            zc__rx_consume(x->comm, r, x->me + 1u);
+            (*x->budget)--;
+        }
+        r->b = 1;
+    } else if (r->b <= v->steps) {
+        uint32_t q = u ^ (1u << (r->b - 1u)), peer = zc_vr_real(v, q);
+        if (zc__tx_done(x->comm, r, peer) == c) {
+            uint8_t *d = zc__tx_begin_n(x->comm, r, peer, c, elems * ab);
+            if (!d) return false;
+            zc__memcpy(d, r->acc, elems * ab);
+            if (zc__tx_end(x->comm, r, peer, c, elems * ab) != ZC_OK) return false;
+            if (!--*x->budget) return false;
+        }
+        const uint8_t *w = zc__rx_peek(x->comm, r, peer, c, elems * ab);
+        if (!w) return false;
+        zc__acc_combine(r->acc, u < q ? r->acc : w, u < q ? w : r->acc, elems, t, op);
+        zc__rx_consume(x->comm, r, peer);
+        (*x->budget)--;
+        r->b++;
+    } else if (r->b == v->steps + 1u) {
+        zc__acc_store(out, r->acc, elems, t, op, x->n);
+        r->b = pair ? r->b + 1u : 0;
+        r->a += !pair;
+    } else {
+        uint8_t *d = zc__tx_begin_n(x->comm, r, x->me + 1u, c, elems * x->es);
+        if (!d) return false;
+        zc__memcpy(d, out, elems * x->es);
+        if (zc__tx_end(x->comm, r, x->me + 1u, c, elems * x->es) != ZC_OK) return false;
+        (*x->budget)--;
+        r->b = 0;
+        r->a++;
+    }
+    return true;
+}
+
+static bool zc_step_rd(zc_ctx *x) {
+    const zc__sched *s = &x->r->s;
+    zc_vr v = zc_vr_of(x->n);
+    uint64_t E = zc_rd_elems(x->comm, s), C = zc__msgs(s->count, (uint32_t)E);
+    size_t ab = zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op);
+    bool folded = zc_vr_folded(&v, x->me);
+    while (*x->budget && x->r->a < C) {
+        uint64_t c = x->r->a, elems = zc_min(E, s->count - c * E);
+        const uint8_t *in = s->send + c * E * x->es;
+        uint8_t *out = s->recv + c * E * x->es;
+        bool moved = folded ? zc_rd_folded(x, c, elems, in, out, ab)
+                            : zc_rd_virtual(x, &v, c, elems, in, out, ab);
+        if (!moved) break;
+    }
+    return zc_all_moved(x->r) && x->r->a == C;
+}
+
+/* Bruck's all_gather works in recv itself, read as a ring of n blocks starting at this rank's:
+ * round k sends the ring's first min(d, n - d) blocks and receives the next ones, so no rotation
+ * is needed at the end. Chunk j of a stream starting at element `at` of the ring (n * count
+ * elements) may wrap around its end once. */
+static void zc_ring_copy(const zc_ctx *x, uint64_t at, uint64_t elems, uint8_t *flat,
+                         bool into_ring) {
+    uint64_t N = (uint64_t)x->n * x->r->s.count, head = zc_min(elems, N - at);
+    uint8_t *ring = x->r->s.recv;
+    if (into_ring) {
+        zc__memcpy(ring + at * x->es, flat, head * x->es);
+        zc__memcpy(ring, flat + head * x->es, (elems - head) * x->es);
+    } else {
+        zc__memcpy(flat, ring + at * x->es, head * x->es);
+        zc__memcpy(flat + head * x->es, ring, (elems - head) * x->es);
+    }
+}
+
+/* Moves round k's streams: to `to` from the ring's start, from `from` into block d onwards.
+ * True once both are complete. */
+static bool zc_bruck_round(zc_ctx *x, uint32_t k) {
+    const zc__sched *s = &x->r->s;
+    uint32_t d = 1u << k, to = zc__add_mod(x->me, x->n - d, x->n), from = zc__add_mod(x->me, d, x->n);
+    uint64_t N = (uint64_t)x->n * s->count, len = zc_bruck_blocks(x->n, k) * s->count;
+    uint64_t total = zc__msgs(len, x->E), mine = (uint64_t)x->me * s->count;
+    uint64_t k_tx = zc__tx_done(x->comm, x->r, to), k_rx = zc__rx_done(x->comm, x->r, from);
+    for (; *x->budget && k_tx < total; k_tx++) {
+        uint64_t elems = zc_chunk_len(x, len, k_tx), at = mine + k_tx * x->E;
+        uint8_t *dst = zc__tx_begin_n(x->comm, x->r, to, k_tx, elems * x->es);
+        if (!dst) break;
+        zc_ring_copy(x, at >= N ? at - N : at, elems, dst, false);
+        if (zc__tx_end(x->comm, x->r, to, k_tx, elems * x->es) != ZC_OK) return false;
+        (*x->budget)--;
+    }
+    for (; *x->budget && k_rx < total; k_rx++) {
+        uint64_t elems = zc_chunk_len(x, len, k_rx), at = mine + d * s->count + k_rx * x->E;
+        const uint8_t *src = zc__rx_peek(x->comm, x->r, from, k_rx, elems * x->es);
+        if (!src) break;
+        zc_ring_copy(x, at >= N ? at - N : at, elems, (uint8_t *)(uintptr_t)src, true);
+        zc__rx_consume(x->comm, x->r, from);
+        (*x->budget)--;
+    }
+    return k_tx == total && k_rx == total;
+}
+
+/* r->a: chunks of this rank's own block copied into recv (first); r->b: the round. */
+static bool zc_step_bruck(zc_ctx *x) {
+    const zc__sched *s = &x->r->s;
+    uint32_t rounds = zc_barrier_rounds(x->n);
+    if (!zc_copy_own(x, s->recv + (uint64_t)x->me * s->count * x->es, s->send, s->count))
+        return false;
+    while (*x->budget && x->r->b < rounds && zc_bruck_round(x, (uint32_t)x->r->b)) x->r->b++;
+    return x->r->b == rounds && zc_all_moved(x->r);
+}
+
 /* ---- the host family: one row per algorithm ---- */
 
 typedef struct zc_host_alg {
@@ -631,7 +860,7 @@ typedef struct zc_host_alg {
     bool (*step)(zc_ctx *x); /* moves it within the budget; true once its work is done */
 } zc_host_alg;
 
-static const zc_host_alg zc_host_algs[ZC_ALG_P2P + 1] = {
+static const zc_host_alg zc_host_algs[ZC_ALG_BRUCK + 1] = {
     [ZC_ALG_LOCAL] = {zc_links_none, zc_step_local},
     [ZC_ALG_ONESHOT] = {zc_links_all_c, zc_step_oneshot},
     [ZC_ALG_RSAG] = {zc_links_rsag, zc_step_rs},
@@ -641,10 +870,12 @@ static const zc_host_alg zc_host_algs[ZC_ALG_P2P + 1] = {
     [ZC_ALG_CHAIN] = {zc_links_tree, zc_step_bcast},
     [ZC_ALG_DISSEM] = {zc_links_dissem, zc_step_barrier},
     [ZC_ALG_P2P] = {zc_links_p2p, zc_step_p2p},
+    [ZC_ALG_RD] = {zc_links_rd, zc_step_rd},
+    [ZC_ALG_BRUCK] = {zc_links_bruck, zc_step_bruck},
 };
 
 static const zc_host_alg *zc_host_alg_of(uint32_t alg) {
-    ZC_ASSERT(alg <= ZC_ALG_P2P && zc_host_algs[alg].step);
+    ZC_ASSERT(alg <= ZC_ALG_BRUCK && zc_host_algs[alg].step);
     return &zc_host_algs[alg];
 }
 

@@ -126,6 +126,10 @@ typedef enum zc_mem_kind { ZC_MEM_HOST, ZC_MEM_CUDA } zc_mem_kind;
 #define ZC_DEFAULT_REDUCE_DIRECT_MAX_BYTES 16384u
 /* broadcast: at most this many bytes go down a binomial tree; above, a pipelined chain. */
 #define ZC_DEFAULT_BCAST_TREE_MAX_BYTES 65536u
+/* Host collectives of a communicator of at least this many ranks take the log-depth algorithms
+ * (all_reduce: recursive doubling up to allreduce_oneshot_max_bytes; all_gather: Bruck), whose
+ * steps grow as log2(n); smaller ones keep the direct algorithms above, fastest at a few ranks. */
+#define ZC_DEFAULT_LOG_MIN_RANKS 9u
 
 typedef enum zc_transport {
     ZC_TRANSPORT_AUTO = 0,   /* shm when every rank is on one host, else ib */
@@ -253,6 +257,9 @@ typedef struct zc_config {
     uint32_t threads;            /* zc_threads: ZC_THREADS_MULTI (default) or _SERIAL; may differ
                                   * between ranks */
     char error_text[ZC_ERROR_TEXT_BYTES]; /* written by zc_config_from_env on failure */
+    uint32_t log_min_ranks;      /* host collectives take the log-depth algorithms from this
+                                  * many ranks up (see ZC_DEFAULT_LOG_MIN_RANKS); 0 = never.
+                                  * Must be equal on every rank */
 } zc_config;
 
 /* Writes the defaults: one rank (rank 0 of 1), no rendezvous, no secret. */

@@ -113,6 +113,12 @@ ZT_TEST(inproc_init_rejects_short_arena_and_wrong_transport, 10)
 ZT_TEST(inproc_send_recv_complete_in_call_order, 30)
 ZT_TEST(inproc_persistent_plans_restart_without_rebuilding, 30)
 
+/* tests/test_logalg.c */
+ZT_TEST(logalg_forced_match_reference_and_direct_1_to_9_ranks, 120)
+ZT_TEST(logalg_forced_match_reference_and_direct_10_to_17_ranks, 120)
+ZT_TEST(logalg_forced_match_reference_and_direct_31_33_64_ranks, 180)
+ZT_TEST(logalg_default_choice_switches_at_nine_ranks, 30)
+
 /* tests/test_anysource.c */
 ZT_TEST(any_source_takes_every_peer_once_in_order, 30)
 ZT_TEST(any_source_tie_takes_the_lowest_rank, 20)

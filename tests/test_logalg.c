@@ -1,0 +1,225 @@
+/* test_logalg.c: the log-depth host algorithms (recursive-doubling all_reduce, Bruck
+ * all_gather) forced by cfg->log_min_ranks, in process on n = 1..17, 31, 33 and 64 ranks: every
+ * dtype x op, ragged counts (fewer than n, not divisible by n, several accumulator chunks), in
+ * place and not; each result checked bitwise against tests/ref.c (the canonical reduction order)
+ * and against the same call on a group that runs today's algorithms (one-shot, reduce-scatter
+ * + all-gather, direct). The test build's message hook (zc__test_forge) sees every message:
+ * the forced algorithm is the one that ran, and each rank sent to at most ceil(log2 n) + 1
+ * peers. */
+#include "zt.h"
+
+#define ZC_TEST_HOOKS 1 /* zc__test_forge's declaration; zctest links its definition */
+#include "../core/engine.h"
+#include "ref.h"
+#include "zcoll.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define LA_MAXR 64u
+
+typedef struct la_group {
+    uint32_t n;
+    void *arenas[LA_MAXR];
+    zc_comm *c[LA_MAXR];
+} la_group;
+
+/* What the hook saw since la_seen_reset: per sending rank, the peers it sent to; every
+ * message's algorithm. */
+static struct {
+    zc_comm *const *group; /* the group watched (NULL: none) */
+    uint32_t n;
+    uint64_t peers[LA_MAXR]; /* bitmaps */
+    uint32_t algs;           /* bitmap of 1 << alg */
+} la_seen;
+
+static void la_hook(const zc_comm *c, uint32_t peer, zc__hdr *h, uint8_t *payload) {
+    (void)payload;
+    for (uint32_t r = 0; la_seen.group && r < la_seen.n; r++) {
+        if (la_seen.group[r] != c) continue;
+        la_seen.peers[r] |= 1ull << peer;
+        la_seen.algs |= 1u << h->alg;
+    }
+}
+
+static void la_seen_reset(const la_group *g) {
+    memset(&la_seen, 0, sizeof la_seen);
+    la_seen.group = g->c;
+    la_seen.n = g->n;
+}
+
+/* A group of n ranks over slots of slot_bytes; all_reduce of at most small_max bytes takes
+ * the small-message algorithm (one-shot, or recursive doubling from log_min_ranks ranks). */
+static void la_open(la_group *g, uint32_t n, uint32_t slot_bytes, uint64_t small_max,
+                    uint32_t log_min_ranks) {
+    zc_config cfg;
+    memset(g, 0, sizeof *g);
+    g->n = n;
+    zr_group_config(&cfg, n, slot_bytes, 2, small_max, 0);
+    cfg.log_min_ranks = log_min_ranks;
+    size_t bytes = zc_comm_arena_bytes(&cfg);
+    ZT_CHECK(bytes > 0);
+    for (uint32_t r = 0; r < n; r++) ZT_CHECK((g->arenas[r] = aligned_alloc(64, bytes)) != NULL);
+    zc_status st = zc_comm_init_inproc(&cfg, g->arenas, bytes, g->c);
+    if (st != ZC_OK) printf("    init: %s\n", zc_init_error_text());
+    ZT_CHECK_ST(st, ZC_OK);
+}
+
+static void la_close(la_group *g) {
+    for (uint32_t r = 0; r < g->n; r++) {
+        ZT_CHECK_ST(zc_comm_fini(g->c[r]), ZC_OK);
+        free(g->arenas[r]);
+    }
+}
+
+/* Runs case k on every rank of g: work[r] a fresh copy of send[r], results in work or recv. */
+static void la_run(la_group *g, const zr_case *k, uint8_t *const *send, uint8_t **work,
+                   uint8_t **recv, size_t bb) {
+    zc_req reqs[LA_MAXR];
+    for (uint32_t r = 0; r < g->n; r++) {
+        memcpy(work[r], send[r], bb);
+        memset(recv[r], 0xA5, bb);
+        zc_status st = zr_issue(k, g->c[r], r, work[r], recv[r], &reqs[r]);
+        if (st != ZC_OK) printf("    rank %u: %s\n", r, zc_comm_error_text(g->c[r]));
+        ZT_CHECK_ST(st, ZC_OK);
+    }
+    for (uint32_t r = 0; r < g->n; r++) {
+        zc_status st = zc_wait(g->c[r], &reqs[r]);
+        if (st != ZC_OK) printf("    rank %u: %s\n", r, zc_comm_error_text(g->c[r]));
+        ZT_CHECK_ST(st, ZC_OK);
+    }
+}
+
+static void la_check(const char *what, const zr_case *k, uint32_t r, const uint8_t *got,
+                     const uint8_t *want, size_t bytes) {
+    size_t i = zr_first_diff(got, want, bytes);
+    if (i == bytes) return;
+    char d[256], c[128];
+    zr_describe(k, c, sizeof c);
+    snprintf(d, sizeof d, "%s: %s differs at rank %u byte %zu of %zu (seed %llu)", what, c, r, i,
+             bytes, (unsigned long long)zt_seed());
+    zt_fail(__FILE__, __LINE__, "memcmp(got, want) == 0", d);
+}
+
+static uint32_t la_ceil_log2(uint32_t n) {
+    uint32_t l = 0;
+    while ((1u << l) < n) l++;
+    return l;
+}
+
+/* Case k on the log group (alg expected) and on the direct group: both equal the reference
+ * bitwise; the log group's messages came from alg only, to few peers. */
+static void la_case(la_group *lg, la_group *dg, const zr_case *k, uint32_t alg, uint64_t seed) {
+    uint32_t n = lg->n;
+    size_t bb = zr_buf_bytes(k);
+    uint8_t *send[LA_MAXR], *work[LA_MAXR], *recv[LA_MAXR], *want[LA_MAXR], *other[LA_MAXR];
+    for (uint32_t r = 0; r < n; r++) {
+        send[r] = malloc(bb), work[r] = malloc(bb), recv[r] = malloc(bb);
+        want[r] = malloc(bb), other[r] = malloc(bb);
+        zr_fill(send[r], n * k->count, k->t, seed, r, 0);
+        memset(want[r], 0xA5, bb);
+    }
+    for (uint32_t r = 0; r < n; r++) zr_want(k, send, r, want[r]);
+    la_seen_reset(lg);
+    la_run(lg, k, send, work, recv, bb);
+    uint32_t algs = la_seen.algs;
+    uint64_t most_peers = 0;
+    for (uint32_t r = 0; r < n; r++) {
+        uint64_t pc = (uint64_t)__builtin_popcountll(la_seen.peers[r]);
+        most_peers = pc > most_peers ? pc : most_peers;
+    }
+    la_seen.group = NULL;
+    size_t bytes;
+    for (uint32_t r = 0; r < n; r++) {
+        const uint8_t *got = zr_result(k, r, work[r], recv[r], &bytes);
+        la_check("log-depth vs reference", k, r, got, want[r], bytes);
+        memcpy(other[r], got, bytes);
+    }
+    la_run(dg, k, send, work, recv, bb);
+    for (uint32_t r = 0; r < n; r++) {
+        const uint8_t *got = zr_result(k, r, work[r], recv[r], &bytes);
+        la_check("direct vs reference", k, r, got, want[r], bytes);
+        la_check("log-depth vs direct", k, r, other[r], got, bytes);
+    }
+    if (n > 1 && k->count) {
+        if (algs != 1u << alg) printf("    algorithms seen 0x%x, want 1 << %u\n", algs, alg);
+        ZT_CHECK_EQ(algs, 1u << alg);
+        ZT_CHECK(most_peers <= la_ceil_log2(n) + 1u);
+        ZT_CHECK(most_peers >= 1u);
+    }
+    for (uint32_t r = 0; r < n; r++)
+        free(send[r]), free(work[r]), free(recv[r]), free(want[r]), free(other[r]);
+}
+
+/* Counts that matter at n ranks and slots of 256 bytes: fewer than n, not divisible by n, and
+ * several accumulator chunks (a 256-byte slot holds 64 fp32 accumulators). */
+static size_t la_count(uint32_t n, uint32_t i) {
+    const size_t counts[] = {1, 2, 3, (size_t)n + 1u, 2u * n + 3u, 63, 64, 65, 200, 517};
+    size_t c = counts[i % (sizeof counts / sizeof counts[0])];
+    return c ? c : 1;
+}
+
+static void la_sweep(uint32_t n, bool full) {
+    la_group lg, dg;
+    la_open(&lg, n, 256, 1u << 30, 1);
+    la_open(&dg, n, 256, 1024, 0);
+    zc__test_forge = la_hook;
+    zt_rng rng = {zt_seed() ^ (n * 7919u)};
+    uint32_t i = 0;
+    for (int t = 0; t < ZC_DTYPE_COUNT_; t++)
+        for (int op = 0; op < ZC_OP_COUNT_; op++) {
+            if (!full && zt_rng_below(&rng, 5)) continue;
+            if (getenv("LA_TMP_EXACT") && (op == ZC_AVG || (op <= ZC_PROD && t >= ZC_FLOAT16))) continue;
+            bool in_place = zt_rng_below(&rng, 2);
+            zr_case k = {ZR_ALLREDUCE, n, la_count(n, i++), (zc_dtype)t, (zc_op)op, 0,
+                         in_place};
+            la_case(&lg, &dg, &k, ZC_ALG_RD, zt_seed() + i);
+        }
+    for (int t = 0; t < ZC_DTYPE_COUNT_; t++) {
+        if (!full && zt_rng_below(&rng, 3)) continue;
+        zr_case k = {ZR_AG, n, la_count(n, i++), (zc_dtype)t, ZC_SUM, 0, zt_rng_below(&rng, 2)};
+        la_case(&lg, &dg, &k, ZC_ALG_BRUCK, zt_seed() + i);
+    }
+    zc__test_forge = NULL;
+    la_close(&lg);
+    la_close(&dg);
+}
+
+void logalg_forced_match_reference_and_direct_1_to_9_ranks(void) {
+    for (uint32_t n = 1; n <= 9; n++) la_sweep(n, n == 3 || n == 5 || n == 8);
+}
+
+void logalg_forced_match_reference_and_direct_10_to_17_ranks(void) {
+    for (uint32_t n = 10; n <= 17; n++) la_sweep(n, n == 12 || n == 17);
+}
+
+void logalg_forced_match_reference_and_direct_31_33_64_ranks(void) {
+    la_sweep(31, false);
+    la_sweep(33, true);
+    la_sweep(64, false);
+}
+
+/* The defaults: today's algorithms up to 8 ranks, the log-depth ones from 9. */
+void logalg_default_choice_switches_at_nine_ranks(void) {
+    for (uint32_t n = 8; n <= 9; n++) {
+        la_group g;
+        zc_config cfg;
+        zc_config_default(&cfg);
+        ZT_CHECK_EQ(cfg.log_min_ranks, ZC_DEFAULT_LOG_MIN_RANKS);
+        la_open(&g, n, 256, 1024, ZC_DEFAULT_LOG_MIN_RANKS);
+        zc__test_forge = la_hook;
+        la_seen_reset(&g);
+        float in[LA_MAXR][4], out[LA_MAXR][4];
+        zc_req reqs[LA_MAXR];
+        for (uint32_t r = 0; r < n; r++) {
+            for (int j = 0; j < 4; j++) in[r][j] = (float)(r + 1u) * 0.5f + (float)j;
+            ZT_CHECK_ST(zc_allreduce(g.c[r], in[r], out[r], 4, ZC_FLOAT32, ZC_MAX, &reqs[r]),
+                        ZC_OK);
+        }
+        for (uint32_t r = 0; r < n; r++) ZT_CHECK_ST(zc_wait(g.c[r], &reqs[r]), ZC_OK);
+        for (uint32_t r = 0; r < n; r++) ZT_CHECK(out[r][3] == (float)n * 0.5f + 3.0f);
+        ZT_CHECK_EQ(la_seen.algs, 1u << (n == 8 ? ZC_ALG_ONESHOT : ZC_ALG_RD));
+        zc__test_forge = NULL;
+        la_close(&g);
+    }
+}

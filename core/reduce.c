@@ -169,6 +169,68 @@ ZC_FLOAT_KERNELS(bf16, uint16_t, float, zc_bf16_dec, zc_addf, zc_mulf, zc_minf, 
 ZC_FLOAT_KERNELS(e4m3, uint8_t, float, zc_e4m3_dec, zc_addf, zc_mulf, zc_minf, zc_maxf)
 ZC_FLOAT_KERNELS(e5m2, uint8_t, float, zc_e5m2_dec, zc_addf, zc_mulf, zc_minf, zc_maxf)
 
+/* ---- pairwise accumulator primitives ------------------------------------------------------
+ * ZC_PRIMS(name, T, A, LOAD, OP, STORE) defines name_load (A from T), name_combine (A (+) A)
+ * and name_store (A to T for n ranks) over whole arrays, for the log-depth algorithms that move
+ * partial results between ranks in the accumulator format A. The accumulator of integer AVG is
+ * an exact sum in any wide enough type, so its format here may differ from the n-input kernel's
+ * (whose width depends on n): the bits of the stored quotient do not. */
+#define ZC_PRIMS(name, T, A, LOAD, OP, STORE)                                                    \
+    static void name##_load(void *acc, const void *in, size_t count) {                          \
+        A *a = (A *)acc;                                                                        \
+        const T *x = (const T *)in;                                                             \
+        for (size_t j = 0; j < count; j++) a[j] = LOAD(x[j]);                                   \
+    }                                                                                           \
+    static void name##_combine(void *out, const void *left, const void *right, size_t count) {  \
+        A *o = (A *)out;                                                                        \
+        const A *l = (const A *)left, *r = (const A *)right;                                    \
+        ZC_IVDEP for (size_t j = 0; j < count; j++) o[j] = OP(l[j], r[j]);                      \
+    }                                                                                           \
+    static void name##_store(void *out, const void *acc, size_t count, uint32_t n) {            \
+        T *o = (T *)out;                                                                        \
+        const A *a = (const A *)acc;                                                            \
+        (void)n;                                                                                \
+        for (size_t j = 0; j < count; j++) o[j] = STORE(a[j]);                                  \
+    }
+
+#define ZC_INT_PRIMS(tag, T)                                                                     \
+    ZC_PRIMS(zc_acc_##tag##_sum, T, T, ZC_ID, zc_##tag##_wadd, ZC_ID)                           \
+    ZC_PRIMS(zc_acc_##tag##_prod, T, T, ZC_ID, zc_##tag##_wmul, ZC_ID)                          \
+    ZC_PRIMS(zc_acc_##tag##_min, T, T, ZC_ID, ZC_IMIN, ZC_ID)                                   \
+    ZC_PRIMS(zc_acc_##tag##_max, T, T, ZC_ID, ZC_IMAX, ZC_ID)
+ZC_INT_PRIMS(i8, int8_t)
+ZC_INT_PRIMS(u8, uint8_t)
+ZC_INT_PRIMS(i32, int32_t)
+ZC_INT_PRIMS(u32, uint32_t)
+ZC_INT_PRIMS(i64, int64_t)
+ZC_INT_PRIMS(u64, uint64_t)
+
+/* Integer AVG accumulators: 8-bit in int32 (exact below 2^23 ranks, which ZC_MAX_RANKS keeps),
+ * int32 in int64 and uint32 in uint64 (exact for every n), 64-bit in 128 bits. The store
+ * divides as the n-input kernel does for that n. */
+_Static_assert(ZC_MAX_RANKS < (1u << 23), "8-bit AVG accumulators are int32");
+#define ZC_i32_AVG_ST(s) (n <= (1u << 20) ? ZC_i32_AVG_DBL(s) : ZC_i32_AVG_DIV(s))
+#define ZC_u32_AVG_ST(s) (n <= (1u << 20) ? ZC_u32_AVG_DBL(s) : ZC_u32_AVG_DIV(s))
+ZC_PRIMS(zc_acc_i8_avg, int8_t, int32_t, (int32_t), ZC_ADD, ZC_i8_AVG_DBL)
+ZC_PRIMS(zc_acc_u8_avg, uint8_t, int32_t, (int32_t), ZC_ADD, ZC_u8_AVG_DBL)
+ZC_PRIMS(zc_acc_i32_avg, int32_t, int64_t, (int64_t), ZC_ADD, ZC_i32_AVG_ST)
+ZC_PRIMS(zc_acc_u32_avg, uint32_t, uint64_t, (uint64_t), ZC_ADD, ZC_u32_AVG_ST)
+ZC_PRIMS(zc_acc_i64_avg, int64_t, zc_u128, zc_i64_wide, zc_u128_add, ZC_I64_AVG)
+ZC_PRIMS(zc_acc_u64_avg, uint64_t, zc_u128, zc_u64_wide, zc_u128_add, ZC_U64_AVG)
+
+#define ZC_FLOAT_PRIMS(tag, T, A, DEC, ADD, MUL, MIN, MAX)                                      \
+    ZC_PRIMS(zc_acc_##tag##_sum, T, A, DEC, ADD, zc_##tag##_store)                              \
+    ZC_PRIMS(zc_acc_##tag##_prod, T, A, DEC, MUL, zc_##tag##_store)                             \
+    ZC_PRIMS(zc_acc_##tag##_min, T, A, DEC, MIN, zc_##tag##_store)                              \
+    ZC_PRIMS(zc_acc_##tag##_max, T, A, DEC, MAX, zc_##tag##_store)                              \
+    ZC_PRIMS(zc_acc_##tag##_avg, T, A, DEC, ADD, ZC_##tag##_AVG)
+ZC_FLOAT_PRIMS(f32, float, float, ZC_ID, zc_addf, zc_mulf, zc_minf, zc_maxf)
+ZC_FLOAT_PRIMS(f64, double, double, ZC_ID, zc_addd, zc_muld, zc_mind, zc_maxd)
+ZC_FLOAT_PRIMS(fp16, uint16_t, float, zc_fp16_dec, zc_addf, zc_mulf, zc_minf, zc_maxf)
+ZC_FLOAT_PRIMS(bf16, uint16_t, float, zc_bf16_dec, zc_addf, zc_mulf, zc_minf, zc_maxf)
+ZC_FLOAT_PRIMS(e4m3, uint8_t, float, zc_e4m3_dec, zc_addf, zc_mulf, zc_minf, zc_maxf)
+ZC_FLOAT_PRIMS(e5m2, uint8_t, float, zc_e5m2_dec, zc_addf, zc_mulf, zc_minf, zc_maxf)
+
 /* ---- dispatch ---------------------------------------------------------------------------- */
 typedef void (*zc_reduce_fn)(void *out, const void *const *in, uint32_t n, size_t count);
 
@@ -215,6 +277,34 @@ static inline uint64_t zc_fp_mode(void) { return 0; }
 static inline void zc_fp_set(uint64_t mode) { (void)mode; }
 #endif
 
+typedef struct zc_acc_fns {
+    void (*load)(void *acc, const void *in, size_t count);
+    void (*combine)(void *out, const void *left, const void *right, size_t count);
+    void (*store)(void *out, const void *acc, size_t count, uint32_t n);
+    uint32_t acc_bytes;
+} zc_acc_fns;
+
+#define ZC_ACC(name, A) {name##_load, name##_combine, name##_store, (uint32_t)sizeof(A)}
+#define ZC_ACC_ROW(tag, A, AVG_A)                                                                \
+    {[ZC_SUM] = ZC_ACC(zc_acc_##tag##_sum, A), [ZC_PROD] = ZC_ACC(zc_acc_##tag##_prod, A),       \
+     [ZC_MIN] = ZC_ACC(zc_acc_##tag##_min, A), [ZC_MAX] = ZC_ACC(zc_acc_##tag##_max, A),         \
+     [ZC_AVG] = ZC_ACC(zc_acc_##tag##_avg, AVG_A)}
+
+static const zc_acc_fns zc_acc_table[ZC_DTYPE_COUNT_][ZC_OP_COUNT_] = {
+    [ZC_INT8] = ZC_ACC_ROW(i8, int8_t, int32_t),
+    [ZC_UINT8] = ZC_ACC_ROW(u8, uint8_t, int32_t),
+    [ZC_INT32] = ZC_ACC_ROW(i32, int32_t, int64_t),
+    [ZC_UINT32] = ZC_ACC_ROW(u32, uint32_t, uint64_t),
+    [ZC_INT64] = ZC_ACC_ROW(i64, int64_t, zc_u128),
+    [ZC_UINT64] = ZC_ACC_ROW(u64, uint64_t, zc_u128),
+    [ZC_FLOAT16] = ZC_ACC_ROW(fp16, float, float),
+    [ZC_BFLOAT16] = ZC_ACC_ROW(bf16, float, float),
+    [ZC_FLOAT32] = ZC_ACC_ROW(f32, float, float),
+    [ZC_FLOAT64] = ZC_ACC_ROW(f64, double, double),
+    [ZC_FP8_E4M3] = ZC_ACC_ROW(e4m3, float, float),
+    [ZC_FP8_E5M2] = ZC_ACC_ROW(e5m2, float, float),
+};
+
 void zc__reduce(void *out, const void *const *in, uint32_t n, size_t count, zc_dtype dtype,
                 zc_op op) {
     /* dtype and op are checked at the API (and between ranks); n == 0 has no result. Any of
@@ -223,6 +313,43 @@ void zc__reduce(void *out, const void *const *in, uint32_t n, size_t count, zc_d
     uint64_t mode = zc_fp_mode();
     if (mode & ZC_FP_FLUSH) zc_fp_set(mode & ~(uint64_t)ZC_FP_FLUSH);
     zc_reduce_fns[dtype][op](out, in, n, count);
+    if (mode & ZC_FP_FLUSH) zc_fp_set(mode);
+}
+
+/* dtype and op out of range are a caller's bug (checked at the API): the primitives then do
+ * nothing and the size is 0. */
+static const zc_acc_fns *zc_acc_of(zc_dtype dtype, zc_op op) {
+    if ((unsigned)dtype >= ZC_DTYPE_COUNT_ || (unsigned)op >= ZC_OP_COUNT_) return 0;
+    return &zc_acc_table[dtype][op];
+}
+
+size_t zc__acc_bytes(zc_dtype dtype, zc_op op) {
+    const zc_acc_fns *f = zc_acc_of(dtype, op);
+    return f ? f->acc_bytes : 0u;
+}
+
+void zc__acc_load(void *acc, const void *in, size_t count, zc_dtype dtype, zc_op op) {
+    const zc_acc_fns *f = zc_acc_of(dtype, op);
+    if (f) f->load(acc, in, count); /* exact conversions: no floating mode matters */
+}
+
+void zc__acc_combine(void *out, const void *left, const void *right, size_t count,
+                     zc_dtype dtype, zc_op op) {
+    const zc_acc_fns *f = zc_acc_of(dtype, op);
+    if (!f) return;
+    uint64_t mode = zc_fp_mode();
+    if (mode & ZC_FP_FLUSH) zc_fp_set(mode & ~(uint64_t)ZC_FP_FLUSH);
+    f->combine(out, left, right, count);
+    if (mode & ZC_FP_FLUSH) zc_fp_set(mode);
+}
+
+void zc__acc_store(void *out, const void *acc, size_t count, zc_dtype dtype, zc_op op,
+                   uint32_t n) {
+    const zc_acc_fns *f = zc_acc_of(dtype, op);
+    if (!f || n == 0) return;
+    uint64_t mode = zc_fp_mode();
+    if (mode & ZC_FP_FLUSH) zc_fp_set(mode & ~(uint64_t)ZC_FP_FLUSH);
+    f->store(out, acc, count, n);
     if (mode & ZC_FP_FLUSH) zc_fp_set(mode);
 }
 

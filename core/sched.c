@@ -14,7 +14,6 @@
  * and posts the chunk's message with the header only, and the receiver skips the copy. */
 #include "engine.h"
 #include "reduce.h"
-#include "acc_stub.h"
 
 typedef struct zc_ctx {
     zc_comm *comm;

@@ -223,3 +223,42 @@ void logalg_default_choice_switches_at_nine_ranks(void) {
         la_close(&g);
     }
 }
+
+/* Many calls in flight on 13 ranks, mixing recursive doubling, Bruck and a broadcast, waited in
+ * reverse order: a call's messages numbered after another's on a channel never confuse it
+ * (Bruck once took a later call's messages for its own and waited forever). */
+void logalg_concurrent_calls_complete_in_any_wait_order(void) {
+    enum { N = 13, K = 12, MAXC = 700 };
+    la_group g;
+    la_open(&g, N, 256, 4096, 2);
+    static int32_t in[N][K][MAXC], out[N][K][N * MAXC];
+    zc_req reqs[N][K];
+    zt_rng rng = {zt_seed()};
+    size_t cnt[K];
+    for (int k = 0; k < K; k++) cnt[k] = 1 + (size_t)zt_rng_below(&rng, MAXC);
+    for (uint32_t r = 0; r < N; r++)
+        for (int k = 0; k < K; k++) {
+            for (size_t i = 0; i < cnt[k]; i++) in[r][k][i] = (int32_t)(r * 100000u + (uint32_t)i);
+            zc_status st = k % 3 == 0 ? zc_allreduce(g.c[r], in[r][k], out[r][k], cnt[k], ZC_INT32,
+                                                     ZC_SUM, &reqs[r][k])
+                           : k % 3 == 1 ? zc_allgather(g.c[r], in[r][k], out[r][k], cnt[k],
+                                                       ZC_INT32, &reqs[r][k])
+                                        : zc_broadcast(g.c[r], in[r][k], out[r][k], cnt[k],
+                                                       ZC_INT32, (uint32_t)k % N, &reqs[r][k]);
+            ZT_CHECK_ST(st, ZC_OK);
+        }
+    for (int k = K - 1; k >= 0; k--)
+        for (uint32_t r = 0; r < N; r++) ZT_CHECK_ST(zc_wait(g.c[r], &reqs[r][k]), ZC_OK);
+    for (uint32_t r = 0; r < N; r++)
+        for (int k = 0; k < K; k++)
+            for (size_t i = 0; i < cnt[k]; i++) {
+                if (k % 3 == 0) /* sum over ranks of r * 100000 + i */
+                    ZT_CHECK_EQ(out[r][k][i], (int32_t)(78u * 100000u + N * (uint32_t)i));
+                else if (k % 3 == 1)
+                    for (uint32_t p = 0; p < N; p++)
+                        ZT_CHECK_EQ(out[r][k][p * cnt[k] + i], in[p][k][i]);
+                else
+                    ZT_CHECK_EQ(out[r][k][i], in[(uint32_t)k % N][k][i]);
+            }
+    la_close(&g);
+}

@@ -709,7 +709,8 @@ static void mp_wait_ops(const mp_ctx *m, zc_comm *comm, mp_op *ops, size_t k, zt
 
 /* Ring geometry and algorithm thresholds per rank count, so that the runs together cover
  * defaults, tiny slots with two credits (every message chunked and flow-controlled), and
- * thresholds at 0 (every call of more than a few elements takes the large-message path). */
+ * thresholds at 0 (every call of more than a few elements takes the large-message path); 5
+ * ranks take the log-depth algorithms. */
 static void mp_sweep_config(zc_config *cfg, uint32_t n) {
     switch (n) {
     case 2: cfg->slot_bytes = 1024, cfg->slots = 4; break;
@@ -722,6 +723,7 @@ static void mp_sweep_config(zc_config *cfg, uint32_t n) {
         cfg->slot_bytes = 1024, cfg->slots = 8;
         cfg->allreduce_oneshot_max_bytes = cfg->reduce_direct_max_bytes = 2048;
         cfg->bcast_tree_max_bytes = 2048;
+        cfg->log_min_ranks = 2; /* recursive doubling up to 2 KiB, Bruck's all_gather */
         break;
     case 8: cfg->slot_bytes = 4096, cfg->slots = 2; break;
     default: break; /* 1 and 4: the defaults (64 KiB slots, 8 of them) */

@@ -38,17 +38,23 @@ uint8_t zc__f32_to_e5m2(float f) { return zc_e5m2_enc(f); }
 
 /* ---- kernels -----------------------------------------------------------------------------
  * ZC_KERNEL(name, T, A, LOAD, OP, STORE): T is the stored element type, A the accumulator
- * type; LOAD(x) turns an element into an accumulator, OP(acc, x) folds the next rank in,
- * STORE(acc) rounds the finished accumulator back (it may use n).
+ * type; LOAD(x) turns an element into an accumulator, OP(l, r) combines two accumulators (the
+ * lower ranks' on the left), STORE(acc) rounds the finished accumulator back (it may use n).
  *
- * A block folds rank 0 and 1 into the accumulators, ranks 2..n-2 onto them, and the last rank
- * on the way out; n = 1 and 2 go straight from the inputs to out. Every loop reads element j
- * of its inputs before it writes element j of out and touches no other element, so out ==
+ * The order is the rank tree (reduce.h). With p the largest power of two <= n and e = n - p,
+ * leaf i is in[2i] (+) in[2i+1] for i < e and in[i+e] otherwise; leaves are combined in
+ * pairs, level by level. A block walks the tree's p/2 leaf pairs left to right as a binary
+ * counter: leaf pair j's value (2 to 4 inputs, combined in one loop) is pushed on a stack of
+ * partial blocks, or combined into its top when j is odd, and then the stack's top two are
+ * combined once for every further trailing one bit of j; the last pair's chain ends in out.
+ * The stack holds at most log2(p) - 1 partial blocks; the block length shrinks when they would
+ * not fit ZC_STACK_BYTES. Every loop reads element j of its inputs before it writes element j
+ * and touches no other element, and out is written only by a block's last loop, so out ==
  * in[k] is safe; ZC_IVDEP tells the compiler so (it cannot know the overlap is exact), which
  * lets it vectorize the loops that write out without a run-time overlap check.
  *
  * The block function is always inlined, once with the constant ZC_BLOCK (which GCC -O2
- * vectorizes without a remainder loop) and once for the tail; both compute the same
+ * vectorizes without a remainder loop) and once for other lengths; both compute the same
  * per-element operations. */
 #if defined(__clang__)
 #define ZC_IVDEP _Pragma("clang loop vectorize(assume_safety)")
@@ -58,34 +64,124 @@ uint8_t zc__f32_to_e5m2(float f) { return zc_e5m2_enc(f); }
 #define ZC_IVDEP
 #endif
 
+/* Bytes of partial blocks a kernel keeps on the stack. */
+#define ZC_STACK_BYTES 8192u
+
+/* The rank tree's shape for n >= 1 inputs. */
+typedef struct zc_tree {
+    uint32_t e;     /* leaves that combine two inputs */
+    uint32_t pairs; /* leaf pairs: p / 2 (0 for n = 1) */
+    uint32_t depth; /* most partial blocks on the stack, >= 1 */
+} zc_tree;
+
+static zc_tree zc_tree_of(uint32_t n) {
+    zc_tree t;
+    uint32_t p = 1, lg = 0;
+    while (p <= n / 2u) p *= 2u, lg++; /* at most 31 times */
+    t.e = n - p;
+    t.pairs = p / 2u;
+    t.depth = lg > 2u ? lg - 1u : 1u;
+    return t;
+}
+
+/* Leaf pair j's inputs: kind 4 is (a (+) b) (+) (c (+) d), 3 is (a (+) b) (+) c, 2 is a (+) b. */
+typedef struct zc_quad {
+    const void *a, *b, *c, *d;
+    uint32_t kind;
+} zc_quad;
+
+ZC_INLINE zc_quad zc_leaf_pair(const void *const *in, uint32_t e, uint32_t j) {
+    zc_quad q;
+    uint32_t l = 2u * j; /* its left leaf */
+    if (l + 1u < e) {
+        q.a = in[2u * l], q.b = in[2u * l + 1u], q.c = in[2u * l + 2u], q.d = in[2u * l + 3u];
+        q.kind = 4u;
+    } else if (l < e) {
+        q.a = in[2u * l], q.b = in[2u * l + 1u], q.c = in[2u * l + 2u], q.d = q.c;
+        q.kind = 3u;
+    } else {
+        q.a = in[l + e], q.b = in[l + e + 1u], q.c = q.b, q.d = q.b;
+        q.kind = 2u;
+    }
+    return q;
+}
+
+/* One loop over the block: leaf pair q's value v, kind by kind, handed to W (what is written
+ * where: push, combine into the top, the root, the top combined into the root). */
+#define ZC_W_PUSH(OP, STORE, j, v) s[j] = (v)
+#define ZC_W_MERGE(OP, STORE, j, v) s[j] = OP(s[j], v)
+#define ZC_W_ROOT(OP, STORE, j, v) dst[j] = STORE(v)
+#define ZC_W_LAST(OP, STORE, j, v) dst[j] = STORE(OP(s[j], v))
+#define ZC_LEAF_LOOP(W, T, LOAD, OP, STORE, q, base, len)                                        \
+    do {                                                                                        \
+        const T *a = (const T *)q.a + base, *b = (const T *)q.b + base;                         \
+        const T *c = (const T *)q.c + base, *d = (const T *)q.d + base;                         \
+        if (q.kind == 4u) {                                                                     \
+            ZC_IVDEP for (size_t j = 0; j < len; j++)                                           \
+                W(OP, STORE, j, OP(OP(LOAD(a[j]), LOAD(b[j])), OP(LOAD(c[j]), LOAD(d[j]))));    \
+        } else if (q.kind == 3u) {                                                              \
+            ZC_IVDEP for (size_t j = 0; j < len; j++)                                           \
+                W(OP, STORE, j, OP(OP(LOAD(a[j]), LOAD(b[j])), LOAD(c[j])));                    \
+        } else {                                                                                \
+            ZC_IVDEP for (size_t j = 0; j < len; j++) W(OP, STORE, j, OP(LOAD(a[j]), LOAD(b[j]))); \
+        }                                                                                       \
+    } while (0)
+
 #define ZC_KERNEL(name, T, A, LOAD, OP, STORE)                                                   \
-    ZC_INLINE void name##_block(T *out, const void *const *in, uint32_t n, size_t base,         \
-                                size_t len) {                                                   \
-        const T *s0 = (const T *)in[0] + base, *s1 = (const T *)in[n > 1 ? 1 : 0] + base;       \
+    /* The stack's top two partial blocks combined, depth times or down to the root. */         \
+    ZC_INLINE uint32_t name##_fold(T *dst, A *st, uint32_t n, uint32_t depth, uint32_t times,   \
+                                   bool last, size_t len) {                                     \
+        (void)n;                                                                                \
+        for (uint32_t r = 0; r < times; r++, depth--) {                                         \
+            A *s = st + (size_t)(depth - 2u) * len, *t = s + len;                               \
+            if (last && depth == 2u) {                                                          \
+                ZC_IVDEP for (size_t j = 0; j < len; j++) dst[j] = STORE(OP(s[j], t[j]));       \
+            } else {                                                                            \
+                for (size_t j = 0; j < len; j++) s[j] = OP(s[j], t[j]);                         \
+            }                                                                                   \
+        }                                                                                       \
+        return depth;                                                                           \
+    }                                                                                           \
+    ZC_INLINE void name##_block(T *out, const void *const *in, uint32_t n, zc_tree tr, A *st,   \
+                                size_t base, size_t len) {                                      \
         T *dst = out + base;                                                                    \
         if (n == 1) {                                                                           \
-            ZC_IVDEP for (size_t j = 0; j < len; j++) dst[j] = STORE(LOAD(s0[j]));              \
+            const T *a = (const T *)in[0] + base;                                               \
+            ZC_IVDEP for (size_t j = 0; j < len; j++) dst[j] = STORE(LOAD(a[j]));               \
             return;                                                                             \
         }                                                                                       \
-        if (n == 2) {                                                                           \
-            ZC_IVDEP for (size_t j = 0; j < len; j++)                                           \
-                dst[j] = STORE(OP(LOAD(s0[j]), LOAD(s1[j])));                                   \
-            return;                                                                             \
+        uint32_t depth = 0;                                                                     \
+        for (uint32_t jp = 0; jp < tr.pairs; jp++) {                                            \
+            zc_quad q = zc_leaf_pair(in, tr.e, jp);                                             \
+            bool last = jp + 1u == tr.pairs;                                                    \
+            uint32_t merges = 0;                                                                \
+            for (uint32_t x = jp; x & 1u; x >>= 1) merges++;                                    \
+            if (last) merges = depth;                                                           \
+            A *s = st + (size_t)(depth ? depth - 1u : 0u) * len;                                \
+            if (last && merges == 0) {                                                          \
+                ZC_LEAF_LOOP(ZC_W_ROOT, T, LOAD, OP, STORE, q, base, len);                      \
+            } else if (last && merges == 1) {                                                   \
+                ZC_LEAF_LOOP(ZC_W_LAST, T, LOAD, OP, STORE, q, base, len);                      \
+            } else if (merges == 0) {                                                           \
+                s = st + (size_t)depth++ * len;                                                 \
+                ZC_LEAF_LOOP(ZC_W_PUSH, T, LOAD, OP, STORE, q, base, len);                      \
+            } else {                                                                            \
+                ZC_LEAF_LOOP(ZC_W_MERGE, T, LOAD, OP, STORE, q, base, len);                     \
+                depth = name##_fold(dst, st, n, depth, merges - 1u, last, len);                 \
+            }                                                                                   \
         }                                                                                       \
-        A acc[ZC_BLOCK];                                                                        \
-        for (size_t j = 0; j < len; j++) acc[j] = OP(LOAD(s0[j]), LOAD(s1[j]));                 \
-        for (uint32_t k = 2; k + 1 < n; k++) {                                                  \
-            const T *src = (const T *)in[k] + base;                                             \
-            for (size_t j = 0; j < len; j++) acc[j] = OP(acc[j], LOAD(src[j]));                 \
-        }                                                                                       \
-        const T *last = (const T *)in[n - 1] + base;                                            \
-        ZC_IVDEP for (size_t j = 0; j < len; j++) dst[j] = STORE(OP(acc[j], LOAD(last[j])));    \
     }                                                                                           \
     static void name(void *out, const void *const *in, uint32_t n, size_t count) {              \
-        size_t full = count - count % ZC_BLOCK;                                                 \
-        for (size_t base = 0; base < full; base += ZC_BLOCK)                                    \
-            name##_block((T *)out, in, n, base, ZC_BLOCK);                                      \
-        if (full < count) name##_block((T *)out, in, n, full, count - full);                    \
+        A st[ZC_STACK_BYTES / sizeof(A)];                                                       \
+        zc_tree tr = zc_tree_of(n);                                                             \
+        size_t len = ZC_BLOCK, full = 0;                                                        \
+        if ((size_t)tr.depth * ZC_BLOCK > sizeof st / sizeof(A))                                \
+            len = (sizeof st / sizeof(A) / tr.depth) & ~(size_t)7;                              \
+        else                                                                                    \
+            for (full = 0; full + ZC_BLOCK <= count; full += ZC_BLOCK)                          \
+                name##_block((T *)out, in, n, tr, st, full, ZC_BLOCK);                          \
+        for (size_t base = full; base < count; base += len)                                     \
+            name##_block((T *)out, in, n, tr, st, base, count - base < len ? count - base : len); \
     }
 
 #define ZC_ID(x) (x)

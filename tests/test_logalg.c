@@ -169,7 +169,6 @@ static void la_sweep(uint32_t n, bool full) {
     for (int t = 0; t < ZC_DTYPE_COUNT_; t++)
         for (int op = 0; op < ZC_OP_COUNT_; op++) {
             if (!full && zt_rng_below(&rng, 5)) continue;
-            if (getenv("LA_TMP_EXACT") && (op == ZC_AVG || (op <= ZC_PROD && t >= ZC_FLOAT16))) continue;
             bool in_place = zt_rng_below(&rng, 2);
             zr_case k = {ZR_ALLREDUCE, n, la_count(n, i++), (zc_dtype)t, (zc_op)op, 0,
                          in_place};

@@ -432,6 +432,8 @@ static bool zc_env_tunables(zc_config *c, zc_env_err *err) {
     if (has) c->max_requests = (uint32_t)v;
     if (!zc_env_u64("ZC_SPIN_POLLS", UINT32_MAX, &has, &v, err)) return false;
     if (has) c->spin_polls = (uint32_t)v;
+    if (!zc_env_u64("ZC_LOG_MIN_RANKS", UINT32_MAX, &has, &v, err)) return false;
+    if (has) c->log_min_ranks = (uint32_t)v;
     const char *t = zc_plat_getenv("ZC_TRANSPORT");
     if (t) {
         if (zc__streq(t, "auto")) c->transport = ZC_TRANSPORT_AUTO;

@@ -819,7 +819,8 @@ static void zc_ring_copy(const zc_ctx *x, uint64_t at, uint64_t elems, uint8_t *
  * True once both are complete. */
 static bool zc_bruck_round(zc_ctx *x, uint32_t k) {
     const zc__sched *s = &x->r->s;
-    uint32_t d = 1u << k, to = zc__add_mod(x->me, x->n - d, x->n), from = zc__add_mod(x->me, d, x->n);
+    uint32_t d = 1u << k, to = zc__add_mod(x->me, x->n - d, x->n);
+    uint32_t from = zc__add_mod(x->me, d, x->n);
     uint64_t N = (uint64_t)x->n * s->count, len = zc_bruck_blocks(x->n, k) * s->count;
     uint64_t total = zc__msgs(len, x->E), mine = (uint64_t)x->me * s->count;
     uint64_t k_tx = zc__tx_done(x->comm, x->r, to), k_rx = zc__rx_done(x->comm, x->r, from);

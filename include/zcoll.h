@@ -275,9 +275,9 @@ void zc_config_default(zc_config *cfg);
  * one derived from public launcher values (the rendezvous address, job ids), which keeps
  * unrelated jobs apart but no intruder out: rank 0's zc_comm_init then logs a warning, once
  * (docs/security.md says how to pass a secret under each launcher). Tunables:
- * ZC_TIMEOUT_MS, ZC_SLOT_BYTES, ZC_SLOTS, ZC_MAX_REQUESTS, ZC_SPIN_POLLS, ZC_TRANSPORT
- * (auto|shm|ib), ZC_IB_DEVICE, ZC_IB_PORT, ZC_IB_GID_INDEX (or auto), ZC_IB_QPS_PER_PEER,
- * ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT, ZC_IB_ZCOPY_MIN_BYTES, ZC_GPU_DEVICE (-2, -1 or an
+ * ZC_TIMEOUT_MS, ZC_SLOT_BYTES, ZC_SLOTS, ZC_MAX_REQUESTS, ZC_SPIN_POLLS, ZC_LOG_MIN_RANKS,
+ * ZC_TRANSPORT (auto|shm|ib), ZC_IB_DEVICE, ZC_IB_PORT, ZC_IB_GID_INDEX (or auto),
+ * ZC_IB_QPS_PER_PEER, ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT, ZC_IB_ZCOPY_MIN_BYTES, ZC_GPU_DEVICE (-2, -1 or an
  * ordinal), ZC_GPU_STREAM_SLOTS, ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES, ZC_GPU_PROVIDER
  * (auto|cuda|sim), ZC_GPU_PATH (auto|ipc|staged|direct), ZC_GPU_STAGE_BYTES, ZC_SYM_BYTES,
  * ZC_THREADS (multi|serial). No launcher variables at all leaves the single-rank default.

@@ -39,6 +39,7 @@ static const char *const zt_env_vars[] = {
     "ZC_IB_TIMEOUT",    "ZC_IB_RETRY_CNT",
     "ZC_SPIN_POLLS",    "ZC_IB_ZCOPY_MIN_BYTES",
     "ZC_THREADS",       "ZC_SECRET_FILE",
+    "ZC_LOG_MIN_RANKS",
 };
 
 static void zt_env_clear(void) {
@@ -231,7 +232,8 @@ void config_from_env_reads_zcrun_variables(void) {
     static const char *const tuned[] = {
         "ZC_RANK=3", "ZC_NRANKS=4", "ZC_ROOT_ADDR=node-a:1", "ZC_SECRET=" ZT_SECRET_HEX,
         "ZC_TIMEOUT_MS=1500", "ZC_SLOT_BYTES=4096", "ZC_SLOTS=16", "ZC_MAX_REQUESTS=64",
-        "ZC_TRANSPORT=shm", "ZC_SPIN_POLLS=17", "ZC_THREADS=serial", NULL};
+        "ZC_TRANSPORT=shm", "ZC_SPIN_POLLS=17", "ZC_THREADS=serial", "ZC_LOG_MIN_RANKS=2",
+        NULL};
     zt_env_only(tuned);
     zt_cfg_base(&cfg);
     ZT_FROM_ENV_OK(&cfg);
@@ -243,6 +245,7 @@ void config_from_env_reads_zcrun_variables(void) {
     ZT_CHECK_EQ(cfg.slots, 16);
     ZT_CHECK_EQ(cfg.max_requests, 64);
     ZT_CHECK_EQ(cfg.spin_polls, 17);
+    ZT_CHECK_EQ(cfg.log_min_ranks, 2);
     ZT_CHECK_EQ(cfg.transport, ZC_TRANSPORT_SHM);
     ZT_CHECK_EQ(cfg.threads, ZC_THREADS_SERIAL);
     ZT_CHECK(zc_comm_arena_bytes(&cfg) > 0);
@@ -598,6 +601,7 @@ static const zt_bad_env zt_bad_envs[] = {
     {{"ZC_SLOTS=", NULL}, "ZC_SLOTS"},
     {{"ZC_MAX_REQUESTS=many", NULL}, "ZC_MAX_REQUESTS"},
     {{"ZC_SPIN_POLLS=fast", NULL}, "ZC_SPIN_POLLS"},
+    {{"ZC_LOG_MIN_RANKS=many", NULL}, "ZC_LOG_MIN_RANKS"},
     {{"ZC_SPIN_POLLS=16777217", NULL}, "cfg->spin_polls"},
     {{"ZC_TRANSPORT=tcp", NULL}, "ZC_TRANSPORT"},
     {{"ZC_TRANSPORT=", NULL}, "ZC_TRANSPORT"},

@@ -198,9 +198,11 @@ zc_status zc__room_check(zc_comm *c, uint32_t who, uint32_t k, uint64_t room, ui
 /* Once the wire and the device state are up: placement, and the communicator made live. */
 void zc__open_live(zc_comm *c);
 /* Builds an in-process group of n ranks over arenas[], each with cfg's sizes (the init error
- * says why it failed). */
+ * says why it failed); hosts[r]: rank r's host (NULL: the simulated hosts of
+ * cfg->inproc_ranks_per_host). */
 zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[],
-                           size_t arena_bytes, zc_comm *comms[], uint64_t comm_id);
+                           size_t arena_bytes, zc_comm *comms[], uint64_t comm_id,
+                           const uint64_t *hosts);
 
 /* ---- coll.c: the public collectives' argument checks and algorithm choice ---- */
 /* Validates one call and fills s (the host or device algorithm chosen); what every public

@@ -261,3 +261,13 @@ ZT_TEST(limits_window_over_the_host_memory_fails_init_on_every_rank, 90)
 ZT_TEST(limits_window_over_a_memory_cgroup_fails_init_not_the_process, 150)
 ZT_TEST(limits_derived_secret_is_said_once_by_rank_0, 150)
 ZT_TEST(limits_default_registered_memory_fits_8_mib_or_says_so, 10)
+
+/* tests/test_footprint.c */
+ZT_TEST(footprint_of_an_inproc_group_is_its_arena_with_the_window_in_it, 30)
+ZT_TEST(footprint_matches_the_shm_windows_of_a_job, 45)
+ZT_RANK(footprint_rank_shm_job)
+ZT_TEST(footprint_over_ib_is_what_transport_ib_takes, 10)
+ZT_TEST(footprint_refuses_what_init_refuses_with_a_sentence, 10)
+ZT_TEST(inproc_simulated_hosts_set_node_and_survive_split, 30)
+ZT_TEST(inproc_simulated_hosts_keep_every_collective_correct, 60)
+ZT_TEST(config_inproc_ranks_per_host_is_for_inproc_groups_only, 10)

@@ -1,0 +1,336 @@
+/* test_footprint.c: zc_comm_footprint against what init really takes (an in-process group's
+ * arena and window, a shared-memory job's segments as the kernel maps them, transport_ib's
+ * own sizes and queue pairs) and against the documented window layout; its refusals; and the
+ * simulated hosts of cfg->inproc_ranks_per_host (zc_comm_node, split by node and across
+ * hosts, collectives unchanged against tests/ref.c). */
+#include "zt.h"
+#include "zcoll.h"
+#include "ref.h"
+
+#include "../provider/wire.h" /* transport_ib's own sizes, as init asks them */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FP_MAXR 64
+
+/* One rank's shared-memory window as docs/architecture.md lays it out: header and alarm
+ * lines, a credit line per (lane, peer), then a ring of slots per (lane, peer). */
+static size_t fp_window_bytes(const zc_config *cfg) {
+    size_t n = cfg->nranks, stride = 64u + cfg->slot_bytes;
+    return 128u + 2u * n * 64u + 2u * n * cfg->slots * stride + (size_t)cfg->sym_bytes;
+}
+
+/* ---- in-process ---- */
+
+void footprint_of_an_inproc_group_is_its_arena_with_the_window_in_it(void) {
+    static const uint32_t ns[] = {1, 2, 8, 33};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        uint32_t n = ns[i];
+        zc_config cfg;
+        zr_group_config(&cfg, n, 1024, 2, 1024, 0);
+        zc_footprint fp;
+        ZT_CHECK_ST(zc_comm_footprint(&cfg, 0, &fp), ZC_OK);
+        ZT_CHECK_EQ(fp.arena_bytes, zc_comm_arena_bytes(&cfg));
+        ZT_CHECK_EQ(fp.transport, ZC_TRANSPORT_INPROC);
+        ZT_CHECK_EQ(fp.shared_bytes, 0);
+        ZT_CHECK_EQ(fp.registered_bytes, 0);
+        ZT_CHECK_EQ(fp.private_bytes, 0);
+        ZT_CHECK_EQ(fp.qps, 0);
+        ZT_CHECK_EQ(fp.cq_entries, 0);
+        ZT_CHECK_EQ(fp.peers, n - 1u);
+        ZT_CHECK_EQ(fp.hosts, 1);
+        /* The window is part of the arena: the arena is larger than the window by the state. */
+        ZT_CHECK(fp.arena_bytes > fp_window_bytes(&cfg));
+        void *arenas[FP_MAXR];
+        zc_comm *c[FP_MAXR];
+        for (uint32_t r = 0; r < n; r++) ZT_CHECK((arenas[r] = aligned_alloc(64, fp.arena_bytes)));
+        ZT_CHECK_ST(zc_comm_init_inproc(&cfg, arenas, fp.arena_bytes - 1u, c), ZC_TOO_SMALL);
+        ZT_CHECK_ST(zc_comm_init_inproc(&cfg, arenas, fp.arena_bytes, c), ZC_OK);
+        /* Every rank's footprint is the same in-process. */
+        for (uint32_t r = 0; r < n; r++) {
+            zc_footprint mine;
+            cfg.rank = r;
+            ZT_CHECK_ST(zc_comm_footprint(&cfg, 0, &mine), ZC_OK);
+            ZT_CHECK(memcmp(&mine, &fp, sizeof fp) == 0);
+        }
+        for (uint32_t r = 0; r < n; r++) ZT_CHECK_ST(zc_comm_fini(c[r]), ZC_OK);
+        for (uint32_t r = 0; r < n; r++) free(arenas[r]);
+    }
+}
+
+/* ---- a shared-memory job: the segment the kernel maps for this rank ---- */
+
+/* Bytes of this process's mapping of the memfd segment labelled "zc-<id>-<rank>" (0: none). */
+static size_t fp_my_segment(uint32_t rank) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512], tail[32];
+    size_t bytes = 0;
+    snprintf(tail, sizeof tail, "-%u (deleted)", rank);
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = '\0';
+        size_t len = strlen(line), tl = strlen(tail);
+        if (!strstr(line, "memfd:zc-") || len < tl || strcmp(line + len - tl, tail) != 0)
+            continue;
+        if (sscanf(line, "%lx-%lx", &lo, &hi) == 2) bytes += hi - lo;
+    }
+    if (f) fclose(f);
+    return bytes;
+}
+
+int footprint_rank_shm_job(void) {
+    zc_config cfg;
+    zc_config_default(&cfg);
+    if (zc_config_from_env(&cfg) != ZC_OK) return 2;
+    cfg.slot_bytes = 4096;
+    cfg.slots = 4;
+    zc_footprint fp;
+    if (zc_comm_footprint(&cfg, 0, &fp) != ZC_OK) {
+        printf("rank %u: footprint: %s\n", cfg.rank, zc_init_error_text());
+        return 3;
+    }
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), want = fp_window_bytes(&cfg);
+    void *arena = aligned_alloc(64, fp.arena_bytes);
+    zc_comm *c = NULL;
+    zc_status st = zc_comm_init(&cfg, arena, fp.arena_bytes, &c);
+    if (st != ZC_OK) {
+        printf("rank %u: init: %s\n", cfg.rank, zc_init_error_text());
+        return 4;
+    }
+    size_t seg = fp_my_segment(cfg.rank);
+    int bad = fp.arena_bytes != zc_comm_arena_bytes(&cfg) || fp.transport != ZC_TRANSPORT_SHM ||
+              strcmp(zc_comm_transport(c), "shm") != 0 || fp.shared_bytes != want ||
+              seg != (want + page - 1u) / page * page || fp.registered_bytes != 0 ||
+              fp.peers != cfg.nranks - 1u || fp.qps != 0 || fp.hosts != 1;
+    printf("rank %u: shared %zu (layout %zu), mapped %zu, peers %u, transport %s\n", cfg.rank,
+           fp.shared_bytes, want, seg, fp.peers, zc_comm_transport(c));
+    zc_comm_fini(c);
+    free(arena);
+    return bad ? 1 : 0;
+}
+
+void footprint_matches_the_shm_windows_of_a_job(void) {
+    static char out[8192];
+    const char *env[] = {"ZC_TRANSPORT=auto", NULL};
+    int rc = zt_run_ranks(3, "footprint_rank_shm_job", 30, env, out, sizeof out);
+    if (rc != 0) printf("%s", out);
+    ZT_CHECK_EQ(rc, 0);
+}
+
+/* ---- transport_ib ---- */
+
+void footprint_over_ib_is_what_transport_ib_takes(void) {
+#ifndef ZC_HAVE_IB
+    ZT_SKIP("this build has no transport_ib");
+#else
+    zc_config cfg;
+    zc_config_default(&cfg);
+    cfg.nranks = 16;
+    cfg.rank = 5;
+    strcpy(cfg.root_addr, "127.0.0.1:1");
+    cfg.secret_set = true;
+    for (uint32_t q = 1; q <= 4; q++) {
+        cfg.ib_qps_per_peer = q;
+        zc_footprint fp;
+        ZT_CHECK_ST(zc_comm_footprint(&cfg, 4, &fp), ZC_OK); /* AUTO across 4 hosts: ib */
+        ZT_CHECK_EQ(fp.transport, ZC_TRANSPORT_IB);
+        ZT_CHECK_EQ(fp.hosts, 4);
+        ZT_CHECK_EQ(fp.peers, 15);
+        ZT_CHECK_EQ(fp.qps, 15u * q); /* a full mesh: every peer through q queue pairs */
+        ZT_CHECK_EQ(fp.arena_bytes, zc_comm_arena_bytes(&cfg));
+        zc_config ib = cfg;
+        ib.transport = ZC_TRANSPORT_IB;
+        zc_wire_geom g = {0, cfg.rank, cfg.nranks, cfg.slots, cfg.slot_bytes,
+                          ZC_SLOT_HDR_BYTES + cfg.slot_bytes, 0, NULL, &ib};
+        uint64_t mem = 0, locked = 0;
+        zc_wire_ib.takes(&g, &mem, &locked);
+        zc_wire_links links;
+        zc_wire_ib.links(&g, &links);
+        ZT_CHECK_EQ(fp.registered_bytes, locked);
+        ZT_CHECK_EQ(fp.private_bytes, mem);
+        ZT_CHECK_EQ(fp.shared_bytes, 0);
+        ZT_CHECK_EQ(fp.cq_entries, links.cq_entries);
+        /* The registration holds at least the window's rings (one per lane and peer). */
+        ZT_CHECK(fp.registered_bytes >= 2u * 16u * cfg.slots * (64u + cfg.slot_bytes));
+        /* ib named outright: the same on one host. */
+        zc_footprint one;
+        ZT_CHECK_ST(zc_comm_footprint(&ib, 0, &one), ZC_OK);
+        ZT_CHECK_EQ(one.qps, fp.qps);
+        ZT_CHECK_EQ(one.registered_bytes, fp.registered_bytes);
+        ZT_CHECK_EQ(one.hosts, 1);
+    }
+    zc_footprint fp; /* AUTO on one host: shared memory */
+    ZT_CHECK_ST(zc_comm_footprint(&cfg, 0, &fp), ZC_OK);
+    ZT_CHECK_EQ(fp.transport, ZC_TRANSPORT_SHM);
+    ZT_CHECK_EQ(fp.qps, 0);
+    ZT_CHECK_EQ(fp.shared_bytes, fp_window_bytes(&cfg));
+#endif
+}
+
+void footprint_refuses_what_init_refuses_with_a_sentence(void) {
+    zc_config cfg;
+    zc_footprint fp;
+    zc_config_default(&cfg);
+    ZT_CHECK_ST(zc_comm_footprint(NULL, 0, &fp), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(zc_init_error_text(), "cfg is NULL") != NULL);
+    ZT_CHECK_ST(zc_comm_footprint(&cfg, 0, NULL), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(zc_init_error_text(), "out is NULL") != NULL);
+    cfg.nranks = ZC_MAX_RANKS + 1u;
+    strcpy(cfg.root_addr, "127.0.0.1:1");
+    cfg.secret_set = true;
+    memset(&fp, 0x5a, sizeof fp);
+    ZT_CHECK_ST(zc_comm_footprint(&cfg, 8, &fp), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(zc_init_error_text(), "cfg->nranks") != NULL);
+    ZT_CHECK_EQ(fp.arena_bytes, 0);
+    ZT_CHECK_EQ(fp.peers, 0);
+    cfg.nranks = 16;
+    cfg.transport = ZC_TRANSPORT_SHM;
+    ZT_CHECK_ST(zc_comm_footprint(&cfg, 8, &fp), ZC_UNSUPPORTED);
+    ZT_CHECK(strstr(zc_init_error_text(), "span 2 hosts") != NULL);
+    ZT_CHECK_ST(zc_comm_footprint(&cfg, 16, &fp), ZC_OK); /* all on one host */
+    ZT_CHECK_EQ(fp.hosts, 1);
+    cfg.slots = 3;
+    ZT_CHECK_ST(zc_comm_footprint(&cfg, 0, &fp), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(zc_init_error_text(), "cfg->slots") != NULL);
+}
+
+/* ---- simulated hosts in one process ---- */
+
+typedef struct fp_group {
+    uint32_t n;
+    size_t bytes;
+    void *arenas[FP_MAXR];
+    zc_comm *c[FP_MAXR];
+} fp_group;
+
+static void fp_open(fp_group *g, const zc_config *cfg) {
+    g->n = cfg->nranks;
+    g->bytes = zc_comm_arena_bytes(cfg);
+    ZT_CHECK(g->bytes > 0);
+    for (uint32_t r = 0; r < g->n; r++) ZT_CHECK((g->arenas[r] = aligned_alloc(64, g->bytes)));
+    zc_status st = zc_comm_init_inproc(cfg, g->arenas, g->bytes, g->c);
+    if (st != ZC_OK) printf("    init: %s\n", zc_init_error_text());
+    ZT_CHECK_ST(st, ZC_OK);
+}
+
+static void fp_close(fp_group *g) {
+    for (uint32_t r = 0; r < g->n; r++) {
+        if (g->c[r]) ZT_CHECK_ST(zc_comm_fini(g->c[r]), ZC_OK);
+        free(g->arenas[r]);
+    }
+}
+
+/* Splits g by colors into kids (arenas from the parent's size). */
+static void fp_split(fp_group *g, const int *colors, fp_group *kids) {
+    int keys[FP_MAXR] = {0};
+    memset(kids, 0, sizeof *kids);
+    kids->n = g->n;
+    kids->bytes = g->bytes;
+    for (uint32_t r = 0; r < g->n; r++) ZT_CHECK((kids->arenas[r] = aligned_alloc(64, g->bytes)));
+    ZT_CHECK_ST(zc_comm_split_inproc(g->c, colors, keys, kids->arenas, g->bytes, kids->c), ZC_OK);
+}
+
+void inproc_simulated_hosts_set_node_and_survive_split(void) {
+    zc_config cfg;
+    zr_group_config(&cfg, 10, 512, 4, 1024, 0);
+    cfg.inproc_ranks_per_host = 4;
+    fp_group g, by_node, by_parity;
+    fp_open(&g, &cfg);
+    static const uint32_t node[10] = {0, 0, 0, 0, 4, 4, 4, 4, 8, 8};
+    int colors[FP_MAXR], parity[FP_MAXR];
+    for (uint32_t r = 0; r < 10; r++) {
+        ZT_CHECK_EQ(zc_comm_node(g.c[r]), node[r]);
+        colors[r] = (int)zc_comm_node(g.c[r]);
+        parity[r] = (int)(r % 2u);
+    }
+    /* By node: one child per simulated host (4, 4 and 2 ranks), each on one host. */
+    fp_split(&g, colors, &by_node);
+    for (uint32_t r = 0; r < 10; r++) {
+        ZT_CHECK_EQ(zc_comm_size(by_node.c[r]), r < 8 ? 4u : 2u);
+        ZT_CHECK_EQ(zc_comm_rank(by_node.c[r]), r % 4u);
+        ZT_CHECK_EQ(zc_comm_node(by_node.c[r]), 0);
+    }
+    /* By parity: the evens 0 2 4 6 8 sit on hosts 0 0 1 1 2 (child nodes 0 0 2 2 4), the odds
+     * 1 3 5 7 9 on hosts 0 0 1 1 2 as well. */
+    fp_split(&g, parity, &by_parity);
+    static const uint32_t kid_node[5] = {0, 0, 2, 2, 4};
+    for (uint32_t r = 0; r < 10; r++) ZT_CHECK_EQ(zc_comm_node(by_parity.c[r]), kid_node[r / 2u]);
+    fp_close(&by_parity);
+    fp_close(&by_node);
+    fp_close(&g);
+    /* Without simulated hosts every rank is on host 0; k >= n is one host too. */
+    cfg.inproc_ranks_per_host = 0;
+    fp_open(&g, &cfg);
+    for (uint32_t r = 0; r < 10; r++) ZT_CHECK_EQ(zc_comm_node(g.c[r]), 0);
+    fp_close(&g);
+    cfg.inproc_ranks_per_host = 25;
+    fp_open(&g, &cfg);
+    for (uint32_t r = 0; r < 10; r++) ZT_CHECK_EQ(zc_comm_node(g.c[r]), 0);
+    fp_close(&g);
+}
+
+/* Every collective on a group with simulated hosts (uneven: 3 to a host of 10 ranks), against
+ * the reference, in place and not. */
+void inproc_simulated_hosts_keep_every_collective_correct(void) {
+    zc_config cfg;
+    zr_group_config(&cfg, 10, 256, 4, 512, 0);
+    cfg.inproc_ranks_per_host = 3;
+    fp_group g;
+    fp_open(&g, &cfg);
+    static const size_t counts[] = {0, 1, 7, 300, 2000};
+    uint8_t *send[FP_MAXR], *recv[FP_MAXR], *want[FP_MAXR];
+    zc_req reqs[FP_MAXR];
+    for (uint32_t i = 0; i < (uint32_t)ZR_COUNT * 5u * 2u; i++) {
+        const zr_case k = {(zr_coll)(i / 10u), 10, counts[i / 2u % 5u], ZC_FLOAT32, ZC_SUM,
+                           i % 7u % 10u, (i % 2u) && (zr_coll)(i / 10u) != ZR_A2A};
+        size_t bb = zr_buf_bytes(&k);
+        for (uint32_t r = 0; r < 10; r++) {
+            send[r] = malloc(bb + 1), recv[r] = malloc(bb + 1), want[r] = malloc(bb + 1);
+            zr_fill(send[r], 10 * k.count, k.t, zt_seed() + i, r, 0);
+            memset(recv[r], 0xA5, bb), memset(want[r], 0xA5, bb);
+        }
+        for (uint32_t r = 0; r < 10; r++) zr_want(&k, send, r, want[r]);
+        for (uint32_t r = 0; r < 10; r++)
+            ZT_CHECK_ST(zr_issue(&k, g.c[r], r, send[r], recv[r], &reqs[r]), ZC_OK);
+        for (uint32_t r = 0; r < 10; r++) ZT_CHECK_ST(zc_wait(g.c[r], &reqs[r]), ZC_OK);
+        for (uint32_t r = 0; r < 10; r++) {
+            size_t bytes;
+            const uint8_t *got = zr_result(&k, r, send[r], recv[r], &bytes);
+            ZT_CHECK(zr_first_diff(got, want[r], bytes) == bytes);
+        }
+        for (uint32_t r = 0; r < 10; r++) free(send[r]), free(recv[r]), free(want[r]);
+    }
+    fp_close(&g);
+}
+
+void config_inproc_ranks_per_host_is_for_inproc_groups_only(void) {
+    zc_config cfg;
+    zc_config_default(&cfg);
+    ZT_CHECK_EQ(cfg.inproc_ranks_per_host, 0);
+    cfg.inproc_ranks_per_host = 4; /* AUTO */
+    ZT_CHECK_EQ(zc_comm_arena_bytes(&cfg), 0);
+    zc_footprint fp;
+    ZT_CHECK_ST(zc_comm_footprint(&cfg, 0, &fp), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(zc_init_error_text(), "inproc_ranks_per_host is 4") != NULL);
+    cfg.transport = ZC_TRANSPORT_INPROC;
+    ZT_CHECK(zc_comm_arena_bytes(&cfg) > 0);
+    /* The environment sets it for in-process groups and is refused for others. */
+    zc_config_default(&cfg);
+    cfg.transport = ZC_TRANSPORT_INPROC;
+    setenv("ZC_INPROC_RANKS_PER_HOST", "8", 1);
+    ZT_CHECK_ST(zc_config_tunables_from_env(&cfg), ZC_OK);
+    ZT_CHECK_EQ(cfg.inproc_ranks_per_host, 8);
+    zc_config_default(&cfg);
+    ZT_CHECK_ST(zc_config_tunables_from_env(&cfg), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(cfg.error_text, "inproc_ranks_per_host") != NULL);
+    ZT_CHECK_EQ(cfg.inproc_ranks_per_host, 0);
+    setenv("ZC_INPROC_RANKS_PER_HOST", "x", 1);
+    cfg.transport = ZC_TRANSPORT_INPROC;
+    ZT_CHECK_ST(zc_config_tunables_from_env(&cfg), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(cfg.error_text, "ZC_INPROC_RANKS_PER_HOST") != NULL);
+    unsetenv("ZC_INPROC_RANKS_PER_HOST");
+}

@@ -334,3 +334,83 @@ void config_inproc_ranks_per_host_is_for_inproc_groups_only(void) {
     ZT_CHECK(strstr(cfg.error_text, "ZC_INPROC_RANKS_PER_HOST") != NULL);
     unsetenv("ZC_INPROC_RANKS_PER_HOST");
 }
+
+/* ---- zcfoot ---- */
+
+static char fp_out[1 << 16];
+
+static int fp_zcfoot(const char *const args[]) {
+    static char path[4200];
+    const char *argv[24];
+    size_t k = 0;
+    snprintf(path, sizeof path, "%s/zcfoot", zt_build_dir());
+    argv[k++] = path;
+    for (size_t i = 0; args[i] && k + 1 < sizeof argv / sizeof argv[0]; i++) argv[k++] = args[i];
+    argv[k] = NULL;
+    int rc = zt_run(argv, NULL, fp_out, sizeof fp_out, 20000, NULL);
+    if (rc != 0) printf("    --- zcfoot ---\n%s    ---\n", fp_out);
+    return rc;
+}
+
+/* The row of n in fp_out: its columns after "ranks" as read by sscanf (0: no such row). */
+static int fp_row(uint32_t n, char *wire, unsigned long long v[8]) {
+    char head[16];
+    snprintf(head, sizeof head, "\n%8u ", n);
+    const char *row = strstr(fp_out, head);
+    if (!row) return 0;
+    unsigned hosts;
+    return sscanf(row + 1, "%*u %u %15s %llu %llu %llu %llu %llu %llu %llu %llu", &hosts, wire,
+                  &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+}
+
+void zcfoot_prints_the_footprint_and_refuses_past_the_ceiling(void) {
+    const char *args[] = {"--raw", "--transport", "ib", "--per-host", "8", "--ranks",
+                          "SIZES", "--slots", "4", NULL};
+    char big[32], line[64];
+    snprintf(big, sizeof big, "8,64,%u", ZC_MAX_RANKS + 1u);
+    args[6] = big;
+#ifndef ZC_HAVE_IB
+    args[2] = "shm", args[4] = "0";
+#endif
+    ZT_CHECK_EQ(fp_zcfoot(args), 0);
+    static const uint32_t ns[] = {8, 64};
+    for (size_t i = 0; i < 2; i++) {
+        zc_config cfg;
+        zc_config_default(&cfg);
+        cfg.nranks = ns[i];
+        cfg.slots = 4;
+        cfg.transport = strcmp(args[2], "ib") == 0 ? ZC_TRANSPORT_IB : ZC_TRANSPORT_SHM;
+        strcpy(cfg.root_addr, "127.0.0.1:29500");
+        cfg.secret_set = true;
+        zc_footprint fp;
+        ZT_CHECK_ST(zc_comm_footprint(&cfg, (uint32_t)atoi(args[4]), &fp), ZC_OK);
+        char wire[16];
+        unsigned long long v[8];
+        ZT_CHECK_EQ(fp_row(ns[i], wire, v), 10);
+        ZT_CHECK(strcmp(wire, args[2]) == 0);
+        ZT_CHECK_EQ(v[0], fp.arena_bytes);
+        ZT_CHECK_EQ(v[1], fp.shared_bytes);
+        ZT_CHECK_EQ(v[2], fp.registered_bytes);
+        ZT_CHECK_EQ(v[3], fp.device_bytes);
+        ZT_CHECK_EQ(v[4], fp.peers);
+        ZT_CHECK_EQ(v[5], fp.qps);
+        ZT_CHECK_EQ(v[6], fp.cq_entries);
+        ZT_CHECK_EQ(v[7], fp.arena_bytes + fp.shared_bytes + fp.private_bytes);
+    }
+    snprintf(line, sizeof line, "%8u refused: ", ZC_MAX_RANKS + 1u);
+    ZT_CHECK(strstr(fp_out, line) != NULL);
+    ZT_CHECK(strstr(fp_out, "cfg->nranks") != NULL);
+    const char *bad[] = {"--ranks", "8,x", NULL};
+    ZT_CHECK_EQ(fp_zcfoot(bad), 2);
+    ZT_CHECK(strstr(fp_out, "--ranks") != NULL);
+}
+
+void zcfoot_times_a_small_inproc_allreduce(void) {
+    const char *args[] = {"--time", "--ranks", "4,9", "--slot-bytes", "1024", "--slots", "2",
+                          "--reps", "3", "--no-gpu", NULL};
+    ZT_CHECK_EQ(fp_zcfoot(args), 0);
+    ZT_CHECK(strstr(fp_out, "median_ms") != NULL);
+    ZT_CHECK(strstr(fp_out, "\n       4 ") != NULL);
+    ZT_CHECK(strstr(fp_out, "\n       9 ") != NULL);
+    ZT_CHECK(strstr(fp_out, "failed") == NULL);
+}

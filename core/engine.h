@@ -115,7 +115,8 @@ struct zc_comm {
     uint32_t nreqs_active;
     uint64_t seq;          /* next collective sequence number */
     uint64_t splits;       /* zc_comm_split calls made (names children) */
-    uint64_t host;         /* a hash of this rank's host (init's; a child keeps its parent's) */
+    uint64_t host;         /* a hash of this rank's host (init's; a child keeps its parent's;
+                            * in-process: its simulated host's number + 1) */
     uint32_t node;         /* the lowest rank on this rank's host (zc_comm_node) */
     uint32_t wire_auto;    /* 1: cfg asked for ZC_TRANSPORT_AUTO: a split child whose ranks
                             * share a host takes the shared-memory wire (split.c) */

@@ -2,7 +2,9 @@
  * size query (zc_comm_arena_bytes), init's carve (comm.c) and the device state's setup
  * (gpu_mem.c) all read it: each row's bytes are computed here once, every region starts
  * 64-byte aligned where the previous one ended, and the total is where the last ends. Also
- * which wire and which gpu provider a configuration gets, as both size rows. */
+ * which wire and which gpu provider a configuration gets, as both size rows, and
+ * zc_comm_footprint: the arena, the wire's memory and connections (its takes and links) and
+ * the device scratch, all from the functions init sizes with. */
 #include "bootstrap.h"
 #include "device.h"
 
@@ -181,10 +183,12 @@ zc_status zc_comm_footprint(const zc_config *cfg, uint32_t ranks_per_host, zc_fo
         return ZC_INVALID_ARG;
     }
     bool inproc = cfg->transport == ZC_TRANSPORT_INPROC;
-    uint32_t per = inproc || !ranks_per_host || ranks_per_host > cfg->nranks ? cfg->nranks
-                                                                            : ranks_per_host;
+    if (inproc) ranks_per_host = cfg->inproc_ranks_per_host; /* its simulated hosts */
+    uint32_t per = !ranks_per_host || ranks_per_host > cfg->nranks ? cfg->nranks
+                                                                   : ranks_per_host;
     uint32_t hosts = (cfg->nranks + per - 1u) / per;
-    if (!zc_fp_pick(cfg, per, hosts, &picked)) return ZC_UNSUPPORTED;
+    if (!inproc && !zc_fp_pick(cfg, per, hosts, &picked)) return ZC_UNSUPPORTED;
+    if (inproc) picked = *cfg;
     ZC_ASSERT(zc__layout(cfg, &L)); /* init carves cfg as given (AUTO: every candidate wire) */
     const zc_wire_ops *w = zc__wire_for(&picked);
     void *const no_window = 0;

@@ -319,8 +319,9 @@ typedef struct zc_footprint {
  * takes beyond the arena (a shared window, registered pages), its device scratch (on the path
  * init tries first; 0 without a gpu provider), its peers, queue pairs and completion queue
  * entries. Computed by the functions init sizes everything with; creates, maps and opens
- * nothing, never blocks. In-process (ZC_TRANSPORT_INPROC) ranks_per_host is ignored and the
- * window is in the arena (shared_bytes 0). ZC_INVALID_ARG for a NULL argument or an invalid cfg
+ * nothing, never blocks. In-process (ZC_TRANSPORT_INPROC) the hosts are cfg's simulated ones
+ * (cfg->inproc_ranks_per_host; ranks_per_host is ignored) and the window is in the arena
+ * (shared_bytes 0). ZC_INVALID_ARG for a NULL argument or an invalid cfg
  * (as zc_comm_arena_bytes: cfg->nranks above ZC_MAX_RANKS, no rendezvous address or secret for
  * several ranks), ZC_UNSUPPORTED for shared memory across hosts or transport_ib in a build
  * without it; zc_init_error_text() then says why and *out is zeroed. */

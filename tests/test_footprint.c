@@ -42,6 +42,12 @@ void footprint_of_an_inproc_group_is_its_arena_with_the_window_in_it(void) {
         ZT_CHECK_EQ(fp.cq_entries, 0);
         ZT_CHECK_EQ(fp.peers, n - 1u);
         ZT_CHECK_EQ(fp.hosts, 1);
+        cfg.inproc_ranks_per_host = 4; /* simulated hosts: the same sizes, ceil(n / 4) hosts */
+        zc_footprint sim;
+        ZT_CHECK_ST(zc_comm_footprint(&cfg, 0, &sim), ZC_OK);
+        ZT_CHECK_EQ(sim.hosts, (n + 3u) / 4u);
+        ZT_CHECK_EQ(sim.arena_bytes, fp.arena_bytes);
+        cfg.inproc_ranks_per_host = 0;
         /* The window is part of the arena: the arena is larger than the window by the state. */
         ZT_CHECK(fp.arena_bytes > fp_window_bytes(&cfg));
         void *arenas[FP_MAXR];

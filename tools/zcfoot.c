@@ -105,6 +105,7 @@ static zc_config zf_config(const zf_opts *o, uint32_t n, zc_transport t) {
     cfg.slots = o->slots;
     cfg.ib_qps_per_peer = o->qps;
     if (o->no_gpu) cfg.gpu_device = -2;
+    if (t == ZC_TRANSPORT_INPROC) cfg.inproc_ranks_per_host = o->per_host; /* simulated hosts */
     snprintf(cfg.root_addr, sizeof cfg.root_addr, "127.0.0.1:29500");
     cfg.secret_set = true;
     return cfg;

@@ -18,6 +18,8 @@
  * `ninja check-layers` enforces it; the declarations follow it):
  *   split.c     zc_comm_split(_inproc): children agreed over the parent's own collectives
  *   report.c    zc_device_report: what the machine offers device-memory calls
+ *   footprint.c zc_comm_footprint: what a communicator would take on one rank, from the sizes
+ *               init uses (layout.c, the wire's takes and links, gpu_mem.c's device scratch)
  *   comm.c      init (bootstrap, wire setup, carve), in-process groups, abort, fini,
  *               accessors, host memory registration
  *   gpu_mem.c   the device state's start and stop, the path its calls take (ipc, staged, or

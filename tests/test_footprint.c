@@ -420,3 +420,75 @@ void zcfoot_times_a_small_inproc_allreduce(void) {
     ZT_CHECK(strstr(fp_out, "\n       9 ") != NULL);
     ZT_CHECK(strstr(fp_out, "failed") == NULL);
 }
+
+/* ---- over real verbs (tests/rxe runs the ib_ tests in a soft-RoCE guest) ---- */
+
+/* This process's pinned memory in bytes (VmPin: what the NIC registrations pinned). */
+static size_t fp_pinned(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmPin: %lu kB", &kib) == 1) break;
+    if (f) fclose(f);
+    return (size_t)kib * 1024u;
+}
+
+/* RC queue pairs `rdma res show qp` lists for this process. */
+static uint32_t fp_my_qps(void) {
+    char cmd[64], line[512], mine[32];
+    uint32_t n = 0;
+    snprintf(mine, sizeof mine, " pid %d ", (int)getpid());
+    snprintf(cmd, sizeof cmd, "rdma res show qp 2>/dev/null");
+    FILE *p = popen(cmd, "r");
+    while (p && fgets(line, sizeof line, p))
+        if (strstr(line, "type RC") && strstr(line, mine)) n++;
+    if (p) pclose(p);
+    return n;
+}
+
+int footprint_rank_ib_job(void) {
+    zc_config cfg;
+    zc_config_default(&cfg);
+    if (zc_config_from_env(&cfg) != ZC_OK) return 2;
+    zc_footprint fp;
+    if (zc_comm_footprint(&cfg, 0, &fp) != ZC_OK) {
+        printf("rank %u: footprint: %s\n", cfg.rank, zc_init_error_text());
+        return 3;
+    }
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), before = fp_pinned();
+    void *arena = aligned_alloc(64, fp.arena_bytes);
+    zc_comm *c = NULL;
+    if (zc_comm_init(&cfg, arena, fp.arena_bytes, &c) != ZC_OK) {
+        printf("rank %u: init: %s\n", cfg.rank, zc_init_error_text());
+        return 4;
+    }
+    size_t pinned = fp_pinned() - before;
+    uint32_t qps = fp_my_qps();
+    /* The window and the staging are pinned apart, each rounded up to whole pages. */
+    int bad = fp.transport != ZC_TRANSPORT_IB || strcmp(zc_comm_transport(c), "ib") != 0 ||
+              pinned < fp.registered_bytes || pinned > fp.registered_bytes + 2u * page ||
+              qps != fp.qps || fp.qps != (cfg.nranks - 1u) * cfg.ib_qps_per_peer;
+    printf("rank %u: registered %zu, pinned %zu; qps %u, listed %u\n", cfg.rank,
+           fp.registered_bytes, pinned, fp.qps, qps);
+    zc_req r;
+    if (zc_barrier(c, &r) != ZC_OK || zc_wait(c, &r) != ZC_OK) bad = 1; /* all counted */
+    zc_comm_fini(c);
+    free(arena);
+    return bad ? 1 : 0;
+}
+
+void ib_footprint_matches_what_a_job_pins_and_opens(void) {
+#ifndef ZC_HAVE_IB
+    ZT_SKIP("this build has no transport_ib");
+#else
+    static char out[8192];
+    if (access("/sys/class/infiniband/rxe0", F_OK) != 0)
+        ZT_SKIP("no RDMA device here (tests/rxe runs this in a soft-RoCE guest)");
+    const char *env[] = {"ZC_TRANSPORT=ib", "ZC_IB_DEVICE=rxe0", "ZC_IB_QPS_PER_PEER=2",
+                         "ZC_SLOT_BYTES=4096", "ZC_SLOTS=4", NULL};
+    int rc = zt_run_ranks(3, "footprint_rank_ib_job", 60, env, out, sizeof out);
+    printf("%s", out);
+    ZT_CHECK_EQ(rc, 0);
+#endif
+}

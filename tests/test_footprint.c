@@ -88,40 +88,71 @@ static size_t fp_my_segment(uint32_t rank) {
     return bytes;
 }
 
-int footprint_rank_shm_job(void) {
+/* This process's pinned memory in bytes (VmPin: what the NIC registrations pinned). */
+static size_t fp_pinned(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmPin: %lu kB", &kib) == 1) break;
+    if (f) fclose(f);
+    return (size_t)kib * 1024u;
+}
+
+/* A rank of a zcrun job: its configuration from the environment, its footprint, then its
+ * communicator in an arena of fp.arena_bytes, and how much init pinned. */
+typedef struct fp_rank {
     zc_config cfg;
-    zc_config_default(&cfg);
-    if (zc_config_from_env(&cfg) != ZC_OK) return 2;
-    cfg.slot_bytes = 4096;
-    cfg.slots = 4;
     zc_footprint fp;
-    if (zc_comm_footprint(&cfg, 0, &fp) != ZC_OK) {
-        printf("rank %u: footprint: %s\n", cfg.rank, zc_init_error_text());
+    void *arena;
+    zc_comm *c;
+    size_t pinned;
+} fp_rank;
+
+/* 0, or the rank's exit status with a line saying why. */
+static int fp_rank_open(fp_rank *k) {
+    memset(k, 0, sizeof *k);
+    zc_config_default(&k->cfg);
+    if (zc_config_from_env(&k->cfg) != ZC_OK) return 2;
+    if (zc_comm_footprint(&k->cfg, 0, &k->fp) != ZC_OK) {
+        printf("rank %u: footprint: %s\n", k->cfg.rank, zc_init_error_text());
         return 3;
     }
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), want = fp_window_bytes(&cfg);
-    void *arena = aligned_alloc(64, fp.arena_bytes);
-    zc_comm *c = NULL;
-    zc_status st = zc_comm_init(&cfg, arena, fp.arena_bytes, &c);
-    if (st != ZC_OK) {
-        printf("rank %u: init: %s\n", cfg.rank, zc_init_error_text());
+    size_t before = fp_pinned();
+    k->arena = aligned_alloc(64, k->fp.arena_bytes);
+    if (zc_comm_init(&k->cfg, k->arena, k->fp.arena_bytes, &k->c) != ZC_OK) {
+        printf("rank %u: init: %s\n", k->cfg.rank, zc_init_error_text());
         return 4;
     }
-    size_t seg = fp_my_segment(cfg.rank);
-    int bad = fp.arena_bytes != zc_comm_arena_bytes(&cfg) || fp.transport != ZC_TRANSPORT_SHM ||
-              strcmp(zc_comm_transport(c), "shm") != 0 || fp.shared_bytes != want ||
-              seg != (want + page - 1u) / page * page || fp.registered_bytes != 0 ||
-              fp.peers != cfg.nranks - 1u || fp.qps != 0 || fp.hosts != 1;
-    printf("rank %u: shared %zu (layout %zu), mapped %zu, peers %u, transport %s\n", cfg.rank,
-           fp.shared_bytes, want, seg, fp.peers, zc_comm_transport(c));
-    zc_comm_fini(c);
-    free(arena);
+    k->pinned = fp_pinned() - before;
+    return 0;
+}
+
+static void fp_rank_close(fp_rank *k) {
+    zc_comm_fini(k->c);
+    free(k->arena);
+}
+
+int footprint_rank_shm_job(void) {
+    fp_rank k;
+    int rc = fp_rank_open(&k);
+    if (rc) return rc;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), want = fp_window_bytes(&k.cfg);
+    size_t seg = fp_my_segment(k.cfg.rank);
+    int bad = k.fp.arena_bytes != zc_comm_arena_bytes(&k.cfg) ||
+              k.fp.transport != ZC_TRANSPORT_SHM || strcmp(zc_comm_transport(k.c), "shm") != 0 ||
+              k.fp.shared_bytes != want || seg != (want + page - 1u) / page * page ||
+              k.fp.registered_bytes != 0 || k.pinned || k.fp.peers != k.cfg.nranks - 1u ||
+              k.fp.qps != 0 || k.fp.hosts != 1;
+    printf("rank %u: shared %zu (layout %zu), mapped %zu, peers %u, transport %s\n", k.cfg.rank,
+           k.fp.shared_bytes, want, seg, k.fp.peers, zc_comm_transport(k.c));
+    fp_rank_close(&k);
     return bad ? 1 : 0;
 }
 
 void footprint_matches_the_shm_windows_of_a_job(void) {
     static char out[8192];
-    const char *env[] = {"ZC_TRANSPORT=auto", NULL};
+    const char *env[] = {"ZC_TRANSPORT=auto", "ZC_SLOT_BYTES=4096", "ZC_SLOTS=4", NULL};
     int rc = zt_run_ranks(3, "footprint_rank_shm_job", 30, env, out, sizeof out);
     if (rc != 0) printf("%s", out);
     ZT_CHECK_EQ(rc, 0);
@@ -423,17 +454,6 @@ void zcfoot_times_a_small_inproc_allreduce(void) {
 
 /* ---- over real verbs (tests/rxe runs the ib_ tests in a soft-RoCE guest) ---- */
 
-/* This process's pinned memory in bytes (VmPin: what the NIC registrations pinned). */
-static size_t fp_pinned(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    unsigned long kib = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmPin: %lu kB", &kib) == 1) break;
-    if (f) fclose(f);
-    return (size_t)kib * 1024u;
-}
-
 /* RC queue pairs `rdma res show qp` lists for this process. */
 static uint32_t fp_my_qps(void) {
     char cmd[64], line[512], mine[32];
@@ -448,33 +468,20 @@ static uint32_t fp_my_qps(void) {
 }
 
 int footprint_rank_ib_job(void) {
-    zc_config cfg;
-    zc_config_default(&cfg);
-    if (zc_config_from_env(&cfg) != ZC_OK) return 2;
-    zc_footprint fp;
-    if (zc_comm_footprint(&cfg, 0, &fp) != ZC_OK) {
-        printf("rank %u: footprint: %s\n", cfg.rank, zc_init_error_text());
-        return 3;
-    }
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), before = fp_pinned();
-    void *arena = aligned_alloc(64, fp.arena_bytes);
-    zc_comm *c = NULL;
-    if (zc_comm_init(&cfg, arena, fp.arena_bytes, &c) != ZC_OK) {
-        printf("rank %u: init: %s\n", cfg.rank, zc_init_error_text());
-        return 4;
-    }
-    size_t pinned = fp_pinned() - before;
+    fp_rank k;
+    int rc = fp_rank_open(&k);
+    if (rc) return rc;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
     uint32_t qps = fp_my_qps();
     /* The window and the staging are pinned apart, each rounded up to whole pages. */
-    int bad = fp.transport != ZC_TRANSPORT_IB || strcmp(zc_comm_transport(c), "ib") != 0 ||
-              pinned < fp.registered_bytes || pinned > fp.registered_bytes + 2u * page ||
-              qps != fp.qps || fp.qps != (cfg.nranks - 1u) * cfg.ib_qps_per_peer;
-    printf("rank %u: registered %zu, pinned %zu; qps %u, listed %u\n", cfg.rank,
-           fp.registered_bytes, pinned, fp.qps, qps);
+    int bad = k.fp.transport != ZC_TRANSPORT_IB || strcmp(zc_comm_transport(k.c), "ib") != 0 ||
+              k.pinned < k.fp.registered_bytes || k.pinned > k.fp.registered_bytes + 2u * page ||
+              qps != k.fp.qps || k.fp.qps != (k.cfg.nranks - 1u) * k.cfg.ib_qps_per_peer;
+    printf("rank %u: registered %zu, pinned %zu; qps %u, listed %u\n", k.cfg.rank,
+           k.fp.registered_bytes, k.pinned, k.fp.qps, qps);
     zc_req r;
-    if (zc_barrier(c, &r) != ZC_OK || zc_wait(c, &r) != ZC_OK) bad = 1; /* all counted */
-    zc_comm_fini(c);
-    free(arena);
+    if (zc_barrier(k.c, &r) != ZC_OK || zc_wait(k.c, &r) != ZC_OK) bad = 1; /* all counted */
+    fp_rank_close(&k);
     return bad ? 1 : 0;
 }
 

@@ -287,9 +287,9 @@ void zc_config_default(zc_config *cfg);
  * (-2, -1 or an ordinal), ZC_GPU_STREAM_SLOTS, ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES,
  * ZC_GPU_PROVIDER (auto|cuda|sim), ZC_GPU_PATH (auto|ipc|staged|direct), ZC_GPU_STAGE_BYTES,
  * ZC_SYM_BYTES, ZC_THREADS (multi|serial), ZC_INPROC_RANKS_PER_HOST (in-process groups only:
- * set with another transport it is refused). No launcher variables at all leaves the single-rank default.
- * Malformed values (non-numeric, rank >= size, size 0, more than one rank without a
- * rendezvous address, a secret that is not 32 hex digits, an unreadable ZC_SECRET_FILE, both
+ * set with another transport it is refused). No launcher variables at all leaves the
+ * single-rank default. Malformed values (non-numeric, rank >= size, size 0, more than one rank
+ * without a rendezvous address, a secret that is not 32 hex digits, an unreadable ZC_SECRET_FILE, both
  * ZC_SECRET and ZC_SECRET_FILE) return ZC_INVALID_ARG with a sentence naming the variable in
  * cfg->error_text; cfg is then unchanged but for error_text. */
 zc_status zc_config_from_env(zc_config *cfg);

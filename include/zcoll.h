@@ -283,13 +283,13 @@ void zc_config_default(zc_config *cfg);
  * (docs/security.md says how to pass a secret under each launcher). Tunables:
  * ZC_TIMEOUT_MS, ZC_SLOT_BYTES, ZC_SLOTS, ZC_MAX_REQUESTS, ZC_SPIN_POLLS, ZC_LOG_MIN_RANKS,
  * ZC_TRANSPORT (auto|shm|ib), ZC_IB_DEVICE, ZC_IB_PORT, ZC_IB_GID_INDEX (or auto),
- * ZC_IB_QPS_PER_PEER, ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT, ZC_IB_ZCOPY_MIN_BYTES, ZC_GPU_DEVICE
- * (-2, -1 or an ordinal), ZC_GPU_STREAM_SLOTS, ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES,
+ * ZC_IB_QPS_PER_PEER, ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT, ZC_IB_ZCOPY_MIN_BYTES, ZC_GPU_DEVICE (-2, -1
+ * or an ordinal), ZC_GPU_STREAM_SLOTS, ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES,
  * ZC_GPU_PROVIDER (auto|cuda|sim), ZC_GPU_PATH (auto|ipc|staged|direct), ZC_GPU_STAGE_BYTES,
- * ZC_SYM_BYTES, ZC_THREADS (multi|serial), ZC_INPROC_RANKS_PER_HOST (in-process groups only:
- * set with another transport it is refused). No launcher variables at all leaves the
- * single-rank default. Malformed values (non-numeric, rank >= size, size 0, more than one rank
- * without a rendezvous address, a secret that is not 32 hex digits, an unreadable ZC_SECRET_FILE, both
+ * ZC_SYM_BYTES, ZC_THREADS (multi|serial), ZC_INPROC_RANKS_PER_HOST (in-process groups only: set
+ * with another transport it is refused). No launcher variables at all leaves the single-rank
+ * default. Malformed values (non-numeric, rank >= size, size 0, more than one rank without a
+ * rendezvous address, a secret that is not 32 hex digits, an unreadable ZC_SECRET_FILE, both
  * ZC_SECRET and ZC_SECRET_FILE) return ZC_INVALID_ARG with a sentence naming the variable in
  * cfg->error_text; cfg is then unchanged but for error_text. */
 zc_status zc_config_from_env(zc_config *cfg);

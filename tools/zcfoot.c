@@ -6,6 +6,7 @@
  *     and the host memory in all (arena + shared + registered); a size init refuses prints
  *     "refused:" and the sentence. --raw: bytes as exact integers.
  *   zcfoot --time [--ranks N,...] [--slot-bytes B] [--slots S] [--reps R] [--no-gpu]
+ *     [--log-min-ranks K] (cfg->log_min_ranks: 0 = one-shot at every n, 1 = recursive doubling)
  *     per N: an in-process group (zc_comm_init_inproc) and the CPU time of one 8-byte float32
  *     all_reduce over all ranks driven by this thread (issue on every rank, then zc_wait on
  *     each), median and minimum of R calls after one warm-up, with the arena per rank.
@@ -25,7 +26,7 @@
 #define ZF_MAX_REPS 101
 
 typedef struct zf_opts {
-    uint32_t ranks[ZF_MAX_SIZES], nsizes, per_host, slot_bytes, slots, qps, reps;
+    uint32_t ranks[ZF_MAX_SIZES], nsizes, per_host, slot_bytes, slots, qps, reps, log_min;
     zc_transport transport;
     bool time, raw, no_gpu;
 } zf_opts;
@@ -36,7 +37,7 @@ static void zf_usage(const char *why) {
     fprintf(f, "usage: zcfoot [--ranks N,N,...] [--per-host K] "
             "[--transport auto|shm|ib|inproc] [--slot-bytes B] [--slots S] [--qps Q] "
             "[--no-gpu] [--raw]\n       zcfoot --time [--ranks N,...] [--slot-bytes B] "
-            "[--slots S] [--reps R] [--no-gpu]\n");
+            "[--slots S] [--reps R] [--no-gpu] [--log-min-ranks K]\n");
     exit(why ? 2 : 0);
 }
 
@@ -71,7 +72,8 @@ static zc_transport zf_transport(const char *s) {
 static void zf_parse(zf_opts *o, int argc, char **argv) {
     static const char defaults[] = "8,64,512,1024,4096,65536";
     *o = (zf_opts){.per_host = 8, .slot_bytes = ZC_DEFAULT_SLOT_BYTES, .slots = ZC_DEFAULT_SLOTS,
-                   .qps = ZC_DEFAULT_IB_QPS_PER_PEER, .reps = 9, .transport = ZC_TRANSPORT_AUTO};
+                   .qps = ZC_DEFAULT_IB_QPS_PER_PEER, .reps = 9, .transport = ZC_TRANSPORT_AUTO,
+                   .log_min = ZC_DEFAULT_LOG_MIN_RANKS};
     zf_ranks(o, defaults);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -88,6 +90,7 @@ static void zf_parse(zf_opts *o, int argc, char **argv) {
         else if (strcmp(a, "--slots") == 0) o->slots = zf_u32(v, "--slots: a number");
         else if (strcmp(a, "--qps") == 0) o->qps = zf_u32(v, "--qps: a number");
         else if (strcmp(a, "--reps") == 0) o->reps = zf_u32(v, "--reps: a number");
+        else if (strcmp(a, "--log-min-ranks") == 0) o->log_min = zf_u32(v, "--log-min-ranks: K");
         else zf_usage("unknown option (zcfoot --help for the list)");
         if (value) i++;
     }
@@ -104,6 +107,7 @@ static zc_config zf_config(const zf_opts *o, uint32_t n, zc_transport t) {
     cfg.slot_bytes = o->slot_bytes;
     cfg.slots = o->slots;
     cfg.ib_qps_per_peer = o->qps;
+    cfg.log_min_ranks = o->log_min;
     if (o->no_gpu) cfg.gpu_device = -2;
     if (t == ZC_TRANSPORT_INPROC) cfg.inproc_ranks_per_host = o->per_host; /* simulated hosts */
     snprintf(cfg.root_addr, sizeof cfg.root_addr, "127.0.0.1:29500");
@@ -223,8 +227,8 @@ static int zf_time_one(const zf_opts *o, uint32_t n) {
 static int zf_time(const zf_opts *o) {
     int rc = 0;
     printf("# in-process 8-byte float32 all_reduce over all ranks, one thread; %u slots x %u B%s;"
-           " CPU ms of one call, median and min of %u\n", o->slots, o->slot_bytes,
-           o->no_gpu ? ", no gpu state" : "", o->reps);
+           " log_min_ranks %u; CPU ms of one call, median and min of %u\n", o->slots,
+           o->slot_bytes, o->no_gpu ? ", no gpu state" : "", o->log_min, o->reps);
     printf("%8s %12s %12s %12s %12s\n", "ranks", "arena_bytes", "median_ms", "min_ms",
            "ms_per_rank");
     for (uint32_t i = 0; i < o->nsizes; i++) rc |= zf_time_one(o, o->ranks[i]);

@@ -365,42 +365,62 @@ static void mp_sentinel(uint8_t *p, size_t bytes) {
     for (size_t i = 0; i < bytes; i++) p[i] = (uint8_t)(0x5au + i * 131u);
 }
 
-/* The reference reduction of element idx: ranks 0..n-1 folded in that order; narrow floats
- * decoded to float, folded in float and encoded once; fp64 in double; integers wrap through
- * unsigned arithmetic; AVG is the sum over n (integers: the exact sum truncated toward zero);
- * MIN/MAX are fmin/fmax. */
+/* Rank k's element idx as the accumulator (fp64 for fp64, else fp32 held in a double). */
+static double mp_ref_value(const mp_op *o, uint32_t k, uint64_t idx) {
+    uint8_t e[8];
+    mp_elem(o->dt, mp_hash(o->uid, mp_who(o, k), idx), e);
+    if (o->dt != ZC_FLOAT64) return (double)mp_dec(o->dt, e);
+    double x;
+    memcpy(&x, e, 8);
+    return x;
+}
+
+/* a (+) b in the accumulator: fp64 for fp64, each operation rounded to float otherwise. */
+static double mp_ref_op(const mp_op *o, double a, double b) {
+    zc_op op = o->op;
+    if (o->dt == ZC_FLOAT64) {
+        if (op == ZC_SUM || op == ZC_AVG) return a + b;
+        if (op == ZC_PROD) return a * b;
+        return op == ZC_MIN ? fmin(a, b) : fmax(a, b);
+    }
+    float x = (float)a, y = (float)b;
+    if (op == ZC_SUM || op == ZC_AVG) return (double)(x + y);
+    if (op == ZC_PROD) return (double)(x * y);
+    return (double)(op == ZC_MIN ? fminf(x, y) : fmaxf(x, y));
+}
+
+/* The rank tree over leaves l0..l1-1 (docs/api.md): with p the largest power of two <= n and
+ * e = n - p, leaf i is rank 2i (+) rank 2i+1 for i < e and rank i+e after; a range splits in
+ * halves, the lower on the left. */
+static double mp_ref_tree(const mp_op *o, uint32_t e, uint32_t l0, uint32_t l1, uint64_t idx) {
+    if (l1 - l0 > 1u) {
+        uint32_t mid = l0 + (l1 - l0) / 2u;
+        return mp_ref_op(o, mp_ref_tree(o, e, l0, mid, idx), mp_ref_tree(o, e, mid, l1, idx));
+    }
+    if (l0 < e)
+        return mp_ref_op(o, mp_ref_value(o, 2u * l0, idx), mp_ref_value(o, 2u * l0 + 1u, idx));
+    return mp_ref_value(o, l0 + e, idx);
+}
+
+/* The reference reduction of element idx: floating types in the rank tree, narrow floats
+ * decoded to float, combined in float and encoded once; fp64 in double; integers (whose
+ * results do not depend on the order) wrap through unsigned arithmetic; AVG is the sum over n
+ * (integers: the exact sum truncated toward zero); MIN/MAX are fmin/fmax. */
 static void mp_ref_elem(const mp_op *o, uint64_t idx, uint8_t *dst) {
     uint8_t e[8];
     zc_dtype t = o->dt;
     zc_op op = o->op;
     uint32_t n = o->n;
     if (t >= ZC_FLOAT16) {
-        float facc = 0.0f;
-        double dacc = 0.0;
-        for (uint32_t k = 0; k < n; k++) {
-            mp_elem(t, mp_hash(o->uid, mp_who(o, k), idx), e);
-            if (t == ZC_FLOAT64) {
-                double x;
-                memcpy(&x, e, 8);
-                if (k == 0) dacc = x;
-                else if (op == ZC_SUM || op == ZC_AVG) dacc = dacc + x;
-                else if (op == ZC_PROD) dacc = dacc * x;
-                else if (op == ZC_MIN) dacc = fmin(dacc, x);
-                else dacc = fmax(dacc, x);
-            } else {
-                float x = mp_dec(t, e);
-                if (k == 0) facc = x;
-                else if (op == ZC_SUM || op == ZC_AVG) facc = facc + x;
-                else if (op == ZC_PROD) facc = facc * x;
-                else if (op == ZC_MIN) facc = fminf(facc, x);
-                else facc = fmaxf(facc, x);
-            }
-        }
+        uint32_t p = 1;
+        while (p * 2u <= n) p *= 2u;
+        double acc = mp_ref_tree(o, n - p, 0, p, idx);
         if (t == ZC_FLOAT64) {
-            if (op == ZC_AVG) dacc = dacc / (double)n;
-            if (dacc != dacc) dacc = mp_qnan_d();
-            memcpy(dst, &dacc, 8);
+            if (op == ZC_AVG) acc = acc / (double)n;
+            if (acc != acc) acc = mp_qnan_d();
+            memcpy(dst, &acc, 8);
         } else {
+            float facc = (float)acc;
             if (op == ZC_AVG) facc = facc / (float)n;
             mp_enc(t, facc, dst);
         }

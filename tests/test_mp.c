@@ -13,6 +13,7 @@
 
 #include "../core/engine.h" /* zc_comm's placed_bytes: what the wire put in place */
 #include "../core/reduce.h"
+#include "ref.h"
 #include "zcoll.h"
 
 #include <dirent.h>
@@ -960,6 +961,49 @@ int mp_rank_allreduce_big(void) {
         printf("mp-info: allreduce float32 sum %u MiB on %u ranks: %.1f ms (%.2f GB/s algbw)\n",
                mib, m.n, mp_ms(dt), (double)(o.count * 4) / (double)dt);
     mp_op_free(&o);
+    mp_fini(&m);
+    return 0;
+}
+
+/* The rank tree on inputs where the linear order differs (zr_fill_order): all_reduce on both
+ * sides of the one-shot threshold (one-shot, reduce-scatter + all-gather), reduce on both sides
+ * of the direct one, reduce_scatter (the all_reduce in place); every rank checks its result against tests/ref.c. */
+int mp_rank_order(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_order");
+    mp_init(&m);
+    uint64_t most = m.cfg.allreduce_oneshot_max_bytes > m.cfg.reduce_direct_max_bytes
+                        ? m.cfg.allreduce_oneshot_max_bytes : m.cfg.reduce_direct_max_bytes;
+    const size_t counts[] = {300, (size_t)(most / 4u) + 999u};
+    const zr_coll colls[] = {ZR_ALLREDUCE, ZR_REDUCE, ZR_RS};
+    uint8_t *send[ZR_MAX_RANKS];
+    MP_CHECK(&m, m.n <= ZR_MAX_RANKS, "%u ranks", m.n);
+    for (size_t ci = 0; ci < 2; ci++)
+        for (size_t k = 0; k < sizeof colls / sizeof colls[0]; k++) {
+            zr_case c = {colls[k], m.n, counts[ci], ZC_FLOAT32, ZC_SUM, m.n - 1u, k == 0};
+            size_t bb = zr_buf_bytes(&c), bytes;
+            for (uint32_t q = 0; q < m.n; q++) {
+                send[q] = malloc(bb);
+                MP_CHECK(&m, send[q] && zr_fill_order((float *)(void *)send[q],
+                                                      m.n * c.count, m.n, q),
+                         "order inputs for %u ranks", m.n);
+            }
+            uint8_t *recv = malloc(bb), *want = malloc(bb);
+            MP_CHECK(&m, recv && want, "malloc");
+            memset(recv, 0xA5, bb);
+            memset(want, 0xA5, bb);
+            zr_want(&c, send, m.rank, want);
+            zc_req req;
+            MP_ST(&m, zr_issue(&c, m.comm, m.rank, send[m.rank], recv, &req), ZC_OK);
+            MP_ST(&m, zc_wait(m.comm, &req), ZC_OK);
+            const uint8_t *got = zr_result(&c, m.rank, send[m.rank], recv, &bytes);
+            size_t at = zr_first_diff(got, want, bytes);
+            MP_CHECK(&m, at == bytes, "%s count %zu: byte %zu of %zu differs from the rank tree",
+                     zr_coll_name(c.c), c.count, at, bytes);
+            for (uint32_t q = 0; q < m.n; q++) free(send[q]);
+            free(recv), free(want);
+        }
+    if (m.rank == 0) printf("mp-info: rank tree bits on %u ranks\n", m.n);
     mp_fini(&m);
     return 0;
 }
@@ -1927,6 +1971,12 @@ void mp_collectives_match_reference_n8(void) { mp_job(8, "mp_rank_sweep", 50, NU
 
 void mp_allreduce_64mib_float32_matches_reference_n2(void) {
     mp_job(2, "mp_rank_allreduce_big", 50, NULL, 0);
+}
+
+/* Processes under zcrun reduce in the rank tree, not the linear order, on 4, 5, 7, 8 ranks. */
+void mp_reductions_give_the_rank_trees_bits_not_the_linear_orders(void) {
+    for (uint32_t n = 4; n <= 8; n++)
+        if (n != 6) mp_job(n, "mp_rank_order", 50, NULL, 0);
 }
 
 void mp_persistent_plans_restart(void) { mp_job(3, "mp_rank_plans", 50, NULL, 0); }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "reduce.h"
+#include "../ref.h"
 
 #include "zg_cuda.h"
 
@@ -129,13 +130,12 @@ static size_t zg_expect(const zg_case *k, uint32_t n, uint32_t me, uint8_t *cons
     }
 }
 
-/* Runs one case on device memory and compares with the host reference; seed numbers cases. */
-static void zg_run_case(zc_comm *c, const zg_case *k, uint32_t seed, uint8_t *dsend,
-                        uint8_t *drecv, uint8_t *const *in, uint8_t *want, uint8_t *got) {
+/* Runs one case on device memory with every rank's inputs in in[] and compares with the host
+ * reference. */
+static void zg_run_filled(zc_comm *c, const zg_case *k, uint8_t *dsend, uint8_t *drecv,
+                          uint8_t *const *in, uint8_t *want, uint8_t *got) {
     uint32_t n = zc_comm_size(c), me = zc_comm_rank(c);
     size_t es = zc_dtype_bytes(k->dtype), blk = k->count * es;
-    for (uint32_t r = 0; r < n; r++) zg_fill(in[r], k->count * zg_in_blocks(k, n), k->dtype,
-                                             seed * 64u + r);
     uint8_t *send = dsend, *recv = drecv;
     if (k->in_place) {
         send = recv = drecv;
@@ -160,6 +160,55 @@ static void zg_run_case(zc_comm *c, const zg_case *k, uint32_t seed, uint8_t *ds
                  k->in_place ? " in place" : "", i / es, got[i], want[i]);
         zt_fail(__FILE__, __LINE__, "device == host reference", d);
     }
+}
+
+/* Runs one case on zg_fill's inputs; seed numbers cases. */
+static void zg_run_case(zc_comm *c, const zg_case *k, uint32_t seed, uint8_t *dsend,
+                        uint8_t *drecv, uint8_t *const *in, uint8_t *want, uint8_t *got) {
+    uint32_t n = zc_comm_size(c);
+    for (uint32_t r = 0; r < n; r++) zg_fill(in[r], k->count * zg_in_blocks(k, n), k->dtype,
+                                             seed * 64u + r);
+    zg_run_filled(c, k, dsend, drecv, in, want, got);
+}
+
+/* The rank tree on device memory, on inputs where the linear order differs (tests/ref.c
+ * zr_fill_order, 4, 5, 7 or 8 ranks): all_reduce one-shot (300 elements) and reduce-scatter +
+ * all-gather (40,000: past the 64 KiB one-shot limit), reduce and reduce_scatter, in place and
+ * not, against the host kernels (which the host suite checks against the tree). */
+int zg_rank_order(void) {
+    zg_need_device();
+    zc_comm *c = zg_comm_from_env(32u << 10, 64u << 10);
+    uint32_t n = zc_comm_size(c);
+    uint8_t *dsend = zg_dev_alloc(ZG_BUF), *drecv = zg_dev_alloc(ZG_BUF), *in[64];
+    uint8_t *want = malloc(ZG_BUF), *got = malloc(ZG_BUF);
+    zc_mem *ms, *mr;
+    ZT_CHECK(n <= 8 && want && got);
+    for (uint32_t r = 0; r < n; r++) ZT_CHECK((in[r] = malloc(ZG_BUF)) != NULL);
+    ZT_CHECK_COMM(c, zc_mem_register(c, dsend, ZG_BUF, ZC_MEM_CUDA, &ms), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, drecv, ZG_BUF, ZC_MEM_CUDA, &mr), ZC_OK);
+    static const size_t counts[] = {300, 40000};
+    for (size_t ci = 0; ci < 2; ci++)
+        for (int kind = 0; kind < 3; kind++)
+            for (int ip = 0; ip < 2; ip++) {
+                zg_case k = {kind, ZC_FLOAT32, ZC_SUM, counts[ci], n - 1u, ip == 1};
+                for (uint32_t r = 0; r < n; r++)
+                    ZT_CHECK(zr_fill_order((float *)(void *)in[r], k.count * zg_in_blocks(&k, n),
+                                           n, r));
+                zg_run_filled(c, &k, dsend, drecv, in, want, got);
+            }
+    if (zc_comm_rank(c) == 0) printf("rank tree bits on %u ranks\n", n);
+    ZT_CHECK_COMM(c, zc_mem_deregister(c, ms), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_deregister(c, mr), ZC_OK);
+    ZT_CHECK_COMM(c, zc_comm_fini(c), ZC_OK);
+    for (uint32_t r = 0; r < n; r++) free(in[r]);
+    zg_dev_free(dsend), zg_dev_free(drecv);
+    free(want), free(got);
+    return 0;
+}
+
+void gpu_reductions_give_the_rank_trees_bits_on_4_5_7_8_ranks(void) {
+    for (uint32_t n = 4; n <= 8; n++)
+        if (n != 6) zg_run(n, "zg_rank_order");
 }
 
 /* Device send/recv in a ring (to me + 1, from me - 1), both issued before either is waited

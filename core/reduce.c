@@ -184,6 +184,36 @@ ZC_INLINE zc_quad zc_leaf_pair(const void *const *in, uint32_t e, uint32_t j) {
             name##_block((T *)out, in, n, tr, st, base, count - base < len ? count - base : len); \
     }
 
+/* ---- pairwise accumulator primitives ------------------------------------------------------
+ * ZC_PRIMS(name, T, A, LOAD, OP, STORE) defines name_load (A from T), name_combine (A (+) A)
+ * and name_store (A to T for n ranks) over whole arrays, for the log-depth algorithms that move
+ * partial results between ranks in the accumulator format A. The accumulator of integer AVG is
+ * an exact sum in any wide enough type, so its format here may differ from the n-input kernel's
+ * (whose width depends on n): the bits of the stored quotient do not. */
+#define ZC_PRIMS(name, T, A, LOAD, OP, STORE)                                                    \
+    static void name##_load(void *acc, const void *in, size_t count) {                          \
+        A *a = (A *)acc;                                                                        \
+        const T *x = (const T *)in;                                                             \
+        for (size_t j = 0; j < count; j++) a[j] = LOAD(x[j]);                                   \
+    }                                                                                           \
+    static void name##_combine(void *out, const void *left, const void *right, size_t count) {  \
+        A *o = (A *)out;                                                                        \
+        const A *l = (const A *)left, *r = (const A *)right;                                    \
+        ZC_IVDEP for (size_t j = 0; j < count; j++) o[j] = OP(l[j], r[j]);                      \
+    }                                                                                           \
+    static void name##_store(void *out, const void *acc, size_t count, uint32_t n) {            \
+        T *o = (T *)out;                                                                        \
+        const A *a = (const A *)acc;                                                            \
+        (void)n;                                                                                \
+        for (size_t j = 0; j < count; j++) o[j] = STORE(a[j]);                                  \
+    }
+
+/* A (type, op)'s n-input kernel zc_red_X and its primitives zc_acc_X, for the pairs whose
+ * accumulator is the same in both. */
+#define ZC_BOTH(X, T, A, LOAD, OP, STORE)                                                        \
+    ZC_KERNEL(zc_red_##X, T, A, LOAD, OP, STORE)                                                \
+    ZC_PRIMS(zc_acc_##X, T, A, LOAD, OP, STORE)
+
 #define ZC_ID(x) (x)
 #define ZC_ADD(a, b) ((a) + (b))
 #define ZC_IMIN(a, b) ((b) < (a) ? (b) : (a))
@@ -195,10 +225,10 @@ ZC_INLINE zc_quad zc_leaf_pair(const void *const *in, uint32_t e, uint32_t j) {
 #define ZC_INT_KERNELS(tag, T, U)                                                                \
     ZC_INLINE T zc_##tag##_wadd(T a, T b) { return (T)((U)a + (U)b); }                           \
     ZC_INLINE T zc_##tag##_wmul(T a, T b) { return (T)((U)a * (U)b); }                           \
-    ZC_KERNEL(zc_red_##tag##_sum, T, T, ZC_ID, zc_##tag##_wadd, ZC_ID)                          \
-    ZC_KERNEL(zc_red_##tag##_prod, T, T, ZC_ID, zc_##tag##_wmul, ZC_ID)                         \
-    ZC_KERNEL(zc_red_##tag##_min, T, T, ZC_ID, ZC_IMIN, ZC_ID)                                  \
-    ZC_KERNEL(zc_red_##tag##_max, T, T, ZC_ID, ZC_IMAX, ZC_ID)
+    ZC_BOTH(tag##_sum, T, T, ZC_ID, zc_##tag##_wadd, ZC_ID)                                     \
+    ZC_BOTH(tag##_prod, T, T, ZC_ID, zc_##tag##_wmul, ZC_ID)                                    \
+    ZC_BOTH(tag##_min, T, T, ZC_ID, ZC_IMIN, ZC_ID)                                             \
+    ZC_BOTH(tag##_max, T, T, ZC_ID, ZC_IMAX, ZC_ID)
 
 ZC_INT_KERNELS(i8, int8_t, uint32_t)
 ZC_INT_KERNELS(u8, uint8_t, uint32_t)
@@ -245,11 +275,11 @@ ZC_KERNEL(zc_red_u64_avg, uint64_t, zc_u128, zc_u64_wide, zc_u128_add, ZC_U64_AV
  * Accumulated in A (fp32 for fp32 and every narrow type, fp64 for fp64); AVG divides the sum
  * by n in A; one rounding to the stored type at the end, a NaN made canonical (elem.h). */
 #define ZC_FLOAT_KERNELS(tag, T, A, DEC, ADD, MUL, MIN, MAX)                                    \
-    ZC_KERNEL(zc_red_##tag##_sum, T, A, DEC, ADD, zc_##tag##_store)                             \
-    ZC_KERNEL(zc_red_##tag##_prod, T, A, DEC, MUL, zc_##tag##_store)                            \
-    ZC_KERNEL(zc_red_##tag##_min, T, A, DEC, MIN, zc_##tag##_store)                             \
-    ZC_KERNEL(zc_red_##tag##_max, T, A, DEC, MAX, zc_##tag##_store)                             \
-    ZC_KERNEL(zc_red_##tag##_avg, T, A, DEC, ADD, ZC_##tag##_AVG)
+    ZC_BOTH(tag##_sum, T, A, DEC, ADD, zc_##tag##_store)                                        \
+    ZC_BOTH(tag##_prod, T, A, DEC, MUL, zc_##tag##_store)                                       \
+    ZC_BOTH(tag##_min, T, A, DEC, MIN, zc_##tag##_store)                                        \
+    ZC_BOTH(tag##_max, T, A, DEC, MAX, zc_##tag##_store)                                        \
+    ZC_BOTH(tag##_avg, T, A, DEC, ADD, ZC_##tag##_AVG)
 
 #define ZC_f32_AVG(s) zc_f32_avg(s, n)
 #define ZC_f64_AVG(s) zc_f64_avg(s, n)
@@ -265,43 +295,8 @@ ZC_FLOAT_KERNELS(bf16, uint16_t, float, zc_bf16_dec, zc_addf, zc_mulf, zc_minf, 
 ZC_FLOAT_KERNELS(e4m3, uint8_t, float, zc_e4m3_dec, zc_addf, zc_mulf, zc_minf, zc_maxf)
 ZC_FLOAT_KERNELS(e5m2, uint8_t, float, zc_e5m2_dec, zc_addf, zc_mulf, zc_minf, zc_maxf)
 
-/* ---- pairwise accumulator primitives ------------------------------------------------------
- * ZC_PRIMS(name, T, A, LOAD, OP, STORE) defines name_load (A from T), name_combine (A (+) A)
- * and name_store (A to T for n ranks) over whole arrays, for the log-depth algorithms that move
- * partial results between ranks in the accumulator format A. The accumulator of integer AVG is
- * an exact sum in any wide enough type, so its format here may differ from the n-input kernel's
- * (whose width depends on n): the bits of the stored quotient do not. */
-#define ZC_PRIMS(name, T, A, LOAD, OP, STORE)                                                    \
-    static void name##_load(void *acc, const void *in, size_t count) {                          \
-        A *a = (A *)acc;                                                                        \
-        const T *x = (const T *)in;                                                             \
-        for (size_t j = 0; j < count; j++) a[j] = LOAD(x[j]);                                   \
-    }                                                                                           \
-    static void name##_combine(void *out, const void *left, const void *right, size_t count) {  \
-        A *o = (A *)out;                                                                        \
-        const A *l = (const A *)left, *r = (const A *)right;                                    \
-        ZC_IVDEP for (size_t j = 0; j < count; j++) o[j] = OP(l[j], r[j]);                      \
-    }                                                                                           \
-    static void name##_store(void *out, const void *acc, size_t count, uint32_t n) {            \
-        T *o = (T *)out;                                                                        \
-        const A *a = (const A *)acc;                                                            \
-        (void)n;                                                                                \
-        for (size_t j = 0; j < count; j++) o[j] = STORE(a[j]);                                  \
-    }
-
-#define ZC_INT_PRIMS(tag, T)                                                                     \
-    ZC_PRIMS(zc_acc_##tag##_sum, T, T, ZC_ID, zc_##tag##_wadd, ZC_ID)                           \
-    ZC_PRIMS(zc_acc_##tag##_prod, T, T, ZC_ID, zc_##tag##_wmul, ZC_ID)                          \
-    ZC_PRIMS(zc_acc_##tag##_min, T, T, ZC_ID, ZC_IMIN, ZC_ID)                                   \
-    ZC_PRIMS(zc_acc_##tag##_max, T, T, ZC_ID, ZC_IMAX, ZC_ID)
-ZC_INT_PRIMS(i8, int8_t)
-ZC_INT_PRIMS(u8, uint8_t)
-ZC_INT_PRIMS(i32, int32_t)
-ZC_INT_PRIMS(u32, uint32_t)
-ZC_INT_PRIMS(i64, int64_t)
-ZC_INT_PRIMS(u64, uint64_t)
-
-/* Integer AVG accumulators: 8-bit in int32 (exact below 2^23 ranks, which ZC_MAX_RANKS keeps),
+/* ---- integer AVG accumulator primitives ---------------------------------------------------
+ * Integer AVG accumulators: 8-bit in int32 (exact below 2^23 ranks, which ZC_MAX_RANKS keeps),
  * int32 in int64 and uint32 in uint64 (exact for every n), 64-bit in 128 bits. The store
  * divides as the n-input kernel does for that n. */
 _Static_assert(ZC_MAX_RANKS < (1u << 23), "8-bit AVG accumulators are int32");
@@ -313,19 +308,6 @@ ZC_PRIMS(zc_acc_i32_avg, int32_t, int64_t, (int64_t), ZC_ADD, ZC_i32_AVG_ST)
 ZC_PRIMS(zc_acc_u32_avg, uint32_t, uint64_t, (uint64_t), ZC_ADD, ZC_u32_AVG_ST)
 ZC_PRIMS(zc_acc_i64_avg, int64_t, zc_u128, zc_i64_wide, zc_u128_add, ZC_I64_AVG)
 ZC_PRIMS(zc_acc_u64_avg, uint64_t, zc_u128, zc_u64_wide, zc_u128_add, ZC_U64_AVG)
-
-#define ZC_FLOAT_PRIMS(tag, T, A, DEC, ADD, MUL, MIN, MAX)                                      \
-    ZC_PRIMS(zc_acc_##tag##_sum, T, A, DEC, ADD, zc_##tag##_store)                              \
-    ZC_PRIMS(zc_acc_##tag##_prod, T, A, DEC, MUL, zc_##tag##_store)                             \
-    ZC_PRIMS(zc_acc_##tag##_min, T, A, DEC, MIN, zc_##tag##_store)                              \
-    ZC_PRIMS(zc_acc_##tag##_max, T, A, DEC, MAX, zc_##tag##_store)                              \
-    ZC_PRIMS(zc_acc_##tag##_avg, T, A, DEC, ADD, ZC_##tag##_AVG)
-ZC_FLOAT_PRIMS(f32, float, float, ZC_ID, zc_addf, zc_mulf, zc_minf, zc_maxf)
-ZC_FLOAT_PRIMS(f64, double, double, ZC_ID, zc_addd, zc_muld, zc_mind, zc_maxd)
-ZC_FLOAT_PRIMS(fp16, uint16_t, float, zc_fp16_dec, zc_addf, zc_mulf, zc_minf, zc_maxf)
-ZC_FLOAT_PRIMS(bf16, uint16_t, float, zc_bf16_dec, zc_addf, zc_mulf, zc_minf, zc_maxf)
-ZC_FLOAT_PRIMS(e4m3, uint8_t, float, zc_e4m3_dec, zc_addf, zc_mulf, zc_minf, zc_maxf)
-ZC_FLOAT_PRIMS(e5m2, uint8_t, float, zc_e5m2_dec, zc_addf, zc_mulf, zc_minf, zc_maxf)
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 typedef void (*zc_reduce_fn)(void *out, const void *const *in, uint32_t n, size_t count);
@@ -373,6 +355,16 @@ static inline uint64_t zc_fp_mode(void) { return 0; }
 static inline void zc_fp_set(uint64_t mode) { (void)mode; }
 #endif
 
+/* Turns flushing off for a kernel call; returns the caller's mode for zc_fp_leave. */
+static uint64_t zc_fp_enter(void) {
+    uint64_t mode = zc_fp_mode();
+    if (mode & ZC_FP_FLUSH) zc_fp_set(mode & ~(uint64_t)ZC_FP_FLUSH);
+    return mode;
+}
+static void zc_fp_leave(uint64_t mode) {
+    if (mode & ZC_FP_FLUSH) zc_fp_set(mode);
+}
+
 typedef struct zc_acc_fns {
     void (*load)(void *acc, const void *in, size_t count);
     void (*combine)(void *out, const void *left, const void *right, size_t count);
@@ -406,10 +398,9 @@ void zc__reduce(void *out, const void *const *in, uint32_t n, size_t count, zc_d
     /* dtype and op are checked at the API (and between ranks); n == 0 has no result. Any of
      * them here is a caller's bug: do nothing rather than read out of bounds. */
     if ((unsigned)dtype >= ZC_DTYPE_COUNT_ || (unsigned)op >= ZC_OP_COUNT_ || n == 0) return;
-    uint64_t mode = zc_fp_mode();
-    if (mode & ZC_FP_FLUSH) zc_fp_set(mode & ~(uint64_t)ZC_FP_FLUSH);
+    uint64_t mode = zc_fp_enter();
     zc_reduce_fns[dtype][op](out, in, n, count);
-    if (mode & ZC_FP_FLUSH) zc_fp_set(mode);
+    zc_fp_leave(mode);
 }
 
 /* dtype and op out of range are a caller's bug (checked at the API): the primitives then do
@@ -433,20 +424,18 @@ void zc__acc_combine(void *out, const void *left, const void *right, size_t coun
                      zc_dtype dtype, zc_op op) {
     const zc_acc_fns *f = zc_acc_of(dtype, op);
     if (!f) return;
-    uint64_t mode = zc_fp_mode();
-    if (mode & ZC_FP_FLUSH) zc_fp_set(mode & ~(uint64_t)ZC_FP_FLUSH);
+    uint64_t mode = zc_fp_enter();
     f->combine(out, left, right, count);
-    if (mode & ZC_FP_FLUSH) zc_fp_set(mode);
+    zc_fp_leave(mode);
 }
 
 void zc__acc_store(void *out, const void *acc, size_t count, zc_dtype dtype, zc_op op,
                    uint32_t n) {
     const zc_acc_fns *f = zc_acc_of(dtype, op);
     if (!f || n == 0) return;
-    uint64_t mode = zc_fp_mode();
-    if (mode & ZC_FP_FLUSH) zc_fp_set(mode & ~(uint64_t)ZC_FP_FLUSH);
+    uint64_t mode = zc_fp_enter();
     f->store(out, acc, count, n);
-    if (mode & ZC_FP_FLUSH) zc_fp_set(mode);
+    zc_fp_leave(mode);
 }
 
 /* ---- streaming copy ---- */

@@ -7,11 +7,14 @@
 
 #include "zcoll.h"
 
-/* out[i] = in[0][i] (op) in[1][i] (op) ... (op) in[n-1][i], folded left in that order.
- * Accumulation: fp16/bf16/fp8 in fp32, rounded once (nearest-even) at the store; fp32 in fp32;
- * fp64 in fp64; integer SUM/PROD wrap as two's complement; AVG = the sum divided by n
- * (floating: in the accumulation type, then rounded; integers: the exact sum, truncated toward
- * zero); MIN/MAX of NaN follow IEEE fmin/fmax (a NaN loses to a number).
+/* out[i] = in[0..n-1][i] reduced in the rank tree (core/reduce.h, zcoll.h's zc_op): with p the
+ * largest power of two <= n and e = n - p, leaf j is in[2j] (+) in[2j+1] for j < e and in[j+e]
+ * for e <= j < p, then pairs of neighbours level by level to one value, the lower ranks' on
+ * the left; for n <= 3 that is (in[0] (+) in[1]) (+) in[2]. Accumulation: fp16/bf16/fp8 in
+ * fp32, rounded once (nearest-even) at the store; fp32 in fp32; fp64 in fp64; integer SUM/PROD
+ * wrap as two's complement; AVG = the sum divided by n (floating: in the accumulation type,
+ * then rounded; integers: the exact sum, truncated toward zero); MIN/MAX of NaN follow IEEE
+ * fmin/fmax (a NaN loses to a number).
  * n >= 1. out may be exactly equal to any in[k] (in place); no other overlap. Subnormals are
  * kept whatever the caller's floating-point mode (flush-to-zero / denormals-are-zero are off
  * for the call and restored after), as on the device. */

@@ -193,6 +193,21 @@ void zr_reduce(uint8_t *out, uint8_t *const *in, uint32_t n, size_t count, zc_dt
     }
 }
 
+/* Rank values where the rank tree and the linear order differ in fp32 (B = 2^27: B + 1 and
+ * -B + 1 round back to B and -B), for 4, 5, 7 and 8 ranks. */
+bool zr_fill_order(float *buf, size_t count, uint32_t n, uint32_t r) {
+    const float B = 134217728.0f;
+    static const float x4[] = {-1, 1, 1, 1}, x5[] = {-1, 8, 3, 1, 1}, x7[] = {3, -1, 8, 1, 1, 8, 1},
+                       x8[] = {1, 1, -1, 1, 8, 1, 8, 3};
+    static const uint8_t big4 = 0x5, big5 = 0x9, big7 = 0x12, big8 = 0x6; /* ranks holding +-B */
+    const float *x = n == 4 ? x4 : n == 5 ? x5 : n == 7 ? x7 : n == 8 ? x8 : 0;
+    uint8_t big = n == 4 ? big4 : n == 5 ? big5 : n == 7 ? big7 : big8;
+    if (!x || r >= n) return false;
+    float v = (big >> r) & 1u ? x[r] * B : x[r];
+    for (size_t i = 0; i < count; i++) buf[i] = v * (float)(1u << (i % 8u)); /* exact scaling */
+    return true;
+}
+
 /* ---- one collective: expected results, issue, result ---- */
 
 size_t zr_buf_bytes(const zr_case *k) { return k->n * k->count * zc_dtype_bytes(k->t) + 1; }

@@ -62,6 +62,11 @@ void zr_fill(void *buf, size_t count, zc_dtype t, uint64_t seed, uint32_t r, siz
 void zr_reduce(uint8_t *out, uint8_t *const *in, uint32_t n, size_t count, zc_dtype t,
                zc_op op);
 
+/* Fills count fp32 elements of rank r of an n-rank group (n = 4, 5, 7 or 8) with values whose
+ * sum in the rank tree differs from the linear order's (element i is rank r's value times
+ * 2^(i % 8)). False for any other n. */
+bool zr_fill_order(float *buf, size_t count, uint32_t n, uint32_t r);
+
 /* Bytes of each rank's send, receive and expected buffer: n * count elements plus one guard
  * byte, which must still hold the caller's fill after the call. */
 size_t zr_buf_bytes(const zr_case *k);

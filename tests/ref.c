@@ -183,11 +183,13 @@ void zr_reduce(uint8_t *out, uint8_t *const *in, uint32_t n, size_t count, zc_dt
             for (uint32_t r = 0; r < n; r++) __builtin_memcpy(&v[r], in[r] + o, 8);
             double acc = zr_tree(v, n, fold, false);
             if (op == ZC_AVG) acc /= (double)n;
+            if (acc != acc) acc = __builtin_nan(""); /* the canonical quiet NaN (api.md) */
             __builtin_memcpy(out + o, &acc, 8);
         } else {
             for (uint32_t r = 0; r < n; r++) v[r] = zr_to_f(in[r] + o, t);
             float acc = (float)zr_tree(v, n, fold, true);
             if (op == ZC_AVG) acc /= (float)n;
+            if (acc != acc) acc = __builtin_nanf(""); /* the canonical quiet NaN (api.md) */
             zr_from_f(out + o, t, acc);
         }
     }

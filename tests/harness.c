@@ -45,6 +45,23 @@ uint64_t zt_seed(void) {
     return s ? strtoull(s, NULL, 0) : 20261121ull;
 }
 
+void zt_inproc_open(const zc_config *cfg, void **arenas, zc_comm **comms) {
+    size_t bytes = zc_comm_arena_bytes(cfg);
+    ZT_CHECK(bytes > 0);
+    for (uint32_t r = 0; r < cfg->nranks; r++)
+        ZT_CHECK((arenas[r] = aligned_alloc(64, bytes)) != NULL);
+    zc_status st = zc_comm_init_inproc(cfg, arenas, bytes, comms);
+    if (st != ZC_OK) printf("    init: %s\n", zc_init_error_text());
+    ZT_CHECK_ST(st, ZC_OK);
+}
+
+void zt_inproc_close(uint32_t n, void **arenas, zc_comm **comms) {
+    for (uint32_t r = 0; r < n; r++) {
+        ZT_CHECK_ST(zc_comm_fini(comms[r]), ZC_OK);
+        free(arenas[r]);
+    }
+}
+
 uint64_t zt_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -57,20 +57,10 @@ static void la_open(la_group *g, uint32_t n, uint32_t slot_bytes, uint64_t small
     g->n = n;
     zr_group_config(&cfg, n, slot_bytes, 2, small_max, 0);
     cfg.log_min_ranks = log_min_ranks;
-    size_t bytes = zc_comm_arena_bytes(&cfg);
-    ZT_CHECK(bytes > 0);
-    for (uint32_t r = 0; r < n; r++) ZT_CHECK((g->arenas[r] = aligned_alloc(64, bytes)) != NULL);
-    zc_status st = zc_comm_init_inproc(&cfg, g->arenas, bytes, g->c);
-    if (st != ZC_OK) printf("    init: %s\n", zc_init_error_text());
-    ZT_CHECK_ST(st, ZC_OK);
+    zt_inproc_open(&cfg, g->arenas, g->c);
 }
 
-static void la_close(la_group *g) {
-    for (uint32_t r = 0; r < g->n; r++) {
-        ZT_CHECK_ST(zc_comm_fini(g->c[r]), ZC_OK);
-        free(g->arenas[r]);
-    }
-}
+static void la_close(la_group *g) { zt_inproc_close(g->n, g->arenas, g->c); }
 
 /* Runs case k on every rank of g: work[r] a fresh copy of send[r], results in work or recv. */
 static void la_run(la_group *g, const zr_case *k, uint8_t *const *send, uint8_t **work,

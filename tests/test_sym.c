@@ -26,20 +26,10 @@ static void sym_open(sym_group *g, uint32_t n, uint64_t sym_bytes) {
     g->n = n;
     zr_group_config(&cfg, n, 4096, 4, 16384, 0);
     cfg.sym_bytes = sym_bytes;
-    size_t bytes = zc_comm_arena_bytes(&cfg);
-    ZT_CHECK(bytes > 0);
-    for (uint32_t r = 0; r < n; r++) ZT_CHECK((g->arenas[r] = aligned_alloc(64, bytes)) != NULL);
-    zc_status st = zc_comm_init_inproc(&cfg, g->arenas, bytes, g->c);
-    if (st != ZC_OK) printf("    init: %s\n", zc_init_error_text());
-    ZT_CHECK_ST(st, ZC_OK);
+    zt_inproc_open(&cfg, g->arenas, g->c);
 }
 
-static void sym_close(sym_group *g) {
-    for (uint32_t r = 0; r < g->n; r++) {
-        ZT_CHECK_ST(zc_comm_fini(g->c[r]), ZC_OK);
-        free(g->arenas[r]);
-    }
-}
+static void sym_close(sym_group *g) { zt_inproc_close(g->n, g->arenas, g->c); }
 
 /* Every rank's inputs of case k (n * count elements each, tests/ref.c's fill). */
 static void sym_inputs(const zr_case *k, uint64_t seed, uint8_t **in) {

@@ -79,6 +79,12 @@ int zt_run(const char *const argv[], const char *const env[], char *out, size_t 
 int zt_run_ranks(uint32_t nranks, const char *rank_fn_name, uint32_t timeout_s,
                  const char *const env[], char *out, size_t cap);
 
+/* An in-process group of cfg->nranks ranks: an arena each (aligned_alloc) into arenas[], the
+ * communicators into comms[]; a failure is a failed check that prints init's sentence. */
+void zt_inproc_open(const zc_config *cfg, void **arenas, zc_comm **comms);
+/* Finishes every rank of such a group (each must say ZC_OK) and frees the arenas. */
+void zt_inproc_close(uint32_t n, void **arenas, zc_comm **comms);
+
 /* zt_rng, the seeded stream (zt_rng_next, zt_rng_below), is in ref.h with the reference. */
 /* The seed of this run: ZT_SEED from the environment, else a fixed default. Printed by the
  * runner so a failing sweep can be replayed. */

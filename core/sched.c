@@ -473,9 +473,12 @@ static bool zc_all_moved(const zc__req *r) { return r->tx_left == 0 && r->rx_lef
 static bool zc_step_oneshot(zc_ctx *x) {
     const zc__sched *s = &x->r->s;
     bool reduces = s->kind == ZC_K_ALLREDUCE || x->me == s->root;
-    for (uint32_t p = 0; p < x->n; p++)
-        if (p != x->me && (s->kind == ZC_K_ALLREDUCE || p == s->root))
-            zc_send_chunks(x, p, s->send, s->count, 0, UINT64_MAX, false);
+    if (s->kind != ZC_K_ALLREDUCE) { /* reduce: a non-root sends to the root alone */
+        if (!reduces) zc_send_chunks(x, s->root, s->send, s->count, 0, UINT64_MAX, false);
+    } else {
+        for (uint32_t p = 0; p < x->n; p++)
+            if (p != x->me) zc_send_chunks(x, p, s->send, s->count, 0, UINT64_MAX, false);
+    }
     if (reduces) {
         /* In place, chunk c of recv is also our input: reduce it only once sent to all. */
         uint64_t sent = UINT64_MAX;

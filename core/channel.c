@@ -100,25 +100,29 @@ uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k) {
     return zc__tx_begin_n(comm, r, peer, k, SIZE_MAX);
 }
 
-/* zc__tx_begin_n's body, inlined into the one-line send too (a small call's hot path). */
+/* Message m on r's channel c to peer: its slot's header when it may be written now (its turn,
+ * the message before it posted, a credit for its slot), else NULL. Inlined into the one-line
+ * send as into zc__tx_begin_n (a small call's hot path). */
 #define ZC_HOT static inline __attribute__((always_inline))
-ZC_HOT uint8_t *zc_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes) {
-    zc__chan *c = zc_chan(comm, r->lane, peer);
-    uint64_t m = r->tx_base[peer] + k;
+ZC_HOT zc__hdr *zc_turn(zc_comm *comm, const zc__req *r, uint32_t peer, zc__chan *c,
+                        uint64_t m) {
     if (c->tx_count != m) return 0; /* not this message's turn */
     if (c->tx_unposted && !zc_repost(comm, r->lane, peer)) return 0; /* the one before first */
     if (m - c->tx_credit >= comm->cfg.slots) {
         c->tx_credit = zc_credit(comm, r, peer, c);
         if (m - c->tx_credit >= comm->cfg.slots) return 0; /* the peer's ring is full */
     }
-    uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
-    comm->tx_begun = c;
-    comm->tx_hdr = comm->wire->tx_slot(comm->wire_state, r->lane, peer, slot);
-    return zc_payload(comm->tx_hdr, bytes);
+    return comm->wire->tx_slot(comm->wire_state, r->lane, peer,
+                               (uint32_t)(m & (comm->cfg.slots - 1u)));
 }
 
 uint8_t *zc__tx_begin_n(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes) {
-    return zc_begin(comm, r, peer, k, bytes);
+    zc__chan *c = zc_chan(comm, r->lane, peer);
+    zc__hdr *h = zc_turn(comm, r, peer, c, r->tx_base[peer] + k);
+    if (!h) return 0;
+    comm->tx_begun = c;
+    comm->tx_hdr = h;
+    return zc_payload(h, bytes);
 }
 
 zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
@@ -184,19 +188,12 @@ static uint64_t zc_get_word(const void *at) {
 void (*zc__test_forge)(const zc_comm *comm, uint32_t peer, zc__hdr *h, uint8_t *payload);
 #endif
 
-ZC_HOT zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
-                            uint32_t placed) {
-    zc__chan *c = zc_chan(comm, r->lane, peer);
-    uint64_t m = r->tx_base[peer] + k;
-    uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
-    /* Every schedule publishes a message right after zc__tx_begin_n found its slot, before it
-     * begins another: the header found there is this message's. A request sends only messages
-     * it reserved at issue (paired with progress.c's zc_reserve), into a slot the peer's credit
-     * freed. */
-    ZC_ASSERT(c->tx_count == m && bytes <= comm->cfg.slot_bytes && comm->tx_begun == c);
+/* Fills the header h of message k (number m on channel c) of r to peer and posts it. A request
+ * sends only messages it reserved at issue (paired with progress.c's zc_reserve), into a slot
+ * the peer's credit freed. */
+ZC_HOT zc_status zc_post_msg(zc_comm *comm, zc__req *r, uint32_t peer, zc__chan *c, zc__hdr *h,
+                             uint64_t k, uint64_t m, size_t bytes, uint32_t placed) {
     ZC_ASSERT(r->tx_left > 0 && m < c->tx_reserved && m - c->tx_credit < comm->cfg.slots);
-    zc__hdr *h = comm->tx_hdr;
-    comm->tx_begun = 0;
     h->comm_id = comm->comm_id;
     h->seq = r->seq;
     h->count = r->s.count;
@@ -206,7 +203,8 @@ ZC_HOT zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
 #ifdef ZC_TEST_HOOKS
     if (zc__test_forge) zc__test_forge(comm, peer, h, zc_payload(h, bytes));
 #endif
-    zc_status st = comm->wire->post(comm->wire_state, r->lane, peer, slot,
+    zc_status st = comm->wire->post(comm->wire_state, r->lane, peer,
+                                    (uint32_t)(m & (comm->cfg.slots - 1u)),
                                     zc_post_bytes(bytes, placed), m + 1u);
     if (st != ZC_OK && st != ZC_AGAIN)
         return zc_post_failed(comm, r->s.kind, r->seq, peer, k, "post", st);
@@ -219,6 +217,17 @@ ZC_HOT zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
     return ZC_OK;
 }
 
+static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
+                            uint32_t placed) {
+    zc__chan *c = zc_chan(comm, r->lane, peer);
+    uint64_t m = r->tx_base[peer] + k;
+    /* Every schedule publishes a message right after zc__tx_begin_n found its slot, before it
+     * begins another: the header found there is this message's. */
+    ZC_ASSERT(c->tx_count == m && bytes <= comm->cfg.slot_bytes && comm->tx_begun == c);
+    comm->tx_begun = 0;
+    return zc_post_msg(comm, r, peer, c, comm->tx_hdr, k, m, bytes, placed);
+}
+
 zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes) {
     return zc_publish(comm, r, peer, k, bytes, 0);
 }
@@ -226,13 +235,15 @@ zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_
 zc_status zc__tx_line(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
                       size_t bytes) {
     ZC_ASSERT(bytes <= ZC_INLINE_BYTES);
-    uint8_t *dst = zc_begin(comm, r, peer, k, bytes);
-    if (!dst) return ZC_AGAIN;
+    zc__chan *c = zc_chan(comm, r->lane, peer);
+    uint64_t m = r->tx_base[peer] + k;
+    zc__hdr *h = zc_turn(comm, r, peer, c, m);
+    if (!h) return ZC_AGAIN;
     const uint8_t *from = src;
-    if (bytes == ZC_INLINE_BYTES) zc__memcpy(dst, from, ZC_INLINE_BYTES);
+    if (bytes == ZC_INLINE_BYTES) zc__memcpy(h->inl, from, ZC_INLINE_BYTES);
     else
-        for (size_t i = 0; i < bytes; i++) dst[i] = from[i];
-    return zc_publish(comm, r, peer, k, bytes, 0);
+        for (size_t i = 0; i < bytes; i++) h->inl[i] = from[i];
+    return zc_post_msg(comm, r, peer, c, h, k, m, bytes, 0);
 }
 
 zc_status zc__tx_end_placed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,

@@ -156,7 +156,7 @@ static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all) {
     c->host = all[c->rank].host;
     zc_transport t = c->cfg.transport;
     c->wire_auto = t == ZC_TRANSPORT_AUTO;
-    if (t == ZC_TRANSPORT_AUTO) t = other ? ZC_TRANSPORT_IB : ZC_TRANSPORT_SHM;
+    t = zc__transport_picked(t, other != 0);
     if (t == ZC_TRANSPORT_SHM && other) {
         zc__fmt(c->err, sizeof c->err, "rank %u runs on another host than rank 0: the "
                 "shared-memory wire needs every rank on one host (use ZC_TRANSPORT=ib or auto; "
@@ -470,9 +470,29 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
     return ZC_OK;
 }
 
-/* Builds an in-process group of n ranks over arenas[], each with cfg's sizes. */
+/* Rank r's simulated host in an in-process group: hosts[r] (a split's children keep their
+ * parents'), else its number under cfg->inproc_ranks_per_host, plus 1 (a host hash is never
+ * 0); and the lowest rank on that host (zc_comm_node). */
+static void zc_inproc_host(const zc_config *cfg, const uint64_t *hosts, uint32_t n,
+                           uint32_t r, zc_comm *c) {
+    uint32_t k = cfg->inproc_ranks_per_host && cfg->inproc_ranks_per_host < n
+                     ? cfg->inproc_ranks_per_host : n;
+    if (!hosts) {
+        c->host = (uint64_t)(r / k) + 1u;
+        c->node = r / k * k;
+        return;
+    }
+    uint32_t q = 0;
+    while (hosts[q] != hosts[r]) q++; /* ends at r at the latest */
+    c->host = hosts[r];
+    c->node = q;
+}
+
+/* Builds an in-process group of n ranks over arenas[], each with cfg's sizes; hosts: each
+ * rank's host (NULL: cfg->inproc_ranks_per_host's). */
 zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[],
-                                 size_t arena_bytes, zc_comm *comms[], uint64_t comm_id) {
+                           size_t arena_bytes, zc_comm *comms[], uint64_t comm_id,
+                           const uint64_t *hosts) {
     void **windows = 0; /* [n] in rank 0's scratch */
     zc_config rc = *cfg;
     rc.nranks = n;
@@ -486,6 +506,7 @@ zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[
         }
         if (r == 0) windows = (void **)(void *)comms[0]->scratch;
         windows[r] = comms[r]->window;
+        zc_inproc_host(&rc, hosts, n, r, comms[r]);
     }
     for (uint32_t r = 0; r < n; r++) {
         zc_comm *c = comms[r];
@@ -530,7 +551,7 @@ zc_status zc_comm_init_inproc(const zc_config *cfg, void *const arenas[], size_t
     }
     uintptr_t where = (uintptr_t)arenas[0]; /* distinct for every live group */
     uint64_t id = zc__siphash(cfg->secret, &where, sizeof where);
-    return zc__inproc_group(cfg, cfg->nranks, arenas, arena_bytes, comms, id);
+    return zc__inproc_group(cfg, cfg->nranks, arenas, arena_bytes, comms, id, 0);
 }
 
 zc_status zc_comm_abort(zc_comm *comm) {

@@ -126,6 +126,10 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
     ZC_REQUIRE_(cfg->gpu_stage_bytes <= (1ull << 30) && cfg->gpu_stage_bytes % 256u == 0,
                 "cfg->gpu_stage_bytes is %llu, must be a multiple of 256 in 0..1073741824",
                 (unsigned long long)cfg->gpu_stage_bytes);
+    ZC_REQUIRE_(!cfg->inproc_ranks_per_host || cfg->transport == ZC_TRANSPORT_INPROC,
+                "cfg->inproc_ranks_per_host is %u but cfg->transport is %u: simulated hosts "
+                "are for in-process groups (ZC_TRANSPORT_INPROC) only; real ranks take their "
+                "host from the machine", cfg->inproc_ranks_per_host, (unsigned)cfg->transport);
     ZC_REQUIRE_(zc_has_nul(cfg->root_addr, sizeof cfg->root_addr),
                 "cfg->root_addr is not NUL-terminated");
     if (cfg->nranks > 1 && cfg->transport != ZC_TRANSPORT_INPROC) {
@@ -431,6 +435,8 @@ static bool zc_env_tunables(zc_config *c, zc_env_err *err) {
     if (has) c->max_requests = (uint32_t)v;
     if (!zc_env_u64("ZC_SPIN_POLLS", UINT32_MAX, &has, &v, err)) return false;
     if (has) c->spin_polls = (uint32_t)v;
+    if (!zc_env_u64("ZC_INPROC_RANKS_PER_HOST", UINT32_MAX, &has, &v, err)) return false;
+    if (has) c->inproc_ranks_per_host = (uint32_t)v;
     const char *t = zc_plat_getenv("ZC_TRANSPORT");
     if (t) {
         if (zc__streq(t, "auto")) c->transport = ZC_TRANSPORT_AUTO;

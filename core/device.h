@@ -182,6 +182,12 @@ static inline uint32_t zc__gpu_path_now(const zc_comm *comm) {
  * (comm->err says why) only for gpu_path direct on a wire that cannot write into memory; the
  * caller closes the wire. */
 zc_status zc__gpu_open(zc_comm *comm, bool *gather);
+/* Whether a communicator on wire with cfg tries the direct path: the wire writes into
+ * registered memory (transport_ib) and cfg->gpu_path is auto or direct. */
+bool zc__gpu_tries_direct(const zc_wire_ops *wire, const zc_config *cfg);
+/* Bytes of device scratch the provider allocates at init for cfg: gpu_scratch_bytes, or on the
+ * direct path (direct) the landing: a collective area per rank, then send/recv's slots. */
+uint64_t zc__gpu_scratch_bytes(const zc_config *cfg, bool direct);
 bool zc__gpu_gathers(const zc_comm *comm);
 /* The path from every rank's record. Direct path: direct when every rank can take it, else
  * staged; ZC_UNSUPPORTED when cfg->gpu_path is direct and a rank cannot, ZC_MISMATCH when the

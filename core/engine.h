@@ -18,6 +18,8 @@
  * `ninja check-layers` enforces it; the declarations follow it):
  *   split.c     zc_comm_split(_inproc): children agreed over the parent's own collectives
  *   report.c    zc_device_report: what the machine offers device-memory calls
+ *   footprint.c zc_comm_footprint: what a communicator would take on one rank, from the sizes
+ *               init uses (layout.c, the wire's takes and links, gpu_mem.c's device scratch)
  *   comm.c      init (bootstrap, wire setup, carve), in-process groups, abort, fini,
  *               accessors, host memory registration
  *   gpu_mem.c   the device state's start and stop, the path its calls take (ipc, staged, or
@@ -115,7 +117,8 @@ struct zc_comm {
     uint32_t nreqs_active;
     uint64_t seq;          /* next collective sequence number */
     uint64_t splits;       /* zc_comm_split calls made (names children) */
-    uint64_t host;         /* a hash of this rank's host (init's; a child keeps its parent's) */
+    uint64_t host;         /* a hash of this rank's host (init's; a child keeps its parent's;
+                            * in-process: its simulated host's number + 1) */
     uint32_t node;         /* the lowest rank on this rank's host (zc_comm_node) */
     uint32_t wire_auto;    /* 1: cfg asked for ZC_TRANSPORT_AUTO: a split child whose ranks
                             * share a host takes the shared-memory wire (split.c) */
@@ -198,9 +201,11 @@ zc_status zc__room_check(zc_comm *c, uint32_t who, uint32_t k, uint64_t room, ui
 /* Once the wire and the device state are up: placement, and the communicator made live. */
 void zc__open_live(zc_comm *c);
 /* Builds an in-process group of n ranks over arenas[], each with cfg's sizes (the init error
- * says why it failed). */
+ * says why it failed); hosts[r]: rank r's host (NULL: the simulated hosts of
+ * cfg->inproc_ranks_per_host). */
 zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[],
-                           size_t arena_bytes, zc_comm *comms[], uint64_t comm_id);
+                           size_t arena_bytes, zc_comm *comms[], uint64_t comm_id,
+                           const uint64_t *hosts);
 
 /* ---- coll.c: the public collectives' argument checks and algorithm choice ---- */
 /* Validates one call and fills s (the host or device algorithm chosen); what every public

@@ -31,12 +31,19 @@ static uint64_t zc_gpu_area(const zc_config *cfg) {
     return (cfg->gpu_scratch_bytes / cfg->nranks) & ~(uint64_t)255u;
 }
 
-/* Whether the communicator tries the direct path: its wire writes into registered memory
- * (transport_ib) and gpu_path is auto or direct; the same on every rank (init checked that
+bool zc__gpu_tries_direct(const zc_wire_ops *wire, const zc_config *cfg) {
+    return wire->mem_register && wire->put && wire->put_done &&
+           (cfg->gpu_path == ZC_GPU_PATH_AUTO || cfg->gpu_path == ZC_GPU_PATH_DIRECT);
+}
+
+/* Whether the communicator tries the direct path; the same on every rank (init checked that
  * the wire and cfg->gpu_path are). */
-static bool zc_gpu_tries_direct(const zc_comm *c) {
-    return c->wire->mem_register && c->wire->put && c->wire->put_done &&
-           (c->cfg.gpu_path == ZC_GPU_PATH_AUTO || c->cfg.gpu_path == ZC_GPU_PATH_DIRECT);
+static bool zc_gpu_tries_direct(const zc_comm *c) { return zc__gpu_tries_direct(c->wire, &c->cfg); }
+
+uint64_t zc__gpu_scratch_bytes(const zc_config *cfg, bool direct) {
+    uint64_t area = zc_gpu_area(cfg);
+    if (!direct || !area) return zc__gpu_geometry(cfg).scratch_bytes;
+    return (uint64_t)cfg->nranks * area + (uint64_t)cfg->nranks * cfg->slots * cfg->slot_bytes;
 }
 
 /* Starts the provider in the carved regions: comm->gpu on success, else the header's why says
@@ -60,8 +67,7 @@ static bool zc_gpu_start(zc_comm *c, struct zc__gpu *g, bool direct) {
     g->area = zc_gpu_area(&c->cfg);
     g->p2p_at = (uint64_t)c->nranks * g->area;
     zc_gpu_geom geom = zc__gpu_geometry(&c->cfg);
-    if (direct && g->area) /* the landing: collective areas, then send/recv's slots */
-        geom.scratch_bytes = g->p2p_at + (uint64_t)c->nranks * c->cfg.slots * c->cfg.slot_bytes;
+    geom.scratch_bytes = zc__gpu_scratch_bytes(&c->cfg, direct);
     g->scratch_bytes = geom.scratch_bytes;
     geom.pin = c->stage_area->p2p; /* the staging: send/recv's, then the collectives' */
     geom.pin_bytes = (uint64_t)(c->stage_area->buf + c->cfg.gpu_stage_bytes - c->stage_area->p2p);

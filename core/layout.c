@@ -2,7 +2,8 @@
  * size query (zc_comm_arena_bytes), init's carve (comm.c) and the device state's setup
  * (gpu_mem.c) all read it: each row's bytes are computed here once, every region starts
  * 64-byte aligned where the previous one ended, and the total is where the last ends. Also
- * which wire and which gpu provider a configuration gets, as both size rows. */
+ * which wire and which gpu provider a configuration gets, as both size rows (and
+ * footprint.c's query). */
 #include "bootstrap.h"
 #include "device.h"
 
@@ -141,4 +142,9 @@ bool zc__layout(const zc_config *cfg, zc__arena_map *L) {
 size_t zc_comm_arena_bytes(const zc_config *cfg) {
     zc__arena_map L;
     return zc__layout(cfg, &L) ? L.total : 0;
+}
+
+zc_transport zc__transport_picked(zc_transport asked, bool across_hosts) {
+    if (asked != ZC_TRANSPORT_AUTO) return asked;
+    return across_hosts ? ZC_TRANSPORT_IB : ZC_TRANSPORT_SHM;
 }

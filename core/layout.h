@@ -13,8 +13,8 @@
  * so that no static memory is shared between threads creating different ones: zc_comm_init
  * keeps its bootstrap state (zc__boot, processes only) and ZC_SCRATCH_RANK_BYTES per rank of
  * hellos there; zc_comm_split and zc_comm_split_inproc use their parent's (per rank: colors,
- * keys, sizes or arenas and communicators; then one address blob of the parent's size), an
- * in-process group its rank 0's (per rank: windows). */
+ * keys, sizes or arenas, communicators and hosts; then one address blob of the parent's
+ * size), an in-process group its rank 0's (per rank: windows). */
 #define ZC_SCRATCH_RANK_BYTES 80u
 /* Per rank, processes only: init's verdict (comm.c's zc_outcome: status and sentence), after
  * the bootstrap state and the hellos. */
@@ -58,6 +58,8 @@ typedef struct zc__arena_map {
 /* The one function that decides the arena's regions; false if cfg is invalid. */
 bool zc__layout(const zc_config *cfg, zc__arena_map *out);
 const zc_wire_ops *zc__wire_for(const zc_config *cfg);
+/* The transport init runs on when asked for asked: AUTO is shm on one host, ib across hosts. */
+zc_transport zc__transport_picked(zc_transport asked, bool across_hosts);
 /* The gpu provider cfg asks for; NULL: none (gpu_device -2, or one this build lacks). */
 const zc_gpu_ops *zc__gpu_provider(const zc_config *cfg);
 zc_gpu_geom zc__gpu_geometry(const zc_config *cfg);

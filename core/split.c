@@ -221,6 +221,7 @@ static zc_status zc_split_inproc(zc_comm *const parents[], const int colors[], c
     int32_t *all = (int32_t *)(void *)parents[0]->scratch; /* [2n] {color, key} */
     void **group_arenas = (void **)(void *)(parents[0]->scratch + 8u * n); /* [n] */
     zc_comm **group = (zc_comm **)(void *)(parents[0]->scratch + 16u * n); /* [n] */
+    uint64_t *hosts = (uint64_t *)(void *)(parents[0]->scratch + 24u * n); /* [n] by child rank */
     for (uint32_t p = 0; p < n; p++) {
         all[2 * p] = colors[p] < 0 ? -1 : colors[p];
         all[2 * p + 1] = keys[p];
@@ -236,9 +237,10 @@ static zc_status zc_split_inproc(zc_comm *const parents[], const int colors[], c
             if (all[2 * q] != all[2 * p]) continue;
             zc_child_place(all, n, q, &rank, &size);
             group_arenas[rank] = arenas[q];
+            hosts[rank] = parents[q]->host;
         }
         zc_status st = zc__inproc_group(&parents[0]->cfg, size, group_arenas, arena_bytes, group,
-                                       zc_child_id(parents[0], all[2 * p]));
+                                       zc_child_id(parents[0], all[2 * p]), hosts);
         if (st != ZC_OK) return st;
         for (uint32_t q = p; q < n; q++)
             if (all[2 * q] == all[2 * p]) {

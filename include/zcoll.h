@@ -261,6 +261,12 @@ typedef struct zc_config {
     uint32_t threads;            /* zc_threads: ZC_THREADS_MULTI (default) or _SERIAL; may differ
                                   * between ranks */
     char error_text[ZC_ERROR_TEXT_BYTES]; /* written by zc_config_from_env on failure */
+    uint32_t inproc_ranks_per_host; /* in-process groups only (ZC_TRANSPORT_INPROC): ranks per
+                                     * simulated host k; 0 (default) or k >= nranks = one host.
+                                     * Ranks 0..k-1 are host 0, k..2k-1 host 1, ... (the last
+                                     * host may have fewer): zc_comm_node sees these hosts, and
+                                     * children of zc_comm_split_inproc keep their parents'.
+                                     * Other transports need 0 */
 } zc_config;
 
 /* Writes the defaults: one rank (rank 0 of 1), no rendezvous, no secret. */
@@ -281,14 +287,15 @@ void zc_config_default(zc_config *cfg);
  * ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT, ZC_IB_ZCOPY_MIN_BYTES, ZC_GPU_DEVICE (-2, -1 or an
  * ordinal), ZC_GPU_STREAM_SLOTS, ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES, ZC_GPU_PROVIDER
  * (auto|cuda|sim), ZC_GPU_PATH (auto|ipc|staged|direct), ZC_GPU_STAGE_BYTES, ZC_SYM_BYTES,
- * ZC_THREADS (multi|serial). No launcher variables at all leaves the single-rank default.
+ * ZC_THREADS (multi|serial), ZC_INPROC_RANKS_PER_HOST (in-process groups only: set with another
+ * transport it is refused). No launcher variables at all leaves the single-rank default.
  * Malformed values (non-numeric, rank >= size, size 0, more than one rank without a
  * rendezvous address, a secret that is not 32 hex digits, an unreadable ZC_SECRET_FILE, both
  * ZC_SECRET and ZC_SECRET_FILE) return ZC_INVALID_ARG with a sentence naming the variable in
  * cfg->error_text; cfg is then unchanged but for error_text. */
 zc_status zc_config_from_env(zc_config *cfg);
 /* zc_config_from_env's tunables only (ZC_TIMEOUT_MS to ZC_GPU_STAGE_BYTES, ZC_SYM_BYTES,
- * ZC_THREADS): rank, size, rendezvous and secret stay as cfg has them, and no launcher
+ * ZC_THREADS, ZC_INPROC_RANKS_PER_HOST): rank, size, rendezvous and secret stay as cfg has them, and no launcher
  * variable is read; for a caller that takes those from elsewhere (zcoll_torch: torch's own
  * rank, size and store). The same refusals, sentence and all-or-nothing update. */
 zc_status zc_config_tunables_from_env(zc_config *cfg);
@@ -297,6 +304,36 @@ zc_status zc_config_tunables_from_env(zc_config *cfg);
  * shared-memory windows are mapped separately, except in-process where they are in the arena);
  * 0 if cfg is invalid (zc_comm_init says why). Never decreases when a size field grows. */
 size_t zc_comm_arena_bytes(const zc_config *cfg);
+
+/* What a communicator with cfg takes on rank cfg->rank (zc_comm_footprint). */
+typedef struct zc_footprint {
+    size_t arena_bytes;      /* zc_comm_arena_bytes(cfg) */
+    size_t shared_bytes;     /* this rank's own share of shared memory (its windows) */
+    size_t registered_bytes; /* host memory this rank registers with the NIC */
+    size_t device_bytes;     /* device scratch */
+    uint32_t peers;          /* ranks this rank exchanges messages with directly */
+    uint32_t qps;            /* RDMA queue pairs this rank opens */
+    uint64_t cq_entries;     /* entries of its completion queue (0: none) */
+    size_t private_bytes;    /* host memory beyond the arena that is not shared (transport_ib:
+                              * its window and staging, the registered_bytes) */
+    size_t address_bytes;    /* the arena's table of every rank's wire address */
+    uint32_t hosts;          /* hosts the ranks span (ceil(nranks / ranks_per_host)) */
+    zc_transport transport;  /* the wire init picks: SHM, IB or INPROC (AUTO resolved) */
+} zc_footprint;
+
+/* What a communicator with cfg would take on rank cfg->rank when its ranks run ranks_per_host
+ * to a host (ranks 0..k-1 on the first, and so on; 0: all on one host), on the wire init picks
+ * (AUTO: shared memory on one host, transport_ib across hosts): its arena, the memory its wire
+ * takes beyond the arena (a shared window, registered pages), its device scratch (on the path
+ * init tries first; 0 without a gpu provider), its peers, queue pairs and completion queue
+ * entries. Computed by the functions init sizes everything with; creates, maps and opens
+ * nothing, never blocks. In-process (ZC_TRANSPORT_INPROC) the hosts are cfg's simulated ones
+ * (cfg->inproc_ranks_per_host; ranks_per_host is ignored) and the window is in the arena
+ * (shared_bytes 0). ZC_INVALID_ARG for a NULL argument or an invalid cfg
+ * (as zc_comm_arena_bytes: cfg->nranks above ZC_MAX_RANKS, no rendezvous address or secret for
+ * several ranks), ZC_UNSUPPORTED for shared memory across hosts or transport_ib in a build
+ * without it; zc_init_error_text() then says why and *out is zeroed. */
+zc_status zc_comm_footprint(const zc_config *cfg, uint32_t ranks_per_host, zc_footprint *out);
 
 /* ---- the communicator ---------------------------------------------------------------------- */
 typedef struct zc_comm zc_comm;

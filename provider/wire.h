@@ -23,7 +23,7 @@
 #include "fmt.h"
 #include "zcoll.h"
 
-#define ZC_WIRE_VERSION 4u
+#define ZC_WIRE_VERSION 5u
 #define ZC_WIRE_LANES 2u      /* lane 0: collectives; lane 1: send/recv */
 #define ZC_SLOT_HDR_BYTES 64u /* the header part of every slot; its last 8 bytes hold the tag */
 #define ZC_WIRE_MAX_ADDR_BYTES 65536u /* ceiling of a rank's address blob (see addr_bytes) */
@@ -48,6 +48,15 @@ typedef struct zc_wire_mr {
     uint64_t rkey;         /* names it to peers, as the destination of their puts; 32 bits
                             * (verbs' key space): the core refuses a peer's wider one */
 } zc_wire_mr;
+
+/* The connections create makes (links fills it). */
+typedef struct zc_wire_links {
+    uint32_t peers;      /* ranks this rank exchanges messages with directly */
+    uint32_t qps;        /* RDMA queue pairs it opens (0: none) */
+    uint64_t cq_entries; /* entries of its completion queues (0: none) */
+    uint32_t shared;     /* 1: the memory takes counts is shared memory peers map; 0: private */
+    uint32_t reserved_;
+} zc_wire_links;
 
 typedef struct zc_wire_ops {
     uint32_t struct_bytes; /* sizeof(zc_wire_ops) */
@@ -125,6 +134,9 @@ typedef struct zc_wire_ops {
      * counted against RLIMIT_MEMLOCK) into *locked; 0 and 0 in-process (the window is in the
      * arena). g names its cfg, as for window_bytes. */
     void (*takes)(const zc_wire_geom *g, uint64_t *mem, uint64_t *locked);
+    /* The peers, queue pairs and completion queue entries create makes for g (its cfg named,
+     * as for takes), and whether what takes counts is shared memory. */
+    void (*links)(const zc_wire_geom *g, zc_wire_links *out);
 } zc_wire_ops;
 
 extern const zc_wire_ops zc_wire_shm;

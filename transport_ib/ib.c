@@ -20,7 +20,7 @@
 
 typedef struct zc_ib_size {
     uint32_t qps, rq, sq, every;
-    uint64_t cqe;
+    uint64_t cqe, qps_all; /* qps_all: the queue pairs of this rank, qps towards every peer */
     size_t window, local, words_off, addr;
 } zc_ib_size;
 
@@ -57,7 +57,8 @@ static void zc_ib_sizes(const zc_wire_geom *g, uint32_t qps, zc_ib_size *z) {
     z->rq = ZC_WIRE_LANES * per;
     z->sq = 2u * (2u * z->rq + ZC_WIRE_LANES * g->slots) + ZC_IB_SQ_SPARE;
     z->every = z->sq / 4u;
-    z->cqe = (uint64_t)(n - 1u) * qps * (z->sq + z->rq);
+    z->qps_all = (uint64_t)(n - 1u) * qps;
+    z->cqe = z->qps_all * (z->sq + z->rq);
     z->window = zc__ib_rings_off(g) + ZC_WIRE_LANES * n * ring;
     z->words_off = zc_align64(ZC_WIRE_LANES * n * ring);
     z->local = z->words_off + n * qps * (size_t)z->sq * 8u;
@@ -94,6 +95,16 @@ static void zc_ib_takes(const zc_wire_geom *g, uint64_t *mem, uint64_t *locked) 
     zc_ib_size z;
     zc_ib_sizes(g, zc_ib_qps_of(g->cfg), &z);
     *mem = *locked = (uint64_t)z.window + z.local;
+}
+
+/* Every other rank, through qps queue pairs each; one completion queue for all of them. */
+static void zc_ib_links(const zc_wire_geom *g, zc_wire_links *out) {
+    zc_ib_size z;
+    zc_ib_sizes(g, zc_ib_qps_of(g->cfg), &z);
+    *out = (zc_wire_links){0};
+    out->peers = g->nranks - 1u;
+    out->qps = (uint32_t)z.qps_all;
+    out->cq_entries = z.cqe;
 }
 
 static size_t zc_ib_addr_bytes(const zc_wire_geom *g) {
@@ -155,9 +166,8 @@ static zc_status zc_ib_make(zc_ib *s, const zc_config *cfg, const zc_ib_size *z,
                             size_t cap) {
     zc_status st = zc__ib_open(&s->dev, cfg, err, cap);
     if (st != ZC_OK) return st;
-    uint64_t qps_all = (uint64_t)(s->g.nranks - 1u) * s->qps;
     zc_ib_need need = {z->sq, z->rq, z->cqe > UINT32_MAX ? UINT32_MAX : (uint32_t)z->cqe,
-                       (uint32_t)qps_all, z->window, z->local};
+                       (uint32_t)z->qps_all, z->window, z->local};
     st = zc__ib_check(&s->dev, &need, err, cap);
     if (st == ZC_OK) st = zc_ib_pages((void **)&s->win, z->window, "inbound window", err, cap);
     if (st == ZC_OK) s->win_bytes = z->window;
@@ -449,4 +459,5 @@ const zc_wire_ops zc_wire_ib = {
     zc_ib_put_min, zc_ib_mem_register, zc_ib_mem_deregister, zc__ib_put, zc__ib_put_done,
     0, /* no symmetric region */
     zc_ib_takes,
+    zc_ib_links,
 };

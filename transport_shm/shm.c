@@ -273,6 +273,13 @@ static void zc_shm_takes(const zc_wire_geom *g, uint64_t *mem, uint64_t *locked)
     *locked = 0;
 }
 
+/* A ring pair with every other rank; the window is a shared segment between processes. */
+static void zc_shm_links(const zc_wire_geom *g, zc_wire_links *out) {
+    *out = (zc_wire_links){0};
+    out->peers = g->nranks - 1u;
+    out->shared = g->inproc_windows ? 0u : 1u;
+}
+
 const zc_wire_ops zc_wire_shm = {
     sizeof(zc_wire_ops), ZC_WIRE_VERSION, "shm",
     zc_shm_state_bytes, zc_shm_window_bytes, zc_shm_addr_bytes,
@@ -283,4 +290,5 @@ const zc_wire_ops zc_wire_shm = {
     0, 0, 0, 0, 0, /* no placement: a process cannot write into another's private pages */
     zc_shm_sym_base,
     zc_shm_takes,
+    zc_shm_links,
 };

@@ -67,6 +67,7 @@ class Config(ctypes.Structure):
         ('gpu_stage_bytes', ctypes.c_uint64),
         ('threads', ctypes.c_uint32),
         ('error_text', ctypes.c_char * 256),
+        ('inproc_ranks_per_host', ctypes.c_uint32),
     ]
 
 

@@ -43,7 +43,7 @@ typedef enum zc__alg {
      * bytes into the receiver's registered buffer or its landing areas in device scratch, a
      * header-only message after each says it is there; reductions are provider kernels. */
     ZC_ALG_PUT_ONESHOT, /* all_reduce (small), reduce: each contributor puts its round's slice
-                         * into every reducer's landing; reducers reduce all n in rank order */
+                         * into every reducer's landing; reducers reduce all n in the rank tree */
     ZC_ALG_PUT_RSAG,    /* all_reduce (large): per round, blocks into their owners' landing,
                          * owners reduce, then put the result into every peer's recv;
                          * reduce_scatter: the first half */

@@ -3,7 +3,7 @@
  * messages a call exchanges with each peer: what the issue reserves and the finish checks) and
  * its step (moves a request forward within a message budget). Payloads are chunks of at
  * most s->chunk elements; the k-th message on a channel carries the stream's chunk k. Every
- * reduction is one zc__reduce over all n inputs of a chunk in rank order, so results do not
+ * reduction is one zc__reduce over all n inputs of a chunk in the rank tree, so results do not
  * depend on the algorithm. State counters: r->a = chunks of local work done (reduced or
  * copied); r->b = barrier round phase.
  *

@@ -69,10 +69,11 @@ static inline bool zc__device_alg(uint32_t alg) { return alg >= ZC_ALG_STAGED; }
 /* Everything a start needs: validated arguments and the chosen algorithm. */
 typedef struct zc__sched {
     uint8_t kind;        /* zc__kind */
-    uint8_t alg;         /* zc__alg */
     uint8_t dtype;       /* zc_dtype */
     uint8_t op;          /* zc_op (0 where there is none) */
-    uint32_t root;       /* root, or the peer of send/recv; 0 where there is none */
+    uint8_t alg;         /* zc__alg */
+    uint32_t root;       /* root, or the peer of send/recv; 0 where there is none (these
+                          * first 8 bytes in the order of the message header's: channel.c) */
     uint32_t esize;      /* bytes per element */
     uint32_t chunk;      /* elements per message: slot_bytes / esize */
     uint32_t tag;        /* send/recv: the tag every message carries (0 elsewhere) */

@@ -247,6 +247,7 @@ ZT_TEST(failure_record_fails_every_active_request_with_the_first_status, 20)
 ZT_TEST(threads_create_in_process_groups_and_splits_at_once, 60)
 ZT_TEST(threads_init_and_split_through_the_bootstrap_at_once, 90)
 ZT_TEST(wire_again_on_post_is_back_pressure_not_failure, 60)
+ZT_TEST(credits_return_every_half_ring_and_long_streams_flow, 60)
 ZT_TEST(links_are_what_the_schedules_move, 60)
 
 /* tests/test_sym.c */

@@ -827,7 +827,7 @@ void reduce_accumulator_formats_keep_partial_results_exact(void) {
     int32_t a[2], b[2];
     zc__acc_load(a, x, 2, ZC_INT8, ZC_AVG);
     zc__acc_combine(b, a, a, 2, ZC_INT8, ZC_AVG); /* 254, -256: outside int8 */
-    zc__acc_combine(b, b, a, 2, ZC_INT8, ZC_AVG);
+    zc__acc_combine(b, a, b, 2, ZC_INT8, ZC_AVG); /* out == right */
     zc__acc_store(o, b, 2, ZC_INT8, ZC_AVG, 3);
     ZT_CHECK(o[0] == 127 && o[1] == -128);
     uint16_t h[2] = {enc_fp16(2048.0f), enc_fp16(1.0f)}, ho;

@@ -28,7 +28,7 @@ bool zc__tx_puts_done(zc_comm *comm, const zc__req *r) {
 
 /* The communicator fails when the wire cannot post (what) message k of the call (kind, seq)
  * to peer for good, saying why. */
-static zc_status zc_post_failed(zc_comm *comm, uint32_t kind, uint64_t seq, uint32_t peer,
+__attribute__((noinline, cold)) static zc_status zc_post_failed(zc_comm *comm, uint32_t kind, uint64_t seq, uint32_t peer,
                                 uint64_t k, const char *what, zc_status st) {
     char why[160];
     why[0] = '\0';
@@ -100,19 +100,29 @@ uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k) {
     return zc__tx_begin_n(comm, r, peer, k, SIZE_MAX);
 }
 
-uint8_t *zc__tx_begin_n(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes) {
-    zc__chan *c = zc_chan(comm, r->lane, peer);
-    uint64_t m = r->tx_base[peer] + k;
+/* Message m on r's channel c to peer: its slot's header when it may be written now (its turn,
+ * the message before it posted, a credit for its slot), else NULL. Inlined into the one-line
+ * send as into zc__tx_begin_n (a small call's hot path). */
+#define ZC_HOT static inline __attribute__((always_inline))
+ZC_HOT zc__hdr *zc_turn(zc_comm *comm, const zc__req *r, uint32_t peer, zc__chan *c,
+                        uint64_t m) {
     if (c->tx_count != m) return 0; /* not this message's turn */
     if (c->tx_unposted && !zc_repost(comm, r->lane, peer)) return 0; /* the one before first */
     if (m - c->tx_credit >= comm->cfg.slots) {
         c->tx_credit = zc_credit(comm, r, peer, c);
         if (m - c->tx_credit >= comm->cfg.slots) return 0; /* the peer's ring is full */
     }
-    uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
+    return comm->wire->tx_slot(comm->wire_state, r->lane, peer,
+                               (uint32_t)(m & (comm->cfg.slots - 1u)));
+}
+
+uint8_t *zc__tx_begin_n(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes) {
+    zc__chan *c = zc_chan(comm, r->lane, peer);
+    zc__hdr *h = zc_turn(comm, r, peer, c, r->tx_base[peer] + k);
+    if (!h) return 0;
     comm->tx_begun = c;
-    comm->tx_hdr = comm->wire->tx_slot(comm->wire_state, r->lane, peer, slot);
-    return zc_payload(comm->tx_hdr, bytes);
+    comm->tx_hdr = h;
+    return zc_payload(h, bytes);
 }
 
 zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
@@ -127,39 +137,74 @@ zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const
     return zc_post_failed(comm, r->s.kind, r->seq, peer, k, "put the payload of", st);
 }
 
+/* The header's fingerprint is written and compared a word at a time: the call's word (kind,
+ * dtype, op, alg, root: 8 bytes from zc__hdr.kind), the message's (step, bytes) and the
+ * sender's (src, placed). The call's word says what a receive expects: a receive matches the
+ * peer's send, and send and receive carry the tag where other calls carry the root. */
+typedef struct zc_call_fp {
+    uint8_t kind, dtype, op, alg;
+    uint32_t root;
+} zc_call_fp;
+_Static_assert(sizeof(zc_call_fp) == 8 && __builtin_offsetof(zc__hdr, root) ==
+               __builtin_offsetof(zc__hdr, kind) + 4u, "the call's word is kind..root");
+_Static_assert(__builtin_offsetof(zc__hdr, bytes) == __builtin_offsetof(zc__hdr, step) + 4u &&
+               __builtin_offsetof(zc__hdr, placed) == __builtin_offsetof(zc__hdr, src) + 4u,
+               "step/bytes and src/placed are words");
+
+_Static_assert(__builtin_offsetof(zc__sched, kind) == 0 && __builtin_offsetof(zc__sched, dtype) == 1 &&
+               __builtin_offsetof(zc__sched, op) == 2 && __builtin_offsetof(zc__sched, alg) == 3 &&
+               __builtin_offsetof(zc__sched, root) == 4, "a schedule opens with the call's word");
+
+/* The call's word of r: a schedule's first 8 bytes are laid out as the header's, so one load
+ * but for send and receive. */
+static uint64_t zc_call_word(const zc__req *r) {
+    uint64_t w;
+    __builtin_memcpy(&w, &r->s, sizeof w);
+    if (r->s.kind != ZC_K_SEND && r->s.kind != ZC_K_RECV) return w;
+    zc_call_fp f;
+    __builtin_memcpy(&f, &r->s, sizeof f);
+    f.kind = ZC_K_SEND;
+    f.root = r->s.tag;
+    __builtin_memcpy(&w, &f, sizeof w);
+    return w;
+}
+
+static uint64_t zc_pair_word(uint32_t lo, uint32_t hi) {
+    uint32_t f[2] = {lo, hi};
+    uint64_t w;
+    __builtin_memcpy(&w, f, sizeof w);
+    return w;
+}
+
+static void zc_put_word(void *at, uint64_t w) { __builtin_memcpy(at, &w, sizeof w); }
+
+static uint64_t zc_get_word(const void *at) {
+    uint64_t w;
+    __builtin_memcpy(&w, at, sizeof w);
+    return w;
+}
+
 #ifdef ZC_TEST_HOOKS
 void (*zc__test_forge)(const zc_comm *comm, uint32_t peer, zc__hdr *h, uint8_t *payload);
 #endif
 
-static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
-                            uint32_t placed) {
-    zc__chan *c = zc_chan(comm, r->lane, peer);
-    uint64_t m = r->tx_base[peer] + k;
-    uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
-    /* Every schedule publishes a message right after zc__tx_begin_n found its slot, before it
-     * begins another: the header found there is this message's. A request sends only messages
-     * it reserved at issue (paired with progress.c's zc_reserve), into a slot the peer's credit
-     * freed. */
-    ZC_ASSERT(c->tx_count == m && bytes <= comm->cfg.slot_bytes && comm->tx_begun == c);
+/* Fills the header h of message k (number m on channel c) of r to peer and posts it. A request
+ * sends only messages it reserved at issue (paired with progress.c's zc_reserve), into a slot
+ * the peer's credit freed. */
+ZC_HOT zc_status zc_post_msg(zc_comm *comm, zc__req *r, uint32_t peer, zc__chan *c, zc__hdr *h,
+                             uint64_t k, uint64_t m, size_t bytes, uint32_t placed) {
     ZC_ASSERT(r->tx_left > 0 && m < c->tx_reserved && m - c->tx_credit < comm->cfg.slots);
-    zc__hdr *h = comm->tx_hdr;
-    comm->tx_begun = 0;
     h->comm_id = comm->comm_id;
     h->seq = r->seq;
     h->count = r->s.count;
-    h->kind = r->s.kind; /* a receive never sends */
-    h->dtype = r->s.dtype;
-    h->op = r->s.op;
-    h->alg = r->s.alg;
-    h->root = r->s.kind == ZC_K_SEND ? r->s.tag : r->s.root; /* a send's sender is src */
-    h->step = (uint32_t)k;
-    h->bytes = (uint32_t)bytes;
-    h->src = comm->rank;
-    h->placed = placed;
+    zc_put_word(&h->kind, zc_call_word(r)); /* a receive never sends */
+    zc_put_word(&h->step, zc_pair_word((uint32_t)k, (uint32_t)bytes));
+    zc_put_word(&h->src, zc_pair_word(comm->rank, placed));
 #ifdef ZC_TEST_HOOKS
     if (zc__test_forge) zc__test_forge(comm, peer, h, zc_payload(h, bytes));
 #endif
-    zc_status st = comm->wire->post(comm->wire_state, r->lane, peer, slot,
+    zc_status st = comm->wire->post(comm->wire_state, r->lane, peer,
+                                    (uint32_t)(m & (comm->cfg.slots - 1u)),
                                     zc_post_bytes(bytes, placed), m + 1u);
     if (st != ZC_OK && st != ZC_AGAIN)
         return zc_post_failed(comm, r->s.kind, r->seq, peer, k, "post", st);
@@ -172,8 +217,33 @@ static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
     return ZC_OK;
 }
 
+static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
+                            uint32_t placed) {
+    zc__chan *c = zc_chan(comm, r->lane, peer);
+    uint64_t m = r->tx_base[peer] + k;
+    /* Every schedule publishes a message right after zc__tx_begin_n found its slot, before it
+     * begins another: the header found there is this message's. */
+    ZC_ASSERT(c->tx_count == m && bytes <= comm->cfg.slot_bytes && comm->tx_begun == c);
+    comm->tx_begun = 0;
+    return zc_post_msg(comm, r, peer, c, comm->tx_hdr, k, m, bytes, placed);
+}
+
 zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes) {
     return zc_publish(comm, r, peer, k, bytes, 0);
+}
+
+zc_status zc__tx_line(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
+                      size_t bytes) {
+    ZC_ASSERT(bytes <= ZC_INLINE_BYTES);
+    zc__chan *c = zc_chan(comm, r->lane, peer);
+    uint64_t m = r->tx_base[peer] + k;
+    zc__hdr *h = zc_turn(comm, r, peer, c, m);
+    if (!h) return ZC_AGAIN;
+    const uint8_t *from = src;
+    if (bytes == ZC_INLINE_BYTES) zc__memcpy(h->inl, from, ZC_INLINE_BYTES);
+    else
+        for (size_t i = 0; i < bytes; i++) h->inl[i] = from[i];
+    return zc_post_msg(comm, r, peer, c, h, k, m, bytes, 0);
 }
 
 zc_status zc__tx_end_placed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
@@ -194,11 +264,14 @@ static bool zc_same_call(const zc__req *r, const zc__hdr *h) {
            h->op == r->s.op && h->root == zc_hdr_root(r);
 }
 
+/* Whether h is message k of r's call from peer with a payload of expect_bytes (at most
+ * slot_bytes, so it fits the header's 32 bits). */
 static bool zc_matches(const zc_comm *comm, const zc__req *r, const zc__hdr *h, uint32_t peer,
                        uint64_t k, size_t expect_bytes) {
-    return h->comm_id == comm->comm_id && h->seq == r->seq && zc_same_call(r, h) &&
-           h->alg == r->s.alg && h->src == peer && h->step == (uint32_t)k &&
-           h->bytes == expect_bytes;
+    return ((h->comm_id ^ comm->comm_id) | (h->seq ^ r->seq) | (h->count ^ r->s.count) |
+            (zc_get_word(&h->kind) ^ zc_call_word(r)) |
+            (zc_get_word(&h->step) ^ zc_pair_word((uint32_t)k, (uint32_t)expect_bytes)) |
+            (h->src ^ peer)) == 0;
 }
 
 static void zc_mismatch(zc_comm *comm, zc__req *r, const zc__hdr *h, uint32_t peer, uint64_t k,
@@ -276,11 +349,18 @@ const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
     return zc_payload((zc__hdr *)(uintptr_t)h, expect_bytes);
 }
 
+/* Credits go back in batches: when the consumed count reaches a multiple of half the ring
+ * (one write to the peer instead of one per message; over ib an RDMA write each). A sender is
+ * then held back only while more than half its ring waits unconsumed here, so the next
+ * message a receiver waits for is always there or sendable: a receiver only ever reads the
+ * next message of a channel. The symmetric region's send learns from the credit that its
+ * receiver stopped reading its buffer (zc__tx_consumed): its messages credit at once. */
 void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
     /* Only messages it reserved at issue (zc_reserve), each once. */
     ZC_ASSERT(r->rx_left > 0 && c->rx_count < c->rx_reserved);
     c->rx_count++;
     r->rx_left--;
-    comm->wire->credit(comm->wire_state, r->lane, peer, c->rx_count);
+    if ((c->rx_count & ((comm->cfg.slots >> 1) - 1u)) == 0 || r->s.alg == ZC_ALG_SYM)
+        comm->wire->credit(comm->wire_state, r->lane, peer, c->rx_count);
 }

@@ -36,10 +36,12 @@ static const zc__family *const zc_alg_family[ZC_ALG_COUNT_] = {
     [ZC_ALG_PUT_P2P] = &zc__fam_direct,
 };
 
-const zc__family *zc__family_of(uint32_t alg) {
+static inline const zc__family *zc_family(uint32_t alg) {
     ZC_ASSERT(alg < ZC_ALG_COUNT_ && zc_alg_family[alg]);
     return zc_alg_family[alg];
 }
+
+const zc__family *zc__family_of(uint32_t alg) { return zc_family(alg); }
 
 /* Reserves, on its lane's channel with peer, the tx messages r sends to peer and the rx it
  * receives from it (zc__link_fn over the family's links): a ready message first where a stream
@@ -95,7 +97,8 @@ static bool zc_gate(zc_comm *comm, zc__req *r, uint32_t *budget) {
 
 /* Moves r within *budget through its family; true once it finished, every message it reserved
  * moved (paired with zc_reserve), its status ZC_OK. */
-static bool zc_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
+static inline __attribute__((always_inline)) bool zc_step(zc_comm *comm, zc__req *r,
+                                                          uint32_t *budget) {
     if (r->held && !zc_gate(comm, r, budget)) return false;
     /* zc__issue found r's family (zc__family_of checks the table there). */
     if (!*budget || !zc_alg_family[r->s.alg]->step(comm, r, budget)) return false;
@@ -156,7 +159,7 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
     if (!r)
         return zc__error(comm, ZC_AGAIN, "%s: all %u request slots are in flight; progress and "
                          "finish one first", zc__kind_name(s->kind), comm->cfg.max_requests);
-    const zc__family *f = zc__family_of(s->alg);
+    const zc__family *f = zc_family(s->alg);
     /* A receive from any source reserves once matched, and every receive after it waits
      * for its turn (zc_resolve); device receives cannot wait so. */
     bool wait_turn = s->kind == ZC_K_RECV && s->alg != ZC_ALG_LOCAL &&

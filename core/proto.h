@@ -49,6 +49,12 @@ uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k);
  * zc__tx_flush): it counts as sent. A wire that cannot post it for good fails the communicator
  * (status and sentence recorded); the status is returned. */
 zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes);
+/* A message whose whole payload (bytes of src, at most ZC_INLINE_BYTES; none for src NULL and
+ * bytes 0) travels in its header's line: zc__tx_begin_n, the copy and zc__tx_end in one call.
+ * ZC_AGAIN: it cannot go yet (zc__tx_begin_n's NULL), nothing written; else zc__tx_end's
+ * status. */
+zc_status zc__tx_line(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
+                      size_t bytes);
 /* True once the wire has read every put r made from the caller's memory (zc__place.direct
  * marks the peers it put to): the sources may change. */
 bool zc__tx_puts_done(zc_comm *comm, const zc__req *r);

@@ -1,7 +1,10 @@
 /* reduce.h: host reduction kernels and the narrow floating-point conversions (fp16, bf16,
- * fp8 e4m3 / e5m2), written here without libm. The one reduction entry point folds all n
- * inputs of each element in rank order 0..n-1 in a single pass, so every algorithm that calls
- * it gives bitwise the same result for the same inputs. */
+ * fp8 e4m3 / e5m2), written here without libm. The one n-input entry point (zc__reduce) and the
+ * pairwise accumulator primitives (zc__acc_*) both reduce in the rank tree, an order that
+ * depends on n alone (zcoll.h's zc_op, docs/api.md): with p the largest power of two <= n and
+ * e = n - p, leaf i is x_2i (+) x_2i+1 for i < e and x_i+e after, then pairs level by level,
+ * the lower ranks on the left. So every algorithm that computes that tree, in one pass or in
+ * steps across ranks, gives bitwise the same result for the same inputs. */
 #ifndef ZC_CORE_REDUCE_H
 #define ZC_CORE_REDUCE_H
 

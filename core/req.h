@@ -43,7 +43,7 @@ typedef enum zc__alg {
      * bytes into the receiver's registered buffer or its landing areas in device scratch, a
      * header-only message after each says it is there; reductions are provider kernels. */
     ZC_ALG_PUT_ONESHOT, /* all_reduce (small), reduce: each contributor puts its round's slice
-                         * into every reducer's landing; reducers reduce all n in rank order */
+                         * into every reducer's landing; reducers reduce all n in the rank tree */
     ZC_ALG_PUT_RSAG,    /* all_reduce (large): per round, blocks into their owners' landing,
                          * owners reduce, then put the result into every peer's recv;
                          * reduce_scatter: the first half */
@@ -66,10 +66,11 @@ static inline bool zc__device_alg(uint32_t alg) { return alg >= ZC_ALG_STAGED; }
 /* Everything a start needs: validated arguments and the chosen algorithm. */
 typedef struct zc__sched {
     uint8_t kind;        /* zc__kind */
-    uint8_t alg;         /* zc__alg */
     uint8_t dtype;       /* zc_dtype */
     uint8_t op;          /* zc_op (0 where there is none) */
-    uint32_t root;       /* root, or the peer of send/recv; 0 where there is none */
+    uint8_t alg;         /* zc__alg */
+    uint32_t root;       /* root, or the peer of send/recv; 0 where there is none (these
+                          * first 8 bytes in the order of the message header's: channel.c) */
     uint32_t esize;      /* bytes per element */
     uint32_t chunk;      /* elements per message: slot_bytes / esize */
     uint32_t tag;        /* send/recv: the tag every message carries (0 elsewhere) */

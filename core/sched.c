@@ -3,7 +3,7 @@
  * messages a call exchanges with each peer: what the issue reserves and the finish checks) and
  * its step (moves a request forward within a message budget). Payloads are chunks of at
  * most s->chunk elements; the k-th message on a channel carries the stream's chunk k. Every
- * reduction is one zc__reduce over all n inputs of a chunk in rank order, so results do not
+ * reduction is one zc__reduce over all n inputs of a chunk in the rank tree, so results do not
  * depend on the algorithm. State counters: r->a = chunks of local work done (reduced or
  * copied); r->b = barrier round phase.
  *
@@ -334,6 +334,7 @@ static void zc_send_placed(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t l
  * be written in place instead. */
 static void zc_send_chunks(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t len,
                            uint64_t first, uint64_t ready, bool copy) {
+    if (!x->r->tx_left) return; /* everything sent: a small call's later steps skip the peers */
     if (copy && x->r->place && x->r->pl[p].ready_in) {
         zc_send_placed(x, p, src, len, first, ready);
         return;
@@ -341,6 +342,12 @@ static void zc_send_chunks(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t l
     uint64_t k = zc__tx_done(x->comm, x->r, p), total = zc__msgs(len, x->E);
     for (; *x->budget && k >= first && k - first < zc_min(total, ready); k++) {
         uint64_t j = k - first, elems = zc_chunk_len(x, len, j);
+        if (elems * x->es <= ZC_INLINE_BYTES) { /* the whole message in one line */
+            if (zc__tx_line(x->comm, x->r, p, k, src + j * x->E * x->es, elems * x->es) != ZC_OK)
+                return;
+            (*x->budget)--;
+            continue;
+        }
         uint8_t *dst = zc__tx_begin_n(x->comm, x->r, p, k, elems * x->es);
         if (!dst) return;
         zc__memcpy(dst, src + j * x->E * x->es, elems * x->es);
@@ -380,6 +387,7 @@ static void zc_send_placed(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t l
 
 /* Receives the stream of len elements into dst from channel messages first.. onwards. */
 static void zc_recv_chunks(zc_ctx *x, uint32_t p, uint8_t *dst, uint64_t len, uint64_t first) {
+    if (!x->r->rx_left) return;
     uint64_t k = zc__rx_done(x->comm, x->r, p), total = zc__msgs(len, x->E);
     for (; *x->budget && k >= first && k - first < total; k++) {
         uint64_t j = k - first, elems = zc_chunk_len(x, len, j);
@@ -465,13 +473,16 @@ static bool zc_all_moved(const zc__req *r) { return r->tx_left == 0 && r->rx_lef
 static bool zc_step_oneshot(zc_ctx *x) {
     const zc__sched *s = &x->r->s;
     bool reduces = s->kind == ZC_K_ALLREDUCE || x->me == s->root;
-    for (uint32_t p = 0; p < x->n; p++)
-        if (p != x->me && (s->kind == ZC_K_ALLREDUCE || p == s->root))
-            zc_send_chunks(x, p, s->send, s->count, 0, UINT64_MAX, false);
+    if (s->kind != ZC_K_ALLREDUCE) { /* reduce: a non-root sends to the root alone */
+        if (!reduces) zc_send_chunks(x, s->root, s->send, s->count, 0, UINT64_MAX, false);
+    } else {
+        for (uint32_t p = 0; p < x->n; p++)
+            if (p != x->me) zc_send_chunks(x, p, s->send, s->count, 0, UINT64_MAX, false);
+    }
     if (reduces) {
         /* In place, chunk c of recv is also our input: reduce it only once sent to all. */
         uint64_t sent = UINT64_MAX;
-        for (uint32_t p = 0; p < x->n && s->kind == ZC_K_ALLREDUCE; p++)
+        for (uint32_t p = 0; p < x->n && s->kind == ZC_K_ALLREDUCE && x->r->tx_left; p++)
             if (p != x->me) sent = zc_min(sent, zc__tx_done(x->comm, x->r, p));
         uint64_t total = zc__msgs(s->count, x->E), bytes;
         while (*x->budget && x->r->a < total && x->r->a < sent &&
@@ -596,8 +607,7 @@ static bool zc_step_barrier(zc_ctx *x) {
         uint32_t d = 1u << x->r->a, to = zc__add_mod(x->me, d, x->n),
                  from = zc__add_mod(x->me, x->n - d, x->n);
         if (!x->r->b) {
-            if (!zc__tx_begin(x->comm, x->r, to, 0)) return false;
-            if (zc__tx_end(x->comm, x->r, to, 0, 0) != ZC_OK) return false;
+            if (zc__tx_line(x->comm, x->r, to, 0, 0, 0) != ZC_OK) return false;
             x->r->b = 1;
         }
         if (!zc__rx_peek(x->comm, x->r, from, 0, 0)) return false;

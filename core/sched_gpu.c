@@ -23,7 +23,7 @@
  *     my zc_gpu_ipc record as message 0 to every peer, every peer's into the registration's
  *     row of recs, then MAP (ipc_open of each peer's buffer); for its end (ZC_K_DEREGISTER),
  *     a signal only, each way: this rank unmapped the peers' buffers.
- * Reductions are the provider's kernels: rank order 0..n-1, the host kernels' exact semantics,
+ * Reductions are the provider's kernels: the rank tree, the host kernels' exact semantics,
  * so device and host results are bitwise equal.
  *
  * These are requests of the one engine, the family zc__fam_ipc (engine.h): zc__issue

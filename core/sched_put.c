@@ -12,7 +12,7 @@
  *   PUT_ONESHOT (small all_reduce, reduce), PUT_RSAG (large all_reduce, reduce_scatter): in
  *     the reducer's landing area for the sender (its device scratch, registered with the NIC
  *     at init, every rank's address and key learnt then: gpu_mem.c). Per round the reducer
- *     reduces all n inputs in rank order with the provider's kernel (bitwise the host kernels),
+ *     reduces all n inputs in the rank tree with the provider's kernel (bitwise the host kernels),
  *     polls its event, and only then sends the round's "after" message: the done-reading
  *     signal, or, for all_reduce RS+AG, its reduced block put into every peer's recv. A sender
  *     writes a landing area again only after that message, so no area is rewritten while a
@@ -384,7 +384,7 @@ static zc_status zc_put_own_copy(zc_comm *c, zc__req *r, bool *launched) {
     return zc__gpu_copy(c, r, to, from, (size_t)blk);
 }
 
-/* The round's reduction at a reducer: rank order, landed inputs from the landing areas, this
+/* The round's reduction at a reducer: the rank tree, landed inputs from the landing areas, this
  * rank's own from send. *launched is false when there is nothing to reduce. */
 static zc_status zc_put_reduce(zc_comm *c, zc__req *r, bool *launched) {
     const zc__sched *s = &r->s;

@@ -6,7 +6,7 @@
  * offsets of the sender's send and recv buffers in its region (ZC_SYM_NONE when unused) and
  * says its inputs are ready; message 1, "done", says the sender no longer reads or writes any
  * rank's buffers. Between them each rank does its share of the work straight in the peers'
- * buffers: a reduction reduces this rank's block of every input in rank order (zc__reduce, as
+ * buffers: a reduction reduces this rank's block of every input in the rank tree (zc__reduce, as
  * every other algorithm) and writes it where the result goes; a copy collective's chunk copies
  * are numbered over (destination rank, source rank, chunk) and rank r does those numbered
  * r, r + n, r + 2n, ... State: r->a = the next chunk (reductions) or copy number of this rank.

@@ -1,6 +1,6 @@
 /* reduce.cu: the device reduction kernels, every dtype x op, bitwise equal to the host kernels
  * of core/reduce.c because both compile the same element code (elem.h):
- * - every element folds its n inputs left in rank order 0..n-1;
+ * - every element reduces its n inputs in the rank tree (core/reduce.h), the host's order;
  * - fp16/bf16/fp8 accumulate in fp32 and round once (nearest-even, in integers), fp32 in fp32,
  *   fp64 in fp64; a NaN result is stored as the canonical quiet NaN;
  * - floating add/mul/div are the _rn intrinsics, which nvcc never contracts into an FMA, and
@@ -90,8 +90,76 @@ ZC_FLOAT_K(e5m2, uint8_t, float, zc_e5m2_dec(x), zc_addf, zc_mulf, zc_minf, zc_m
 
 /* ---- the kernels ---- */
 
-/* dst[i] = fold of src[0..n)[i] for i < count: the head one element at a time, then 16-byte
- * vectors, then the tail; thread tid of stride. */
+/* Most partial results on a thread's stack: log2 of ZC_GPU_MAX_SRCS. */
+#define ZC_TREE_DEPTH 6u
+static_assert((1u << ZC_TREE_DEPTH) >= ZC_GPU_MAX_SRCS, "the stack holds a tree of every n");
+
+/* Input k's V elements from element at on, as accumulators: one 16-byte vector (V > 1) or one
+ * element (V == 1). */
+template <class K, uint32_t V> struct zc_ld {
+    const void *const *src;
+    uint64_t at;
+    __device__ __forceinline__ void operator()(uint32_t k, typename K::A (&a)[V]) const {
+        typedef typename K::T T;
+        union {
+            uint4 u;
+            T e[V];
+        } x;
+        if (V > 1u) x.u = *reinterpret_cast<const uint4 *>(static_cast<const T *>(src[k]) + at);
+        else x.e[0] = static_cast<const T *>(src[k])[at];
+#pragma unroll
+        for (uint32_t e = 0; e < V; e++) a[e] = K::load(x.e[e]);
+    }
+};
+
+/* res = the n inputs (1 <= n <= ZC_GPU_MAX_SRCS) reduced in the rank tree, as the host kernels
+ * do (reduce.h): with p the largest power of two <= n and e = n - p, leaf l is input 2l (+)
+ * input 2l+1 for l < e and input l+e after; leaves are taken left to right as a binary counter,
+ * each combined with the stack's top (on the left) once per trailing one bit of l, then pushed. */
+template <class K, uint32_t V>
+ZC_DEV void zc_tree(typename K::A (&res)[V], uint32_t n, const zc_ld<K, V> &ld) {
+    typedef typename K::A A;
+    if (n <= 3u) { /* (x0 (+) x1) (+) x2 without the stack, which lives in local memory */
+        A w[V];
+        ld(0, res);
+        for (uint32_t k = 1; k < n; k++) {
+            ld(k, w);
+#pragma unroll
+            for (uint32_t i = 0; i < V; i++) res[i] = K::op(res[i], w[i]);
+        }
+        return;
+    }
+    A st[ZC_TREE_DEPTH][V];
+    uint32_t p = 1, depth = 0;
+    while (p * 2u <= n) p *= 2u;
+    uint32_t e = n - p;
+    for (uint32_t l = 0; l < p; l++) {
+        A v[V];
+        if (l < e) {
+            A w[V];
+            ld(2u * l, v);
+            ld(2u * l + 1u, w);
+#pragma unroll
+            for (uint32_t i = 0; i < V; i++) v[i] = K::op(v[i], w[i]);
+        } else {
+            ld(l + e, v);
+        }
+        for (uint32_t x = l; x & 1u; x >>= 1) {
+            depth--;
+#pragma unroll
+            for (uint32_t i = 0; i < V; i++) v[i] = K::op(st[depth][i], v[i]);
+        }
+#pragma unroll
+        for (uint32_t i = 0; i < V; i++) {
+            if (l + 1u == p) res[i] = v[i];
+            else st[depth][i] = v[i];
+        }
+        depth += l + 1u == p ? 0u : 1u;
+    }
+}
+
+/* dst[i] = the rank tree of src[0..n)[i] for i < count: the head one element at a time, then
+ * 16-byte vectors, then the tail; thread tid of stride. */
 template <class K>
 static __device__ __forceinline__ void zc_reduce_body(void *dst, const void *const *src,
                                                       uint32_t n, uint64_t count, uint64_t head,
@@ -105,17 +173,10 @@ static __device__ __forceinline__ void zc_reduce_body(void *dst, const void *con
         T e[V];
     };
     for (uint64_t j = tid; j < vecs; j += stride) {
-        vec x, o;
+        vec o;
         A acc[V];
         uint64_t at = head + j * V;
-        x.u = *reinterpret_cast<const uint4 *>(static_cast<const T *>(src[0]) + at);
-#pragma unroll
-        for (uint32_t e = 0; e < V; e++) acc[e] = K::load(x.e[e]);
-        for (uint32_t k = 1; k < n; k++) {
-            x.u = *reinterpret_cast<const uint4 *>(static_cast<const T *>(src[k]) + at);
-#pragma unroll
-            for (uint32_t e = 0; e < V; e++) acc[e] = K::op(acc[e], K::load(x.e[e]));
-        }
+        zc_tree<K, V>(acc, n, zc_ld<K, V>{src, at});
 #pragma unroll
         for (uint32_t e = 0; e < V; e++) o.e[e] = K::store(acc[e], n);
         *reinterpret_cast<uint4 *>(static_cast<T *>(dst) + at) = o.u;
@@ -123,10 +184,9 @@ static __device__ __forceinline__ void zc_reduce_body(void *dst, const void *con
     uint64_t scalars = head + (count - head - vecs * V);
     for (uint64_t j = tid; j < scalars; j += stride) {
         uint64_t i = j < head ? j : j + vecs * V;
-        A acc = K::load(static_cast<const T *>(src[0])[i]);
-        for (uint32_t k = 1; k < n; k++)
-            acc = K::op(acc, K::load(static_cast<const T *>(src[k])[i]));
-        static_cast<T *>(dst)[i] = K::store(acc, n);
+        A acc[1];
+        zc_tree<K, 1>(acc, n, zc_ld<K, 1>{src, i});
+        static_cast<T *>(dst)[i] = K::store(acc[0], n);
     }
 }
 

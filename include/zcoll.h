@@ -77,7 +77,15 @@ typedef enum zc_dtype {
 /* AVG is the sum divided by the number of ranks (integer types: truncating division of the
  * exact sum). 16- and 8-bit floating types are accumulated in fp32 and rounded once
  * (round-to-nearest-even). MIN/MAX of NaN follow IEEE fmin/fmax. Integer SUM/PROD wrap as two's
- * complement. Every element is reduced in rank order 0..n-1, whatever the algorithm. */
+ * complement. Every element is reduced in one order, a function of n alone, whatever the
+ * algorithm, message size, placement or memory kind: the rank tree. With p the largest power
+ * of two <= n and e = n - p, the leaves are v_i = x_2i (+) x_2i+1 for i < e and v_i = x_i+e for
+ * e <= i < p; pairs of neighbours are then combined level by level, w_j = w_2j (+) w_2j+1, up
+ * to one value; the lower ranks' partial result is always the left operand, and partial
+ * results keep the accumulator's format (fp32 for the 16- and 8-bit floats). For example
+ * n = 4: (x0 + x1) + (x2 + x3); n = 5: ((x0 + x1) + x2) + (x3 + x4). For n <= 3 this is the
+ * linear order (x0 + x1) + x2 of earlier versions; for n >= 4 floating results may differ
+ * from theirs in the last bits. */
 typedef enum zc_op { ZC_SUM, ZC_PROD, ZC_MIN, ZC_MAX, ZC_AVG, ZC_OP_COUNT_ } zc_op;
 
 /* Bytes of one element; 0 for a value that is not a zc_dtype. */
@@ -470,7 +478,7 @@ zc_status zc_mem_deregister(zc_comm *comm, zc_mem *mem);
  * A collective of at least ZC_SYM_MIN_BYTES whose buffers (every one this rank passes) lie in the
  * region, on every rank, runs single-copy: each rank reads its peers' inputs where they are and
  * writes each result once (all_reduce, reduce, reduce_scatter: rank r reduces block r of every
- * input, in rank order as everywhere else, so results are bitwise those of the other
+ * input, in the rank tree as everywhere else, so results are bitwise those of the other
  * algorithms; all_gather, all_to_all, gather, scatter, broadcast: the copies are shared out
  * among the ranks). Two short messages per peer mark "inputs ready" and "done"; in-place
  * all_to_all goes through the slots. A send and its recv of at least ZC_SYM_MIN_BYTES with both
@@ -600,7 +608,7 @@ zc_status zc_plan_release(zc_comm *comm, zc_plan *plan);
  * buffers of the call), on the path zc_comm_gpu_path names: ipc (one host: kernels read the
  * peers' buffers through CUDA IPC; send/recv go through host staging), direct (transport_ib:
  * the NIC writes peers' bytes into device memory) or staged (through host memory). Reductions
- * are in rank order, with results bitwise those of the host kernels. The non-stream forms
+ * are in the rank tree (zc_op), with results bitwise those of the host kernels. The non-stream forms
  * read the inputs as they are when the call is made (synchronize the producing stream first)
  * and the outputs are complete when zc_test says ZC_OK.
  *

@@ -166,7 +166,7 @@ typedef struct zc_gpu_ops {
      * process cannot see counts as readable (the runtime maps it; the first call says). */
     zc_status (*can_read)(void *state, const zc_gpu_ident *peer, uint32_t *can);
     /* Enqueues dst[i] = srcs[0][i] op srcs[1][i] ... op srcs[nsrc-1][i] for i < count with the
-     * host kernels' exact semantics (core/reduce.h: rank order, fp32 accumulation of narrow
+     * host kernels' exact semantics (core/reduce.h: the rank tree, fp32 accumulation of narrow
      * floats rounded once, canonical NaN, AVG divides by nsrc). 1 <= nsrc <= ZC_GPU_MAX_SRCS;
      * dst may equal any srcs[k]; sources may be peers' mapped buffers. */
     zc_status (*reduce)(void *state, void *dst, const void *const *srcs, uint32_t nsrc,

@@ -150,30 +150,62 @@ static void zr_reduce_int(uint8_t *out, uint8_t *const *in, uint32_t n, size_t o
     __builtin_memcpy(out + o, &acc, zc_dtype_bytes(t)); /* little endian: the low bytes wrap */
 }
 
+/* The rank tree over v[0..n-1], level by level in place: first the leaves (with p the largest
+ * power of two <= n and e = n - p, leaf i is v[2i] (+) v[2i+1] for i < e and v[i+e] after),
+ * then halving the row, v[j] = v[2j] (+) v[2j+1], until one value is left. fp32 values are
+ * held as doubles and each fold rounded back to fp32 (zr_fold_f). */
+static double zr_tree(double *v, uint32_t n, zc_op fold, bool f32) {
+    uint32_t p = 1;
+    while (p * 2u <= n) p *= 2u;
+    uint32_t e = n - p;
+    for (uint32_t i = 0; i < p; i++) {
+        if (i < e) v[i] = f32 ? zr_fold_f((float)v[2 * i], (float)v[2 * i + 1], fold)
+                              : zr_fold_d(v[2 * i], v[2 * i + 1], fold);
+        else v[i] = v[i + e];
+    }
+    for (uint32_t m = p; m > 1; m /= 2)
+        for (uint32_t j = 0; j < m / 2; j++)
+            v[j] = f32 ? zr_fold_f((float)v[2 * j], (float)v[2 * j + 1], fold)
+                       : zr_fold_d(v[2 * j], v[2 * j + 1], fold);
+    return v[0];
+}
+
 void zr_reduce(uint8_t *out, uint8_t *const *in, uint32_t n, size_t count, zc_dtype t,
                zc_op op) {
     size_t es = zc_dtype_bytes(t);
     zc_op fold = op == ZC_AVG ? ZC_SUM : op;
+    double v[ZR_MAX_RANKS];
     for (size_t i = 0; i < count; i++) {
         const size_t o = i * es;
-        if (zr_is_int(t)) {
+        if (zr_is_int(t)) { /* exact or wrapping, so any order gives these bits */
             zr_reduce_int(out, in, n, o, t, op);
         } else if (t == ZC_FLOAT64) {
-            double acc, v;
-            __builtin_memcpy(&acc, in[0] + o, 8);
-            for (uint32_t r = 1; r < n; r++) {
-                __builtin_memcpy(&v, in[r] + o, 8);
-                acc = zr_fold_d(acc, v, fold);
-            }
+            for (uint32_t r = 0; r < n; r++) __builtin_memcpy(&v[r], in[r] + o, 8);
+            double acc = zr_tree(v, n, fold, false);
             if (op == ZC_AVG) acc /= (double)n;
             __builtin_memcpy(out + o, &acc, 8);
         } else {
-            float acc = zr_to_f(in[0] + o, t);
-            for (uint32_t r = 1; r < n; r++) acc = zr_fold_f(acc, zr_to_f(in[r] + o, t), fold);
+            for (uint32_t r = 0; r < n; r++) v[r] = zr_to_f(in[r] + o, t);
+            float acc = (float)zr_tree(v, n, fold, true);
             if (op == ZC_AVG) acc /= (float)n;
             zr_from_f(out + o, t, acc);
         }
     }
+}
+
+/* Rank values where the rank tree and the linear order differ in fp32 (B = 2^27: B + 1 and
+ * -B + 1 round back to B and -B), for 4, 5, 7 and 8 ranks. */
+bool zr_fill_order(float *buf, size_t count, uint32_t n, uint32_t r) {
+    const float B = 134217728.0f;
+    static const float x4[] = {-1, 1, 1, 1}, x5[] = {-1, 8, 3, 1, 1}, x7[] = {3, -1, 8, 1, 1, 8, 1},
+                       x8[] = {1, 1, -1, 1, 8, 1, 8, 3};
+    static const uint8_t big4 = 0x5, big5 = 0x9, big7 = 0x12, big8 = 0x6; /* ranks holding +-B */
+    const float *x = n == 4 ? x4 : n == 5 ? x5 : n == 7 ? x7 : n == 8 ? x8 : 0;
+    uint8_t big = n == 4 ? big4 : n == 5 ? big5 : n == 7 ? big7 : big8;
+    if (!x || r >= n) return false;
+    float v = (big >> r) & 1u ? x[r] * B : x[r];
+    for (size_t i = 0; i < count; i++) buf[i] = v * (float)(1u << (i % 8u)); /* exact scaling */
+    return true;
 }
 
 /* ---- one collective: expected results, issue, result ---- */

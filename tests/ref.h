@@ -1,8 +1,9 @@
 /* ref.h: the reference every collective test checks against, shared by build/zctest
  * (tests/test_inproc.c) and the bare-metal image (tests/baremetal/sweep.c): the seeded random
- * stream, seeded inputs as a function of (seed, rank, index), a plain rank-order reduction with
- * docs/api.md's accumulation rules, and for each collective its expected result on every rank,
- * how a rank issues it (in place or not) and where its result is read back.
+ * stream, seeded inputs as a function of (seed, rank, index), the reduction in docs/api.md's
+ * order (the rank tree) with its accumulation rules, and for each collective its expected
+ * result on every rank, how a rank issues it (in place or not) and where its result is read
+ * back.
  * Freestanding: includes no libc header, calls nothing but the mem* builtins, allocates
  * nothing; the caller owns every buffer. */
 #ifndef ZT_REF_H
@@ -56,9 +57,15 @@ bool zr_sweep_case(uint32_t i, uint32_t n, const size_t *counts, uint32_t ncount
 /* Fills count elements of rank r's input, elements base.. of the seeded stream: small exact
  * fractions for floating types (so sums stay finite), any bits for integers. */
 void zr_fill(void *buf, size_t count, zc_dtype t, uint64_t seed, uint32_t r, size_t base);
-/* out[i] = fold over in[0..n-1][i] in rank order, with docs/api.md's accumulation rules. */
+/* out[i] = in[0..n-1][i] reduced in the rank tree (docs/api.md: the lower ranks' partial
+ * result on the left), with docs/api.md's accumulation rules; n <= ZR_MAX_RANKS. */
 void zr_reduce(uint8_t *out, uint8_t *const *in, uint32_t n, size_t count, zc_dtype t,
                zc_op op);
+
+/* Fills count fp32 elements of rank r of an n-rank group (n = 4, 5, 7 or 8) with values whose
+ * sum in the rank tree differs from the linear order's (element i is rank r's value times
+ * 2^(i % 8)). False for any other n. */
+bool zr_fill_order(float *buf, size_t count, uint32_t n, uint32_t r);
 
 /* Bytes of each rank's send, receive and expected buffer: n * count elements plus one guard
  * byte, which must still hold the caller's fill after the call. */

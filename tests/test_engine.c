@@ -312,6 +312,53 @@ void wire_again_on_post_is_back_pressure_not_failure(void) {
     }
 }
 
+/* A receiver returns its credit when its consumed count reaches a multiple of half the ring,
+ * not after every message: after i one-message calls the sender reads floor(i / 2) * 2 with 4
+ * slots (per-message credits would read i). A stream many rings long still flows both ways (a
+ * sender waits only while more than half the ring is unconsumed), and the count a sender reads
+ * never passes what it sent. */
+void credits_return_every_half_ring_and_long_streams_flow(void) {
+    enum { CALLS = 9, LONG = 5000 };
+    zc_config cfg;
+    zc_config_default(&cfg);
+    cfg.transport = ZC_TRANSPORT_INPROC;
+    cfg.nranks = 2;
+    cfg.slots = 4;
+    cfg.slot_bytes = 256;
+    size_t bytes = zc_comm_arena_bytes(&cfg);
+    void *arenas[2];
+    zc_comm *c[2];
+    for (int r = 0; r < 2; r++) ZT_CHECK((arenas[r] = aligned_alloc(64, bytes)) != NULL);
+    ZT_CHECK_ST(zc_comm_init_inproc(&cfg, arenas, bytes, c), ZC_OK);
+    static int32_t in[2][LONG], out[2][LONG];
+    zc_req q[2];
+    for (uint32_t i = 1; i <= CALLS; i++) {
+        for (int r = 0; r < 2; r++) {
+            in[r][0] = r + (int32_t)i;
+            ZT_CHECK_ST(zc_allreduce(c[r], in[r], out[r], 1, ZC_INT32, ZC_SUM, &q[r]), ZC_OK);
+        }
+        for (int r = 0; r < 2; r++) ZT_CHECK_ST(zc_wait(c[r], &q[r]), ZC_OK);
+        for (int r = 0; r < 2; r++) {
+            ZT_CHECK_EQ(out[r][0], 1 + 2 * (int32_t)i);
+            uint64_t credit = c[r]->wire->credits(c[r]->wire_state, 0, 1u - (uint32_t)r);
+            ZT_CHECK_EQ(credit, i / 2u * 2u);
+        }
+    }
+    for (int r = 0; r < 2; r++) {
+        for (uint32_t i = 0; i < LONG; i++) in[r][i] = r * 7 + (int32_t)i;
+        ZT_CHECK_ST(zc_allreduce(c[r], in[r], out[r], LONG, ZC_INT32, ZC_SUM, &q[r]), ZC_OK);
+    }
+    for (int r = 0; r < 2; r++) ZT_CHECK_ST(zc_wait(c[r], &q[r]), ZC_OK);
+    for (int r = 0; r < 2; r++) {
+        for (uint32_t i = 0; i < LONG; i++) ZT_CHECK_EQ(out[r][i], 7 + 2 * (int32_t)i);
+        const zc__chan *ch = &c[r]->chans[1u - (uint32_t)r];
+        uint64_t credit = c[r]->wire->credits(c[r]->wire_state, 0, 1u - (uint32_t)r);
+        ZT_CHECK(credit <= ch->tx_count && ch->tx_count - credit < cfg.slots / 2u);
+        ZT_CHECK_ST(zc_comm_fini(c[r]), ZC_OK);
+        free(arenas[r]);
+    }
+}
+
 /* One rank's links (the family's statement of a call's message counts) as a table. */
 typedef struct links_seen {
     uint32_t me, n, dup;

@@ -70,9 +70,10 @@ typedef struct bufs {
     uint8_t *send[MAXR], *recv[MAXR], *want[MAXR];
 } bufs;
 
-/* Runs collective c with count elements (per block where blocked) on every rank of g. */
-static void run_one(group *g, zr_coll c, size_t count, zc_dtype t, zc_op op, uint32_t root,
-                    bool in_place, uint64_t seed) {
+/* Runs collective c with count elements (per block where blocked) on every rank of g; inputs
+ * are zr_fill's of seed, or with order (fp32 on 4, 5, 7 or 8 ranks) zr_fill_order's. */
+static void run_case(group *g, zr_coll c, size_t count, zc_dtype t, zc_op op, uint32_t root,
+                     bool in_place, uint64_t seed, bool order) {
     const zr_case k = {c, g->n, count, t, op, root, in_place};
     uint32_t n = g->n;
     size_t bb = zr_buf_bytes(&k);
@@ -82,7 +83,9 @@ static void run_one(group *g, zr_coll c, size_t count, zc_dtype t, zc_op op, uin
         b.send[r] = malloc(bb);
         b.recv[r] = malloc(bb);
         b.want[r] = malloc(bb);
-        zr_fill(b.send[r], n * count, t, seed, r, 0);
+        if (order) ZT_CHECK(t == ZC_FLOAT32 && zr_fill_order((float *)(void *)b.send[r],
+                                                             n * count, n, r));
+        else zr_fill(b.send[r], n * count, t, seed, r, 0);
         memset(b.recv[r], 0xA5, bb);
         memset(b.want[r], 0xA5, bb);
     }
@@ -102,6 +105,11 @@ static void run_one(group *g, zr_coll c, size_t count, zc_dtype t, zc_op op, uin
         check_bytes(got, b.want[r], bytes, what, r);
     }
     for (uint32_t r = 0; r < n; r++) free(b.send[r]), free(b.recv[r]), free(b.want[r]);
+}
+
+static void run_one(group *g, zr_coll c, size_t count, zc_dtype t, zc_op op, uint32_t root,
+                    bool in_place, uint64_t seed) {
+    run_case(g, c, count, t, op, root, in_place, seed, false);
 }
 
 static void sweep(uint32_t n, uint32_t rounds, uint32_t slot_bytes, uint64_t oneshot_max) {
@@ -144,6 +152,34 @@ void inproc_full_sweep_of_every_collective_dtype_op_on_8_ranks(void) {
         for (uint32_t i = 0; zr_sweep_case(i, 8, counts, 7, &k); i++)
             run_one(&g, k.c, k.count, k.t, k.op, k.root, k.in_place, zt_seed() + i);
         group_close(&g);
+    }
+}
+
+/* On inputs where the rank tree's fp32 sum differs from the linear order's (checked here),
+ * all_reduce one-shot and reduce-scatter + all-gather, reduce (direct and tree) and
+ * reduce_scatter give the tree's bits (tests/ref.c) on 4, 5, 7 and 8 ranks, in place and not. */
+void inproc_reductions_give_the_rank_trees_bits_not_the_linear_orders(void) {
+    static const uint32_t ns[] = {4, 5, 7, 8};
+    static const zr_coll colls[] = {ZR_ALLREDUCE, ZR_REDUCE, ZR_RS};
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+        uint32_t n = ns[ni];
+        float x[8], tree, linear = 0.0f;
+        uint8_t *in[8];
+        for (uint32_t r = 0; r < n; r++) {
+            ZT_CHECK(zr_fill_order(&x[r], 1, n, r));
+            in[r] = (uint8_t *)&x[r];
+            linear = r == 0 ? x[0] : linear + x[r];
+        }
+        zr_reduce((uint8_t *)&tree, in, n, 1, ZC_FLOAT32, ZC_SUM);
+        ZT_CHECK(tree != linear);
+        for (uint64_t small_max = 0; small_max <= (1u << 20); small_max += 1u << 20) {
+            group g;
+            group_open(&g, n, 256, 4, small_max, 0);
+            for (size_t ci = 0; ci < sizeof colls / sizeof colls[0]; ci++)
+                for (int ip = 0; ip < 2; ip++)
+                    run_case(&g, colls[ci], 300, ZC_FLOAT32, ZC_SUM, n - 1u, ip, 0, true);
+            group_close(&g);
+        }
     }
 }
 

@@ -13,6 +13,7 @@
 
 #include "../core/engine.h" /* zc_comm's placed_bytes: what the wire put in place */
 #include "../core/reduce.h"
+#include "ref.h"
 #include "zcoll.h"
 
 #include <dirent.h>
@@ -365,42 +366,62 @@ static void mp_sentinel(uint8_t *p, size_t bytes) {
     for (size_t i = 0; i < bytes; i++) p[i] = (uint8_t)(0x5au + i * 131u);
 }
 
-/* The reference reduction of element idx: ranks 0..n-1 folded in that order; narrow floats
- * decoded to float, folded in float and encoded once; fp64 in double; integers wrap through
- * unsigned arithmetic; AVG is the sum over n (integers: the exact sum truncated toward zero);
- * MIN/MAX are fmin/fmax. */
+/* Rank k's element idx as the accumulator (fp64 for fp64, else fp32 held in a double). */
+static double mp_ref_value(const mp_op *o, uint32_t k, uint64_t idx) {
+    uint8_t e[8];
+    mp_elem(o->dt, mp_hash(o->uid, mp_who(o, k), idx), e);
+    if (o->dt != ZC_FLOAT64) return (double)mp_dec(o->dt, e);
+    double x;
+    memcpy(&x, e, 8);
+    return x;
+}
+
+/* a (+) b in the accumulator: fp64 for fp64, each operation rounded to float otherwise. */
+static double mp_ref_op(const mp_op *o, double a, double b) {
+    zc_op op = o->op;
+    if (o->dt == ZC_FLOAT64) {
+        if (op == ZC_SUM || op == ZC_AVG) return a + b;
+        if (op == ZC_PROD) return a * b;
+        return op == ZC_MIN ? fmin(a, b) : fmax(a, b);
+    }
+    float x = (float)a, y = (float)b;
+    if (op == ZC_SUM || op == ZC_AVG) return (double)(x + y);
+    if (op == ZC_PROD) return (double)(x * y);
+    return (double)(op == ZC_MIN ? fminf(x, y) : fmaxf(x, y));
+}
+
+/* The rank tree over leaves l0..l1-1 (docs/api.md): with p the largest power of two <= n and
+ * e = n - p, leaf i is rank 2i (+) rank 2i+1 for i < e and rank i+e after; a range splits in
+ * halves, the lower on the left. */
+static double mp_ref_tree(const mp_op *o, uint32_t e, uint32_t l0, uint32_t l1, uint64_t idx) {
+    if (l1 - l0 > 1u) {
+        uint32_t mid = l0 + (l1 - l0) / 2u;
+        return mp_ref_op(o, mp_ref_tree(o, e, l0, mid, idx), mp_ref_tree(o, e, mid, l1, idx));
+    }
+    if (l0 < e)
+        return mp_ref_op(o, mp_ref_value(o, 2u * l0, idx), mp_ref_value(o, 2u * l0 + 1u, idx));
+    return mp_ref_value(o, l0 + e, idx);
+}
+
+/* The reference reduction of element idx: floating types in the rank tree, narrow floats
+ * decoded to float, combined in float and encoded once; fp64 in double; integers (whose
+ * results do not depend on the order) wrap through unsigned arithmetic; AVG is the sum over n
+ * (integers: the exact sum truncated toward zero); MIN/MAX are fmin/fmax. */
 static void mp_ref_elem(const mp_op *o, uint64_t idx, uint8_t *dst) {
     uint8_t e[8];
     zc_dtype t = o->dt;
     zc_op op = o->op;
     uint32_t n = o->n;
     if (t >= ZC_FLOAT16) {
-        float facc = 0.0f;
-        double dacc = 0.0;
-        for (uint32_t k = 0; k < n; k++) {
-            mp_elem(t, mp_hash(o->uid, mp_who(o, k), idx), e);
-            if (t == ZC_FLOAT64) {
-                double x;
-                memcpy(&x, e, 8);
-                if (k == 0) dacc = x;
-                else if (op == ZC_SUM || op == ZC_AVG) dacc = dacc + x;
-                else if (op == ZC_PROD) dacc = dacc * x;
-                else if (op == ZC_MIN) dacc = fmin(dacc, x);
-                else dacc = fmax(dacc, x);
-            } else {
-                float x = mp_dec(t, e);
-                if (k == 0) facc = x;
-                else if (op == ZC_SUM || op == ZC_AVG) facc = facc + x;
-                else if (op == ZC_PROD) facc = facc * x;
-                else if (op == ZC_MIN) facc = fminf(facc, x);
-                else facc = fmaxf(facc, x);
-            }
-        }
+        uint32_t p = 1;
+        while (p * 2u <= n) p *= 2u;
+        double acc = mp_ref_tree(o, n - p, 0, p, idx);
         if (t == ZC_FLOAT64) {
-            if (op == ZC_AVG) dacc = dacc / (double)n;
-            if (dacc != dacc) dacc = mp_qnan_d();
-            memcpy(dst, &dacc, 8);
+            if (op == ZC_AVG) acc = acc / (double)n;
+            if (acc != acc) acc = mp_qnan_d();
+            memcpy(dst, &acc, 8);
         } else {
+            float facc = (float)acc;
             if (op == ZC_AVG) facc = facc / (float)n;
             mp_enc(t, facc, dst);
         }
@@ -940,6 +961,49 @@ int mp_rank_allreduce_big(void) {
         printf("mp-info: allreduce float32 sum %u MiB on %u ranks: %.1f ms (%.2f GB/s algbw)\n",
                mib, m.n, mp_ms(dt), (double)(o.count * 4) / (double)dt);
     mp_op_free(&o);
+    mp_fini(&m);
+    return 0;
+}
+
+/* The rank tree on inputs where the linear order differs (zr_fill_order): all_reduce on both
+ * sides of the one-shot threshold (one-shot, reduce-scatter + all-gather), reduce on both sides
+ * of the direct one, reduce_scatter (the all_reduce in place); every rank checks its result against tests/ref.c. */
+int mp_rank_order(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_order");
+    mp_init(&m);
+    uint64_t most = m.cfg.allreduce_oneshot_max_bytes > m.cfg.reduce_direct_max_bytes
+                        ? m.cfg.allreduce_oneshot_max_bytes : m.cfg.reduce_direct_max_bytes;
+    const size_t counts[] = {300, (size_t)(most / 4u) + 999u};
+    const zr_coll colls[] = {ZR_ALLREDUCE, ZR_REDUCE, ZR_RS};
+    uint8_t *send[ZR_MAX_RANKS];
+    MP_CHECK(&m, m.n <= ZR_MAX_RANKS, "%u ranks", m.n);
+    for (size_t ci = 0; ci < 2; ci++)
+        for (size_t k = 0; k < sizeof colls / sizeof colls[0]; k++) {
+            zr_case c = {colls[k], m.n, counts[ci], ZC_FLOAT32, ZC_SUM, m.n - 1u, k == 0};
+            size_t bb = zr_buf_bytes(&c), bytes;
+            for (uint32_t q = 0; q < m.n; q++) {
+                send[q] = malloc(bb);
+                MP_CHECK(&m, send[q] && zr_fill_order((float *)(void *)send[q],
+                                                      m.n * c.count, m.n, q),
+                         "order inputs for %u ranks", m.n);
+            }
+            uint8_t *recv = malloc(bb), *want = malloc(bb);
+            MP_CHECK(&m, recv && want, "malloc");
+            memset(recv, 0xA5, bb);
+            memset(want, 0xA5, bb);
+            zr_want(&c, send, m.rank, want);
+            zc_req req;
+            MP_ST(&m, zr_issue(&c, m.comm, m.rank, send[m.rank], recv, &req), ZC_OK);
+            MP_ST(&m, zc_wait(m.comm, &req), ZC_OK);
+            const uint8_t *got = zr_result(&c, m.rank, send[m.rank], recv, &bytes);
+            size_t at = zr_first_diff(got, want, bytes);
+            MP_CHECK(&m, at == bytes, "%s count %zu: byte %zu of %zu differs from the rank tree",
+                     zr_coll_name(c.c), c.count, at, bytes);
+            for (uint32_t q = 0; q < m.n; q++) free(send[q]);
+            free(recv), free(want);
+        }
+    if (m.rank == 0) printf("mp-info: rank tree bits on %u ranks\n", m.n);
     mp_fini(&m);
     return 0;
 }
@@ -1907,6 +1971,12 @@ void mp_collectives_match_reference_n8(void) { mp_job(8, "mp_rank_sweep", 50, NU
 
 void mp_allreduce_64mib_float32_matches_reference_n2(void) {
     mp_job(2, "mp_rank_allreduce_big", 50, NULL, 0);
+}
+
+/* Processes under zcrun reduce in the rank tree, not the linear order, on 4, 5, 7, 8 ranks. */
+void mp_reductions_give_the_rank_trees_bits_not_the_linear_orders(void) {
+    for (uint32_t n = 4; n <= 8; n++)
+        if (n != 6) mp_job(n, "mp_rank_order", 50, NULL, 0);
 }
 
 void mp_persistent_plans_restart(void) { mp_job(3, "mp_rank_plans", 50, NULL, 0); }

@@ -1,7 +1,7 @@
 /* test_reduce.c: core/reduce.c (the reduction kernels and the fp16 / bf16 / fp8 conversions)
  * against references written here by other means: GCC's _Float16, the formats' formulas
- * evaluated in double, a nearest-value search for rounding, and a per-element fold in rank
- * order. Uses libc and libm freely. */
+ * evaluated in double, a nearest-value search for rounding, and a per-element evaluation of
+ * the rank tree by its recursive definition. Uses libc and libm freely. */
 #include "zt.h"
 
 #include "../core/reduce.h"
@@ -512,27 +512,55 @@ static double ref_double_op(zc_op op, double acc, double x) {
     }
 }
 
-/* Element by element, rank by rank: the accumulation rules of reduce.h spelled out. */
+/* The rank tree by its definition's recursion: leaves l0..l1-1 of the p leaves (leaf i is
+ * input 2i (+) input 2i+1 for i < e, input i+e after) split in two halves, the lower on the
+ * left. Floating values are held as doubles; for fp32 accumulators every operation is rounded
+ * to float. */
+typedef struct tree_in {
+    const void *const *in;
+    zc_dtype t;
+    zc_op op;
+    uint32_t e;
+} tree_in;
+
+static double tree_elem(const tree_in *x, uint32_t k, size_t i) {
+    const fmt *f = narrow_fmt(x->t);
+    uint64_t c = get_raw(x->t, x->in[k], i);
+    if (x->t == ZC_FLOAT64) return u2d(c);
+    return f ? (double)ref_decode(f, (uint32_t)c) : (double)u2f((uint32_t)c);
+}
+
+static double tree_op(const tree_in *x, double a, double b) {
+    if (x->t == ZC_FLOAT64) return ref_double_op(x->op, a, b);
+    return (double)ref_float_op(x->op, (float)a, (float)b);
+}
+
+static double tree_eval(const tree_in *x, uint32_t l0, uint32_t l1, size_t i) {
+    if (l1 - l0 > 1u) {
+        uint32_t mid = l0 + (l1 - l0) / 2u;
+        return tree_op(x, tree_eval(x, l0, mid, i), tree_eval(x, mid, l1, i));
+    }
+    if (l0 < x->e) return tree_op(x, tree_elem(x, 2u * l0, i), tree_elem(x, 2u * l0 + 1u, i));
+    return tree_elem(x, l0 + x->e, i);
+}
+
+/* Element by element: the rank tree (reduce.h) with the accumulation rules spelled out. */
 static void ref_reduce(void *out, const void *const *in, uint32_t n, size_t count, zc_dtype t,
                        zc_op op) {
     const fmt *f = narrow_fmt(t);
+    uint32_t p = 1;
+    while (p * 2u <= n) p *= 2u;
+    tree_in x = {in, t, op, n - p};
     for (size_t i = 0; i < count; i++) {
         uint64_t r;
         if (is_signed_int(t) || is_unsigned_int(t)) {
-            r = ref_int(t, op, in, n, i);
+            r = ref_int(t, op, in, n, i); /* exact or wrapping: any order gives these bits */
         } else if (t == ZC_FLOAT64) {
-            double acc = u2d(get_raw(t, in[0], i));
-            for (uint32_t k = 1; k < n; k++)
-                acc = ref_double_op(op, acc, u2d(get_raw(t, in[k], i)));
+            double acc = tree_eval(&x, 0, p, i);
             if (op == ZC_AVG) acc = acc / (double)n;
             r = isnan(acc) ? 0x7ff8000000000000ull : d2u(acc);
         } else {
-            float acc = f ? ref_decode(f, (uint32_t)get_raw(t, in[0], i))
-                          : u2f((uint32_t)get_raw(t, in[0], i));
-            for (uint32_t k = 1; k < n; k++) {
-                uint32_t c = (uint32_t)get_raw(t, in[k], i);
-                acc = ref_float_op(op, acc, f ? ref_decode(f, c) : u2f(c));
-            }
+            float acc = (float)tree_eval(&x, 0, p, i);
             if (op == ZC_AVG) acc = acc / (float)n;
             if (!f) r = isnan(acc) ? 0x7fc00000u : f2u(acc);
             else if (isnan(acc)) r = fmt_canonical_nan(f);
@@ -621,7 +649,7 @@ static void compare_case(const case_bufs *b, zc_dtype t, zc_op op, uint32_t n, s
 }
 
 void reduce_matches_reference_for_every_dtype_op_ranks_and_count(void) {
-    static const uint32_t ns[] = {1, 2, 3, 7, 64};
+    static const uint32_t ns[] = {1, 2, 3, 4, 5, 7, 8, 13, 31, 64};
     static const size_t counts[] = {0, 1, 5, 255, 256, 257, 1000};
     zt_rng r = test_rng(0x7ed);
     for (int t = 0; t < ZC_DTYPE_COUNT_; t++)
@@ -641,10 +669,11 @@ void reduce_matches_reference_for_every_dtype_op_ranks_and_count(void) {
                 }
 }
 
-/* out == in[k] for k first, middle and last, for 1, 2, 3 and 5 ranks (the kernels have
- * separate paths for n = 1, 2 and more), against a separate output. */
+/* out == in[k] for k first, middle and last, for 1 to 13 ranks (the kernels' paths for n = 1,
+ * the root leaf pair of n = 2 and 3, and the leaf pairs of two to four inputs pushed and
+ * combined), against a separate output. */
 void reduce_in_place_on_first_middle_or_last_input_matches_separate_output(void) {
-    static const uint32_t ns[] = {1, 2, 3, 5};
+    static const uint32_t ns[] = {1, 2, 3, 4, 5, 7, 8, 13};
     zt_rng r = test_rng(0x1a);
     const size_t count = 1000; /* three whole blocks and a tail */
     for (int t = 0; t < ZC_DTYPE_COUNT_; t++)
@@ -655,7 +684,7 @@ void reduce_in_place_on_first_middle_or_last_input_matches_separate_output(void)
                 case_bufs b;
                 fill_case(&b, &r, (zc_dtype)t, n, count);
                 zc__reduce(b.want, (const void *const *)b.in, n, count, (zc_dtype)t, (zc_op)op);
-                void *saved[5];
+                void *saved[13];
                 for (uint32_t k = 0; k < n; k++) {
                     saved[k] = malloc(bytes);
                     ZT_CHECK(saved[k] != NULL);
@@ -676,6 +705,172 @@ void reduce_in_place_on_first_middle_or_last_input_matches_separate_output(void)
                 for (uint32_t k = 0; k < n; k++) free(saved[k]);
                 free_case(&b, n);
             }
+}
+
+/* ---- the accumulator primitives ---------------------------------------------------------- */
+
+/* n inputs of count random elements each, as n pointers (one allocation). */
+static void **alloc_inputs(zt_rng *r, zc_dtype t, uint32_t n, size_t count, void **block) {
+    size_t bytes = count * dtype_size[t];
+    void **in = malloc(sizeof *in * n);
+    *block = malloc(bytes * n + 1u);
+    ZT_CHECK(in && *block);
+    for (uint32_t k = 0; k < n; k++) {
+        in[k] = (char *)*block + k * bytes;
+        for (size_t i = 0; i < count; i++) put_raw(t, in[k], i, rand_element(r, t));
+    }
+    return in;
+}
+
+/* The rank tree of zc__acc_combine over acc[0..n) (count accumulators of ab bytes each),
+ * level by level in place; the result is left in acc[0]. */
+static void acc_tree(char *acc, uint32_t n, size_t count, size_t ab, zc_dtype t, zc_op op) {
+    size_t row = count * ab;
+    uint32_t p = 1;
+    while (p * 2u <= n) p *= 2u;
+    uint32_t e = n - p;
+    for (uint32_t i = 0; i < p; i++) {
+        if (i < e) zc__acc_combine(acc + i * row, acc + 2u * i * row, acc + (2u * i + 1u) * row,
+                                   count, t, op);
+        else memmove(acc + i * row, acc + (i + e) * row, row);
+    }
+    for (uint32_t m = p; m > 1; m /= 2)
+        for (uint32_t j = 0; j < m / 2; j++)
+            zc__acc_combine(acc + j * row, acc + 2u * j * row, acc + (2u * j + 1u) * row, count,
+                            t, op);
+}
+
+/* Recursive doubling on virtual ranks, as a log-depth all_reduce runs it: ranks 2i and 2i+1
+ * (i < e) fold into virtual rank i, rank r >= 2e is virtual rank r - e; at step k virtual rank
+ * u combines its value with u ^ 2^k's, the lower block on the left. Every virtual rank ends
+ * with the result; each is stored and compared with want. */
+static void acc_doubling(const char *acc, char *vr, char *next, uint32_t n, size_t count,
+                         size_t ab, zc_dtype t, zc_op op, const void *want, void *out) {
+    size_t row = count * ab;
+    uint32_t p = 1;
+    while (p * 2u <= n) p *= 2u;
+    uint32_t e = n - p;
+    for (uint32_t r = 0; r < n; r++) {
+        if (r < 2u * e && (r & 1u)) zc__acc_combine(vr + r / 2u * row, acc + (r - 1u) * row,
+                                                    acc + r * row, count, t, op);
+        else if (r >= 2u * e) memcpy(vr + (r - e) * row, acc + r * row, row);
+    }
+    for (uint32_t bit = 1; bit < p; bit *= 2u) {
+        for (uint32_t u = 0; u < p; u++) {
+            uint32_t lo = u & ~bit, hi = u | bit;
+            zc__acc_combine(next + u * row, vr + lo * row, vr + hi * row, count, t, op);
+        }
+        char *x = vr;
+        vr = next, next = x;
+    }
+    for (uint32_t u = 0; u < p; u++) {
+        zc__acc_store(out, vr + u * row, count, t, op, n);
+        if (memcmp(out, want, count * dtype_size[t]) != 0) {
+            char d[128];
+            snprintf(d, sizeof d, "%s %s n=%u: virtual rank %u of %u", dtype_names[t],
+                     op_names[op], n, u, p);
+            zt_fail(__FILE__, __LINE__, "recursive doubling of the primitives == zc__reduce", d);
+        }
+    }
+}
+
+/* One (dtype, op, n): zc__reduce, the primitives' rank tree and their recursive doubling. */
+static void check_primitives(zt_rng *r, zc_dtype t, zc_op op, uint32_t n, size_t count) {
+    size_t ab = zc__acc_bytes(t, op), row = count * ab, ob = count * dtype_size[t];
+    ZT_CHECK(ab >= dtype_size[t] && ab <= 16u);
+    void *block;
+    void **in = alloc_inputs(r, t, n, count, &block);
+    char *acc = malloc(row * n + 1u), *vr = malloc(row * n + 1u), *next = malloc(row * n + 1u);
+    char *want = malloc(ob + 1u), *got = malloc(ob + 1u);
+    ZT_CHECK(acc && vr && next && want && got);
+    zc__reduce(want, (const void *const *)in, n, count, t, op);
+    for (uint32_t k = 0; k < n; k++) zc__acc_load(acc + k * row, in[k], count, t, op);
+    acc_doubling(acc, vr, next, n, count, ab, t, op, want, got);
+    acc_tree(acc, n, count, ab, t, op);
+    zc__acc_store(got, acc, count, t, op, n);
+    if (memcmp(got, want, ob) != 0) {
+        size_t i = 0;
+        while (get_raw(t, got, i) == get_raw(t, want, i)) i++;
+        char d[160];
+        snprintf(d, sizeof d, "%s %s n=%u element %zu: 0x%llx, zc__reduce 0x%llx",
+                 dtype_names[t], op_names[op], n, i, (unsigned long long)get_raw(t, got, i),
+                 (unsigned long long)get_raw(t, want, i));
+        zt_fail(__FILE__, __LINE__, "rank tree of the primitives == zc__reduce", d);
+    }
+    free(acc), free(vr), free(next), free(want), free(got), free(block), free(in);
+}
+
+void reduce_equals_the_rank_tree_of_the_accumulator_primitives(void) {
+    static const uint32_t big[] = {1000, 4097};
+    zt_rng r = test_rng(0xacc);
+    for (int t = 0; t < ZC_DTYPE_COUNT_; t++)
+        for (int op = 0; op < ZC_OP_COUNT_; op++) {
+            for (uint32_t n = 1; n <= 70; n++)
+                check_primitives(&r, (zc_dtype)t, (zc_op)op, n, 37u + n % 5u * 110u);
+            for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+                check_primitives(&r, (zc_dtype)t, (zc_op)op, big[i], 41);
+        }
+}
+
+/* The accumulator formats: sizes, and a partial result that would overflow the element type
+ * (integer AVG) or round in it (narrow floats) kept exact until the store. */
+void reduce_accumulator_formats_keep_partial_results_exact(void) {
+    static const size_t want[ZC_DTYPE_COUNT_] = {4, 4, 8, 8, 16, 16, 4, 4, 4, 8, 4, 4};
+    for (int t = 0; t < ZC_DTYPE_COUNT_; t++) {
+        ZT_CHECK(zc__acc_bytes((zc_dtype)t, ZC_AVG) == want[t]);
+        ZT_CHECK(zc__acc_bytes((zc_dtype)t, ZC_SUM) ==
+                 (narrow_fmt((zc_dtype)t) ? 4u : dtype_size[t]));
+    }
+    ZT_CHECK(zc__acc_bytes(ZC_DTYPE_COUNT_, ZC_SUM) == 0 &&
+             zc__acc_bytes(ZC_FLOAT32, ZC_OP_COUNT_) == 0);
+    int8_t x[2] = {127, -128}, o[2];
+    int32_t a[2], b[2];
+    zc__acc_load(a, x, 2, ZC_INT8, ZC_AVG);
+    zc__acc_combine(b, a, a, 2, ZC_INT8, ZC_AVG); /* 254, -256: outside int8 */
+    zc__acc_combine(b, a, b, 2, ZC_INT8, ZC_AVG); /* out == right */
+    zc__acc_store(o, b, 2, ZC_INT8, ZC_AVG, 3);
+    ZT_CHECK(o[0] == 127 && o[1] == -128);
+    uint16_t h[2] = {enc_fp16(2048.0f), enc_fp16(1.0f)}, ho;
+    float fa[2], fs;
+    zc__acc_load(fa, h, 2, ZC_FLOAT16, ZC_SUM);
+    zc__acc_combine(&fs, &fa[0], &fa[1], 1, ZC_FLOAT16, ZC_SUM); /* 2049: not an fp16 value */
+    zc__acc_combine(&fs, &fs, &fa[1], 1, ZC_FLOAT16, ZC_SUM);
+    zc__acc_store(&ho, &fs, 1, ZC_FLOAT16, ZC_SUM, 3);
+    ZT_CHECK(dec_fp16(ho) == 2050.0f);
+}
+
+/* The documented order, not the linear one, on inputs where they differ in fp32: with
+ * B = 2^27 (fp32 spacing 16 above it, 8 below), B + 1 and -B + 1 round back to B and -B. The
+ * tree's value is also spelled out as an expression per n (each + rounded to fp32). */
+static float tree_expr(uint32_t n, const float *x) {
+    switch (n) {
+    case 4: return (x[0] + x[1]) + (x[2] + x[3]);
+    case 5: return ((x[0] + x[1]) + x[2]) + (x[3] + x[4]);
+    case 7: return ((x[0] + x[1]) + (x[2] + x[3])) + ((x[4] + x[5]) + x[6]);
+    default: return ((x[0] + x[1]) + (x[2] + x[3])) + ((x[4] + x[5]) + (x[6] + x[7]));
+    }
+}
+
+void reduce_follows_the_rank_tree_where_the_linear_order_differs(void) {
+    const float B = 0x1p27f;
+    const struct {
+        uint32_t n;
+        float x[8], tree, linear;
+    } cases[] = {
+        {4, {-B, 1, B, 1}, 0.0f, 1.0f},
+        {5, {-B, 8, 3, B, 1}, 8.0f, 9.0f},
+        {7, {3, -B, 8, 1, B, 8, 1}, 8.0f, 17.0f},
+        {8, {1, B, -B, 1, 8, 1, 8, 3}, 20.0f, 21.0f},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const void *in[8];
+        float out = -1.0f, lin = cases[c].x[0];
+        for (uint32_t k = 0; k < cases[c].n; k++) in[k] = &cases[c].x[k];
+        for (uint32_t k = 1; k < cases[c].n; k++) lin += cases[c].x[k];
+        ZT_CHECK(lin == cases[c].linear && tree_expr(cases[c].n, cases[c].x) == cases[c].tree);
+        zc__reduce(&out, in, cases[c].n, 1, ZC_FLOAT32, ZC_SUM);
+        ZT_CHECK(out == cases[c].tree);
+    }
 }
 
 /* ---- targeted cases ---------------------------------------------------------------------- */

@@ -1,7 +1,7 @@
 /* test_sym.c: the symmetric region (zc_sym_alloc, zc_sym_free) and the single-copy schedule
  * of collectives whose buffers lie in it, in process (zc_comm_init_inproc) and between
  * processes (zcrun, the shared-memory wire). Results are compared bitwise with tests/ref.c,
- * which reduces in rank order as every algorithm does, send/recv with what was sent; sizes
+ * which reduces in the rank tree as every algorithm does, send/recv with what was sent; sizes
  * straddle ZC_SYM_MIN_BYTES so both the single-copy and the slot paths run on region buffers. */
 #include "zt.h"
 #include "zcoll.h"

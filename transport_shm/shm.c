@@ -36,6 +36,9 @@ typedef struct zc_shm {
     zc_plat_shm_ref ref;      /* what peers open my segment by, until sealed */
     uint8_t **peers;          /* [nranks] every rank's window as seen here (peers[rank]==mine) */
     uint64_t *pids;           /* [nranks] */
+    /* [ZC_WIRE_LANES * nranks] slot 0 of each (lane, peer) ring, found once at attach: the
+     * one I write in the peer's window (tx), the one the peer writes in mine (rx). */
+    uint8_t **tx, **rx;
 } zc_shm;
 
 static size_t zc_shm_credits_off(void) { return 128u; }
@@ -55,7 +58,8 @@ static size_t zc_shm_window_bytes(const zc_wire_geom *g) {
 }
 
 static size_t zc_shm_state_bytes(const zc_wire_geom *g) {
-    return sizeof(zc_shm) + (size_t)g->nranks * (sizeof(uint8_t *) + sizeof(uint64_t));
+    return sizeof(zc_shm) + (size_t)g->nranks * (sizeof(uint8_t *) + sizeof(uint64_t)) +
+           (size_t)2u * ZC_WIRE_LANES * g->nranks * sizeof(uint8_t *);
 }
 
 /* The slot of ring (lane, src) in window w. */
@@ -131,6 +135,8 @@ static zc_status zc_shm_create(void *state, const zc_wire_geom *g, void *window,
     s->sym_bytes = s->bytes - s->sym_off;
     s->peers = (uint8_t **)(void *)tail;
     s->pids = (uint64_t *)(void *)(tail + g->nranks * sizeof(uint8_t *));
+    s->tx = (uint8_t **)(void *)(s->pids + g->nranks);
+    s->rx = s->tx + (size_t)ZC_WIRE_LANES * g->nranks;
     if (g->inproc_windows) {
         s->mine = window;
         __builtin_memset(s->mine, 0, s->bytes);
@@ -180,6 +186,10 @@ static zc_status zc_shm_attach(void *state, const void *addrs, char *err, size_t
             return ZC_MISMATCH;
         }
         s->pids[p] = h->pid;
+        for (uint32_t lane = 0; lane < ZC_WIRE_LANES; lane++) {
+            s->tx[lane * s->g.nranks + p] = zc_shm_slot(s, s->peers[p], lane, s->g.rank, 0);
+            s->rx[lane * s->g.nranks + p] = zc_shm_slot(s, s->mine, lane, p, 0);
+        }
     }
     return ZC_OK;
 }
@@ -203,7 +213,7 @@ static void zc_shm_close(void *state) {
 
 static void *zc_shm_tx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot) {
     zc_shm *s = state;
-    return zc_shm_slot(s, s->peers[peer], lane, s->g.rank, slot);
+    return s->tx[lane * s->g.nranks + peer] + (size_t)slot * s->g.stride;
 }
 
 static zc_status zc_shm_post(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
@@ -217,7 +227,7 @@ static zc_status zc_shm_post(void *state, uint32_t lane, uint32_t peer, uint32_t
 static const void *zc_shm_rx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
                                   uint64_t tag, uint32_t lines) {
     zc_shm *s = state;
-    uint8_t *p = zc_shm_slot(s, s->mine, lane, peer, slot);
+    uint8_t *p = s->rx[lane * s->g.nranks + peer] + (size_t)slot * s->g.stride;
     uint64_t have = __atomic_load_n((uint64_t *)(void *)(p + ZC_SLOT_HDR_BYTES - 8u),
                                     __ATOMIC_ACQUIRE);
     if (have == tag) return p;

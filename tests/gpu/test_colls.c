@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "reduce.h"
+#include "../ref.h"
 
 #include "zg_cuda.h"
 
@@ -129,13 +130,12 @@ static size_t zg_expect(const zg_case *k, uint32_t n, uint32_t me, uint8_t *cons
     }
 }
 
-/* Runs one case on device memory and compares with the host reference; seed numbers cases. */
-static void zg_run_case(zc_comm *c, const zg_case *k, uint32_t seed, uint8_t *dsend,
-                        uint8_t *drecv, uint8_t *const *in, uint8_t *want, uint8_t *got) {
+/* Runs one case on device memory with every rank's inputs in in[] and compares with the host
+ * reference. */
+static void zg_run_filled(zc_comm *c, const zg_case *k, uint8_t *dsend, uint8_t *drecv,
+                          uint8_t *const *in, uint8_t *want, uint8_t *got) {
     uint32_t n = zc_comm_size(c), me = zc_comm_rank(c);
     size_t es = zc_dtype_bytes(k->dtype), blk = k->count * es;
-    for (uint32_t r = 0; r < n; r++) zg_fill(in[r], k->count * zg_in_blocks(k, n), k->dtype,
-                                             seed * 64u + r);
     uint8_t *send = dsend, *recv = drecv;
     if (k->in_place) {
         send = recv = drecv;
@@ -160,6 +160,78 @@ static void zg_run_case(zc_comm *c, const zg_case *k, uint32_t seed, uint8_t *ds
                  k->in_place ? " in place" : "", i / es, got[i], want[i]);
         zt_fail(__FILE__, __LINE__, "device == host reference", d);
     }
+}
+
+/* Runs one case on zg_fill's inputs; seed numbers cases. */
+static void zg_run_case(zc_comm *c, const zg_case *k, uint32_t seed, uint8_t *dsend,
+                        uint8_t *drecv, uint8_t *const *in, uint8_t *want, uint8_t *got) {
+    uint32_t n = zc_comm_size(c);
+    for (uint32_t r = 0; r < n; r++) zg_fill(in[r], k->count * zg_in_blocks(k, n), k->dtype,
+                                             seed * 64u + r);
+    zg_run_filled(c, k, dsend, drecv, in, want, got);
+}
+
+/* A rank program's buffers: registered device send and recv, every rank's host inputs, the
+ * expected and the read-back result. */
+typedef struct zg_io {
+    uint8_t *dsend, *drecv, *in[64], *want, *got;
+    zc_mem *ms, *mr;
+} zg_io;
+
+static void zg_io_open(zc_comm *c, zg_io *io) {
+    uint32_t n = zc_comm_size(c);
+    io->dsend = zg_dev_alloc(ZG_BUF);
+    io->drecv = zg_dev_alloc(ZG_BUF);
+    io->want = malloc(ZG_BUF);
+    io->got = malloc(ZG_BUF);
+    ZT_CHECK(io->want && io->got);
+    for (uint32_t r = 0; r < n; r++) ZT_CHECK((io->in[r] = malloc(ZG_BUF)) != NULL);
+    ZT_CHECK_COMM(c, zc_mem_register(c, io->dsend, ZG_BUF, ZC_MEM_CUDA, &io->ms), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, io->drecv, ZG_BUF, ZC_MEM_CUDA, &io->mr), ZC_OK);
+}
+
+/* Deregisters and frees io, then finalizes c. */
+static void zg_io_close(zc_comm *c, zg_io *io) {
+    uint32_t n = zc_comm_size(c);
+    ZT_CHECK_COMM(c, zc_mem_deregister(c, io->ms), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_deregister(c, io->mr), ZC_OK);
+    ZT_CHECK_COMM(c, zc_comm_fini(c), ZC_OK);
+    zg_dev_free(io->dsend);
+    zg_dev_free(io->drecv);
+    for (uint32_t r = 0; r < n; r++) free(io->in[r]);
+    free(io->want);
+    free(io->got);
+}
+
+/* The rank tree on device memory, on inputs where the linear order differs (tests/ref.c
+ * zr_fill_order, 4, 5, 7 or 8 ranks): all_reduce one-shot (300 elements) and reduce-scatter +
+ * all-gather (40,000: past the 64 KiB one-shot limit), reduce and reduce_scatter, in place and
+ * not, against the host kernels (which the host suite checks against the tree). */
+int zg_rank_order(void) {
+    zg_need_device();
+    zc_comm *c = zg_comm_from_env(32u << 10, 64u << 10);
+    uint32_t n = zc_comm_size(c);
+    zg_io io;
+    ZT_CHECK(n <= 8);
+    zg_io_open(c, &io);
+    static const size_t counts[] = {300, 40000};
+    for (size_t ci = 0; ci < 2; ci++)
+        for (int kind = 0; kind < 3; kind++)
+            for (int ip = 0; ip < 2; ip++) {
+                zg_case k = {kind, ZC_FLOAT32, ZC_SUM, counts[ci], n - 1u, ip == 1};
+                for (uint32_t r = 0; r < n; r++)
+                    ZT_CHECK(zr_fill_order((float *)(void *)io.in[r],
+                                           k.count * zg_in_blocks(&k, n), n, r));
+                zg_run_filled(c, &k, io.dsend, io.drecv, io.in, io.want, io.got);
+            }
+    if (zc_comm_rank(c) == 0) printf("rank tree bits on %u ranks\n", n);
+    zg_io_close(c, &io);
+    return 0;
+}
+
+void gpu_reductions_give_the_rank_trees_bits_on_4_5_7_8_ranks(void) {
+    for (uint32_t n = 4; n <= 8; n++)
+        if (n != 6) zg_run(n, "zg_rank_order");
 }
 
 /* Device send/recv in a ring (to me + 1, from me - 1), both issued before either is waited
@@ -245,12 +317,9 @@ int zg_rank_collectives(void) {
     /* Small scratch and one-shot limit: several rounds and both all_reduce algorithms. */
     zc_comm *c = zg_comm_from_env(32u << 10, 64u << 10);
     uint32_t n = zc_comm_size(c);
-    uint8_t *dsend = zg_dev_alloc(ZG_BUF), *drecv = zg_dev_alloc(ZG_BUF), *in[64];
-    uint8_t *want = malloc(ZG_BUF), *got = malloc(ZG_BUF);
-    zc_mem *ms, *mr;
-    for (uint32_t r = 0; r < n; r++) in[r] = malloc(ZG_BUF);
-    ZT_CHECK_COMM(c, zc_mem_register(c, dsend, ZG_BUF, ZC_MEM_CUDA, &ms), ZC_OK);
-    ZT_CHECK_COMM(c, zc_mem_register(c, drecv, ZG_BUF, ZC_MEM_CUDA, &mr), ZC_OK);
+    zg_io io;
+    zg_io_open(c, &io);
+    uint8_t *dsend = io.dsend, *drecv = io.drecv, **in = io.in, *want = io.want, *got = io.got;
     static const size_t ar_counts[] = {1, 5000, 100003};
     uint32_t seed = 0, cases = 0;
     for (int dt = 0; dt < ZC_DTYPE_COUNT_; dt++)
@@ -277,14 +346,7 @@ int zg_rank_collectives(void) {
     if (zc_comm_rank(c) == 0)
         printf("%u ranks: %u device collectives equal to the host reference\n", n, cases);
     zg_check_path(c, cases, p2p);
-    ZT_CHECK_COMM(c, zc_mem_deregister(c, ms), ZC_OK);
-    ZT_CHECK_COMM(c, zc_mem_deregister(c, mr), ZC_OK);
-    ZT_CHECK_COMM(c, zc_comm_fini(c), ZC_OK);
-    zg_dev_free(dsend);
-    zg_dev_free(drecv);
-    for (uint32_t r = 0; r < n; r++) free(in[r]);
-    free(want);
-    free(got);
+    zg_io_close(c, &io);
     return 0;
 }
 

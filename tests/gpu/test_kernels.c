@@ -38,7 +38,7 @@ static void zg_wait_event(const zc_gpu_ops *o) {
 }
 
 void gpu_reduce_kernels_match_host_bitwise_every_dtype_op(void) {
-    static const uint32_t ns[] = {1, 2, 3, 5, 8, ZG_MAXN};
+    static const uint32_t ns[] = {1, 2, 3, 4, 5, 7, 8, 13, ZG_MAXN};
     static const size_t counts[] = {1, 17, ZG_MAXC};
     zg_need_device();
     const zc_gpu_ops *o = zg_provider(1);

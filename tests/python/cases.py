@@ -183,15 +183,26 @@ OPS = ['SUM', 'PRODUCT', 'MIN', 'MAX', 'AVG']
 
 
 def _expected(vals, op, dtype):
-    """Reduction of per-rank tensors in rank order with zcoll's rules (fp16/bf16 in fp32,
+    """Reduction of per-rank tensors in zcoll's rank tree (with p the largest power of two <= n
+    and e = n - p, leaf i is rank 2i (+) rank 2i+1 for i < e and rank i+e after; then pairs,
+    level by level, the lower ranks on the left) with zcoll's rules (fp16/bf16 in fp32,
     rounded once; integer AVG truncates the exact sum)."""
     wide = torch.float32 if dtype in (torch.float16, torch.bfloat16) else (
         torch.int64 if not dtype.is_floating_point else dtype)
-    acc = vals[0].to(wide)
-    for v in vals[1:]:
-        v = v.to(wide)
-        acc = {'SUM': acc + v, 'AVG': acc + v, 'PRODUCT': acc * v,
-               'MIN': torch.minimum(acc, v), 'MAX': torch.maximum(acc, v)}[op]
+
+    def combine(a, b):
+        return {'SUM': a + b, 'AVG': a + b, 'PRODUCT': a * b,
+                'MIN': torch.minimum(a, b), 'MAX': torch.maximum(a, b)}[op]
+
+    xs = [v.to(wide) for v in vals]
+    p = 1
+    while p * 2 <= len(xs):
+        p *= 2
+    e = len(xs) - p
+    row = [combine(xs[2 * i], xs[2 * i + 1]) if i < e else xs[i + e] for i in range(p)]
+    while len(row) > 1:
+        row = [combine(row[2 * j], row[2 * j + 1]) for j in range(len(row) // 2)]
+    acc = row[0]
     if op == 'AVG':
         acc = acc / len(vals) if dtype.is_floating_point else torch.div(
             acc, len(vals), rounding_mode='trunc')

@@ -289,28 +289,27 @@ static void zt_fake_verdict(zt_fake_root *f, const uint8_t key[16], uint32_t cod
                 ZC_PLAT_OK);
 }
 
-/* After the verdict: reads the client's address note (rank 1 of 2 has no children: port 0),
- * names rank 0 as its parent (this connection), then runs the ready wave: the client's note
- * up {ZCRY, OK, rank 1, 0 bytes each, 0, 0}, rank 0's note down {ZCRY, OK, 0, 0, 0, 0}. */
-static void zt_fake_place(zt_fake_root *f) {
+/* Reads the client's note of kind `got` (code OK, rank 1, the u32 at byte `zero` 0) and
+ * answers with a note of kind `reply`, every other field 0. */
+static void zt_fake_answer(zt_fake_root *f, const char *got, uint32_t zero, const char *reply) {
     uint64_t deadline = zc_plat_now_ns() + 2000 * ZT_MS;
     uint8_t note[24];
     ZT_CHECK_ST(zc_plat_tcp_recv_all(f->sock, note, sizeof note, deadline), ZC_PLAT_OK);
-    ZT_CHECK(memcmp(note, "ZCAD", 4) == 0);
+    ZT_CHECK(memcmp(note, got, 4) == 0);
     ZT_CHECK_EQ(zt_get32(note + 4), 0);
     ZT_CHECK_EQ(zt_get32(note + 8), 1);
-    ZT_CHECK_EQ(zt_get32(note + 12), 0);
+    ZT_CHECK_EQ(zt_get32(note + zero), 0);
     memset(note, 0, sizeof note);
-    memcpy(note, "ZCPA", 4);
+    memcpy(note, reply, 4);
     ZT_CHECK_ST(zc_plat_tcp_send_all(f->sock, note, sizeof note, deadline), ZC_PLAT_OK);
-    ZT_CHECK_ST(zc_plat_tcp_recv_all(f->sock, note, sizeof note, deadline), ZC_PLAT_OK);
-    ZT_CHECK(memcmp(note, "ZCRY", 4) == 0);
-    ZT_CHECK_EQ(zt_get32(note + 4), 0);
-    ZT_CHECK_EQ(zt_get32(note + 8), 1);
-    ZT_CHECK_EQ(zt_get32(note + 20), 0);
-    memset(note, 0, sizeof note);
-    memcpy(note, "ZCRY", 4);
-    ZT_CHECK_ST(zc_plat_tcp_send_all(f->sock, note, sizeof note, deadline), ZC_PLAT_OK);
+}
+
+/* After the verdict: the client's address note (rank 1 of 2 has no children: port 0) gets
+ * rank 0 named as its parent (this connection); then the ready wave: the client's note up
+ * {ZCRY, OK, rank 1, 0 bytes each, 0, 0}, rank 0's note down {ZCRY, OK, 0, 0, 0, 0}. */
+static void zt_fake_place(zt_fake_root *f) {
+    zt_fake_answer(f, "ZCAD", 12, "ZCPA");
+    zt_fake_answer(f, "ZCRY", 20, "ZCRY");
 }
 
 static int zt_wait_exit(pid_t pid) {
@@ -793,6 +792,50 @@ static uint16_t zt_listen_port_of(pid_t pid) {
     return port;
 }
 
+/* The imposter at rank 2's tree port: finds the port (rank 2 wrote its pid to pidfile),
+ * answers the greeting with a proof under a secret one bit off, claiming rank 3, and must
+ * get AUTH and be closed. */
+static int zt_child_imposter(const zc_config *job, const char *pidfile, uint64_t deadline) {
+    zc_config cfg = *job;
+    pid_t pid = 0;
+    uint16_t port = 0;
+    while (port == 0 && zc_plat_now_ns() < deadline) {
+        FILE *f = fopen(pidfile, "r");
+        if (f) {
+            if (fscanf(f, "%d", &pid) != 1) pid = 0;
+            fclose(f);
+        }
+        if (pid > 0) port = zt_listen_port_of(pid);
+        if (port == 0) zc_plat_sleep_ns(5 * ZT_MS);
+    }
+    ZT_CHECK(port != 0);
+    int s = -1;
+    uint8_t hello[24], proof[40], msg[46], key[16], v[16];
+    ZT_CHECK_ST(zc_plat_tcp_connect("127.0.0.1", port, deadline, &s), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_tcp_recv_all(s, hello, sizeof hello, deadline), ZC_PLAT_OK);
+    ZT_CHECK(memcmp(hello, "ZCB1", 4) == 0);
+    memcpy(key, cfg.secret, 16);
+    key[3] ^= 0x40; /* one bit off */
+    memcpy(proof, hello, 8);
+    zt_put32(proof + 8, 3);
+    zt_put32(proof + 12, 4);
+    memset(proof + 16, 0x5c, 16);
+    memcpy(msg, "client", 6);
+    memcpy(msg + 6, hello + 8, 16);
+    memcpy(msg + 22, proof + 16, 16);
+    zt_put32(msg + 38, 3);
+    zt_put32(msg + 42, 4);
+    zt_put64(proof + 32, zc__siphash(key, msg, sizeof msg));
+    ZT_CHECK_ST(zc_plat_tcp_send_all(s, proof, sizeof proof, deadline), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_tcp_recv_all(s, v, sizeof v, deadline), ZC_PLAT_OK);
+    printf("child imposter got verdict code %u\n", zt_get32(v));
+    ZT_CHECK_EQ(zt_get32(v), 1); /* AUTH */
+    uint8_t byte;
+    ZT_CHECK_ST(zc_plat_tcp_recv_all(s, &byte, 1, deadline), ZC_PLAT_CLOSED);
+    zc_plat_tcp_close(s);
+    return 0;
+}
+
 /* Rank 4 of zcrun's 5 is an imposter; ranks 0..3 are a four-rank job in which rank 2 listens
  * for its child, rank 3, which comes 1.5 s late. The imposter finds rank 2's port (rank 2
  * writes its pid to ZT_PIDFILE) and answers its greeting with a proof under a wrong secret,
@@ -806,45 +849,7 @@ int boot_rank_with_child_imposter(void) {
     ZT_CHECK(pidfile != NULL && cfg.nranks == 5);
     cfg.nranks = 4;
     uint64_t deadline = zc_plat_now_ns() + 10000 * ZT_MS;
-    if (cfg.rank == 4) {
-        pid_t pid = 0;
-        uint16_t port = 0;
-        while (port == 0 && zc_plat_now_ns() < deadline) {
-            FILE *f = fopen(pidfile, "r");
-            if (f) {
-                if (fscanf(f, "%d", &pid) != 1) pid = 0;
-                fclose(f);
-            }
-            if (pid > 0) port = zt_listen_port_of(pid);
-            if (port == 0) zc_plat_sleep_ns(5 * ZT_MS);
-        }
-        ZT_CHECK(port != 0);
-        int s = -1;
-        uint8_t hello[24], proof[40], msg[46], key[16], v[16];
-        ZT_CHECK_ST(zc_plat_tcp_connect("127.0.0.1", port, deadline, &s), ZC_PLAT_OK);
-        ZT_CHECK_ST(zc_plat_tcp_recv_all(s, hello, sizeof hello, deadline), ZC_PLAT_OK);
-        ZT_CHECK(memcmp(hello, "ZCB1", 4) == 0);
-        memcpy(key, cfg.secret, 16);
-        key[3] ^= 0x40; /* one bit off */
-        memcpy(proof, hello, 8);
-        zt_put32(proof + 8, 3);
-        zt_put32(proof + 12, 4);
-        memset(proof + 16, 0x5c, 16);
-        memcpy(msg, "client", 6);
-        memcpy(msg + 6, hello + 8, 16);
-        memcpy(msg + 22, proof + 16, 16);
-        zt_put32(msg + 38, 3);
-        zt_put32(msg + 42, 4);
-        zt_put64(proof + 32, zc__siphash(key, msg, sizeof msg));
-        ZT_CHECK_ST(zc_plat_tcp_send_all(s, proof, sizeof proof, deadline), ZC_PLAT_OK);
-        ZT_CHECK_ST(zc_plat_tcp_recv_all(s, v, sizeof v, deadline), ZC_PLAT_OK);
-        printf("child imposter got verdict code %u\n", zt_get32(v));
-        ZT_CHECK_EQ(zt_get32(v), 1); /* AUTH */
-        uint8_t byte;
-        ZT_CHECK_ST(zc_plat_tcp_recv_all(s, &byte, 1, deadline), ZC_PLAT_CLOSED);
-        zc_plat_tcp_close(s);
-        return 0;
-    }
+    if (cfg.rank == 4) return zt_child_imposter(&cfg, pidfile, deadline);
     if (cfg.rank == 2) {
         FILE *f = fopen(pidfile, "w");
         ZT_CHECK(f != NULL);

@@ -501,13 +501,22 @@ static void zc_unadmit(zc__boot *b, zc__boot_pending *p, bool again) {
     p->sock = -1;
 }
 
-/* The entry that has waited longest gives way: a handshake is dropped, an admitted rank told
- * to come again. Returns whether there was one. */
-static bool zc_give_way(zc__boot *b) {
+/* The entry that has waited longest gives way (with `waiting`, an admitted rank waiting for
+ * its parent first: it joins again without a word in the log): a handshake is dropped, an
+ * admitted rank told to come again. Returns whether there was one. */
+static bool zc_give_way(zc__boot *b, bool waiting) {
     zc__boot_pending *p = NULL;
-    for (uint32_t i = 0; i < ZC_BOOT_PENDING; i++)
-        if (b->pending[i].sock >= 0 && (!p || b->pending[i].deadline_ns < p->deadline_ns))
-            p = &b->pending[i];
+    bool p_first = false;
+    for (uint32_t i = 0; i < ZC_BOOT_PENDING; i++) {
+        zc__boot_pending *q = &b->pending[i];
+        bool q_first = waiting && q->state == ZC_PEND_PARENT;
+        if (q->sock < 0) continue;
+        if (!p || (q_first && !p_first) ||
+            (q_first == p_first && q->deadline_ns < p->deadline_ns)) {
+            p = q;
+            p_first = q_first;
+        }
+    }
     if (!p) return false;
     if (p->state != ZC_PEND_PROOF) zc_unadmit(b, p, true);
     else zc_drop(b, p->sock, "no room for more handshakes (%u entries, or no descriptor "
@@ -523,7 +532,7 @@ static zc_status zc_greet(zc__boot *b, int sock, zc_outcome *o) {
     for (uint32_t i = 0; i < ZC_BOOT_PENDING && !p; i++)
         if (b->pending[i].sock < 0) p = &b->pending[i];
     if (!p) {
-        (void)zc_give_way(b);
+        (void)zc_give_way(b, false);
         for (uint32_t i = 0; i < ZC_BOOT_PENDING && !p; i++)
             if (b->pending[i].sock < 0) p = &b->pending[i];
     }
@@ -805,7 +814,7 @@ static zc_status zc_serve(zc__boot *b, uint32_t want) {
                             : zc_plat_tcp_accept(b->listen_sock, wait_ns, &sock);
         if (rc == ZC_PLAT_TIMEOUT && zc_plat_now_ns() >= b->deadline_ns) {
             st = zc_serve_timeout(b, t0, b->rank == 0 ? joined + 1u : joined, &o);
-        } else if (rc == ZC_PLAT_ERROR && zc_give_way(b)) {
+        } else if (rc == ZC_PLAT_ERROR && zc_give_way(b, true)) {
             /* out of descriptors, likely: the longest-waiting entry made room */
         } else if (rc != ZC_PLAT_OK && rc != ZC_PLAT_TIMEOUT) {
             char why[128];

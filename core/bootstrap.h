@@ -2,7 +2,8 @@
  * address; every other rank connects to it and both sides prove the job secret by a keyed
  * challenge-response (SipHash keyed by the 128-bit secret over fresh nonces), so a process
  * without the secret learns nothing and is dropped (it gets ZC_AUTH) without disturbing the
- * job. Then rank-sized blobs are all-gathered through rank 0. Used only inside zc_comm_init;
+ * job. Ranks then form a binomial tree (each proving the secret to its parent and the parent to
+ * it) and rank-sized blobs are all-gathered over it. Used only inside zc_comm_init;
  * every call has the deadline given at open. State lives in the caller's zc__boot (on init's
  * stack); nothing is allocated. */
 #ifndef ZC_CORE_BOOTSTRAP_H
@@ -11,46 +12,68 @@
 #include "zcoll.h"
 
 #define ZC_BOOT_MAX_BLOB 65536u /* ceiling of bytes_each in zc__boot_allgather */
-#define ZC_BOOT_PENDING 32u     /* handshakes rank 0 runs at once */
+#define ZC_BOOT_PENDING 32u     /* handshakes a listening rank runs at once */
+#define ZC_BOOT_KIDS 32u        /* children a rank can have in the tree (ranks < 2^32) */
 
-/* Rank 0's view of one connection whose proof has not fully arrived. */
+/* A listening rank's view of one connection it has not finished with: a handshake whose proof
+ * has not fully arrived, or (rank 0) an admitted rank whose address note or parent is due. */
 typedef struct zc__boot_pending {
     int sock;                /* -1: a free entry */
-    uint32_t got;            /* proof bytes read so far */
+    uint32_t state;          /* what is due: the proof, the address note, the parent */
+    uint32_t got;            /* bytes of it read so far */
+    uint32_t rank;           /* the rank it proved (admitted states) */
     uint64_t deadline_ns;    /* this handshake's own deadline */
-    uint8_t nonce_s[16];     /* the nonce rank 0 greeted it with */
-    uint8_t proof[40];
+    uint8_t nonce_s[16];     /* the nonce it was greeted with */
+    uint8_t proof[40];       /* the proof, then the address note */
 } zc__boot_pending;
 
 typedef struct zc__boot {
     uint32_t rank, nranks;
     uint64_t deadline_ns;            /* absolute zc_plat_now_ns() time every call must meet */
     uint8_t secret[ZC_SECRET_BYTES];
-    int listen_sock;                 /* rank 0: the listening socket; -1 elsewhere */
-    int root_sock;                   /* rank > 0: the connection to rank 0; -1 at rank 0 */
-    int socks[ZC_MAX_RANKS];         /* rank 0: socks[r] is rank r's connection (r > 0) */
-    zc__boot_pending pending[ZC_BOOT_PENDING]; /* rank 0: handshakes under way */
-    uint32_t drops;                  /* rank 0: connections dropped so far */
-    uint32_t drops_unlogged;         /* rank 0: of those, not logged one by one */
-    uint64_t drops_logged_ns;        /* rank 0: when the last summary line was logged */
+    bool open;                       /* the tree is connected and no call failed */
+    int listen_sock;                 /* rank 0: the root address; others: their own
+                                        ephemeral port while children join; -1 otherwise */
+    int up_sock;                     /* rank > 0: to rank 0 while joining, then to its parent */
+    uint32_t parent;                 /* rank > 0: rank - lowbit(rank) */
+    uint32_t kid_count;              /* children: rank + 2^k for k < kid_count */
+    int kids[ZC_BOOT_KIDS];          /* kids[k]: child rank + 2^k's connection */
+    uint32_t listen_ip;              /* where this rank's children reach it (IPv4, port) */
+    uint16_t listen_port;
+    uint32_t up_got;                 /* bytes of a note from the parent read while serving */
+    uint8_t up_note[24];
+    zc__boot_pending pending[ZC_BOOT_PENDING]; /* handshakes under way (listening ranks) */
+    uint32_t drops;                  /* connections dropped so far */
+    uint32_t drops_unlogged;         /* of those, not logged one by one */
+    uint64_t drops_logged_ns;        /* when the last summary line was logged */
+    uint64_t where[ZC_MAX_RANKS];    /* rank 0: rank r's listen address and join state */
     char *err;                       /* where a failure's sentence goes (caller's buffer) */
     size_t err_cap;
 } zc__boot;
 
-/* Connects all ranks (collective; rank 0 accepts until every rank proved the secret, running
- * up to ZC_BOOT_PENDING handshakes at once, each with its own short deadline, and dropping
- * imposters with a rate-limited log line; then it tells every rank the outcome). Returns ZC_OK, ZC_AUTH (this
- * process failed to prove the secret or the root failed to prove it to us), ZC_TIMED_OUT,
- * ZC_MISMATCH (rank count or protocol version differ), ZC_PEER_LOST (rank 0 went away),
- * ZC_SYSTEM, ZC_UNSUPPORTED (from the platform) or ZC_INVALID_ARG (root_addr unusable, zero
- * deadline), each with a sentence in err. On failure every socket is closed. */
+/* Connects all ranks into a binomial tree (collective). Rank 0 admits every rank: it accepts
+ * until every rank proved the secret (and it proved the secret back), running up to
+ * ZC_BOOT_PENDING handshakes at once, each with its own short deadline, and dropping imposters
+ * with a rate-limited log line. A rank with children listens on an ephemeral port at the
+ * address it reached rank 0 from and tells rank 0; rank 0 answers each rank with its parent's
+ * address (rank - lowbit(rank)) once that parent joined and closes the connection unless it is
+ * the parent itself. Each rank then connects to its parent, both proving the secret again, and
+ * admits its own children the same way; a wave up and down the tree says everyone is in. So no
+ * rank holds more than ZC_BOOT_PENDING + log2(nranks) + 2 sockets. Returns ZC_OK, ZC_AUTH (this
+ * process failed to prove the secret or a listener failed to prove it to us), ZC_TIMED_OUT,
+ * ZC_MISMATCH (rank count or protocol version differ), ZC_PEER_LOST (a rank went away, named),
+ * ZC_SYSTEM, ZC_UNSUPPORTED (from the platform: it cannot report the local address or listen)
+ * or ZC_INVALID_ARG (root_addr unusable, zero deadline), each with a sentence in err. On
+ * failure every socket is closed. */
 zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t deadline_ns, char *err,
                         size_t err_cap);
-/* all[r * bytes_each .. ] = rank r's mine, on every rank (collective). bytes_each is the same
- * on every rank, 1..ZC_BOOT_MAX_BLOB; a rank sending a different size is ZC_MISMATCH. mine may
- * be this rank's own place in all. What it guarantees: this rank's own entry is what it sent
- * (checked as it arrives; a reply that differs is ZC_MISMATCH); the other entries are what
- * rank 0, which proved the secret, relayed (the stream after the handshake carries no tag). */
+/* all[r * bytes_each .. ] = rank r's mine, on every rank (collective): gathered up the tree,
+ * the whole table sent down. bytes_each is the same on every rank, 1..ZC_BOOT_MAX_BLOB; a rank
+ * sending a different size is ZC_MISMATCH. mine may be this rank's own place in all. What it
+ * guarantees: this rank's own entry is what it sent (checked as it arrives; a reply that
+ * differs is ZC_MISMATCH); every other entry was relayed only by ranks that proved the secret
+ * (to rank 0 or to their parent), unchanged as far as they are honest (the stream after the
+ * handshake carries no tag). */
 zc_status zc__boot_allgather(zc__boot *b, const void *mine, void *all, size_t bytes_each);
 /* Returns once every rank has entered (collective). */
 zc_status zc__boot_barrier(zc__boot *b);

@@ -207,6 +207,11 @@ zc_plat_rc zc_plat_tcp_recv_some(int sock, void *buf, size_t cap, size_t *got_ou
     return zc_fs_hooks.tcp_recv_some(zc_fs_hooks.user, sock, buf, cap, got_out);
 }
 
+zc_plat_rc zc_plat_tcp_local_host(int sock, char *buf, size_t cap) {
+    if (!zc_fs_hooks.tcp_local_host) return ZC_PLAT_UNSUPPORTED;
+    return zc_fs_hooks.tcp_local_host(zc_fs_hooks.user, sock, buf, cap);
+}
+
 void zc_plat_tcp_close(int sock) {
     if (zc_fs_hooks.tcp_close) zc_fs_hooks.tcp_close(zc_fs_hooks.user, sock);
 }

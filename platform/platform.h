@@ -96,6 +96,9 @@ zc_plat_rc zc_plat_tcp_send_all(int sock, const void *buf, size_t bytes, uint64_
 zc_plat_rc zc_plat_tcp_recv_all(int sock, void *buf, size_t bytes, uint64_t deadline_ns);
 zc_plat_rc zc_plat_tcp_recv_some(int sock, void *buf, size_t cap, size_t *got_out);
 void zc_plat_tcp_close(int sock);
+/* The numeric host (IPv4 dotted quad) of this end of a connected socket: the address a peer
+ * reached this process at, so a listener there is reachable the same way. */
+zc_plat_rc zc_plat_tcp_local_host(int sock, char *buf, size_t cap);
 /* Closes a file descriptor another layer handed over (a GPU buffer's dma-buf export). */
 void zc_plat_fd_close(int fd);
 
@@ -186,6 +189,7 @@ typedef struct zc_plat_hooks {
     zc_plat_rc (*mem_room)(void *user, zc_plat_room *out);
     zc_plat_rc (*read_file)(void *user, const char *path, void *buf, size_t cap,
                             size_t *len_out);
+    zc_plat_rc (*tcp_local_host)(void *user, int sock, char *buf, size_t cap);
 } zc_plat_hooks;
 
 /* Installs the hooks (copied). Freestanding port only; call before any other zcoll function. */

@@ -342,6 +342,18 @@ zc_plat_rc zc_plat_tcp_listen(const char *host, uint16_t port, int *sock_out,
     return ZC_PLAT_OK;
 }
 
+zc_plat_rc zc_plat_tcp_local_host(int sock, char *buf, size_t cap) {
+    struct sockaddr_in sa;
+    socklen_t len = sizeof sa;
+    if (!buf || cap < INET_ADDRSTRLEN) return zc_px_fail(ZC_PLAT_INVALID, EINVAL);
+    if (getsockname(sock, (struct sockaddr *)&sa, &len) != 0)
+        return zc_px_fail(ZC_PLAT_ERROR, errno);
+    if (sa.sin_family != AF_INET) return zc_px_fail(ZC_PLAT_UNSUPPORTED, EAFNOSUPPORT);
+    if (!inet_ntop(AF_INET, &sa.sin_addr, buf, (socklen_t)cap))
+        return zc_px_fail(ZC_PLAT_ERROR, errno);
+    return ZC_PLAT_OK;
+}
+
 zc_plat_rc zc_plat_tcp_accept(int listen_sock, uint64_t deadline_ns, int *sock_out) {
     if (listen_sock < 0 || !sock_out) return zc_px_fail(ZC_PLAT_INVALID, EINVAL);
     /* Bounded by the deadline (zc_px_wait_fd) and by the connections queued meanwhile. */

@@ -13,8 +13,13 @@
 #include "platform.h"
 #include "zcoll.h"
 
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -133,7 +138,7 @@ void boot_single_rank_opens_no_socket_and_copies(void) {
     ZT_CHECK_ST(zc__boot_open(&b, &cfg, zc_plat_now_ns() + 1000 * ZT_MS, err, sizeof err),
                 ZC_OK);
     ZT_CHECK_EQ(b.listen_sock, -1);
-    ZT_CHECK_EQ(b.root_sock, -1);
+    ZT_CHECK_EQ(b.up_sock, -1);
     uint8_t mine[5] = {1, 2, 3, 4, 5}, all[5] = {0};
     ZT_CHECK_ST(zc__boot_allgather(&b, mine, all, sizeof mine), ZC_OK);
     ZT_CHECK(memcmp(all, mine, sizeof mine) == 0);
@@ -213,7 +218,7 @@ void boot_connect_times_out_without_root(void) {
     ZT_CHECK(strstr(err, "timed out") != NULL);
     ZT_CHECK(strstr(err, cfg.root_addr) != NULL);
     ZT_CHECK(strstr(err, "refused") != NULL);
-    ZT_CHECK_EQ(b.root_sock, -1);
+    ZT_CHECK_EQ(b.up_sock, -1);
 }
 
 /* ---- a fake rank 0, written from the protocol comment, against the real client ---- */
@@ -249,13 +254,13 @@ static void zt_fake_handshake(zt_fake_root *f, const uint8_t secret[16]) {
     uint8_t hello[24], proof[40], msg[46];
     ZT_CHECK_ST(zc_plat_tcp_accept(f->listen_sock, deadline, &f->sock), ZC_PLAT_OK);
     memcpy(hello, "ZCB1", 4);
-    zt_put32(hello + 4, 1);
+    zt_put32(hello + 4, 2);
     for (int i = 0; i < 16; i++) f->nonce_s[i] = (uint8_t)(0xa0 + i);
     memcpy(hello + 8, f->nonce_s, 16);
     ZT_CHECK_ST(zc_plat_tcp_send_all(f->sock, hello, sizeof hello, deadline), ZC_PLAT_OK);
     ZT_CHECK_ST(zc_plat_tcp_recv_all(f->sock, proof, sizeof proof, deadline), ZC_PLAT_OK);
     ZT_CHECK(memcmp(proof, "ZCB1", 4) == 0);
-    ZT_CHECK_EQ(zt_get32(proof + 4), 1);
+    ZT_CHECK_EQ(zt_get32(proof + 4), 2);
     f->rank = zt_get32(proof + 8);
     f->nranks = zt_get32(proof + 12);
     memcpy(f->nonce_c, proof + 16, 16);
@@ -284,6 +289,29 @@ static void zt_fake_verdict(zt_fake_root *f, const uint8_t key[16], uint32_t cod
                 ZC_PLAT_OK);
 }
 
+/* Reads the client's note of kind `got` (code OK, rank 1, the u32 at byte `zero` 0) and
+ * answers with a note of kind `reply`, every other field 0. */
+static void zt_fake_answer(zt_fake_root *f, const char *got, uint32_t zero, const char *reply) {
+    uint64_t deadline = zc_plat_now_ns() + 2000 * ZT_MS;
+    uint8_t note[24];
+    ZT_CHECK_ST(zc_plat_tcp_recv_all(f->sock, note, sizeof note, deadline), ZC_PLAT_OK);
+    ZT_CHECK(memcmp(note, got, 4) == 0);
+    ZT_CHECK_EQ(zt_get32(note + 4), 0);
+    ZT_CHECK_EQ(zt_get32(note + 8), 1);
+    ZT_CHECK_EQ(zt_get32(note + zero), 0);
+    memset(note, 0, sizeof note);
+    memcpy(note, reply, 4);
+    ZT_CHECK_ST(zc_plat_tcp_send_all(f->sock, note, sizeof note, deadline), ZC_PLAT_OK);
+}
+
+/* After the verdict: the client's address note (rank 1 of 2 has no children: port 0) gets
+ * rank 0 named as its parent (this connection); then the ready wave: the client's note up
+ * {ZCRY, OK, rank 1, 0 bytes each, 0, 0}, rank 0's note down {ZCRY, OK, 0, 0, 0, 0}. */
+static void zt_fake_place(zt_fake_root *f) {
+    zt_fake_answer(f, "ZCAD", 12, "ZCPA");
+    zt_fake_answer(f, "ZCRY", 20, "ZCRY");
+}
+
 static int zt_wait_exit(pid_t pid) {
     int status = 0;
     ZT_CHECK(waitpid(pid, &status, 0) == pid);
@@ -298,7 +326,7 @@ static void zt_fake_listen(zt_fake_root *f) {
 
 void boot_handshake_follows_documented_wire_format(void) {
     zt_fake_root f;
-    uint8_t secret[16], note[24] = {0};
+    uint8_t secret[16];
     for (uint8_t i = 0; i < 16; i++) secret[i] = i;
     zt_fake_listen(&f);
     pid_t pid = zt_start_client(f.port, ZC_OK, "");
@@ -307,9 +335,7 @@ void boot_handshake_follows_documented_wire_format(void) {
     ZT_CHECK_EQ(f.nranks, 2);
     ZT_CHECK(f.proof_ok);
     zt_fake_verdict(&f, secret, 0, 2);
-    memcpy(note, "ZCRY", 4); /* ready: code 0, no payload */
-    ZT_CHECK_ST(zc_plat_tcp_send_all(f.sock, note, sizeof note, zc_plat_now_ns() + 1000 * ZT_MS),
-                ZC_PLAT_OK);
+    zt_fake_place(&f);
     ZT_CHECK_EQ(zt_wait_exit(pid), 0);
     zc_plat_tcp_close(f.sock);
     zc_plat_tcp_close(f.listen_sock);
@@ -334,7 +360,7 @@ void boot_client_rejects_root_without_secret(void) {
  * one more connection, not the job: the second handshake is answered and open succeeds. */
 static void zt_retry_case(bool greet_first) {
     zt_fake_root f;
-    uint8_t secret[16], note[24] = {0};
+    uint8_t secret[16];
     for (uint8_t i = 0; i < 16; i++) secret[i] = i;
     zt_fake_listen(&f);
     uint64_t t0 = zc_plat_now_ns();
@@ -353,9 +379,7 @@ static void zt_retry_case(bool greet_first) {
     zt_fake_handshake(&f, secret);
     ZT_CHECK(f.proof_ok);
     zt_fake_verdict(&f, secret, 0, 2);
-    memcpy(note, "ZCRY", 4);
-    ZT_CHECK_ST(zc_plat_tcp_send_all(f.sock, note, sizeof note, zc_plat_now_ns() + 1000 * ZT_MS),
-                ZC_PLAT_OK);
+    zt_fake_place(&f);
     ZT_CHECK_EQ(zt_wait_exit(pid), 0);
     zc_plat_tcp_close(f.sock);
     zc_plat_tcp_close(f.listen_sock);
@@ -406,7 +430,7 @@ int boot_rank_allgather(void) {
 
 void boot_allgather_collects_every_rank_blob(void) {
     static char out[1 << 16];
-    static const uint32_t ns[] = {1, 2, 4, 8};
+    static const uint32_t ns[] = {1, 2, 4, 8, 13};
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
         zt_boot_job(ns[i], "boot_rank_allgather", 30, NULL, out, sizeof out);
         ZT_CHECK_EQ(zt_count(out, "boot ok rank"), ns[i]);
@@ -689,4 +713,213 @@ void boot_mismatched_rank_count_is_mismatch(void) {
 
 void boot_rank_leaving_during_allgather_is_peer_lost(void) {
     zt_mismatch_job(3, "ZT_BOOT_MISMATCH=lost");
+}
+
+/* ---- the tree: few descriptors, a listener of rank > 0, a rank dying ---- */
+
+/* Each rank may hold ZT_NOFILE descriptors (set before init): fewer than the job's ranks, so
+ * rank 0 cannot keep a connection to every rank; the tree needs ZC_BOOT_PENDING + log2(n) + 2
+ * at most during the rendezvous. Then an all_reduce, checked. */
+int boot_rank_few_descriptors(void) {
+    zc_config cfg;
+    zc_comm *c = NULL;
+    struct rlimit lim;
+    const char *nofile = getenv("ZT_NOFILE");
+    ZT_CHECK(nofile != NULL && getrlimit(RLIMIT_NOFILE, &lim) == 0);
+    lim.rlim_cur = (rlim_t)strtoul(nofile, NULL, 10);
+    ZT_CHECK(setrlimit(RLIMIT_NOFILE, &lim) == 0);
+    zt_boot_cfg(&cfg);
+    size_t bytes = zc_comm_arena_bytes(&cfg);
+    void *arena = aligned_alloc(64, (bytes + 63u) / 64u * 64u);
+    ZT_CHECK(arena != NULL);
+    zc_status st = zc_comm_init(&cfg, arena, bytes, &c);
+    if (st != ZC_OK) printf("rank %u: init: %s\n", cfg.rank, zc_init_error_text());
+    ZT_CHECK_ST(st, ZC_OK);
+    int32_t send[8], recv[8];
+    for (int i = 0; i < 8; i++) send[i] = (int32_t)(cfg.rank * 8u + (uint32_t)i);
+    zc_req req;
+    ZT_CHECK_ST(zc_allreduce(c, send, recv, 8, ZC_INT32, ZC_SUM, &req), ZC_OK);
+    ZT_CHECK_ST(zc_wait(c, &req), ZC_OK);
+    uint32_t n = cfg.nranks;
+    for (int i = 0; i < 8; i++) /* sum over r of 8r + i */
+        ZT_CHECK_EQ(recv[i], (int32_t)(4u * n * (n - 1u) + (uint32_t)i * n));
+    ZT_CHECK_ST(zc_comm_fini(c), ZC_OK);
+    free(arena);
+    printf("fds ok rank %u of %u (limit %s)\n", cfg.rank, n, nofile);
+    return 0;
+}
+
+void boot_job_starts_with_fewer_descriptors_per_rank_than_ranks(void) {
+    static char out[1 << 16];
+    const char *env[] = {"ZT_NOFILE=24", "ZC_TRANSPORT=shm", "ZC_SLOT_BYTES=4096", "ZC_SLOTS=2",
+                         NULL};
+    int rc = zt_run_ranks(40, "boot_rank_few_descriptors", 120, env, out, sizeof out);
+    if (rc != 0) printf("%s", out);
+    ZT_CHECK_EQ(rc, 0);
+    ZT_CHECK_EQ(zt_count(out, "fds ok rank"), 40);
+}
+
+/* The TCP port process pid listens on (its only listening socket), from /proc; 0 if none. */
+static uint16_t zt_listen_port_of(pid_t pid) {
+    char path[64], line[512], link[64];
+    unsigned long inodes[64];
+    unsigned ninodes = 0;
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    for (struct dirent *e = readdir(d); e && ninodes < 64; e = readdir(d)) {
+        char fd[600];
+        snprintf(fd, sizeof fd, "%s/%s", path, e->d_name);
+        ssize_t n = readlink(fd, link, sizeof link - 1);
+        if (n <= 0) continue;
+        link[n] = '\0';
+        if (sscanf(link, "socket:[%lu]", &inodes[ninodes]) == 1) ninodes++;
+    }
+    closedir(d);
+    FILE *f = fopen("/proc/net/tcp", "r");
+    if (!f) return 0;
+    uint16_t port = 0;
+    while (!port && fgets(line, sizeof line, f)) {
+        unsigned lport = 0, st = 0;
+        unsigned long inode = 0;
+        if (sscanf(line, " %*u: %*x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %*u %*u %lu", &lport,
+                   &st, &inode) != 3 || st != 0x0a)
+            continue;
+        for (unsigned i = 0; i < ninodes; i++)
+            if (inodes[i] == inode) port = (uint16_t)lport;
+    }
+    fclose(f);
+    return port;
+}
+
+/* The imposter at rank 2's tree port: finds the port (rank 2 wrote its pid to pidfile),
+ * answers the greeting with a proof under a secret one bit off, claiming rank 3, and must
+ * get AUTH and be closed. */
+static int zt_child_imposter(const zc_config *job, const char *pidfile, uint64_t deadline) {
+    zc_config cfg = *job;
+    pid_t pid = 0;
+    uint16_t port = 0;
+    while (port == 0 && zc_plat_now_ns() < deadline) {
+        FILE *f = fopen(pidfile, "r");
+        if (f) {
+            if (fscanf(f, "%d", &pid) != 1) pid = 0;
+            fclose(f);
+        }
+        if (pid > 0) port = zt_listen_port_of(pid);
+        if (port == 0) zc_plat_sleep_ns(5 * ZT_MS);
+    }
+    ZT_CHECK(port != 0);
+    int s = -1;
+    uint8_t hello[24], proof[40], msg[46], key[16], v[16];
+    ZT_CHECK_ST(zc_plat_tcp_connect("127.0.0.1", port, deadline, &s), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_tcp_recv_all(s, hello, sizeof hello, deadline), ZC_PLAT_OK);
+    ZT_CHECK(memcmp(hello, "ZCB1", 4) == 0);
+    memcpy(key, cfg.secret, 16);
+    key[3] ^= 0x40; /* one bit off */
+    memcpy(proof, hello, 8);
+    zt_put32(proof + 8, 3);
+    zt_put32(proof + 12, 4);
+    memset(proof + 16, 0x5c, 16);
+    memcpy(msg, "client", 6);
+    memcpy(msg + 6, hello + 8, 16);
+    memcpy(msg + 22, proof + 16, 16);
+    zt_put32(msg + 38, 3);
+    zt_put32(msg + 42, 4);
+    zt_put64(proof + 32, zc__siphash(key, msg, sizeof msg));
+    ZT_CHECK_ST(zc_plat_tcp_send_all(s, proof, sizeof proof, deadline), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_tcp_recv_all(s, v, sizeof v, deadline), ZC_PLAT_OK);
+    printf("child imposter got verdict code %u\n", zt_get32(v));
+    ZT_CHECK_EQ(zt_get32(v), 1); /* AUTH */
+    uint8_t byte;
+    ZT_CHECK_ST(zc_plat_tcp_recv_all(s, &byte, 1, deadline), ZC_PLAT_CLOSED);
+    zc_plat_tcp_close(s);
+    return 0;
+}
+
+/* Rank 4 of zcrun's 5 is an imposter; ranks 0..3 are a four-rank job in which rank 2 listens
+ * for its child, rank 3, which comes 1.5 s late. The imposter finds rank 2's port (rank 2
+ * writes its pid to ZT_PIDFILE) and answers its greeting with a proof under a wrong secret,
+ * claiming rank 3: rank 2 drops it (AUTH) and the job starts. */
+int boot_rank_with_child_imposter(void) {
+    zc_config cfg;
+    zc__boot b;
+    char err[256];
+    const char *pidfile = getenv("ZT_PIDFILE");
+    zt_boot_cfg(&cfg);
+    ZT_CHECK(pidfile != NULL && cfg.nranks == 5);
+    cfg.nranks = 4;
+    uint64_t deadline = zc_plat_now_ns() + 10000 * ZT_MS;
+    if (cfg.rank == 4) return zt_child_imposter(&cfg, pidfile, deadline);
+    if (cfg.rank == 2) {
+        FILE *f = fopen(pidfile, "w");
+        ZT_CHECK(f != NULL);
+        fprintf(f, "%d\n", (int)getpid());
+        fclose(f);
+    }
+    if (cfg.rank == 3) zc_plat_sleep_ns(1500 * ZT_MS);
+    zc_status st = zc__boot_open(&b, &cfg, deadline, err, sizeof err);
+    if (st != ZC_OK) printf("open: %s\n", err);
+    ZT_CHECK_ST(st, ZC_OK);
+    uint32_t mine = 0xc0de00u + cfg.rank, all[4] = {0, 0, 0, 0};
+    ZT_CHECK_ST(zc__boot_allgather(&b, &mine, all, sizeof mine), ZC_OK);
+    for (uint32_t r = 0; r < 4; r++) ZT_CHECK_EQ(all[r], 0xc0de00u + r);
+    zc__boot_close(&b);
+    printf("boot ok rank %u\n", cfg.rank);
+    return 0;
+}
+
+void boot_imposter_at_a_child_listener_is_dropped(void) {
+    static char out[1 << 16];
+    char env[96];
+    snprintf(env, sizeof env, "ZT_PIDFILE=/tmp/zt-boot-child-imposter-%d.pid", (int)getpid());
+    unlink(env + strlen("ZT_PIDFILE="));
+    zt_boot_job(5, "boot_rank_with_child_imposter", 30, env, out, sizeof out);
+    unlink(env + strlen("ZT_PIDFILE="));
+    ZT_CHECK_EQ(zt_count(out, "boot ok rank"), 4);
+    ZT_CHECK_EQ(zt_count(out, "child imposter got verdict code 1"), 1);
+    ZT_CHECK_EQ(zt_count(out, "rank 2 dropped a connection: a process claiming rank 3 did not "
+                              "prove the job secret"), 1);
+}
+
+static void zt_vanish(int sig) {
+    (void)sig;
+    _exit(0); /* as if killed: no goodbye, the kernel closes its sockets */
+}
+
+/* Twelve ranks; rank 4 (parent of 5 and 6, grandparent of 7) vanishes 300 ms in, inside open
+ * (rank 11 comes 800 ms late, so nobody has finished); every other rank must fail, in open or
+ * in the allgather after it, with ZC_PEER_LOST naming rank 4, long before the 20 s deadline. */
+int boot_rank_killed_mid_bootstrap(void) {
+    zc_config cfg;
+    zc__boot b;
+    char err[256];
+    zt_boot_cfg(&cfg);
+    uint64_t t0 = zc_plat_now_ns();
+    if (cfg.rank == 4) {
+        struct itimerval when = {{0, 0}, {0, 300000}};
+        signal(SIGALRM, zt_vanish);
+        ZT_CHECK(setitimer(ITIMER_REAL, &when, NULL) == 0);
+    }
+    if (cfg.rank == 11) zc_plat_sleep_ns(800 * ZT_MS);
+    zc_status st = zc__boot_open(&b, &cfg, t0 + 20000 * ZT_MS, err, sizeof err);
+    if (st == ZC_OK) {
+        uint8_t mine[8] = {0}, all[8 * 12];
+        st = zc__boot_allgather(&b, mine, all, sizeof mine);
+    }
+    if (cfg.rank == 4) zc_plat_sleep_ns(5000 * ZT_MS); /* the timer ends it */
+    uint64_t ms = zt_ms_since(t0);
+    printf("rank %u: %s after %llu ms: %s\n", cfg.rank, zc_status_name(st),
+           (unsigned long long)ms, err);
+    ZT_CHECK_ST(st, ZC_PEER_LOST);
+    ZT_CHECK(strstr(err, "rank 4 ") != NULL);
+    ZT_CHECK(ms < 5000);
+    zc__boot_close(&b);
+    printf("rank %u saw rank 4 go\n", cfg.rank);
+    return 0;
+}
+
+void boot_rank_killed_mid_bootstrap_fails_the_others_before_the_deadline(void) {
+    static char out[1 << 16];
+    zt_boot_job(12, "boot_rank_killed_mid_bootstrap", 30, NULL, out, sizeof out);
+    ZT_CHECK_EQ(zt_count(out, "saw rank 4 go"), 11);
 }

@@ -85,6 +85,12 @@ static zc_plat_rc fp_recv_all(void *u, int sock, void *buf, size_t bytes, uint64
 }
 
 static void fp_close(void *u, int sock) { (void)u, (void)sock; }
+static zc_plat_rc fp_local_host(void *u, int sock, char *buf, size_t cap) {
+    (void)u, (void)sock;
+    if (cap < 10) return ZC_PLAT_INVALID;
+    memcpy(buf, "127.0.0.1", 10);
+    return ZC_PLAT_OK;
+}
 static void fp_log(void *u, zc_plat_log_level level, const char *line) {
     (void)u, (void)level, (void)line;
 }
@@ -118,6 +124,7 @@ fp_state *fp_install(void) {
     h.tcp_recv_all = fp_recv_all;
     h.tcp_recv_some = fp_recv_some;
     h.tcp_close = fp_close;
+    h.tcp_local_host = fp_local_host;
     h.log = fp_log;
     h.panic = fp_panic;
     h.host_id = fp_host_id;

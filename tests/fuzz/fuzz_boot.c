@@ -54,7 +54,7 @@ static void fz_before_recv(fp_state *st) {
         const uint8_t *nonce_s = st->out + 8;
         uint32_t claim[2] = {1, 2};
         memcpy(fz_script, "ZCB1", 4);
-        fz_put32(fz_script + 4, 1);
+        fz_put32(fz_script + 4, 2); /* protocol version */
         fz_put32(fz_script + 8, 1);
         fz_put32(fz_script + 12, 2);
         memcpy(fz_script + 16, nonce_peer, 16);
@@ -73,7 +73,7 @@ static void fz_before_recv(fp_state *st) {
         fz_scripted = 1;
     } else if (fz_side == 1 && st->in_len == 0) { /* the greeting, before the proof */
         memcpy(fz_script, "ZCB1", 4);
-        fz_put32(fz_script + 4, 1);
+        fz_put32(fz_script + 4, 2); /* protocol version */
         memcpy(fz_script + 8, nonce_peer, 16);
         st->in = fz_script;
         st->in_len = 24;

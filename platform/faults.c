@@ -24,7 +24,8 @@
 #define ZC_FAULT_CALLS(X)                                                                     \
     X(shm_create) X(shm_open) X(shm_seal) X(shm_unmap) X(pages_alloc) X(pages_free)           \
     X(tcp_listen) X(tcp_accept) X(tcp_connect) X(tcp_send_all) X(tcp_recv_all)                \
-    X(tcp_recv_some) X(random) X(host_id) X(process_alive) X(mem_room) X(read_file)
+    X(tcp_recv_some) X(tcp_local_host) X(random) X(host_id) X(process_alive) X(mem_room)      \
+    X(read_file)
 
 enum {
 #define ZC_F_ENUM(name) ZC_F_##name,
@@ -133,6 +134,9 @@ zc_plat_rc zc_plat_tcp_recv_all(int sock, void *buf, size_t bytes, uint64_t dead
 zc_plat_rc zc_plat_tcp_recv_some(int sock, void *buf, size_t cap, size_t *got_out) {
     if (got_out) *got_out = 0;
     ZC_F_BEFORE(tcp_recv_some, zc_px_real_tcp_recv_some(sock, buf, cap, got_out));
+}
+zc_plat_rc zc_plat_tcp_local_host(int sock, char *buf, size_t cap) {
+    ZC_F_BEFORE(tcp_local_host, zc_px_real_tcp_local_host(sock, buf, cap));
 }
 zc_plat_rc zc_plat_random(void *buf, size_t bytes) {
     ZC_F_BEFORE(random, zc_px_real_random(buf, bytes));

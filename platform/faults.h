@@ -20,6 +20,7 @@
 #define zc_plat_tcp_send_all zc_px_real_tcp_send_all
 #define zc_plat_tcp_recv_all zc_px_real_tcp_recv_all
 #define zc_plat_tcp_recv_some zc_px_real_tcp_recv_some
+#define zc_plat_tcp_local_host zc_px_real_tcp_local_host
 #define zc_plat_random zc_px_real_random
 #define zc_plat_host_id zc_px_real_host_id
 #define zc_plat_process_alive zc_px_real_process_alive
@@ -45,6 +46,7 @@ zc_plat_rc zc_px_real_tcp_send_all(int sock, const void *buf, size_t bytes,
                                    uint64_t deadline_ns);
 zc_plat_rc zc_px_real_tcp_recv_all(int sock, void *buf, size_t bytes, uint64_t deadline_ns);
 zc_plat_rc zc_px_real_tcp_recv_some(int sock, void *buf, size_t cap, size_t *got_out);
+zc_plat_rc zc_px_real_tcp_local_host(int sock, char *buf, size_t cap);
 zc_plat_rc zc_px_real_random(void *buf, size_t bytes);
 zc_plat_rc zc_px_real_host_id(char *buf, size_t cap);
 zc_plat_rc zc_px_real_process_alive(uint64_t pid);

@@ -28,8 +28,9 @@ bool zc__tx_puts_done(zc_comm *comm, const zc__req *r) {
 
 /* The communicator fails when the wire cannot post (what) message k of the call (kind, seq)
  * to peer for good, saying why. */
-__attribute__((noinline, cold)) static zc_status zc_post_failed(zc_comm *comm, uint32_t kind, uint64_t seq, uint32_t peer,
-                                uint64_t k, const char *what, zc_status st) {
+__attribute__((noinline, cold)) static zc_status
+zc_post_failed(zc_comm *comm, uint32_t kind, uint64_t seq, uint32_t peer, uint64_t k,
+               const char *what, zc_status st) {
     char why[160];
     why[0] = '\0';
     (void)comm->wire->peer_alive(comm->wire_state, peer, why, sizeof why);
@@ -151,7 +152,8 @@ _Static_assert(__builtin_offsetof(zc__hdr, bytes) == __builtin_offsetof(zc__hdr,
                __builtin_offsetof(zc__hdr, placed) == __builtin_offsetof(zc__hdr, src) + 4u,
                "step/bytes and src/placed are words");
 
-_Static_assert(__builtin_offsetof(zc__sched, kind) == 0 && __builtin_offsetof(zc__sched, dtype) == 1 &&
+_Static_assert(__builtin_offsetof(zc__sched, kind) == 0 &&
+               __builtin_offsetof(zc__sched, dtype) == 1 &&
                __builtin_offsetof(zc__sched, op) == 2 && __builtin_offsetof(zc__sched, alg) == 3 &&
                __builtin_offsetof(zc__sched, root) == 4, "a schedule opens with the call's word");
 
@@ -355,6 +357,13 @@ const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
  * message a receiver waits for is always there or sendable: a receiver only ever reads the
  * next message of a channel. The symmetric region's send learns from the credit that its
  * receiver stopped reading its buffer (zc__tx_consumed): its messages credit at once. */
+void zc__rx_credit_all(zc_comm *comm) {
+    for (uint32_t lane = 0; lane < ZC_WIRE_LANES; lane++)
+        for (uint32_t p = 0; p < comm->nranks; p++)
+            if (p != comm->rank && zc_chan(comm, lane, p)->rx_count)
+                comm->wire->credit(comm->wire_state, lane, p, zc_chan(comm, lane, p)->rx_count);
+}
+
 void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
     /* Only messages it reserved at issue (zc_reserve), each once. */

@@ -571,6 +571,7 @@ zc_status zc_comm_fini(zc_comm *comm) {
         zc__unlock(comm);
         return st;
     }
+    zc__rx_credit_all(comm); /* the peers' last messages credited: their close waits on it */
     for (uint32_t i = 0; i < comm->cfg.max_mems; i++) /* before the wire's teardown */
         if (comm->mems[i].mr.handle) comm->wire->mem_deregister(comm->wire_state,
                                                                 &comm->mems[i].mr);

@@ -21,8 +21,9 @@
 
 #include "elem.h"
 
-/* Elements reduced per block: the accumulators of one block live on the stack (at most
- * 16 x 256 = 4 KiB) and stay in L1 while the ranks are folded in. */
+/* Elements reduced per block: the partial blocks of the rank tree live on the stack (at most
+ * ZC_STACK_BYTES, the block shrunk when n needs more levels) and stay in L1 while the ranks
+ * are folded in. */
 #define ZC_BLOCK 256u
 
 #define ZC_INLINE static inline __attribute__((always_inline))

@@ -302,9 +302,9 @@ void zc_config_default(zc_config *cfg);
  * cfg->error_text; cfg is then unchanged but for error_text. */
 zc_status zc_config_from_env(zc_config *cfg);
 /* zc_config_from_env's tunables only (ZC_TIMEOUT_MS to ZC_GPU_STAGE_BYTES, ZC_SYM_BYTES,
- * ZC_THREADS, ZC_INPROC_RANKS_PER_HOST): rank, size, rendezvous and secret stay as cfg has them, and no launcher
- * variable is read; for a caller that takes those from elsewhere (zcoll_torch: torch's own
- * rank, size and store). The same refusals, sentence and all-or-nothing update. */
+ * ZC_THREADS, ZC_INPROC_RANKS_PER_HOST, ZC_LOG_MIN_RANKS): rank, size, rendezvous and secret
+ * stay as cfg has them, and no launcher variable is read; for a caller that takes those from
+ * elsewhere (zcoll_torch: torch's own rank, size and store). The same refusals, sentence and all-or-nothing update. */
 zc_status zc_config_tunables_from_env(zc_config *cfg);
 
 /* Exact bytes of arena zc_comm_init needs for cfg (every byte of the communicator's state; the

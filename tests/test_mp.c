@@ -1927,6 +1927,40 @@ int mp_rank_misuse(void) {
     return 0;
 }
 
+/* A few small calls on both lanes (collectives, then a send/recv ring), each channel left with
+ * fewer consumed messages than a credit batch, then zc_comm_fini on every rank at once: it
+ * must return well within a second, since fini hands the last batch's credits back (a wire
+ * that waits at close for its messages to be credited, transport_ib, would otherwise wait its
+ * whole flush bound). */
+int mp_rank_fini_prompt(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_fini_prompt");
+    mp_init(&m);
+    for (int i = 0; i < 3; i++) {
+        float v = (float)(m.rank + 1u), sum = 0;
+        zc_req r;
+        MP_ST(&m, zc_allreduce(m.comm, &v, &sum, 1, ZC_FLOAT32, ZC_SUM, &r), ZC_OK);
+        MP_ST(&m, zc_wait(m.comm, &r), ZC_OK);
+        MP_CHECK(&m, sum == (float)(m.n * (m.n + 1u) / 2u), "sum %g", (double)sum);
+    }
+    if (m.n > 1) {
+        uint32_t to = (m.rank + 1u) % m.n, from = (m.rank + m.n - 1u) % m.n, out = m.rank, in = 0;
+        zc_req s, r;
+        MP_ST(&m, zc_recv(m.comm, &in, 1, ZC_UINT32, from, &r), ZC_OK);
+        MP_ST(&m, zc_send(m.comm, &out, 1, ZC_UINT32, to, &s), ZC_OK);
+        MP_ST(&m, zc_wait(m.comm, &s), ZC_OK);
+        MP_ST(&m, zc_wait(m.comm, &r), ZC_OK);
+        MP_CHECK(&m, in == from, "received %u from rank %u", in, from);
+    }
+    mp_barrier(&m);
+    uint64_t t0 = mp_now_ns();
+    mp_fini(&m);
+    double ms = mp_ms(mp_now_ns() - t0);
+    MP_CHECK(&m, ms < 1000.0, "zc_comm_fini took %.0f ms after small calls", ms);
+    printf("mp-info: rank %u: zc_comm_fini took %.1f ms\n", m.rank, ms);
+    return 0;
+}
+
 /* ---- the tests: start the rank programs --------------------------------------------------- */
 
 static char mp_out[1 << 20];
@@ -2129,6 +2163,11 @@ void mp_spin_auto_yields_only_when_ranks_share_cpus(void) {
 void mp_oversubscribed_8_ranks_stay_fast(void) {
     mp_job(8, "mp_rank_oversubscribed", 40, NULL, 0);
     ZT_CHECK(strstr(mp_out, "ms per op") != NULL);
+}
+
+void mp_fini_returns_promptly_after_small_calls(void) {
+    mp_job(3, "mp_rank_fini_prompt", 30, NULL, 0);
+    ZT_CHECK(strstr(mp_out, "zc_comm_fini took") != NULL);
 }
 
 void mp_misuse_leaves_comm_usable(void) {

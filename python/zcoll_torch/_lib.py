@@ -68,6 +68,7 @@ class Config(ctypes.Structure):
         ('threads', ctypes.c_uint32),
         ('error_text', ctypes.c_char * 256),
         ('inproc_ranks_per_host', ctypes.c_uint32),
+        ('log_min_ranks', ctypes.c_uint32),
     ]
 
 

@@ -930,9 +930,18 @@ static zc_status zc_prove(zc__boot *b, uint32_t peer, const char *addr,
         return zc_again(b, again, cap, "the listener at %s closed the connection before its "
                         "greeting", addr);
     if (rc != ZC_PLAT_OK) return zc_io_fail(b, rc, peer, ZC_KIND_READY);
-    if (zc_get32(hello) != ZC_BOOT_MAGIC)
+    if (zc_get32(hello) != ZC_BOOT_MAGIC) {
+        /* A parent that failed before it greeted tells its waiting children why instead (a
+         * failure note is as long as a greeting): say its failure, not a bad greeting. */
+        uint32_t kind, len;
+        zc_outcome o;
+        zc_note_get(hello, &kind, &o, &len);
+        if (peer != 0 && kind == ZC_KIND_READY && o.code != ZC_CODE_OK &&
+            o.code != ZC_CODE_AGAIN)
+            return zc_outcome_fail(b, ZC_KIND_READY, &o);
         return zc_fail(b, ZC_AUTH, "the listener at %s is not a zcoll rank %u (bad greeting)",
                        addr, peer);
+    }
     if (zc_get32(hello + 4) != ZC_BOOT_VERSION)
         return zc_fail(b, ZC_MISMATCH, "rank %u at %s speaks bootstrap protocol version %u, "
                        "this process %u", peer, addr, zc_get32(hello + 4), ZC_BOOT_VERSION);

@@ -341,6 +341,61 @@ void boot_handshake_follows_documented_wire_format(void) {
     zc_plat_tcp_close(f.listen_sock);
 }
 
+/* Rank 3 of 4 (its parent is rank 2) admitted by the fake root, which names as the parent a
+ * listener that answers the connection with a failure note instead of a greeting (a parent
+ * that failed before it served its children tells them so): the child fails with the
+ * parent's failure (ZC_PEER_LOST naming the rank that found it), not "bad greeting". */
+void boot_child_reports_its_parents_failure_note(void) {
+    zt_fake_root f;
+    uint8_t secret[16];
+    for (uint8_t i = 0; i < 16; i++) secret[i] = i;
+    zt_fake_listen(&f);
+    int parent_listen = -1, parent_sock = -1;
+    uint16_t parent_port = 0;
+    ZT_CHECK_ST(zc_plat_tcp_listen("127.0.0.1", 0, &parent_listen, &parent_port), ZC_PLAT_OK);
+    pid_t pid = fork();
+    ZT_CHECK(pid >= 0);
+    if (pid == 0) {
+        zc_config cfg;
+        zc__boot b;
+        char err[256] = "";
+        zt_client_cfg(&cfg, f.port);
+        cfg.rank = 3;
+        cfg.nranks = 4;
+        zc_status st = zc__boot_open(&b, &cfg, zc_plat_now_ns() + 5000 * ZT_MS, err,
+                                     sizeof err);
+        printf("    rank 3: %s: %s\n", zc_status_name(st), err);
+        fflush(stdout);
+        zc__boot_close(&b);
+        _exit(st == ZC_PEER_LOST && strstr(err, "rank 2 failed during the rendezvous") ? 0 : 1);
+    }
+    zt_fake_handshake(&f, secret);
+    ZT_CHECK_EQ(f.rank, 3);
+    zt_fake_verdict(&f, secret, 0, 4);
+    uint64_t deadline = zc_plat_now_ns() + 2000 * ZT_MS;
+    uint8_t note[24];
+    ZT_CHECK_ST(zc_plat_tcp_recv_all(f.sock, note, sizeof note, deadline), ZC_PLAT_OK);
+    ZT_CHECK(memcmp(note, "ZCAD", 4) == 0); /* rank 3 has no children: port 0 */
+    memset(note, 0, sizeof note);
+    memcpy(note, "ZCPA", 4);
+    zt_put32(note + 8, 2);                    /* the parent, rank 2, ... */
+    zt_put32(note + 12, parent_port);         /* ... listens at this port ... */
+    zt_put32(note + 16, 0x7f000001u);         /* ... of 127.0.0.1 */
+    ZT_CHECK_ST(zc_plat_tcp_send_all(f.sock, note, sizeof note, deadline), ZC_PLAT_OK);
+    ZT_CHECK_ST(zc_plat_tcp_accept(parent_listen, deadline, &parent_sock), ZC_PLAT_OK);
+    memset(note, 0, sizeof note);
+    memcpy(note, "ZCRY", 4);
+    zt_put32(note + 4, 10);                   /* failed ... */
+    zt_put32(note + 8, 2);
+    zt_put32(note + 20, 2);                   /* ... found by rank 2 */
+    ZT_CHECK_ST(zc_plat_tcp_send_all(parent_sock, note, sizeof note, deadline), ZC_PLAT_OK);
+    ZT_CHECK_EQ(zt_wait_exit(pid), 0);
+    zc_plat_tcp_close(parent_sock);
+    zc_plat_tcp_close(parent_listen);
+    zc_plat_tcp_close(f.sock);
+    zc_plat_tcp_close(f.listen_sock);
+}
+
 void boot_client_rejects_root_without_secret(void) {
     zt_fake_root f;
     uint8_t guess[16]; /* the job's secret is 00 01 .. 0f (zt_client_cfg) */

@@ -571,7 +571,10 @@ zc_status zc_comm_fini(zc_comm *comm) {
         zc__unlock(comm);
         return st;
     }
-    zc__rx_credit_all(comm); /* the peers' last messages credited: their close waits on it */
+    /* The peers' last messages credited: a wire's close may wait for that (transport_ib).
+     * Not in-process: there a peer's window is in its arena, which a peer already finished
+     * may have handed back to its caller, and nothing waits at close. */
+    if (!comm->window) zc__rx_credit_all(comm);
     for (uint32_t i = 0; i < comm->cfg.max_mems; i++) /* before the wire's teardown */
         if (comm->mems[i].mr.handle) comm->wire->mem_deregister(comm->wire_state,
                                                                 &comm->mems[i].mr);

@@ -93,9 +93,9 @@ extern void (*zc__test_forge)(const zc_comm *comm, uint32_t peer, zc__hdr *h, ui
  * zc_progress: a message the peer waits for must not wait on this rank's next send. */
 void zc__tx_flush(zc_comm *comm);
 /* Credits every channel's peer with all its messages consumed here, the last batch's too
- * (zc__rx_consume returns credit every half ring): zc_comm_fini's first word to the wire, so
- * that a wire that waits at close for its messages to be credited (transport_ib) does not
- * wait for a credit that would never come. */
+ * (zc__rx_consume returns credit every half ring): zc_comm_fini's first word to the wire
+ * between processes, so that a wire that waits at close for its messages to be credited
+ * (transport_ib) does not wait for a credit that would never come. */
 void zc__rx_credit_all(zc_comm *comm);
 /* Consumes the message peeked last from peer; its credit goes back with the half ring's
  * batch (see channel.c). */

@@ -122,7 +122,7 @@
 #define ZC_STAGE_BYTES 8192u /* a note and a small payload leave in one send (no Nagle stall) */
 
 /* Larger payloads than the stage leave in a second send (wire address blobs, init only). */
-_Static_assert((uint64_t)ZC_MAX_RANKS * ZC_BOOT_MAX_BLOB <= UINT32_MAX, "lengths fit u32");
+_Static_assert((uint64_t)ZC_MESH_MAX_RANKS * ZC_BOOT_MAX_BLOB <= UINT32_MAX, "lengths fit u32");
 _Static_assert(ZC_SECRET_BYTES == 16u, "SipHash takes a 128-bit key");
 
 enum {
@@ -497,7 +497,7 @@ static void zc_unadmit(zc__boot *b, zc__boot_pending *p, bool again) {
         (void)zc_plat_tcp_send_all(p->sock, note, sizeof note, 0);
     }
     zc_plat_tcp_close(p->sock);
-    if (p->rank < ZC_MAX_RANKS) b->where[p->rank] &= ~ZC_WHERE_JOINED;
+    if (p->rank < ZC_MESH_MAX_RANKS) b->where[p->rank] &= ~ZC_WHERE_JOINED;
     p->sock = -1;
 }
 
@@ -1147,9 +1147,9 @@ zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t deadline_ns,
     for (uint32_t k = 0; k < ZC_BOOT_KIDS; k++) b->kids[k] = -1;
     for (uint32_t i = 0; i < ZC_BOOT_PENDING; i++) b->pending[i].sock = -1;
     if (!cfg) return zc_fail(b, ZC_INVALID_ARG, "cfg is NULL");
-    if (cfg->nranks < 1 || cfg->nranks > ZC_MAX_RANKS || cfg->rank >= cfg->nranks)
+    if (cfg->nranks < 1 || cfg->nranks > ZC_MESH_MAX_RANKS || cfg->rank >= cfg->nranks)
         return zc_fail(b, ZC_INVALID_ARG, "cfg->rank %u / cfg->nranks %u: need rank < nranks "
-                       "<= %u", cfg->rank, cfg->nranks, ZC_MAX_RANKS);
+                       "<= %u", cfg->rank, cfg->nranks, ZC_MESH_MAX_RANKS);
     if (deadline_ns == 0) return zc_fail(b, ZC_INVALID_ARG, "deadline_ns is 0");
     b->rank = cfg->rank;
     b->nranks = cfg->nranks;
@@ -1305,7 +1305,7 @@ static zc_status zc_exchange(zc__boot *b, uint32_t kind, const uint8_t *mine, ui
 
 /* Checks that b is open; the common entry of allgather and barrier. */
 static zc_status zc_check_open(zc__boot *b, const char *call) {
-    if (b->nranks < 1 || b->nranks > ZC_MAX_RANKS || b->rank >= b->nranks)
+    if (b->nranks < 1 || b->nranks > ZC_MESH_MAX_RANKS || b->rank >= b->nranks)
         return zc_fail(b, ZC_INVALID_STATE, "%s on a bootstrap that was never opened", call);
     if (!b->open)
         return zc_fail(b, ZC_INVALID_STATE, "%s on a bootstrap that is closed or failed to "
@@ -1331,7 +1331,7 @@ zc_status zc__boot_allgather(zc__boot *b, const void *mine, void *all, size_t by
 }
 
 zc_status zc__boot_barrier(zc__boot *b) {
-    uint8_t one = 1, all[ZC_MAX_RANKS];
+    uint8_t one = 1, all[ZC_MESH_MAX_RANKS];
     if (!b) return ZC_INVALID_ARG;
     zc_status st = zc_check_open(b, "barrier");
     if (st != ZC_OK || b->nranks == 1) return st;

@@ -46,7 +46,7 @@ typedef struct zc__boot {
     uint32_t drops;                  /* connections dropped so far */
     uint32_t drops_unlogged;         /* of those, not logged one by one */
     uint64_t drops_logged_ns;        /* when the last summary line was logged */
-    uint64_t where[ZC_MAX_RANKS];    /* rank 0: rank r's listen address and join state */
+    uint64_t where[ZC_MESH_MAX_RANKS];    /* rank 0: rank r's listen address and join state */
     char *err;                       /* where a failure's sentence goes (caller's buffer) */
     size_t err_cap;
 } zc__boot;

@@ -7,22 +7,25 @@
 #include "text.h"
 
 static zc__chan *zc_chan(const zc_comm *comm, uint32_t lane, uint32_t peer) {
-    return &comm->chans[(size_t)lane * comm->nranks + peer];
+    return &comm->chans[(size_t)lane * comm->nconn + zc__ci(comm, peer)];
 }
 
 uint64_t zc__tx_done(const zc_comm *comm, const zc__req *r, uint32_t peer) {
     const zc__chan *c = zc_chan(comm, r->lane, peer);
-    return c->tx_count > r->tx_base[peer] ? c->tx_count - r->tx_base[peer] : 0;
+    uint64_t b = r->tx_base[zc__ci(comm, peer)];
+    return c->tx_count > b ? c->tx_count - b : 0;
 }
 
 uint64_t zc__rx_done(const zc_comm *comm, const zc__req *r, uint32_t peer) {
     const zc__chan *c = zc_chan(comm, r->lane, peer);
-    return c->rx_count > r->rx_base[peer] ? c->rx_count - r->rx_base[peer] : 0;
+    uint64_t b = r->rx_base[zc__ci(comm, peer)];
+    return c->rx_count > b ? c->rx_count - b : 0;
 }
 
 bool zc__tx_puts_done(zc_comm *comm, const zc__req *r) {
-    for (uint32_t p = 0; p < comm->nranks; p++)
-        if (r->pl[p].direct && !comm->wire->put_done(comm->wire_state, p)) return false;
+    for (uint32_t i = 0; i < comm->nconn; i++)
+        if (r->pl[i].direct && !comm->wire->put_done(comm->wire_state, comm->conn_peer[i]))
+            return false;
     return true;
 }
 
@@ -74,8 +77,9 @@ static bool zc_repost(zc_comm *comm, uint32_t lane, uint32_t peer) {
 
 void zc__tx_flush(zc_comm *comm) {
     for (uint32_t lane = 0; lane < ZC_WIRE_LANES && comm->unposted && !comm->failed; lane++)
-        for (uint32_t p = 0; p < comm->nranks && !comm->failed; p++)
-            if (zc_chan(comm, lane, p)->tx_unposted) (void)zc_repost(comm, lane, p);
+        for (uint32_t i = 0; i < comm->nconn && !comm->failed; i++)
+            if (comm->chans[(size_t)lane * comm->nconn + i].tx_unposted)
+                (void)zc_repost(comm, lane, comm->conn_peer[i]);
 }
 
 /* The peer's credit on channel c (messages of it the peer consumed), as the wire reads it from
@@ -92,7 +96,7 @@ static uint64_t zc_credit(zc_comm *comm, const zc__req *r, uint32_t peer, const 
 
 bool zc__tx_consumed(zc_comm *comm, const zc__req *r, uint32_t peer, uint64_t k) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
-    uint64_t m = r->tx_base[peer] + k;
+    uint64_t m = r->tx_base[zc__ci(comm, peer)] + k;
     if (c->tx_credit <= m) c->tx_credit = zc_credit(comm, r, peer, c);
     return c->tx_credit > m;
 }
@@ -119,7 +123,7 @@ ZC_HOT zc__hdr *zc_turn(zc_comm *comm, const zc__req *r, uint32_t peer, zc__chan
 
 uint8_t *zc__tx_begin_n(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
-    zc__hdr *h = zc_turn(comm, r, peer, c, r->tx_base[peer] + k);
+    zc__hdr *h = zc_turn(comm, r, peer, c, r->tx_base[zc__ci(comm, peer)] + k);
     if (!h) return 0;
     comm->tx_begun = c;
     comm->tx_hdr = h;
@@ -128,7 +132,7 @@ uint8_t *zc__tx_begin_n(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, si
 
 zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
                      const zc_wire_mr *mr, size_t bytes, uint64_t raddr, uint64_t rkey) {
-    uint64_t m = r->tx_base[peer] + k;
+    uint64_t m = r->tx_base[zc__ci(comm, peer)] + k;
     uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
     const zc__chan *c = zc_chan(comm, r->lane, peer);
     ZC_ASSERT(c->tx_count == m && !c->tx_unposted && comm->wire->put);
@@ -222,7 +226,7 @@ ZC_HOT zc_status zc_post_msg(zc_comm *comm, zc__req *r, uint32_t peer, zc__chan 
 static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
                             uint32_t placed) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
-    uint64_t m = r->tx_base[peer] + k;
+    uint64_t m = r->tx_base[zc__ci(comm, peer)] + k;
     /* Every schedule publishes a message right after zc__tx_begin_n found its slot, before it
      * begins another: the header found there is this message's. */
     ZC_ASSERT(c->tx_count == m && bytes <= comm->cfg.slot_bytes && comm->tx_begun == c);
@@ -238,7 +242,7 @@ zc_status zc__tx_line(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, cons
                       size_t bytes) {
     ZC_ASSERT(bytes <= ZC_INLINE_BYTES);
     zc__chan *c = zc_chan(comm, r->lane, peer);
-    uint64_t m = r->tx_base[peer] + k;
+    uint64_t m = r->tx_base[zc__ci(comm, peer)] + k;
     zc__hdr *h = zc_turn(comm, r, peer, c, m);
     if (!h) return ZC_AGAIN;
     const uint8_t *from = src;
@@ -337,7 +341,7 @@ static inline uint32_t zc_wait_lines(size_t bytes) {
 const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
                            size_t expect_bytes) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
-    uint64_t m = r->rx_base[peer] + k;
+    uint64_t m = r->rx_base[zc__ci(comm, peer)] + k;
     if (c->rx_count != m) return 0;
     uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
     const zc__hdr *h = comm->wire->rx_slot(comm->wire_state, r->lane, peer, slot, m + 1u,
@@ -359,9 +363,11 @@ const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
  * receiver stopped reading its buffer (zc__tx_consumed): its messages credit at once. */
 void zc__rx_credit_all(zc_comm *comm) {
     for (uint32_t lane = 0; lane < ZC_WIRE_LANES; lane++)
-        for (uint32_t p = 0; p < comm->nranks; p++)
-            if (p != comm->rank && zc_chan(comm, lane, p)->rx_count)
-                comm->wire->credit(comm->wire_state, lane, p, zc_chan(comm, lane, p)->rx_count);
+        for (uint32_t i = 0; i < comm->nconn; i++) {
+            uint32_t p = comm->conn_peer[i];
+            uint64_t n = comm->chans[(size_t)lane * comm->nconn + i].rx_count;
+            if (p != comm->rank && n) comm->wire->credit(comm->wire_state, lane, p, n);
+        }
 }
 
 void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer) {

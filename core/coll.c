@@ -186,7 +186,16 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
     s->count = a->kind == ZC_K_BARRIER ? 0 : a->count;
     s->send = a->send;
     s->recv = a->recv;
-    s->alg = (uint8_t)zc__choose(c, a->kind, a->count, (uint64_t)a->count * es);
+    zc__alg alg = zc__choose(c, a->kind, a->count, (uint64_t)a->count * es);
+    if (alg == ZC_ALG_COUNT_ || (alg == ZC_ALG_P2P && !any && zc__ci(c, a->root) == ZC_NO_CONN))
+        return zc__error(c, ZC_UNSUPPORTED, "%s: overlay mode (%u ranks, overlay_min_ranks "
+                         "%u) connects this rank to %u of them and has no algorithm for this "
+                         "call over those connections (%s)", zc__kind_name(a->kind), c->nranks,
+                         c->cfg.overlay_min_ranks, c->nconn - 1u,
+                         alg == ZC_ALG_P2P ? "the peer is not one of them"
+                                           : "at this size: all_reduce and broadcast up to "
+                                             "their small-size limits, all_gather, barrier");
+    s->alg = (uint8_t)alg;
     if (any) /* matched later (progress.c), then a receive from that peer, on host memory */
         return zc_any_source_host(c, s);
     if (c->cfg.sym_bytes && s->alg != ZC_ALG_LOCAL && zc__sym_fits(c, s))

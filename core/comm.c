@@ -74,10 +74,12 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
     c->addrs = a + L.at[ZC_R_ADDRS];
     c->addr_bytes = L.addr_bytes;
     c->group = (zc_comm **)(void *)(a + L.at[ZC_R_GROUP]);
+    c->conn = (uint32_t *)(void *)(a + L.at[ZC_R_CONN]);
+    c->conn_peer = (uint32_t *)(void *)(a + L.at[ZC_R_CONN_PEER]);
     c->chans = (zc__chan *)(void *)(a + L.at[ZC_R_CHANS]);
     c->reqs = (zc__req *)(void *)(a + L.at[ZC_R_REQS]);
     for (uint32_t i = 0; i < cfg->max_requests; i++) {
-        size_t row = (size_t)i * cfg->nranks;
+        size_t row = (size_t)i * zc__conn_cap(cfg);
         c->reqs[i].tx_base = (uint64_t *)(void *)(a + L.at[ZC_R_TX_BASES]) + row;
         c->reqs[i].rx_base = (uint64_t *)(void *)(a + L.at[ZC_R_RX_BASES]) + row;
         c->reqs[i].pl = (zc__place *)(void *)(a + L.at[ZC_R_PLACES]) + row;
@@ -90,13 +92,26 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
     zc_carve_gpu(c, a, &L);
     c->scratch = a + L.at[ZC_R_SCRATCH];
     c->window = L.bytes[ZC_R_WINDOW] ? a + L.at[ZC_R_WINDOW] : 0;
+    if (zc__overlay(cfg) && cfg->sym_bytes) {
+        zc__fmt(err, ZC_ERROR_TEXT_BYTES, "overlay mode (%u ranks, overlay_min_ranks %u) runs "
+                "without a symmetric region (every rank maps every other's): set sym_bytes 0",
+                cfg->nranks, cfg->overlay_min_ranks);
+        return ZC_UNSUPPORTED;
+    }
+    if (!zc__conn_fill(c, 0, 0)) { /* simulated hosts; a split's children refill (hosts) */
+        zc__strlcpy(err, c->err, ZC_ERROR_TEXT_BYTES);
+        return ZC_INVALID_ARG;
+    }
     *out = c;
     return ZC_OK;
 }
 
 zc_wire_geom zc__geom(const zc_comm *c, uint64_t comm_id, void *const *windows) {
-    zc_wire_geom g = {comm_id, c->rank, c->nranks, c->cfg.slots, c->cfg.slot_bytes,
-                      ZC_SLOT_HDR_BYTES + c->cfg.slot_bytes, 0, windows, &c->cfg};
+    zc_wire_geom g = {comm_id,     c->rank,      c->nranks,
+                      c->cfg.slots, c->cfg.slot_bytes, ZC_SLOT_HDR_BYTES + c->cfg.slot_bytes,
+                      c->nconn,    zc__conn_cap(&c->cfg), 0,
+                      c->conn,     c->conn_peer, windows,
+                      &c->cfg};
     return g;
 }
 
@@ -509,6 +524,11 @@ zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[
         windows[r] = comms[r]->window;
         zc_inproc_host(&rc, hosts, n, r, comms[r]);
     }
+    for (uint32_t r = 0; hosts && zc__overlay(&rc) && r < n; r++) /* the parents' hosts */
+        if (!zc__conn_fill(comms[r], hosts, sizeof *hosts)) {
+            zc__set_init_error("%s", comms[r]->err);
+            return ZC_INVALID_ARG;
+        }
     for (uint32_t r = 0; r < n; r++) {
         zc_comm *c = comms[r];
         zc_wire_geom g = zc__geom(c, comm_id, windows);

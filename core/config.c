@@ -36,6 +36,7 @@ void zc_config_default(zc_config *cfg) {
     cfg->gpu_stage_bytes = ZC_DEFAULT_GPU_STAGE_BYTES;
     cfg->threads = ZC_THREADS_MULTI;
     cfg->log_min_ranks = ZC_DEFAULT_LOG_MIN_RANKS;
+    cfg->overlay_min_ranks = 0;
 }
 
 static bool zc_has_nul(const char *s, size_t cap) {
@@ -77,6 +78,11 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
                 ZC_CONFIG_VERSION);
     ZC_REQUIRE_(cfg->nranks >= 1 && cfg->nranks <= ZC_MAX_RANKS,
                 "cfg->nranks is %u, must be 1..%u", cfg->nranks, ZC_MAX_RANKS);
+    ZC_REQUIRE_(cfg->nranks <= ZC_MESH_MAX_RANKS ||
+                    (cfg->overlay_min_ranks && cfg->overlay_min_ranks <= cfg->nranks),
+                "cfg->nranks is %u: more than %u ranks need overlay mode (overlay_min_ranks "
+                "1..nranks), where each rank connects to O(log n) of them", cfg->nranks,
+                ZC_MESH_MAX_RANKS);
     ZC_REQUIRE_(cfg->rank < cfg->nranks, "cfg->rank %u is not below cfg->nranks %u", cfg->rank,
                 cfg->nranks);
     ZC_REQUIRE_(cfg->max_requests >= 1 && cfg->max_requests <= ZC_MAX_REQUESTS,
@@ -131,6 +137,16 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
                 "cfg->inproc_ranks_per_host is %u but cfg->transport is %u: simulated hosts "
                 "are for in-process groups (ZC_TRANSPORT_INPROC) only; real ranks take their "
                 "host from the machine", cfg->inproc_ranks_per_host, (unsigned)cfg->transport);
+    ZC_REQUIRE_(!cfg->overlay_min_ranks ||
+                    (cfg->log_min_ranks && cfg->log_min_ranks <= cfg->overlay_min_ranks),
+                "cfg->overlay_min_ranks is %u but cfg->log_min_ranks is %u: overlay mode runs "
+                "only the log-depth algorithms, so log_min_ranks must be 1..overlay_min_ranks",
+                cfg->overlay_min_ranks, cfg->log_min_ranks);
+    ZC_REQUIRE_(!zc__overlay(cfg) || cfg->transport == ZC_TRANSPORT_INPROC,
+                "cfg->overlay_min_ranks is %u and cfg->nranks %u, but overlay mode runs in "
+                "in-process groups only (ZC_TRANSPORT_INPROC): the wires between processes (shm, "
+                "ib) still connect every rank; set overlay_min_ranks to 0 or above nranks",
+                cfg->overlay_min_ranks, cfg->nranks);
     ZC_REQUIRE_(zc_has_nul(cfg->root_addr, sizeof cfg->root_addr),
                 "cfg->root_addr is not NUL-terminated");
     if (cfg->nranks > 1 && cfg->transport != ZC_TRANSPORT_INPROC) {
@@ -440,6 +456,8 @@ static bool zc_env_tunables(zc_config *c, zc_env_err *err) {
     if (has) c->inproc_ranks_per_host = (uint32_t)v;
     if (!zc_env_u64("ZC_LOG_MIN_RANKS", UINT32_MAX, &has, &v, err)) return false;
     if (has) c->log_min_ranks = (uint32_t)v;
+    if (!zc_env_u64("ZC_OVERLAY_MIN_RANKS", UINT32_MAX, &has, &v, err)) return false;
+    if (has) c->overlay_min_ranks = (uint32_t)v;
     const char *t = zc_plat_getenv("ZC_TRANSPORT");
     if (t) {
         if (zc__streq(t, "auto")) c->transport = ZC_TRANSPORT_AUTO;

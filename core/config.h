@@ -16,6 +16,12 @@ bool zc__secret_derived(const zc_config *cfg);
 /* Splits "host:port"; false unless both parts are there and the port is 1..65535. */
 bool zc__split_addr(const char *addr, char *host, size_t host_cap, uint16_t *port);
 
+/* Whether a communicator of cfg is in overlay mode (cfg->overlay_min_ranks ranks or more):
+ * connected to its own host's ranks and the overlay only (layout.h: the connection set). */
+static inline bool zc__overlay(const zc_config *cfg) {
+    return cfg->overlay_min_ranks && cfg->nranks >= cfg->overlay_min_ranks;
+}
+
 /* The deadline span_ns after now_ns, saturated: a timeout too large to add is "no deadline
  * within the clock's range", never a sum that wraps into the past. */
 static inline uint64_t zc__deadline_after(uint64_t now_ns, uint64_t span_ns) {

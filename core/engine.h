@@ -138,7 +138,11 @@ struct zc_comm {
     size_t addr_bytes;     /* of the largest candidate wire (the one in use may need less) */
     void *window;          /* in-process: this rank's inbound window, in the arena */
     zc_comm **group;       /* [nranks] in-process: every rank's communicator; else unused */
-    zc__chan *chans;       /* [ZC_WIRE_LANES * nranks] */
+    uint32_t nconn;        /* connections: this rank itself and the peers it exchanges
+                            * messages with (layout.h: zc__conn_set), rank order */
+    uint32_t *conn;        /* [nranks] rank -> its connection's index; ZC_NO_CONN: none */
+    uint32_t *conn_peer;   /* [nconn] connection index -> rank */
+    zc__chan *chans;       /* [ZC_WIRE_LANES * nconn] */
     zc__req *reqs;         /* [max_requests] */
     uint32_t *active;      /* [max_requests] active request slots in issue order */
     zc__plan *plans;       /* [max_plans] */
@@ -181,6 +185,9 @@ static inline void zc__unlock(zc_comm *c) {
         zc__unlock(c);                                                                          \
         return zc_locked_st_;                                                                   \
     } while (0)
+
+/* The connection index of peer (a rank the call's links name; issue asserts it has one). */
+static inline uint32_t zc__ci(const zc_comm *c, uint32_t peer) { return c->conn[peer]; }
 
 /* Whether comm is a live communicator (every public call asks first). */
 static inline bool zc__comm_ok(const zc_comm *comm) {

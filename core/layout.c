@@ -19,7 +19,7 @@ const zc_wire_ops *zc__wire_for(const zc_config *cfg) {
 }
 
 const zc_gpu_ops *zc__gpu_provider(const zc_config *cfg) {
-    if (cfg->gpu_device == -2) return 0;
+    if (cfg->gpu_device == -2 || zc__overlay(cfg)) return 0;
 #ifdef ZC_HAVE_GPU_SIM
     if (cfg->gpu_provider == ZC_GPU_PROVIDER_SIM) return &zc_gpu_sim;
 #else
@@ -33,6 +33,8 @@ const zc_gpu_ops *zc__gpu_provider(const zc_config *cfg) {
 }
 
 const char *zc__gpu_absent(const zc_config *cfg) {
+    if (zc__overlay(cfg))
+        return "overlay mode keeps no device state (the device paths hold tables of every rank)";
     return cfg->gpu_device == -2 ? "cfg->gpu_device is -2 (no GPU state)"
                                  : "this build of zcoll has no CUDA support (configure.py "
                                    "found no nvcc; ZC_GPU_PROVIDER=sim selects the simulated "
@@ -91,6 +93,7 @@ static void zc_wire_sizes(const zc_config *cfg, zc__arena_map *L, size_t *state)
     L->geom.slots = cfg->slots;
     L->geom.slot_bytes = cfg->slot_bytes;
     L->geom.stride = ZC_SLOT_HDR_BYTES + cfg->slot_bytes;
+    L->geom.nconn = L->geom.conn_cap = zc__conn_cap(cfg);
     L->geom.cfg = cfg;
     zc_candidates(cfg, cands);
     *state = L->addr_bytes = 0;
@@ -105,16 +108,19 @@ static void zc_wire_sizes(const zc_config *cfg, zc__arena_map *L, size_t *state)
 static void zc_rows(const zc_config *cfg, const zc__arena_map *L, size_t state,
                     size_t bytes[ZC_R_COUNT_]) {
     size_t n = cfg->nranks, reqs = cfg->max_requests, addr = L->addr_bytes;
+    size_t nc = zc__conn_cap(cfg);
     bool inproc = cfg->transport == ZC_TRANSPORT_INPROC;
     bytes[ZC_R_COMM] = sizeof(zc_comm);
     bytes[ZC_R_WIRE_STATE] = state;
     bytes[ZC_R_ADDRS] = n * addr; /* every rank's address blob (wires that need them) */
     bytes[ZC_R_GROUP] = n * sizeof(zc_comm *);
-    bytes[ZC_R_CHANS] = ZC_WIRE_LANES * n * sizeof(zc__chan);
+    bytes[ZC_R_CONN] = n * sizeof(uint32_t);
+    bytes[ZC_R_CONN_PEER] = nc * sizeof(uint32_t);
+    bytes[ZC_R_CHANS] = ZC_WIRE_LANES * nc * sizeof(zc__chan);
     bytes[ZC_R_REQS] = reqs * sizeof(zc__req);
-    bytes[ZC_R_TX_BASES] = reqs * n * sizeof(uint64_t);
-    bytes[ZC_R_RX_BASES] = reqs * n * sizeof(uint64_t);
-    bytes[ZC_R_PLACES] = reqs * n * sizeof(zc__place);
+    bytes[ZC_R_TX_BASES] = reqs * nc * sizeof(uint64_t);
+    bytes[ZC_R_RX_BASES] = reqs * nc * sizeof(uint64_t);
+    bytes[ZC_R_PLACES] = reqs * nc * sizeof(zc__place);
     bytes[ZC_R_ACTIVE] = reqs * sizeof(uint32_t);
     bytes[ZC_R_PLANS] = cfg->max_plans * sizeof(zc__plan);
     bytes[ZC_R_MEMS] = cfg->max_mems * sizeof(zc__mem_entry);

@@ -25,11 +25,13 @@ typedef enum zc__region {
     ZC_R_WIRE_STATE, /* the wire's state (the largest candidate wire's) */
     ZC_R_ADDRS,      /* [nranks] address blobs */
     ZC_R_GROUP,      /* [nranks] zc_comm * (in-process) */
-    ZC_R_CHANS,      /* [ZC_WIRE_LANES * nranks] zc__chan */
+    ZC_R_CONN,       /* [nranks] uint32_t: rank -> connection index (zc__conn_fill) */
+    ZC_R_CONN_PEER,  /* [zc__conn_cap] uint32_t: connection index -> rank */
+    ZC_R_CHANS,      /* [ZC_WIRE_LANES * zc__conn_cap] zc__chan */
     ZC_R_REQS,       /* [max_requests] zc__req */
-    ZC_R_TX_BASES,   /* [max_requests][nranks] uint64_t */
-    ZC_R_RX_BASES,   /* [max_requests][nranks] uint64_t */
-    ZC_R_PLACES,     /* [max_requests][nranks] zc__place */
+    ZC_R_TX_BASES,   /* [max_requests][zc__conn_cap] uint64_t */
+    ZC_R_RX_BASES,   /* [max_requests][zc__conn_cap] uint64_t */
+    ZC_R_PLACES,     /* [max_requests][zc__conn_cap] zc__place */
     ZC_R_ACTIVE,     /* [max_requests] uint32_t */
     ZC_R_PLANS,      /* [max_plans] zc__plan */
     ZC_R_MEMS,       /* [max_mems] zc__mem_entry */
@@ -68,6 +70,31 @@ static inline size_t zc__acc_slice(const zc_config *cfg) {
 static inline bool zc__log_algs(const zc_config *cfg) {
     return cfg->log_min_ranks && cfg->nranks >= cfg->log_min_ranks;
 }
+/* ---- conn.c: the connection set ---- */
+/* A rank's connections: itself and the peers it exchanges messages with. A full mesh (every
+ * rank) unless the communicator is in overlay mode (config.h's zc__overlay), where they are
+ * the overlay O(n, r) and the ranks of its own host. For n ranks, P the largest power of two
+ * <= n and e = n - P, O(n, r) is r itself and
+ *   (a) (r + 2^k) mod n and (r - 2^k) mod n for every 2^k < n (Bruck, dissemination,
+ *       binomial trees rooted anywhere: relative ranks at distance 2^k);
+ *   (b) unless r is folded (r < 2e and odd), the real rank of u XOR 2^k for every 2^k < P, u
+ *       r's recursive-doubling virtual rank (2i and 2i + 1 fold into i for i < e, the even one
+ *       holds it; m >= 2e is m - e; virtual u < e is real 2u, else u + e);
+ *   (c) r XOR 1 when r < 2e (the fold partner).
+ * It is symmetric, so both ends of a connection know it without talking. */
+#define ZC_NO_CONN UINT32_MAX
+/* Ranks on one host a communicator of processes in overlay mode may have (its arena holds a
+ * connection for each). */
+#define ZC_OVERLAY_MAX_LOCAL 64u
+/* Connections a rank of cfg may have, itself included: the size of the per-connection rows. */
+uint32_t zc__conn_cap(const zc_config *cfg);
+/* O(n, r) ascending into out (cap entries, at least the overlay's size); returns its size. */
+uint32_t zc__overlay_set(uint32_t n, uint32_t r, uint32_t *out, uint32_t cap);
+/* Fills c->conn, c->conn_peer and c->nconn from the connection set; hosts: each rank's host
+ * (a uint64_t every stride bytes; NULL: cfg->inproc_ranks_per_host's simulated hosts). False
+ * with a sentence in c->err when the host's ranks do not fit the table. */
+bool zc__conn_fill(struct zc_comm *c, const uint64_t *hosts, size_t stride);
+
 /* The one function that decides the arena's regions; false if cfg is invalid. */
 bool zc__layout(const zc_config *cfg, zc__arena_map *out);
 const zc_wire_ops *zc__wire_for(const zc_config *cfg);

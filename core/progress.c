@@ -55,12 +55,14 @@ typedef struct zc_resv {
 static void zc_reserve_peer(void *ctx, uint32_t p, uint64_t tx, uint64_t rx) {
     zc_comm *comm = ((zc_resv *)ctx)->comm;
     zc__req *r = ((zc_resv *)ctx)->r;
-    zc__chan *c = &comm->chans[(size_t)r->lane * comm->nranks + p];
-    uint32_t ready_tx = r->place ? r->pl[p].ready_out : 0u;
-    uint32_t ready_rx = r->place ? r->pl[p].ready_in : 0u;
     ZC_ASSERT(p < comm->nranks && p != comm->rank);
-    r->tx_base[p] = c->tx_reserved + ready_tx;
-    r->rx_base[p] = c->rx_reserved + ready_rx;
+    uint32_t i = zc__ci(comm, p);
+    ZC_ASSERT(i != ZC_NO_CONN); /* a call names only connected peers (zc__choose) */
+    zc__chan *c = &comm->chans[(size_t)r->lane * comm->nconn + i];
+    uint32_t ready_tx = r->place ? r->pl[i].ready_out : 0u;
+    uint32_t ready_rx = r->place ? r->pl[i].ready_in : 0u;
+    r->tx_base[i] = c->tx_reserved + ready_tx;
+    r->rx_base[i] = c->rx_reserved + ready_rx;
     tx += ready_tx;
     rx += ready_rx;
     c->tx_reserved += tx;
@@ -117,8 +119,8 @@ static bool zc_resolve(zc_comm *comm, zc__req *r) {
     uint32_t p = r->s.root;
     if (r->wild == ZC_WILD_ANY) {
         for (p = 0; p < comm->nranks; p++) {
-            if (p == comm->rank) continue;
-            uint64_t m = comm->chans[(size_t)comm->nranks + p].rx_reserved;
+            if (p == comm->rank || zc__ci(comm, p) == ZC_NO_CONN) continue;
+            uint64_t m = comm->chans[(size_t)comm->nconn + zc__ci(comm, p)].rx_reserved;
             if (comm->wire->rx_slot(comm->wire_state, 1u, p,
                                     (uint32_t)(m & (comm->cfg.slots - 1u)), m + 1u, 0))
                 break;
@@ -128,7 +130,7 @@ static bool zc_resolve(zc_comm *comm, zc__req *r) {
         if (comm->cfg.sym_bytes && zc__sym_fits(comm, &r->s)) r->s.alg = ZC_ALG_SYM;
         if (r->source) *r->source = p;
     }
-    r->seq = comm->chans[(size_t)comm->nranks + p].p2p_recvd++;
+    r->seq = comm->chans[(size_t)comm->nconn + zc__ci(comm, p)].p2p_recvd++;
     zc_reserve(comm, r, zc__family_of(r->s.alg));
     r->wild = ZC_WILD_NONE;
     comm->recv_waiting--;
@@ -186,7 +188,7 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
     } else if (r->lane == 0) {
         r->seq = comm->seq++;
     } else {
-        zc__chan *c = &comm->chans[(size_t)comm->nranks + s->root];
+        zc__chan *c = &comm->chans[(size_t)comm->nconn + zc__ci(comm, s->root)];
         r->seq = s->kind == ZC_K_SEND ? c->p2p_sent++ : c->p2p_recvd++;
     }
     if (!wait_turn) zc_reserve(comm, r, f);

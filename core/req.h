@@ -113,9 +113,9 @@ typedef struct zc__req {
     zc__sched s;
     uint64_t tx_left, rx_left; /* messages still to send / receive, all peers together */
     uint64_t a, b;       /* host schedule counters (which: see sched.c) */
-    uint64_t *tx_base;   /* [nranks] first message number on each peer's lane, sending */
-    uint64_t *rx_base;   /* [nranks] the same, receiving */
-    struct zc__place *pl; /* [nranks] streams written in place, per peer (sched.c) */
+    uint64_t *tx_base;   /* [nconn] first message number on each connection's lane, sending */
+    uint64_t *rx_base;   /* [nconn] the same, receiving */
+    struct zc__place *pl; /* [nconn] streams written in place, per connection (sched.c) */
     uint8_t *acc;        /* zc__acc_slice bytes: a log-depth algorithm's partial (sched.c);
                           * NULL when the configuration never picks one */
     /* Device schedules (sched_gpu.c, sched_put.c). */

@@ -302,8 +302,9 @@ void zc__place_plan(zc_comm *comm, zc__req *r) {
     r->place = 0;
     if (s->alg == ZC_ALG_STAGED) return; /* its rounds' streams go through the slots */
     if (s->alg == ZC_ALG_RD || s->alg == ZC_ALG_BRUCK) return; /* no copy stream; no O(n) scan */
-    for (uint32_t p = 0; p < comm->nranks; p++) {
-        zc__place *pl = &r->pl[p];
+    for (uint32_t i = 0; i < comm->nconn; i++) {
+        uint32_t p = comm->conn_peer[i];
+        zc__place *pl = &r->pl[i];
         zc_stream st;
         *pl = (zc__place){0};
         if (p == me) continue;
@@ -338,16 +339,17 @@ bool zc__place_take(zc_comm *comm, zc__req *r, uint32_t p, const uint8_t *in) {
                      (unsigned long long)msg.rkey, (unsigned long long)bytes);
         return false;
     }
-    r->pl[p].raddr = msg.raddr;
-    r->pl[p].rkey = msg.rkey;
+    r->pl[zc__ci(comm, p)].raddr = msg.raddr;
+    r->pl[zc__ci(comm, p)].rkey = msg.rkey;
     return true;
 }
 
 static void zc_place_handshake(zc_comm *comm, zc__req *r, uint32_t *budget) {
     const zc__sched *s = &r->s;
     bool done = true;
-    for (uint32_t p = 0; p < comm->nranks && *budget; p++) {
-        zc__place *pl = &r->pl[p];
+    for (uint32_t i = 0; i < comm->nconn && *budget; i++) {
+        uint32_t p = comm->conn_peer[i];
+        zc__place *pl = &r->pl[i];
         zc_ready_msg msg;
         if (pl->ready_out && !pl->sent) {
             uint8_t *out = zc__tx_begin(comm, r, p, UINT64_MAX);
@@ -381,11 +383,29 @@ static void zc_place_handshake(zc_comm *comm, zc__req *r, uint32_t *budget) {
     if (done && *budget) r->place &= ~ZC_PLACE_HANDSHAKE;
 }
 
+/* Overlay mode: only the algorithms whose peers are connections (layout.h's overlay: ranks at
+ * distance 2^k, recursive-doubling partners); ZC_ALG_COUNT_ for a call that has none. */
+static zc__alg zc_choose_overlay(const zc_comm *c, uint32_t kind, uint64_t count,
+                                 uint64_t bytes) {
+    const zc_config *cfg = &c->cfg;
+    switch (kind) {
+    case ZC_K_ALLREDUCE:
+        return bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks ? ZC_ALG_RD
+                                                                               : ZC_ALG_COUNT_;
+    case ZC_K_ALLGATHER: return ZC_ALG_BRUCK;
+    case ZC_K_BROADCAST: return bytes <= cfg->bcast_tree_max_bytes ? ZC_ALG_TREE : ZC_ALG_COUNT_;
+    case ZC_K_SEND:
+    case ZC_K_RECV: return ZC_ALG_P2P; /* coll.c checks the peer is a connection */
+    default: return ZC_ALG_COUNT_;
+    }
+}
+
 zc__alg zc__choose(const zc_comm *c, uint32_t kind, uint64_t count, uint64_t bytes) {
     const zc_config *cfg = &c->cfg;
     bool logn = zc__log_algs(cfg); /* its ZC_R_ACC slices are carved */
     if (kind == ZC_K_BARRIER) return ZC_ALG_DISSEM;
     if (count == 0) return ZC_ALG_LOCAL;
+    if (c->nconn < c->nranks) return zc_choose_overlay(c, kind, count, bytes);
     switch (kind) {
     case ZC_K_ALLREDUCE:
         if (logn && (bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks))
@@ -413,7 +433,7 @@ static void zc_send_placed(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t l
 static void zc_send_chunks(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t len,
                            uint64_t first, uint64_t ready, bool copy) {
     if (!x->r->tx_left) return; /* everything sent: a small call's later steps skip the peers */
-    if (copy && x->r->place && x->r->pl[p].ready_in) {
+    if (copy && x->r->place && x->r->pl[zc__ci(x->comm, p)].ready_in) {
         zc_send_placed(x, p, src, len, first, ready);
         return;
     }
@@ -439,7 +459,7 @@ static void zc_send_chunks(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t l
  * none. */
 static void zc_send_placed(zc_ctx *x, uint32_t p, const uint8_t *src, uint64_t len,
                            uint64_t first, uint64_t ready) {
-    zc__place *pl = &x->r->pl[p];
+    zc__place *pl = &x->r->pl[zc__ci(x->comm, p)];
     if (!pl->got) return; /* the receiver has not said where yet */
     if (!pl->raddr) {
         zc_send_chunks(x, p, src, len, first, ready, false);
@@ -472,7 +492,7 @@ static void zc_recv_chunks(zc_ctx *x, uint32_t p, uint8_t *dst, uint64_t len, ui
         const uint8_t *src = zc__rx_peek(x->comm, x->r, p, k, elems * x->es);
         if (!src) return;
         if (zc__rx_placed(src, elems * x->es)) { /* the sender put it in place already */
-            if (!x->r->place || !x->r->pl[p].offered) {
+            if (!x->r->place || !x->r->pl[zc__ci(x->comm, p)].offered) {
                 zc__fail(x->comm, ZC_INTERNAL, x->r->seq, (int32_t)p, 0, "%s sequence %llu: "
                          "rank %u put message %llu in place, but rank %u offered no "
                          "destination", zc__kind_name(x->r->s.kind),
@@ -510,7 +530,7 @@ typedef uint8_t *(*zc_out_fn)(zc_ctx *x, uint64_t c, uint64_t bytes, void *arg);
 
 static bool zc_reduce_chunk(zc_ctx *x, const uint8_t *mine, uint64_t len, uint64_t first,
                             zc_out_fn out_fn, void *arg, uint64_t *bytes_out) {
-    const void *ins[ZC_MAX_RANKS];
+    const void *ins[ZC_MESH_MAX_RANKS]; /* overlay mode never reduces over every rank */
     uint64_t c = x->r->a, elems = zc_chunk_len(x, len, c), bytes = elems * x->es;
     for (uint32_t p = 0; p < x->n; p++) {
         if (p == x->me) {

@@ -172,7 +172,7 @@ static void zc_put_begin(zc_comm *c, zc__req *r) {
     r->pflags = 0;
     r->smr = zc_put_mr(c, r->s.send);
     r->rmr = zc_put_mr(c, r->s.recv);
-    for (uint32_t p = 0; p < c->nranks; p++) r->pl[p] = (zc__place){0};
+    for (uint32_t i = 0; i < c->nconn; i++) r->pl[i] = (zc__place){0};
     if (zc_put_landing(&r->s)) r->ticket = zc__turn_take(&g->land);
     r->step = r->fill = 0;
     r->phase = zc_put_start(r);
@@ -190,7 +190,7 @@ static bool zc_put_one(zc_comm *c, zc__req *r, uint32_t p, uint64_t k, const uin
     if (bytes) {
         ZC_ASSERT(mr && mr->handle);
         if (zc__tx_put(c, r, p, k, src, mr, (size_t)bytes, raddr, rkey) != ZC_OK) return false;
-        r->pl[p].direct = 1; /* finish only once the wire read it: zc__tx_puts_done */
+        r->pl[zc__ci(c, p)].direct = 1; /* finish once the wire read it: zc__tx_puts_done */
         c->gpu->direct_bytes += bytes;
     }
     return zc__tx_end_placed(c, r, p, k, 0) == ZC_OK;
@@ -250,8 +250,9 @@ static bool zc_put_data(zc_comm *c, zc__req *r, uint32_t p, uint64_t j, uint64_t
         bool by_peer = s->kind == ZC_K_SCATTER || s->kind == ZC_K_ALLTOALL;
         bool at_me = s->kind != ZC_K_BROADCAST && s->kind != ZC_K_SCATTER;
         const uint8_t *src = s->send + (by_peer ? p * blk : 0) + off;
+        const zc__place *pl = &r->pl[zc__ci(c, p)];
         return zc_put_one(c, r, p, k, src, r->smr, bytes,
-                          r->pl[p].raddr + (at_me ? me * blk : 0) + off, r->pl[p].rkey);
+                          pl->raddr + (at_me ? me * blk : 0) + off, pl->rkey);
     }
     const uint8_t *src;
     if (s->alg == ZC_ALG_PUT_RSAG && s->kind == ZC_K_ALLREDUCE) {
@@ -272,8 +273,9 @@ static bool zc_put_after(zc_comm *c, zc__req *r, uint32_t p, uint64_t k) {
     if (r->s.alg != ZC_ALG_PUT_RSAG || r->s.kind != ZC_K_ALLREDUCE)
         return zc_put_signal(c, r, p, k);
     zc_put_block(r, c->nranks, c->rank, &lo, &len);
-    return zc_put_one(c, r, p, k, r->s.recv + lo * es, r->rmr, len * es,
-                      r->pl[p].raddr + lo * es, r->pl[p].rkey);
+    const zc__place *pl = &r->pl[zc__ci(c, p)];
+    return zc_put_one(c, r, p, k, r->s.recv + lo * es, r->rmr, len * es, pl->raddr + lo * es,
+                      pl->rkey);
 }
 
 /* ---- the phases' message work ---- */
@@ -290,8 +292,8 @@ bool zc__put_take_ready(zc_comm *c, zc__req *r, uint32_t p, const uint8_t *src) 
                      (unsigned long long)bytes);
         return false;
     }
-    r->pl[p].raddr = m.raddr;
-    r->pl[p].rkey = m.rkey;
+    r->pl[zc__ci(c, p)].raddr = m.raddr;
+    r->pl[zc__ci(c, p)].rkey = m.rkey;
     return true;
 }
 
@@ -430,7 +432,7 @@ static bool zc_put_send(zc_comm *c, zc__req *r, uint32_t *budget) {
     uint64_t total = zc__msgs(r->s.count, r->s.chunk), off;
     for (uint64_t k = zc__tx_done(c, r, p); k < total && *budget; k = zc__tx_done(c, r, p)) {
         uint64_t bytes = zc_put_chunk(r, k, &off);
-        uint64_t at = zc_put_slot(c, c->rank, r->tx_base[p] + k);
+        uint64_t at = zc_put_slot(c, c->rank, r->tx_base[zc__ci(c, p)] + k);
         if (!zc_put_one(c, r, p, k, r->s.send + off, r->smr, bytes, g->peers[p].addr + at,
                         g->peers[p].rkey))
             return false;
@@ -447,7 +449,7 @@ static bool zc_put_recv(zc_comm *c, zc__req *r) {
     uint64_t k = zc__rx_done(c, r, p), off;
     if (!zc_put_arrived(c, r, p, k, true)) return false;
     uint64_t bytes = zc_put_chunk(r, k, &off);
-    const uint8_t *slot = g->scratch + zc_put_slot(c, p, r->rx_base[p] + k);
+    const uint8_t *slot = g->scratch + zc_put_slot(c, p, r->rx_base[zc__ci(c, p)] + k);
     return zc_put_flush(c, r) &&
            zc__gpu_launched(c, r, zc__gpu_copy(c, r, r->s.recv + off, slot, (size_t)bytes));
 }

@@ -221,15 +221,21 @@ static bool zc_stage_host(zc_comm *c, zc__req *r, zc__stage_req *q, uint32_t *bu
 }
 
 /* Moves a peer's channel numbers past one round's messages. */
+typedef struct zc_shift {
+    const zc_comm *c;
+    zc__req *r;
+} zc_shift;
 static void zc_stage_shift(void *ctx, uint32_t peer, uint64_t tx, uint64_t rx) {
-    zc__req *r = ctx;
-    r->tx_base[peer] += tx;
-    r->rx_base[peer] += rx;
+    const zc_comm *c = ((zc_shift *)ctx)->c;
+    zc__req *r = ((zc_shift *)ctx)->r;
+    r->tx_base[zc__ci(c, peer)] += tx;
+    r->rx_base[zc__ci(c, peer)] += rx;
 }
 
 /* After a round: the next round's channel numbers start after this one's; the next phase. */
 static uint32_t zc_stage_next(zc_comm *c, zc__req *r, zc__stage_req *q) {
-    zc__fam_host.links(c, zc_stage_round(q), zc_stage_shift, r);
+    zc_shift x = {c, r};
+    zc__fam_host.links(c, zc_stage_round(q), zc_stage_shift, &x);
     r->a = r->b = 0;
     c->stage->rounds++;
     if (++q->round < q->rounds) return ZC_S_D2H;

@@ -125,11 +125,11 @@ typedef struct zc_sym_ctx {
 /* Rank p's send (recv) buffer as mapped here, from its ready message (r->pl[p].raddr and
  * .rkey hold its send and recv offsets: ZC_ALG_SYM has no placement). */
 static const uint8_t *zc_sym_src(const zc_sym_ctx *x, uint32_t p) {
-    return zc_sym_base(x->c, p) + x->r->pl[p].raddr;
+    return zc_sym_base(x->c, p) + x->r->pl[zc__ci(x->c, p)].raddr;
 }
 
 static uint8_t *zc_sym_dst(const zc_sym_ctx *x, uint32_t p) {
-    return zc_sym_base(x->c, p) + x->r->pl[p].rkey;
+    return zc_sym_base(x->c, p) + x->r->pl[zc__ci(x->c, p)].rkey;
 }
 
 /* Sends message k (0 ready, 1 done) to every peer that has not had it; true once all have. */
@@ -174,8 +174,8 @@ static bool zc_sym_take(const zc_sym_ctx *x, uint32_t p, const uint8_t *in) {
                          (unsigned long long)off[b], (unsigned long long)region);
             return false;
         }
-    x->r->pl[p].raddr = o.send_off;
-    x->r->pl[p].rkey = o.recv_off;
+    x->r->pl[zc__ci(x->c, p)].raddr = o.send_off;
+    x->r->pl[zc__ci(x->c, p)].rkey = o.recv_off;
     return true;
 }
 
@@ -210,7 +210,7 @@ static bool zc_sym_reduce(zc_sym_ctx *x) {
     uint64_t lo = rs ? x->me * s->count : zc__block_lo(s->count, x->n, x->me);
     uint64_t len = rs ? s->count : zc__block_lo(s->count, x->n, x->me + 1) - lo;
     uint64_t total = zc__msgs(len, x->E);
-    const void *ins[ZC_MAX_RANKS];
+    const void *ins[ZC_MESH_MAX_RANKS]; /* overlay mode has no symmetric region */
     for (; *x->budget && x->r->a < total; x->r->a++, (*x->budget)--) {
         uint64_t at = x->r->a * x->E, elems = len - at < x->E ? len - at : x->E;
         uint64_t bytes = elems * x->es, in_off = (lo + at) * x->es;
@@ -303,8 +303,8 @@ static bool zc_sym_step(zc_comm *c, zc__req *r, uint32_t *budget) {
     if (!r->b) { /* every peer is ready: this rank's own offsets, and where its work starts */
         zc_sym_ready o;
         zc_sym_offsets(c, &r->s, &o);
-        r->pl[c->rank].raddr = o.send_off;
-        r->pl[c->rank].rkey = o.recv_off;
+        r->pl[zc__ci(c, c->rank)].raddr = o.send_off;
+        r->pl[zc__ci(c, c->rank)].rkey = o.recv_off;
         r->a = reduces ? 0 : c->rank;
         r->b = 1;
     }

@@ -100,7 +100,12 @@ typedef enum zc_mem_kind { ZC_MEM_HOST, ZC_MEM_CUDA } zc_mem_kind;
 /* ---- configuration ------------------------------------------------------------------------
  * Compile-time ceilings (override with -D; checked by static asserts in core/). */
 #ifndef ZC_MAX_RANKS
-#define ZC_MAX_RANKS 1024u          /* ranks in one communicator */
+#define ZC_MAX_RANKS 65536u         /* ranks in one communicator (above ZC_MESH_MAX_RANKS:
+                                     * in overlay mode, see cfg->overlay_min_ranks) */
+#endif
+#ifndef ZC_MESH_MAX_RANKS
+#define ZC_MESH_MAX_RANKS 1024u     /* ranks of a communicator connected as a full mesh (every
+                                     * one between processes, for now) */
 #endif
 #ifndef ZC_MAX_REQUESTS
 #define ZC_MAX_REQUESTS 1024u       /* request pool ceiling */
@@ -273,6 +278,12 @@ typedef struct zc_config {
                                      * Other transports need 0 */
     uint32_t log_min_ranks;      /* host collectives take the log-depth algorithms from this
                                   * many ranks up (see ZC_DEFAULT_LOG_MIN_RANKS); 0 = never.
+                                  * Must be equal on every rank */
+    uint32_t overlay_min_ranks;  /* overlay mode from this many ranks up (0 = never, the
+                                  * default): a rank connects only to ranks at distance 2^k
+                                  * and its recursive-doubling partners, plus its own host's
+                                  * ranks; collectives without an algorithm over those peers
+                                  * return ZC_UNSUPPORTED. Needs log_min_ranks 1..this value.
                                   * Must be equal on every rank */
 } zc_config;
 

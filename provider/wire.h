@@ -5,7 +5,13 @@
  * sentence formatter), zcoll.h and platform.h, never core internals (configure.py gives them
  * -Iprovider, not -Icore). Every wire function is non-blocking except create/attach (init time).
  *
- * Geometry. Each rank owns one inbound window: for each lane and each peer, a ring of `slots`
+ * Connections. A rank exchanges messages only with its connections (the geometry's conn_peer:
+ * itself and its peers, rank order; every rank, or fewer in the core's overlay mode), and a
+ * wire keeps rings, credit words and queue pairs for those only. The relation is symmetric: q
+ * is p's connection when p is q's. Data-path calls name a peer by rank; conn maps it to its
+ * connection's index.
+ *
+ * Geometry. Each rank owns one inbound window: for each lane and each connection, a ring of `slots`
  * slots of `stride` bytes (a 64-byte header, then up to slot_bytes of payload), plus one credit
  * word per (lane, peer) that the peer writes (how many of my messages it has consumed) and one
  * alarm word any peer may write (a job failure report). Message number m on a (lane, peer)
@@ -23,7 +29,7 @@
 #include "fmt.h"
 #include "zcoll.h"
 
-#define ZC_WIRE_VERSION 5u
+#define ZC_WIRE_VERSION 6u
 #define ZC_WIRE_LANES 2u      /* lane 0: collectives; lane 1: send/recv */
 #define ZC_SLOT_HDR_BYTES 64u /* the header part of every slot; its last 8 bytes hold the tag */
 #define ZC_WIRE_MAX_ADDR_BYTES 65536u /* ceiling of a rank's address blob (see addr_bytes) */
@@ -34,7 +40,13 @@ typedef struct zc_wire_geom {
     uint32_t slots;        /* slots per (lane, peer) ring, power of two */
     uint32_t slot_bytes;   /* payload bytes per slot */
     uint32_t stride;       /* ZC_SLOT_HDR_BYTES + slot_bytes */
+    uint32_t nconn;        /* connections: this rank and its peers (conn_peer's entries) */
+    uint32_t conn_cap;     /* connections any rank of the communicator may have: windows and
+                            * address blobs are sized for this many, the same on every rank */
     uint32_t reserved_;
+    const uint32_t *conn;      /* [nranks] rank -> connection index (UINT32_MAX: none); valid
+                                * until close; NULL while sizes are computed */
+    const uint32_t *conn_peer; /* [nconn] connection index -> rank, ascending; as conn */
     void *const *inproc_windows; /* in-process: every rank's window (read during create and
                                   * attach only); NULL between processes */
     const zc_config *cfg;  /* the communicator's configuration (device choice, timeouts);

@@ -121,6 +121,11 @@ ZT_TEST(inproc_init_rejects_short_arena_and_wrong_transport, 10)
 ZT_TEST(inproc_send_recv_complete_in_call_order, 30)
 ZT_TEST(inproc_persistent_plans_restart_without_rebuilding, 30)
 
+/* tests/test_overlay.c */
+ZT_TEST(overlay_calls_match_reference_or_are_refused_9_to_20_ranks, 120)
+ZT_TEST(overlay_calls_match_reference_or_are_refused_21_to_33_ranks, 180)
+ZT_TEST(overlay_off_keeps_the_full_mesh, 30)
+ZT_TEST(overlay_config_refusals_say_why, 10)
 /* tests/test_logalg.c */
 ZT_TEST(logalg_forced_match_reference_and_direct_1_to_9_ranks, 120)
 ZT_TEST(logalg_forced_match_reference_and_direct_10_to_17_ranks, 120)

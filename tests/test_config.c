@@ -677,7 +677,7 @@ static uint32_t *zt_field_of(zc_config *cfg, zt_field f) {
 /* Ascending valid values of each field (0-terminated where 0 is not valid, else by count). */
 #define ZT_MAX_VALUES 12
 static const uint32_t zt_values[ZT_FIELD_COUNT][ZT_MAX_VALUES] = {
-    [ZT_NRANKS] = {1, 2, 3, 4, 7, 8, 16, 64, 255, 1000, ZC_MAX_RANKS},
+    [ZT_NRANKS] = {1, 2, 3, 4, 7, 8, 16, 64, 255, 1000, ZC_MESH_MAX_RANKS},
     [ZT_MAX_REQUESTS] = {1, 2, 3, 8, 32, 33, 100, 512, ZC_MAX_REQUESTS},
     [ZT_MAX_PLANS] = {0, 1, 2, 31, 32, 64, 500, ZC_MAX_REQUESTS},
     [ZT_MAX_MEMS] = {0, 1, 2, 16, 17, 100, 1024, 4095, 4096},
@@ -838,7 +838,11 @@ void arena_bytes_is_zero_for_invalid_configs(void) {
         ZT_INVALID(c.transport = (zc_transport)99);
         ZT_INVALID(memset(c.root_addr, 'a', sizeof c.root_addr));
         /* The limits themselves are valid: the checks above fail for their own reason. */
-        ZT_VALID(c.nranks = ZC_MAX_RANKS);
+        ZT_VALID(c.nranks = ZC_MESH_MAX_RANKS);
+        ZT_INVALID(c.nranks = ZC_MESH_MAX_RANKS + 1u); /* a full mesh */
+        ZT_VALID((c.nranks = ZC_MAX_RANKS, c.overlay_min_ranks = ZC_MAX_RANKS));
+        ZT_INVALID((c.overlay_min_ranks = 9, c.log_min_ranks = 10));
+        ZT_INVALID((c.overlay_min_ranks = 9, c.log_min_ranks = 0));
         ZT_VALID(c.rank = c.nranks - 1u);
         ZT_VALID((c.max_requests = 1, c.max_plans = 0, c.max_mems = 0));
         ZT_VALID((c.max_requests = ZC_MAX_REQUESTS, c.max_plans = ZC_MAX_REQUESTS));

@@ -20,7 +20,8 @@
  * lines, a credit line per (lane, peer), then a ring of slots per (lane, peer). */
 static size_t fp_window_bytes(const zc_config *cfg) {
     size_t n = cfg->nranks, stride = 64u + cfg->slot_bytes;
-    return 128u + 2u * n * 64u + 2u * n * cfg->slots * stride + (size_t)cfg->sym_bytes;
+    size_t table = (n * 4u + 63u) & ~(size_t)63u; /* the window's connections */
+    return 128u + table + 2u * n * 64u + 2u * n * cfg->slots * stride + (size_t)cfg->sym_bytes;
 }
 
 /* ---- in-process ---- */
@@ -182,7 +183,8 @@ void footprint_over_ib_is_what_transport_ib_takes(void) {
         zc_config ib = cfg;
         ib.transport = ZC_TRANSPORT_IB;
         zc_wire_geom g = {0, cfg.rank, cfg.nranks, cfg.slots, cfg.slot_bytes,
-                          ZC_SLOT_HDR_BYTES + cfg.slot_bytes, 0, NULL, &ib};
+                          ZC_SLOT_HDR_BYTES + cfg.slot_bytes, cfg.nranks, cfg.nranks, 0, NULL,
+                          NULL, NULL, &ib};
         uint64_t mem = 0, locked = 0;
         zc_wire_ib.takes(&g, &mem, &locked);
         zc_wire_links links;

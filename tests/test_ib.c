@@ -143,8 +143,8 @@ void ib_config_errors_name_the_field(void) {
 #ifdef ZC_HAVE_IB
 static zc_wire_geom ib_geom(uint32_t rank, uint32_t n, uint32_t slots, uint32_t slot_bytes,
                             const zc_config *cfg) {
-    zc_wire_geom g = {7, rank, n, slots, slot_bytes, ZC_SLOT_HDR_BYTES + slot_bytes, 0, NULL,
-                      cfg};
+    zc_wire_geom g = {7, rank, n, slots, slot_bytes, ZC_SLOT_HDR_BYTES + slot_bytes, n, n, 0,
+                      NULL, NULL, NULL, cfg};
     return g;
 }
 
@@ -171,7 +171,7 @@ void ib_wire_sizes_follow_geometry_and_config_only(void) {
     ZT_CHECK_EQ(w->struct_bytes, sizeof(zc_wire_ops));
     ZT_CHECK_EQ(w->version, ZC_WIRE_VERSION);
     ZT_CHECK(strcmp(w->name, "ib") == 0);
-    static const uint32_t ns[] = {1, 2, 3, 8, 100, ZC_MAX_RANKS};
+    static const uint32_t ns[] = {1, 2, 3, 8, 100, ZC_MESH_MAX_RANKS};
     static const uint32_t slots[] = {2, 8, 1024}, bytes[] = {256, 65536};
     zc_config cfg;
     zc_config_default(&cfg);
@@ -198,7 +198,7 @@ void ib_wire_sizes_follow_geometry_and_config_only(void) {
     /* The largest geometry still has an arena, over ib and auto (which may pick ib). */
     cfg = (zc_config){0};
     zc_config_default(&cfg);
-    cfg.nranks = ZC_MAX_RANKS, cfg.slots = 1024, cfg.ib_qps_per_peer = ZC_IB_MAX_QPS;
+    cfg.nranks = ZC_MESH_MAX_RANKS, cfg.slots = 1024, cfg.ib_qps_per_peer = ZC_IB_MAX_QPS;
     strcpy(cfg.root_addr, "127.0.0.1:1");
     cfg.secret_set = true;
     cfg.transport = ZC_TRANSPORT_IB;
@@ -317,7 +317,7 @@ void ib_create_fails_cleanly_without_device_or_in_process(void) {
     zc_config_default(&big);
     ZT_CHECK_ST(zc_config_from_env(&big), ZC_OK);
     big.ib_qps_per_peer = ZC_IB_MAX_QPS;
-    zc_wire_geom g = ib_geom(3, ZC_MAX_RANKS, 1024, 256, &big);
+    zc_wire_geom g = ib_geom(3, ZC_MESH_MAX_RANKS, 1024, 256, &big);
     size_t sb = (zc_wire_ib.state_bytes(&g) + 63u) & ~(size_t)63u;
     void *state = aligned_alloc(64, sb);
     uint8_t *blob = malloc(zc_wire_ib.addr_bytes(&g));

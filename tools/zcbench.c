@@ -255,7 +255,7 @@ static void zb_parse_option(zb_opts *o, br_opts *br, int argc, char **argv, int 
 
 static void zb_parse(zb_opts *o, br_opts *br, int argc, char **argv) {
     *o = (zb_opts){0};
-    *br = br_opts_default(ZB_MAX_BYTES, ZC_MAX_RANKS - 1,
+    *br = br_opts_default(ZB_MAX_BYTES, ZC_MESH_MAX_RANKS - 1,
                           "bad size %s (1 to 1024G, suffixes K M G)");
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {

@@ -39,9 +39,9 @@ typedef struct zc_ib_blob {
     uint32_t pad_;
 } zc_ib_blob;
 _Static_assert(sizeof(zc_ib_blob) <= ZC_IB_BLOB_HEAD, "blob head fits its bytes");
-_Static_assert(ZC_IB_BLOB_HEAD + (size_t)ZC_MAX_RANKS * ZC_IB_MAX_QPS * 8u <=
+_Static_assert(ZC_IB_BLOB_HEAD + (size_t)ZC_MESH_MAX_RANKS * ZC_IB_MAX_QPS * 8u <=
                    ZC_WIRE_MAX_ADDR_BYTES,
-               "an address blob for ZC_MAX_RANKS ranks fits ZC_WIRE_MAX_ADDR_BYTES");
+               "an address blob for a full mesh fits ZC_WIRE_MAX_ADDR_BYTES");
 
 static size_t zc_align64(size_t v) { return (v + 63u) & ~(size_t)63u; }
 

@@ -5,10 +5,13 @@
  * the tag. Credits and the alarm word are single 8-byte stores into the peer's window.
  * Must not: allocate, or touch the OS except through platform.h at create/attach/seal/close.
  *
- * Window layout (64-byte lines): [0] header {magic, comm_id, rank, nranks, pid, stride},
- * [1] alarm word, then credits[lane][peer] one line each, then rings[lane][src peer][slot] of
- * `stride` bytes each. A process's own ring entries are unused (kept for simple indexing), then
- * the symmetric region (cfg->sym_bytes, zc_sym_alloc), which peers read and write directly. */
+ * Window layout (64-byte lines): [0] header {magic, comm_id, rank, nranks, pid, slots,
+ * stride, nconn}, [1] alarm word, then the window's connections (nconn ranks, ascending, of
+ * conn_cap entries), credits[lane][connection] one line each, then rings[lane][connection]
+ * [slot] of `stride` bytes each: sized for conn_cap connections, the same on every rank. A
+ * rank writes into a peer's window at its own index in the peer's connections (read once at
+ * attach). Its own ring entries are unused (kept for simple indexing), then the symmetric
+ * region (cfg->sym_bytes, zc_sym_alloc), which peers read and write directly. */
 #include "platform.h"
 #include "wire.h"
 
@@ -20,7 +23,8 @@ typedef struct zc_shm_head {
     uint32_t rank, nranks;
     uint64_t pid;
     uint32_t slots, stride;
-    uint64_t pad_[3];
+    uint32_t nconn, conn_cap;
+    uint64_t pad_[2];
 } zc_shm_head;
 _Static_assert(sizeof(zc_shm_head) == 64, "window header is one line");
 
@@ -34,22 +38,27 @@ typedef struct zc_shm {
     int sealed;               /* 1: peers can no longer open my segment */
     char name[ZC_SHM_NAME_BYTES]; /* my segment's label (zc-<comm id>-<rank>) */
     zc_plat_shm_ref ref;      /* what peers open my segment by, until sealed */
-    uint8_t **peers;          /* [nranks] every rank's window as seen here (peers[rank]==mine) */
-    uint64_t *pids;           /* [nranks] */
-    /* [ZC_WIRE_LANES * nranks] slot 0 of each (lane, peer) ring, found once at attach: the
-     * one I write in the peer's window (tx), the one the peer writes in mine (rx). */
+    /* Per connection (index as g.conn gives it): */
+    uint8_t **peers;          /* [nconn] its window as seen here (mine for this rank) */
+    uint64_t *pids;           /* [nconn] */
+    uint32_t *back;           /* [nconn] this rank's index in its connections */
+    /* [ZC_WIRE_LANES * nconn] slot 0 of each (lane, connection) ring, found once at attach:
+     * the one I write in the peer's window (tx), the one the peer writes in mine (rx). */
     uint8_t **tx, **rx;
 } zc_shm;
 
-static size_t zc_shm_credits_off(void) { return 128u; }
+static size_t zc_shm_table_off(void) { return 128u; }
+static size_t zc_shm_credits_off(const zc_wire_geom *g) {
+    return zc_shm_table_off() + (((size_t)g->conn_cap * sizeof(uint32_t) + 63u) & ~(size_t)63u);
+}
 static size_t zc_shm_rings_off(const zc_wire_geom *g) {
-    return zc_shm_credits_off() + (size_t)ZC_WIRE_LANES * g->nranks * 64u;
+    return zc_shm_credits_off(g) + (size_t)ZC_WIRE_LANES * g->conn_cap * 64u;
 }
 
 /* Where the symmetric region starts: after the rings (a multiple of 64). */
 static size_t zc_shm_sym_off(const zc_wire_geom *g) {
     size_t ring = (size_t)g->slots * g->stride;
-    return zc_shm_rings_off(g) + (size_t)ZC_WIRE_LANES * g->nranks * ring;
+    return zc_shm_rings_off(g) + (size_t)ZC_WIRE_LANES * g->conn_cap * ring;
 }
 
 /* Every geometry handed to a wire names its configuration while sizes are computed. */
@@ -58,21 +67,25 @@ static size_t zc_shm_window_bytes(const zc_wire_geom *g) {
 }
 
 static size_t zc_shm_state_bytes(const zc_wire_geom *g) {
-    return sizeof(zc_shm) + (size_t)g->nranks * (sizeof(uint8_t *) + sizeof(uint64_t)) +
-           (size_t)2u * ZC_WIRE_LANES * g->nranks * sizeof(uint8_t *);
+    size_t n = g->conn_cap;
+    return sizeof(zc_shm) + n * (sizeof(uint8_t *) + sizeof(uint64_t) + sizeof(uint64_t)) +
+           (size_t)2u * ZC_WIRE_LANES * n * sizeof(uint8_t *);
 }
 
-/* The slot of ring (lane, src) in window w. */
-static uint8_t *zc_shm_slot(const zc_shm *s, uint8_t *w, uint32_t lane, uint32_t src,
+/* The slot of ring (lane, connection i of the window's owner) in window w. */
+static uint8_t *zc_shm_slot(const zc_shm *s, uint8_t *w, uint32_t lane, uint32_t i,
                             uint32_t slot) {
-    size_t ring = (size_t)lane * s->g.nranks + src;
+    size_t ring = (size_t)lane * s->g.conn_cap + i;
     return w + zc_shm_rings_off(&s->g) + (ring * s->g.slots + slot) * s->g.stride;
 }
 
-static uint64_t *zc_shm_credit_word(const zc_shm *s, uint8_t *w, uint32_t lane, uint32_t peer) {
-    return (uint64_t *)(void *)(w + zc_shm_credits_off() +
-                                ((size_t)lane * s->g.nranks + peer) * 64u);
+static uint64_t *zc_shm_credit_word(const zc_shm *s, uint8_t *w, uint32_t lane, uint32_t i) {
+    return (uint64_t *)(void *)(w + zc_shm_credits_off(&s->g) +
+                                ((size_t)lane * s->g.conn_cap + i) * 64u);
 }
+
+/* Connection index of rank p here (p is one: the core names only connected peers). */
+static uint32_t zc_shm_ci(const zc_shm *s, uint32_t p) { return s->g.conn[p]; }
 
 static uint64_t *zc_shm_alarm_word(uint8_t *w) { return (uint64_t *)(void *)(w + 64); }
 
@@ -133,10 +146,12 @@ static zc_status zc_shm_create(void *state, const zc_wire_geom *g, void *window,
     s->bytes = zc_shm_window_bytes(g);
     s->sym_off = zc_shm_sym_off(g);
     s->sym_bytes = s->bytes - s->sym_off;
+    size_t n = g->conn_cap;
     s->peers = (uint8_t **)(void *)tail;
-    s->pids = (uint64_t *)(void *)(tail + g->nranks * sizeof(uint8_t *));
-    s->tx = (uint8_t **)(void *)(s->pids + g->nranks);
-    s->rx = s->tx + (size_t)ZC_WIRE_LANES * g->nranks;
+    s->pids = (uint64_t *)(void *)(tail + n * sizeof(uint8_t *));
+    s->back = (uint32_t *)(void *)(s->pids + n);
+    s->tx = (uint8_t **)(void *)((uint64_t *)(void *)s->back + n);
+    s->rx = s->tx + (size_t)ZC_WIRE_LANES * n;
     if (g->inproc_windows) {
         s->mine = window;
         __builtin_memset(s->mine, 0, s->bytes);
@@ -153,42 +168,76 @@ static zc_status zc_shm_create(void *state, const zc_wire_geom *g, void *window,
         s->mapped = 1;
     }
     zc_shm_head *h = (zc_shm_head *)(void *)s->mine;
-    *h = (zc_shm_head){ZC_SHM_MAGIC, g->comm_id, g->rank, g->nranks, zc_plat_process_id(),
-                       g->slots, g->stride, {0, 0, 0}};
+    *h = (zc_shm_head){ZC_SHM_MAGIC, g->comm_id,  g->rank,  g->nranks, zc_plat_process_id(),
+                       g->slots,     g->stride,   g->nconn, g->conn_cap, {0, 0}};
+    __builtin_memcpy(s->mine + zc_shm_table_off(), g->conn_peer, g->nconn * sizeof(uint32_t));
+    return ZC_OK;
+}
+
+/* This rank's index among the connections of the window w (its table, nconn ranks ascending),
+ * UINT32_MAX when it is not one. */
+static uint32_t zc_shm_find(const zc_shm *s, const uint8_t *w) {
+    const zc_shm_head *h = (const zc_shm_head *)(const void *)w;
+    const uint32_t *t = (const uint32_t *)(const void *)(w + zc_shm_table_off());
+    uint32_t lo = 0, hi = h->nconn <= s->g.conn_cap ? h->nconn : 0;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2u;
+        if (t[mid] < s->g.rank) lo = mid + 1u;
+        else hi = mid;
+    }
+    return lo < (h->nconn <= s->g.conn_cap ? h->nconn : 0) && t[lo] == s->g.rank ? lo
+                                                                                 : UINT32_MAX;
+}
+
+/* Maps (processes) or finds (in-process) rank p's window into *w. */
+static zc_status zc_shm_reach(zc_shm *s, const void *addrs, uint32_t p, uint8_t **w, char *err,
+                              size_t cap) {
+    if (p == s->g.rank) {
+        *w = s->mine;
+        return ZC_OK;
+    }
+    if (s->g.inproc_windows) {
+        *w = s->g.inproc_windows[p];
+        return ZC_OK;
+    }
+    char name[ZC_SHM_NAME_BYTES];
+    void *addr = 0;
+    zc_plat_shm_ref ref;
+    __builtin_memcpy(&ref, (const uint8_t *)addrs + (size_t)p * sizeof ref, sizeof ref);
+    zc_shm_name(name, s->g.comm_id, p);
+    zc_plat_rc rc = zc_plat_shm_open(&ref, s->bytes, &addr);
+    if (rc != ZC_PLAT_OK) {
+        zc_shm_err(err, cap, "cannot open peer segment", name, s->bytes, rc);
+        return zc_shm_status(rc);
+    }
+    *w = addr;
     return ZC_OK;
 }
 
 static zc_status zc_shm_attach(void *state, const void *addrs, char *err, size_t cap) {
     zc_shm *s = state;
-    for (uint32_t p = 0; p < s->g.nranks; p++) {
-        if (p == s->g.rank) {
-            s->peers[p] = s->mine;
-        } else if (s->g.inproc_windows) {
-            s->peers[p] = s->g.inproc_windows[p];
-        } else {
-            char name[ZC_SHM_NAME_BYTES];
-            void *addr = 0;
-            zc_plat_shm_ref ref;
-            __builtin_memcpy(&ref, (const uint8_t *)addrs + (size_t)p * sizeof ref, sizeof ref);
-            zc_shm_name(name, s->g.comm_id, p);
-            zc_plat_rc rc = zc_plat_shm_open(&ref, s->bytes, &addr);
-            if (rc != ZC_PLAT_OK) {
-                zc_shm_err(err, cap, "cannot open peer segment", name, s->bytes, rc);
-                return zc_shm_status(rc);
-            }
-            s->peers[p] = addr;
-        }
-        const zc_shm_head *h = (const zc_shm_head *)(const void *)s->peers[p];
+    for (uint32_t i = 0; i < s->g.nconn; i++) {
+        uint32_t p = s->g.conn_peer[i];
+        zc_status st = zc_shm_reach(s, addrs, p, &s->peers[i], err, cap);
+        if (st != ZC_OK) return st;
+        const zc_shm_head *h = (const zc_shm_head *)(const void *)s->peers[i];
         if (h->magic != ZC_SHM_MAGIC || h->comm_id != s->g.comm_id || h->rank != p ||
-            h->nranks != s->g.nranks || h->slots != s->g.slots || h->stride != s->g.stride) {
+            h->nranks != s->g.nranks || h->slots != s->g.slots || h->stride != s->g.stride ||
+            h->conn_cap != s->g.conn_cap) {
             zc_shm_err(err, cap, "peer window has another geometry or job", "", s->bytes,
                        ZC_PLAT_INVALID);
             return ZC_MISMATCH;
         }
-        s->pids[p] = h->pid;
+        s->back[i] = zc_shm_find(s, s->peers[i]);
+        if (s->back[i] == UINT32_MAX) {
+            zc_shm_err(err, cap, "a peer's connections do not include this rank (its "
+                       "configuration differs)", "", s->bytes, ZC_PLAT_INVALID);
+            return ZC_MISMATCH;
+        }
+        s->pids[i] = h->pid;
         for (uint32_t lane = 0; lane < ZC_WIRE_LANES; lane++) {
-            s->tx[lane * s->g.nranks + p] = zc_shm_slot(s, s->peers[p], lane, s->g.rank, 0);
-            s->rx[lane * s->g.nranks + p] = zc_shm_slot(s, s->mine, lane, p, 0);
+            s->tx[lane * s->g.conn_cap + i] = zc_shm_slot(s, s->peers[i], lane, s->back[i], 0);
+            s->rx[lane * s->g.conn_cap + i] = zc_shm_slot(s, s->mine, lane, i, 0);
         }
     }
     return ZC_OK;
@@ -203,8 +252,8 @@ static void zc_shm_seal(void *state) {
 static void zc_shm_close(void *state) {
     zc_shm *s = state;
     if (!s->mapped) return;
-    for (uint32_t p = 0; p < s->g.nranks; p++)
-        if (p != s->g.rank && s->peers[p]) zc_plat_shm_unmap(s->peers[p], s->bytes);
+    for (uint32_t i = 0; i < s->g.nconn; i++)
+        if (s->peers[i] && s->peers[i] != s->mine) zc_plat_shm_unmap(s->peers[i], s->bytes);
     zc_shm_seal(s);
     if (s->mine) zc_plat_shm_unmap(s->mine, s->bytes);
     s->mine = 0;
@@ -213,7 +262,7 @@ static void zc_shm_close(void *state) {
 
 static void *zc_shm_tx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot) {
     zc_shm *s = state;
-    return s->tx[lane * s->g.nranks + peer] + (size_t)slot * s->g.stride;
+    return s->tx[lane * s->g.conn_cap + zc_shm_ci(s, peer)] + (size_t)slot * s->g.stride;
 }
 
 static zc_status zc_shm_post(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
@@ -227,7 +276,7 @@ static zc_status zc_shm_post(void *state, uint32_t lane, uint32_t peer, uint32_t
 static const void *zc_shm_rx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
                                   uint64_t tag, uint32_t lines) {
     zc_shm *s = state;
-    uint8_t *p = s->rx[lane * s->g.nranks + peer] + (size_t)slot * s->g.stride;
+    uint8_t *p = s->rx[lane * s->g.conn_cap + zc_shm_ci(s, peer)] + (size_t)slot * s->g.stride;
     uint64_t have = __atomic_load_n((uint64_t *)(void *)(p + ZC_SLOT_HDR_BYTES - 8u),
                                     __ATOMIC_ACQUIRE);
     if (have == tag) return p;
@@ -238,21 +287,23 @@ static const void *zc_shm_rx_slot(void *state, uint32_t lane, uint32_t peer, uin
 
 static void zc_shm_credit(void *state, uint32_t lane, uint32_t peer, uint64_t consumed) {
     zc_shm *s = state;
-    __atomic_store_n(zc_shm_credit_word(s, s->peers[peer], lane, s->g.rank), consumed,
+    uint32_t i = zc_shm_ci(s, peer);
+    __atomic_store_n(zc_shm_credit_word(s, s->peers[i], lane, s->back[i]), consumed,
                      __ATOMIC_RELEASE);
 }
 
 static uint64_t zc_shm_credits(void *state, uint32_t lane, uint32_t peer) {
     zc_shm *s = state;
-    return __atomic_load_n(zc_shm_credit_word(s, s->mine, lane, peer), __ATOMIC_ACQUIRE);
+    return __atomic_load_n(zc_shm_credit_word(s, s->mine, lane, zc_shm_ci(s, peer)),
+                           __ATOMIC_ACQUIRE);
 }
 
 static void zc_shm_alarm(void *state, uint64_t word) {
     zc_shm *s = state;
-    for (uint32_t p = 0; p < s->g.nranks; p++) {
+    for (uint32_t i = 0; i < s->g.nconn; i++) {
         uint64_t none = 0;
-        if (!s->peers[p]) continue;
-        __atomic_compare_exchange_n(zc_shm_alarm_word(s->peers[p]), &none, word, 0,
+        if (!s->peers[i]) continue;
+        __atomic_compare_exchange_n(zc_shm_alarm_word(s->peers[i]), &none, word, 0,
                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     }
 }
@@ -265,7 +316,9 @@ static uint64_t zc_shm_alarmed(void *state) {
 static zc_status zc_shm_peer_alive(void *state, uint32_t peer, char *err, size_t cap) {
     zc_shm *s = state;
     /* Only a definite "gone" counts: a port without liveness (UNSUPPORTED) trusts deadlines. */
-    if (!s->mapped || zc_plat_process_alive(s->pids[peer]) != ZC_PLAT_NOT_FOUND) return ZC_OK;
+    uint32_t i = s->g.conn[peer];
+    if (!s->mapped || i == UINT32_MAX || zc_plat_process_alive(s->pids[i]) != ZC_PLAT_NOT_FOUND)
+        return ZC_OK;
     const char *msg = "shm: the peer's process has exited";
     size_t n = 0;
     for (; msg[n] && n + 1 < cap; n++) err[n] = msg[n];
@@ -275,7 +328,8 @@ static zc_status zc_shm_peer_alive(void *state, uint32_t peer, char *err, size_t
 
 static void *zc_shm_sym_base(void *state, uint32_t rank) {
     zc_shm *s = state;
-    return s->sym_bytes && s->peers[rank] ? s->peers[rank] + s->sym_off : 0;
+    uint32_t i = s->g.conn[rank];
+    return s->sym_bytes && i != UINT32_MAX && s->peers[i] ? s->peers[i] + s->sym_off : 0;
 }
 
 static void zc_shm_takes(const zc_wire_geom *g, uint64_t *mem, uint64_t *locked) {
@@ -283,10 +337,10 @@ static void zc_shm_takes(const zc_wire_geom *g, uint64_t *mem, uint64_t *locked)
     *locked = 0;
 }
 
-/* A ring pair with every other rank; the window is a shared segment between processes. */
+/* A ring pair with every connection; the window is a shared segment between processes. */
 static void zc_shm_links(const zc_wire_geom *g, zc_wire_links *out) {
     *out = (zc_wire_links){0};
-    out->peers = g->nranks - 1u;
+    out->peers = g->nconn - 1u;
     out->shared = g->inproc_windows ? 0u : 1u;
 }
 

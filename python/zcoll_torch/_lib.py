@@ -69,6 +69,7 @@ class Config(ctypes.Structure):
         ('error_text', ctypes.c_char * 256),
         ('inproc_ranks_per_host', ctypes.c_uint32),
         ('log_min_ranks', ctypes.c_uint32),
+        ('overlay_min_ranks', ctypes.c_uint32),
     ]
 
 

@@ -199,11 +199,12 @@ static bool zc_env_ranks(zc_config *c, zc_env_err *err) {
         uint64_t rank = 0, size = 0, local = 0;
         if (!zc_env_u64(l->rank, UINT32_MAX, &has_rank, &rank, err)) return false;
         if (!has_rank) continue;
-        if (!zc_env_u64(l->size, ZC_MAX_RANKS, &has_size, &size, err)) return false;
+        /* processes: a full mesh */
+        if (!zc_env_u64(l->size, ZC_MESH_MAX_RANKS, &has_size, &size, err)) return false;
         if (!zc_env_u64(l->local, UINT32_MAX, &has_local, &local, err)) return false;
         if (!has_size || size == 0) {
             zc__fmt(err->text, err->cap, "%s is %s: it must be 1..%u when %s is set", l->size,
-                    has_size ? "0" : "unset", ZC_MAX_RANKS, l->rank);
+                    has_size ? "0" : "unset", ZC_MESH_MAX_RANKS, l->rank);
             return false;
         }
         if (rank >= size) {

@@ -49,6 +49,7 @@ zc_status zc_comm_footprint(const zc_config *cfg, uint32_t ranks_per_host, zc_fo
     zc_wire_geom g = L.geom;
     g.cfg = &picked;
     if (inproc) g.inproc_windows = &no_window; /* the window is in the arena */
+    g.nconn = zc__conn_count(cfg, per); /* this rank's connections */
     uint64_t mem = 0, locked = 0;
     zc_wire_links links;
     w->takes(&g, &mem, &locked);

@@ -97,8 +97,9 @@ static void zc_wire_sizes(const zc_config *cfg, zc__arena_map *L, size_t *state)
     L->geom.cfg = cfg;
     zc_candidates(cfg, cands);
     *state = L->addr_bytes = 0;
+    bool inproc = cfg->transport == ZC_TRANSPORT_INPROC; /* windows handed over, no blobs */
     for (const zc_wire_ops *const *c = cands; *c; c++) {
-        size_t sb = (*c)->state_bytes(&L->geom), ab = (*c)->addr_bytes(&L->geom);
+        size_t sb = (*c)->state_bytes(&L->geom), ab = inproc ? 0 : (*c)->addr_bytes(&L->geom);
         *state = sb > *state ? sb : *state;
         L->addr_bytes = ab > L->addr_bytes ? ab : L->addr_bytes;
     }
@@ -126,8 +127,9 @@ static void zc_rows(const zc_config *cfg, const zc__arena_map *L, size_t state,
     bytes[ZC_R_MEMS] = cfg->max_mems * sizeof(zc__mem_entry);
     bytes[ZC_R_ACC] = zc__log_algs(cfg) ? reqs * zc__acc_slice(cfg) : 0;
     zc_gpu_rows(cfg, bytes);
-    bytes[ZC_R_SCRATCH] = (inproc ? 0 : sizeof(zc__boot) + n * ZC_SCRATCH_VERDICT_BYTES) +
-                          n * ZC_SCRATCH_RANK_BYTES + addr;
+    bytes[ZC_R_SCRATCH] = inproc ? n * ZC_SCRATCH_INPROC_RANK_BYTES + addr
+                                 : sizeof(zc__boot) + n * ZC_SCRATCH_VERDICT_BYTES +
+                                       n * ZC_SCRATCH_RANK_BYTES + addr;
     /* In-process ranks keep their inbound window in the arena; processes map theirs. */
     bytes[ZC_R_WINDOW] = inproc ? zc__wire_for(cfg)->window_bytes(&L->geom) : 0;
 }

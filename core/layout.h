@@ -16,6 +16,9 @@
  * keys, sizes or arenas, communicators and hosts; then one address blob of the parent's
  * size), an in-process group its rank 0's (per rank: windows). */
 #define ZC_SCRATCH_RANK_BYTES 80u
+/* In-process groups need less per rank: zc_comm_split_inproc's color and key, arena, child and
+ * host (split.c), or the group's windows. */
+#define ZC_SCRATCH_INPROC_RANK_BYTES 32u
 /* Per rank, processes only: init's verdict (comm.c's zc_outcome: status and sentence), after
  * the bootstrap state and the hellos. */
 #define ZC_SCRATCH_VERDICT_BYTES 192u
@@ -90,6 +93,9 @@ static inline bool zc__log_algs(const zc_config *cfg) {
 uint32_t zc__conn_cap(const zc_config *cfg);
 /* O(n, r) ascending into out (cap entries, at least the overlay's size); returns its size. */
 uint32_t zc__overlay_set(uint32_t n, uint32_t r, uint32_t *out, uint32_t cap);
+/* Connections of rank cfg->rank when hosts hold per_host ranks each, in rank order (0: one
+ * host): the size of the set zc__conn_fill makes. */
+uint32_t zc__conn_count(const zc_config *cfg, uint32_t per_host);
 /* Fills c->conn, c->conn_peer and c->nconn from the connection set; hosts: each rank's host
  * (a uint64_t every stride bytes; NULL: cfg->inproc_ranks_per_host's simulated hosts). False
  * with a sentence in c->err when the host's ranks do not fit the table. */

@@ -121,6 +121,8 @@ ZT_TEST(inproc_init_rejects_short_arena_and_wrong_transport, 10)
 ZT_TEST(inproc_send_recv_complete_in_call_order, 30)
 ZT_TEST(inproc_persistent_plans_restart_without_rebuilding, 30)
 
+/* tests/test_scale.c (ZC_SCALE_RANKS: the sizes; `ninja check-scale`: 512 and 4096) */
+ZT_TEST(scale_overlay_inproc_matches_reference, 600)
 /* tests/test_overlay.c */
 ZT_TEST(overlay_calls_match_reference_or_are_refused_9_to_20_ranks, 120)
 ZT_TEST(overlay_calls_match_reference_or_are_refused_21_to_33_ranks, 180)

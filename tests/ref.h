@@ -12,7 +12,7 @@
 #include "zcoll.h"
 
 /* Ranks the reference handles (the largest in-process group the tests build). */
-#define ZR_MAX_RANKS 64u
+#define ZR_MAX_RANKS 4096u
 
 /* A deterministic pseudo-random stream (splitmix64) for seeded sweeps. */
 typedef struct zt_rng { uint64_t state; } zt_rng;

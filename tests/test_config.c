@@ -840,7 +840,8 @@ void arena_bytes_is_zero_for_invalid_configs(void) {
         /* The limits themselves are valid: the checks above fail for their own reason. */
         ZT_VALID(c.nranks = ZC_MESH_MAX_RANKS);
         ZT_INVALID(c.nranks = ZC_MESH_MAX_RANKS + 1u); /* a full mesh */
-        ZT_VALID((c.nranks = ZC_MAX_RANKS, c.overlay_min_ranks = ZC_MAX_RANKS));
+        ZT_VALID((c.nranks = ZC_MAX_RANKS, c.overlay_min_ranks = ZC_MAX_RANKS,
+                  c.transport = ZC_TRANSPORT_INPROC));
         ZT_INVALID((c.overlay_min_ranks = 9, c.log_min_ranks = 10));
         ZT_INVALID((c.overlay_min_ranks = 9, c.log_min_ranks = 0));
         ZT_VALID(c.rank = c.nranks - 1u);

@@ -7,6 +7,8 @@
  *     "refused:" and the sentence. --raw: bytes as exact integers.
  *   zcfoot --time [--ranks N,...] [--slot-bytes B] [--slots S] [--reps R] [--no-gpu]
  *     [--log-min-ranks K] (cfg->log_min_ranks: 0 = one-shot at every n, 1 = recursive doubling)
+ *     [--overlay K] (both forms: cfg->overlay_min_ranks, overlay mode from K ranks; log_min_ranks
+ *     1 unless it is 1..K)
  *     per N: an in-process group (zc_comm_init_inproc) and the CPU time of one 8-byte float32
  *     all_reduce over all ranks driven by this thread (issue on every rank, then zc_wait on
  *     each), median and minimum of R calls after one warm-up, with the arena per rank.
@@ -27,6 +29,7 @@
 
 typedef struct zf_opts {
     uint32_t ranks[ZF_MAX_SIZES], nsizes, per_host, slot_bytes, slots, qps, reps, log_min;
+    uint32_t overlay; /* cfg->overlay_min_ranks */
     zc_transport transport;
     bool time, raw, no_gpu;
 } zf_opts;
@@ -37,7 +40,8 @@ static void zf_usage(const char *why) {
     fprintf(f, "usage: zcfoot [--ranks N,N,...] [--per-host K] "
             "[--transport auto|shm|ib|inproc] [--slot-bytes B] [--slots S] [--qps Q] "
             "[--no-gpu] [--raw]\n       zcfoot --time [--ranks N,...] [--slot-bytes B] "
-            "[--slots S] [--reps R] [--no-gpu] [--log-min-ranks K]\n");
+            "[--slots S] [--reps R] [--no-gpu] [--log-min-ranks K]\n       both: [--overlay K]"
+            "\n");
     exit(why ? 2 : 0);
 }
 
@@ -91,6 +95,7 @@ static void zf_parse(zf_opts *o, int argc, char **argv) {
         else if (strcmp(a, "--qps") == 0) o->qps = zf_u32(v, "--qps: a number");
         else if (strcmp(a, "--reps") == 0) o->reps = zf_u32(v, "--reps: a number");
         else if (strcmp(a, "--log-min-ranks") == 0) o->log_min = zf_u32(v, "--log-min-ranks: K");
+        else if (strcmp(a, "--overlay") == 0) o->overlay = zf_u32(v, "--overlay: K");
         else zf_usage("unknown option (zcfoot --help for the list)");
         if (value) i++;
     }
@@ -108,6 +113,8 @@ static zc_config zf_config(const zf_opts *o, uint32_t n, zc_transport t) {
     cfg.slots = o->slots;
     cfg.ib_qps_per_peer = o->qps;
     cfg.log_min_ranks = o->log_min;
+    cfg.overlay_min_ranks = o->overlay;
+    if (o->overlay && (!o->log_min || o->log_min > o->overlay)) cfg.log_min_ranks = 1;
     if (o->no_gpu) cfg.gpu_device = -2;
     if (t == ZC_TRANSPORT_INPROC) cfg.inproc_ranks_per_host = o->per_host; /* simulated hosts */
     snprintf(cfg.root_addr, sizeof cfg.root_addr, "127.0.0.1:29500");
@@ -138,9 +145,9 @@ static int zf_table(const zf_opts *o) {
     char b[6][32];
     char per[32];
     snprintf(per, sizeof per, "%u ranks per host", o->per_host);
-    printf("# zc_comm_footprint, rank 0: %s, transport %s, %u slots x %u B, %u qps per peer%s\n",
-           o->per_host ? per : "one host", zf_wire(o->transport), o->slots, o->slot_bytes, o->qps,
-           o->no_gpu ? ", no gpu state" : "");
+    printf("# zc_comm_footprint, rank 0: %s, transport %s, %u slots x %u B, %u qps per peer%s, "
+           "overlay_min_ranks %u\n", o->per_host ? per : "one host", zf_wire(o->transport),
+           o->slots, o->slot_bytes, o->qps, o->no_gpu ? ", no gpu state" : "", o->overlay);
     printf("%8s %6s %6s %12s %12s %12s %12s %8s %8s %10s %12s\n", "ranks", "hosts", "wire",
            "arena", "shared", "registered", "device", "peers", "qps", "cq", "host_total");
     for (uint32_t i = 0; i < o->nsizes; i++) {
@@ -227,8 +234,9 @@ static int zf_time_one(const zf_opts *o, uint32_t n) {
 static int zf_time(const zf_opts *o) {
     int rc = 0;
     printf("# in-process 8-byte float32 all_reduce over all ranks, one thread; %u slots x %u B%s;"
-           " log_min_ranks %u; CPU ms of one call, median and min of %u\n", o->slots,
-           o->slot_bytes, o->no_gpu ? ", no gpu state" : "", o->log_min, o->reps);
+           " log_min_ranks %u, overlay_min_ranks %u, %u ranks per host; CPU ms of one call, "
+           "median and min of %u\n", o->slots, o->slot_bytes, o->no_gpu ? ", no gpu state" : "",
+           o->log_min, o->overlay, o->per_host, o->reps);
     printf("%8s %12s %12s %12s %12s\n", "ranks", "arena_bytes", "median_ms", "min_ms",
            "ms_per_rank");
     for (uint32_t i = 0; i < o->nsizes; i++) rc |= zf_time_one(o, o->ranks[i]);

@@ -1,0 +1,174 @@
+/* test_scale.c: overlay mode at scale, in process: groups of ZC_SCALE_RANKS ranks (a comma list;
+ * default 1024; `ninja check-scale` runs 512 and 4096), 8 per simulated host, slots of 1 KiB x
+ * 2: all_reduce (recursive doubling) at ragged counts, in place and not, all_gather (Bruck),
+ * broadcast from several roots, barrier; every result checked bitwise against tests/ref.c's
+ * documented order. Prints per rank the arena bytes and connections, and the CPU time of one
+ * 8-byte all_reduce over all ranks (median of 5), with the ratio to the first size's; the arena
+ * stays within 512 KiB per rank and each rank's connections within the overlay's bound. */
+#include "zt.h"
+
+#include "../core/engine.h"
+#include "ref.h"
+#include "zcoll.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct sc_group {
+    uint32_t n;
+    size_t arena;
+    void **arenas;
+    zc_comm **c;
+    zc_req *reqs;
+} sc_group;
+
+static double sc_cpu_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void sc_open(sc_group *g, uint32_t n) {
+    zc_config cfg;
+    zc_config_default(&cfg);
+    cfg.transport = ZC_TRANSPORT_INPROC;
+    cfg.nranks = n;
+    cfg.slot_bytes = 1024;
+    cfg.slots = 2;
+    cfg.log_min_ranks = 1;
+    cfg.overlay_min_ranks = 9;
+    cfg.inproc_ranks_per_host = 8;
+    g->n = n;
+    g->arena = zc_comm_arena_bytes(&cfg);
+    ZT_CHECK(g->arena > 0);
+    g->arenas = calloc(n, sizeof *g->arenas);
+    g->c = calloc(n, sizeof *g->c);
+    g->reqs = calloc(n, sizeof *g->reqs);
+    ZT_CHECK(g->arenas && g->c && g->reqs);
+    for (uint32_t r = 0; r < n; r++) ZT_CHECK((g->arenas[r] = aligned_alloc(64, g->arena)));
+    zc_status st = zc_comm_init_inproc(&cfg, g->arenas, g->arena, g->c);
+    if (st != ZC_OK) printf("    init: %s\n", zc_init_error_text());
+    ZT_CHECK_ST(st, ZC_OK);
+}
+
+static void sc_close(sc_group *g) {
+    zt_inproc_close(g->n, g->arenas, g->c);
+    free(g->arenas), free(g->c), free(g->reqs);
+}
+
+static void sc_wait_all(sc_group *g) {
+    for (uint32_t r = 0; r < g->n; r++) {
+        zc_status st = zc_wait(g->c[r], &g->reqs[r]);
+        if (st != ZC_OK) printf("    rank %u: %s\n", r, zc_comm_error_text(g->c[r]));
+        ZT_CHECK_ST(st, ZC_OK);
+    }
+}
+
+/* Case k on every rank, checked against the reference (buffers of count elements, n * count
+ * for all_gather's results). */
+static void sc_case(sc_group *g, const zr_case *k, uint64_t seed) {
+    uint32_t n = g->n;
+    size_t blocks = k->c == ZR_AG ? n : 1u, bb = blocks * k->count * zc_dtype_bytes(k->t) + 1u;
+    size_t bytes;
+    uint8_t **send = calloc(n, sizeof *send), **recv = calloc(n, sizeof *recv);
+    uint8_t *want = malloc(bb);
+    ZT_CHECK(send && recv && want);
+    for (uint32_t r = 0; r < n; r++) {
+        ZT_CHECK((send[r] = malloc(bb)) && (recv[r] = malloc(bb)));
+        zr_fill(send[r], k->count, k->t, seed, r, 0);
+        memset(recv[r], 0xA5, bb);
+    }
+    memset(want, 0xA5, bb);
+    zr_want(k, send, 0, want); /* all_reduce, all_gather, broadcast: the same at every rank */
+    for (uint32_t r = 0; r < n; r++)
+        ZT_CHECK_ST(zr_issue(k, g->c[r], r, send[r], recv[r], &g->reqs[r]), ZC_OK);
+    sc_wait_all(g);
+    for (uint32_t r = 0; r < n; r++) {
+        const uint8_t *got = zr_result(k, r, send[r], recv[r], &bytes);
+        if (zr_first_diff(got, want, bytes) != bytes) {
+            char d[160];
+            zr_describe(k, d, sizeof d);
+            printf("    %s differs at rank %u of %u (seed %llu)\n", d, r, n,
+                   (unsigned long long)seed);
+            ZT_CHECK(false);
+        }
+    }
+    for (uint32_t r = 0; r < n; r++) free(send[r]), free(recv[r]);
+    free(send), free(recv), free(want);
+}
+
+/* CPU ms of one 8-byte float32 all_reduce over every rank, median of 5 after a warm-up. */
+static double sc_time_allreduce(sc_group *g) {
+    float *in = calloc(2u * g->n, sizeof *in), *out = calloc(2u * g->n, sizeof *out);
+    double ms[6];
+    ZT_CHECK(in && out);
+    for (uint32_t r = 0; r < g->n; r++) in[2u * r] = 1.0f, in[2u * r + 1] = (float)(r & 7u);
+    for (int i = 0; i < 6; i++) {
+        double t0 = sc_cpu_ms();
+        for (uint32_t r = 0; r < g->n; r++)
+            ZT_CHECK_ST(zc_allreduce(g->c[r], in + 2u * r, out + 2u * r, 2, ZC_FLOAT32, ZC_SUM,
+                                     &g->reqs[r]), ZC_OK);
+        sc_wait_all(g);
+        ms[i] = sc_cpu_ms() - t0;
+        ZT_CHECK(out[0] == (float)g->n);
+    }
+    for (int i = 1; i < 6; i++) /* sort the 5 timed calls */
+        for (int j = i; j > 1 && ms[j] < ms[j - 1]; j--) {
+            double t = ms[j];
+            ms[j] = ms[j - 1], ms[j - 1] = t;
+        }
+    free(in), free(out);
+    return ms[3];
+}
+
+static void sc_one(uint32_t n, double *ms_first) {
+    sc_group g;
+    sc_open(&g, n);
+    uint32_t most = 0, bound = 0;
+    for (uint32_t d = 1; d < n; d *= 2u) bound += 3u; /* 2 ceil(log2 n) + log2 P, + own host */
+    bound += 2u + 8u;
+    for (uint32_t r = 0; r < n; r++) most = g.c[r]->nconn - 1u > most ? g.c[r]->nconn - 1u : most;
+    ZT_CHECK(most <= bound);
+    ZT_CHECK(g.arena <= 512u * 1024u);
+    uint64_t seed = zt_seed() ^ n;
+    const size_t counts[] = {1, 7, 256, (size_t)n - 3u, (size_t)n + 5u};
+    for (uint32_t i = 0; i < 5; i++) {
+        zc_dtype t = i & 1u ? ZC_FLOAT32 : ZC_INT64;
+        if (counts[i] * 8u <= ZC_DEFAULT_ALLREDUCE_ONESHOT_MAX_BYTES || counts[i] < n) {
+            zr_case ar = {ZR_ALLREDUCE, n, counts[i], t, i & 2u ? ZC_MAX : ZC_SUM, 0, i & 1u};
+            sc_case(&g, &ar, seed++);
+        }
+    }
+    zr_case ag = {ZR_AG, n, 3, ZC_INT32, ZC_SUM, 0, false};
+    sc_case(&g, &ag, seed++);
+    zr_case ag2 = {ZR_AG, n, 1, ZC_FLOAT64, ZC_SUM, 0, true};
+    sc_case(&g, &ag2, seed++);
+    const uint32_t roots[] = {0, 1, n / 2u + 3u, n - 1u};
+    for (uint32_t i = 0; i < 4; i++) {
+        zr_case bc = {ZR_BCAST, n, 5u + i * 100u, ZC_INT32, ZC_SUM, roots[i], i == 2};
+        sc_case(&g, &bc, seed++);
+    }
+    for (uint32_t r = 0; r < n; r++) ZT_CHECK_ST(zc_barrier(g.c[r], &g.reqs[r]), ZC_OK);
+    sc_wait_all(&g);
+    double ms = sc_time_allreduce(&g);
+    if (*ms_first == 0.0) *ms_first = ms;
+    printf("    %u ranks, 8 per host: arena %zu bytes per rank, at most %u connections per "
+           "rank (bound %u), 8-byte all_reduce %.2f ms CPU over all ranks (x%.1f the first "
+           "size)\n", n, g.arena, most, bound, ms, ms / *ms_first);
+    fflush(stdout);
+    sc_close(&g);
+}
+
+void scale_overlay_inproc_matches_reference(void) {
+    const char *env = getenv("ZC_SCALE_RANKS");
+    char list[128];
+    snprintf(list, sizeof list, "%s", env && *env ? env : "1024");
+    double first = 0.0;
+    for (char *s = strtok(list, ","); s; s = strtok(NULL, ",")) {
+        unsigned long n = strtoul(s, NULL, 10);
+        ZT_CHECK(n >= 9 && n <= ZC_MAX_RANKS);
+        sc_one((uint32_t)n, &first);
+    }
+}

@@ -69,6 +69,12 @@ static void ov_check_set(const ov_group *g, bool overlay) {
             k++;
         }
         ZT_CHECK_EQ(c->nconn, k);
+        zc_config cfg = c->cfg; /* the footprint names the same peers */
+        zc_footprint fp;
+        cfg.rank = r;
+        ZT_CHECK_ST(zc_comm_footprint(&cfg, 0, &fp), ZC_OK);
+        ZT_CHECK_EQ(fp.peers, k - 1u);
+        ZT_CHECK_EQ(fp.arena_bytes, zc_comm_arena_bytes(&cfg));
     }
 }
 

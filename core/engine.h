@@ -46,6 +46,7 @@
  *   channel.c   one message through a (lane, peer) channel: turn, credits, header check
  *   fail.c      the failure record (first failure wins) and the words of its sentences
  *   layout.c    the arena's regions (the device ones too), for the size query and the carve
+ *   conn.c      the connection set (full mesh, or overlay mode's) and the connection table
  *   reduce.c    host reduction kernels over elem.h, the element code gpu/reduce.cu shares
  *   bootstrap.c, config.c, status.c, text.c: rendezvous, configuration, names, strings
  * Host and device requests share one lifecycle: zc__issue takes the slot, sequence number and

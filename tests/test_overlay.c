@@ -174,6 +174,42 @@ void overlay_calls_match_reference_or_are_refused_21_to_33_ranks(void) {
     for (uint32_t n = 21; n <= 33; n++) ov_sweep(n);
 }
 
+/* zc_comm_split_inproc of an overlay group: children of 17 and 16 ranks (even and odd parent
+ * ranks) keep their parents' hosts (2 of a child's ranks per host) and run in overlay mode. */
+void overlay_split_children_keep_hosts_and_run(void) {
+    ov_group g, kid[2];
+    ov_open(&g, 33, 1);
+    int colors[OV_MAXR], keys[OV_MAXR];
+    zc_comm *children[OV_MAXR];
+    for (uint32_t r = 0; r < g.n; r++) colors[r] = (int)(r & 1u), keys[r] = 0;
+    size_t bytes = zc_comm_arena_bytes(&g.c[0]->cfg);
+    void *arenas[OV_MAXR];
+    for (uint32_t r = 0; r < g.n; r++) ZT_CHECK((arenas[r] = aligned_alloc(64, bytes)));
+    zc_status st = zc_comm_split_inproc(g.c, colors, keys, arenas, bytes, children);
+    if (st != ZC_OK) printf("    split: %s\n", zc_init_error_text());
+    ZT_CHECK_ST(st, ZC_OK);
+    for (uint32_t col = 0; col < 2; col++) {
+        ov_group *k = &kid[col];
+        memset(k, 0, sizeof *k);
+        for (uint32_t r = col; r < g.n; r += 2) k->c[k->n++] = children[r];
+        ZT_CHECK_EQ(k->n, col ? 16u : 17u);
+        for (uint32_t r = 0; r < k->n; r++) {
+            uint32_t peers_on_host = 0;
+            for (uint32_t q = 0; q < k->n; q++)
+                peers_on_host += q != r && k->c[q]->host == k->c[r]->host;
+            ZT_CHECK(peers_on_host <= 1u);
+            ZT_CHECK(k->c[r]->nconn < k->n || k->n <= 16u); /* the overlay, not every rank */
+        }
+        zr_case ar = {ZR_ALLREDUCE, k->n, 9, ZC_FLOAT32, ZC_SUM, 0, col == 1};
+        ov_case(k, &ar, zt_seed() + col);
+        zr_case ag = {ZR_AG, k->n, 2, ZC_INT32, ZC_SUM, 0, false};
+        ov_case(k, &ag, zt_seed() + 7u + col);
+    }
+    for (uint32_t r = 0; r < g.n; r++) ZT_CHECK_ST(zc_comm_fini(children[r]), ZC_OK);
+    for (uint32_t r = 0; r < g.n; r++) free(arenas[r]);
+    zt_inproc_close(g.n, g.arenas, g.c);
+}
+
 /* Below overlay_min_ranks (and with it 0) the communicator is a full mesh, as before. */
 void overlay_off_keeps_the_full_mesh(void) {
     ov_group g;

@@ -128,6 +128,7 @@ ZT_TEST(overlay_calls_match_reference_or_are_refused_9_to_20_ranks, 120)
 ZT_TEST(overlay_calls_match_reference_or_are_refused_21_to_33_ranks, 180)
 ZT_TEST(overlay_off_keeps_the_full_mesh, 30)
 ZT_TEST(overlay_split_children_keep_hosts_and_run, 30)
+ZT_TEST(overlay_failure_report_reaches_unconnected_ranks, 30)
 ZT_TEST(overlay_config_refusals_say_why, 10)
 /* tests/test_logalg.c */
 ZT_TEST(logalg_forced_match_reference_and_direct_1_to_9_ranks, 120)

@@ -13,6 +13,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define OV_MAXR 33u
 #define OV_PER_HOST 4u
@@ -207,6 +208,33 @@ void overlay_split_children_keep_hosts_and_run(void) {
     }
     for (uint32_t r = 0; r < g.n; r++) ZT_CHECK_ST(zc_comm_fini(children[r]), ZC_OK);
     for (uint32_t r = 0; r < g.n; r++) free(arenas[r]);
+    zt_inproc_close(g.n, g.arenas, g.c);
+}
+
+/* A rank that aborts while the others wait on an all_reduce: its failure report reaches every
+ * rank, most of which have no connection to it, through the ranks that learn it and report it
+ * to theirs (each failure's first report goes to every connection), long before the deadline. */
+void overlay_failure_report_reaches_unconnected_ranks(void) {
+    ov_group g;
+    ov_open(&g, 33, 1);
+    const uint32_t dead = 5;
+    uint32_t unconnected = 0;
+    for (uint32_t r = 0; r < g.n; r++) unconnected += g.c[dead]->conn[r] == ZC_NO_CONN;
+    ZT_CHECK(unconnected >= 10u);
+    static float in[OV_MAXR][4], out[OV_MAXR][4];
+    zc_req reqs[OV_MAXR];
+    for (uint32_t r = 0; r < g.n; r++)
+        if (r != dead)
+            ZT_CHECK_ST(zc_allreduce(g.c[r], in[r], out[r], 4, ZC_FLOAT32, ZC_SUM, &reqs[r]),
+                        ZC_OK);
+    ZT_CHECK_ST(zc_comm_abort(g.c[dead]), ZC_OK);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (uint32_t r = 0; r < g.n; r++)
+        if (r != dead) ZT_CHECK_ST(zc_wait(g.c[r], &reqs[r]), ZC_ABORTED);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    ZT_CHECK(s < 5.0); /* the deadline is the default's minutes away */
     zt_inproc_close(g.n, g.arenas, g.c);
 }
 

@@ -118,14 +118,16 @@ static inline __attribute__((always_inline)) bool zc_step(zc_comm *comm, zc__req
 static bool zc_resolve(zc_comm *comm, zc__req *r) {
     uint32_t p = r->s.root;
     if (r->wild == ZC_WILD_ANY) {
-        for (p = 0; p < comm->nranks; p++) {
-            if (p == comm->rank || zc__ci(comm, p) == ZC_NO_CONN) continue;
-            uint64_t m = comm->chans[(size_t)comm->nconn + zc__ci(comm, p)].rx_reserved;
-            if (comm->wire->rx_slot(comm->wire_state, 1u, p,
+        uint32_t i = 0; /* the lowest rank among the connections, which are in rank order */
+        for (; i < comm->nconn; i++) {
+            p = comm->conn_peer[i];
+            uint64_t m = comm->chans[(size_t)comm->nconn + i].rx_reserved;
+            if (p != comm->rank &&
+                comm->wire->rx_slot(comm->wire_state, 1u, p,
                                     (uint32_t)(m & (comm->cfg.slots - 1u)), m + 1u, 0))
                 break;
         }
-        if (p == comm->nranks) return false;
+        if (i == comm->nconn) return false;
         r->s.root = p;
         if (comm->cfg.sym_bytes && zc__sym_fits(comm, &r->s)) r->s.alg = ZC_ALG_SYM;
         if (r->source) *r->source = p;
@@ -285,8 +287,9 @@ static void zc_check_deadlines(zc_comm *comm, uint64_t now) {
         }
         if (now - r->moved_ns > ZC_LIVENESS_NS && now - comm->liveness_ns > ZC_LIVENESS_NS) {
             comm->liveness_ns = now;
-            for (uint32_t p = 0; p < comm->nranks; p++) {
+            for (uint32_t k = 0; k < comm->nconn; k++) { /* the ranks the wire reaches */
                 char why[128];
+                uint32_t p = comm->conn_peer[k];
                 if (p == comm->rank ||
                     comm->wire->peer_alive(comm->wire_state, p, why, sizeof why) == ZC_OK)
                     continue;

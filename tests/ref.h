@@ -11,8 +11,13 @@
 
 #include "zcoll.h"
 
-/* Ranks the reference handles (the largest in-process group the tests build). */
+/* Ranks the reference handles (the largest in-process group the tests build: test_scale.c's);
+ * its tables of them are on the stack, which the bare-metal image keeps at 64 KiB. */
+#if __STDC_HOSTED__
 #define ZR_MAX_RANKS 4096u
+#else
+#define ZR_MAX_RANKS 64u
+#endif
 
 /* A deterministic pseudo-random stream (splitmix64) for seeded sweeps. */
 typedef struct zt_rng { uint64_t state; } zt_rng;

@@ -1068,8 +1068,9 @@ static void zc_host_links(const zc_comm *c, const zc__sched *s, zc__link_fn fn, 
     zc_host_alg_of(s->alg)->links(c, s, zc__msgs(s->count, s->chunk), fn, ctx);
 }
 
-static bool zc_host_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
-    if (r->line) return zc_line_algs[r->s.alg](comm, r, budget);
+/* The chunk streams' step (kept out of line: a line step's call does not pay its frame). */
+__attribute__((noinline)) static bool zc_stream_step(zc_comm *comm, zc__req *r,
+                                                     uint32_t *budget) {
     zc_ctx x = {comm, r, budget, comm->rank, comm->nranks, r->s.chunk, r->s.esize,
                 zc__result_bytes(&r->s, comm->nranks) >= ZC_STREAM_COPY_MIN_BYTES};
     if (r->place & ZC_PLACE_HANDSHAKE) {
@@ -1079,6 +1080,10 @@ static bool zc_host_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
     if (!zc_host_algs[r->s.alg].step(&x)) return false; /* its links were found at issue */
     /* A put from the caller's memory: done once the wire no longer reads the source. */
     return !(r->place & ZC_PLACE_DIRECT) || zc__tx_puts_done(comm, r);
+}
+
+static bool zc_host_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    return r->line ? zc_line_algs[r->s.alg](comm, r, budget) : zc_stream_step(comm, r, budget);
 }
 
 const zc__family zc__fam_host = {"host", ZC_FAM_EAGER | ZC_FAM_PLACE, zc_host_links,

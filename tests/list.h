@@ -277,6 +277,7 @@ ZT_TEST(hostile_rank_fails_every_peer_cleanly, 300)
 ZT_TEST(hostile_alarm_words_fail_the_communicator_never_abort, 20)
 ZT_TEST(hostile_landing_records_out_of_range_are_refused, 10)
 ZT_TEST(hostile_ready_addresses_out_of_range_are_refused, 10)
+ZT_TEST(hostile_stale_line_is_a_mismatch_never_consumed, 10)
 
 /* tests/test_limits.c */
 ZT_RANK(limits_rank_init)

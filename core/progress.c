@@ -198,6 +198,7 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
     r->moved = 0;
     r->bind = bind;
     r->held = bind != 0; /* gated by its stream slot's start flag (zc_gate) */
+    r->line = 0;         /* the chunk streams, unless the host family's begin says lines */
     if (f->begin) f->begin(comm, r);
     comm->active[comm->nreqs_active++] = index;
     req->opaque_[0] = ZC_HANDLE_MAGIC | index;

@@ -110,6 +110,9 @@ typedef struct zc__req {
     uint64_t start_ns, deadline_ns, moved_ns;
     uint32_t moved;      /* 1: moved since progress last read the clock */
     uint32_t place;      /* ZC_PLACE_*: this call has streams written in place (sched.c) */
+    uint32_t line;       /* 1: every message of the call is one line, and it runs its
+                          * algorithm's line step (sched.c); set at issue */
+    uint32_t pad_;
     zc__sched s;
     uint64_t tx_left, rx_left; /* messages still to send / receive, all peers together */
     uint64_t a, b;       /* host schedule counters (which: see sched.c) */

@@ -697,26 +697,6 @@ static bool zc_step_p2p(zc_ctx *x) {
     return zc_all_moved(x->r);
 }
 
-/* Dissemination: in round i send to rank+2^i, then wait for rank-2^i. r->a = round,
- * r->b = 1 once this round's message is sent. */
-static bool zc_step_barrier(zc_ctx *x) {
-    uint32_t rounds = zc_barrier_rounds(x->n);
-    while (*x->budget && x->r->a < rounds) {
-        uint32_t d = 1u << x->r->a, to = zc__add_mod(x->me, d, x->n),
-                 from = zc__add_mod(x->me, x->n - d, x->n);
-        if (!x->r->b) {
-            if (zc__tx_line(x->comm, x->r, to, 0, 0, 0) != ZC_OK) return false;
-            x->r->b = 1;
-        }
-        if (!zc__rx_peek(x->comm, x->r, from, 0, 0)) return false;
-        zc__rx_consume(x->comm, x->r, from);
-        (*x->budget)--;
-        x->r->a++;
-        x->r->b = 0;
-    }
-    return x->r->a == rounds;
-}
-
 /* Direct: reduce to the root as one-shot's send-and-reduce, reduce_scatter as RS's first half,
  * the copy collectives as direct streams. */
 static bool zc_step_direct_any(zc_ctx *x) {
@@ -883,6 +863,201 @@ static bool zc_step_bruck(zc_ctx *x) {
     return x->r->b == rounds && zc_all_moved(x->r);
 }
 
+/* ---- one-line calls ---- */
+
+/* A call whose every message carries at most ZC_INLINE_BYTES (its whole payload to a peer in
+ * the header's line) runs its algorithm's line step instead of the chunk streams: the same
+ * messages (the links reserved at issue, message 0 on each channel), the same headers and the
+ * same reduction, in one pass without the chunk loops. Peers are bits of r->b (sent to) and
+ * r->a (received from; bit me: this rank's own part copied or reduced), so at most
+ * ZC_LINE_MAX_RANKS ranks. */
+#define ZC_LINE_MAX_RANKS 64u
+typedef bool (*zc_line_fn)(zc_comm *comm, zc__req *r, uint32_t *budget);
+
+/* Sends the one line of bytes at src to p, unless it went already; false: not now. */
+static inline bool zc_line_send(zc_comm *comm, zc__req *r, uint32_t *budget, uint32_t p,
+                                const uint8_t *src, size_t bytes) {
+    uint64_t bit = 1ull << p;
+    if (r->b & bit) return true;
+    if (!*budget || zc__tx_line(comm, r, p, 0, src, bytes) != ZC_OK) return false;
+    r->b |= bit;
+    (*budget)--;
+    return true;
+}
+
+/* Copies p's one line of bytes into dst (NULL: nothing to copy) and consumes it, unless that
+ * happened already; false: not there yet (or a mismatch, which failed the communicator). */
+static inline bool zc_line_recv(zc_comm *comm, zc__req *r, uint32_t *budget, uint32_t p,
+                                uint8_t *dst, size_t bytes) {
+    uint64_t bit = 1ull << p;
+    if (r->a & bit) return true;
+    const uint8_t *in = *budget ? zc__rx_peek(comm, r, p, 0, bytes) : 0;
+    if (!in) return false;
+    if (dst) zc__memcpy(dst, in, bytes);
+    zc__rx_consume(comm, r, p);
+    r->a |= bit;
+    (*budget)--;
+    return true;
+}
+
+/* Copies this rank's own part (bit me of r->a) unless dst is src or NULL. */
+static inline void zc_line_own(zc__req *r, uint32_t me, uint8_t *dst, const uint8_t *src,
+                               size_t bytes) {
+    if (r->a & (1ull << me)) return;
+    if (dst && dst != src) zc__memmove(dst, src, bytes);
+    r->a |= 1ull << me;
+}
+
+/* Reduces every rank's line (mine: this rank's input) into out once all arrived, in the rank
+ * tree as the chunk streams do; true once done. */
+static bool zc_line_reduce(zc_comm *comm, zc__req *r, uint32_t *budget, const uint8_t *mine,
+                           uint8_t *out, size_t bytes) {
+    const void *ins[ZC_LINE_MAX_RANKS];
+    uint32_t me = comm->rank, n = comm->nranks;
+    if (r->a) return true;
+    ZC_ASSERT(n >= 2 && n <= ZC_LINE_MAX_RANKS); /* zc_host_begin's rule */
+    for (uint32_t p = 0; p < n; p++) {
+        ins[p] = p == me ? mine : zc__rx_peek(comm, r, p, 0, bytes);
+        if (!ins[p]) return false;
+    }
+    if (!*budget) return false;
+    zc__reduce(out, ins, n, r->s.count, (zc_dtype)r->s.dtype, (zc_op)r->s.op);
+    for (uint32_t p = 0; p < n; p++)
+        if (p != me) zc__rx_consume(comm, r, p);
+    r->a = 1;
+    (*budget)--;
+    return true;
+}
+
+/* One-shot all_reduce and direct reduce: every sender's line to every reducer. In place the
+ * reduction overwrites the input, so it waits until every line went. */
+static bool zc_line_oneshot(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    const zc__sched *s = &r->s;
+    uint32_t me = comm->rank;
+    size_t bytes = (size_t)(s->count * s->esize);
+    if (s->kind != ZC_K_ALLREDUCE) {
+        if (me != s->root) return zc_line_send(comm, r, budget, s->root, s->send, bytes);
+    } else {
+        for (uint32_t p = 0; p < comm->nranks; p++)
+            if (p != me && !zc_line_send(comm, r, budget, p, s->send, bytes)) return false;
+    }
+    return zc_line_reduce(comm, r, budget, s->send, s->recv, bytes);
+}
+
+/* Direct reduce_scatter: block p to p; this rank's block reduced from every rank's. */
+static bool zc_line_rs(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    const zc__sched *s = &r->s;
+    uint32_t me = comm->rank;
+    size_t bytes = (size_t)(s->count * s->esize);
+    bool sent = true;
+    for (uint32_t p = 0; p < comm->nranks; p++)
+        if (p != me) sent &= zc_line_send(comm, r, budget, p, s->send + p * bytes, bytes);
+    return zc_line_reduce(comm, r, budget, s->send + me * bytes, s->recv, bytes) && sent;
+}
+
+/* gather, scatter, allgather, alltoall: a line to or from each peer; own block copied. */
+static bool zc_line_copy(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    const zc__sched *s = &r->s;
+    uint32_t me = comm->rank, n = comm->nranks;
+    size_t blk = (size_t)(s->count * s->esize);
+    bool a2a = s->kind == ZC_K_ALLTOALL, ok = true;
+    switch (s->kind) {
+    case ZC_K_GATHER:
+        if (me != s->root) return zc_line_send(comm, r, budget, s->root, s->send, blk);
+        for (uint32_t p = 0; p < n; p++)
+            if (p != me) ok &= zc_line_recv(comm, r, budget, p, s->recv + p * blk, blk);
+        zc_line_own(r, me, s->recv + me * blk, s->send, blk);
+        return ok;
+    case ZC_K_SCATTER:
+        if (me != s->root) return zc_line_recv(comm, r, budget, s->root, s->recv, blk);
+        for (uint32_t p = 0; p < n; p++)
+            if (p != me) ok &= zc_line_send(comm, r, budget, p, s->send + p * blk, blk);
+        zc_line_own(r, me, s->recv, s->send + me * blk, blk);
+        return ok;
+    default: /* allgather, alltoall */
+        for (uint32_t p = 0; p < n; p++) {
+            if (p == me) continue;
+            ok &= zc_line_send(comm, r, budget, p, s->send + (a2a ? p * blk : 0), blk);
+            ok &= zc_line_recv(comm, r, budget, p, s->recv + p * blk, blk);
+        }
+        zc_line_own(r, me, s->recv + me * blk, s->send + (a2a ? me * blk : 0), blk);
+        return ok;
+    }
+}
+
+static bool zc_line_direct(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    switch (r->s.kind) {
+    case ZC_K_REDUCE: return zc_line_oneshot(comm, r, budget);
+    case ZC_K_REDUCE_SCATTER: return zc_line_rs(comm, r, budget);
+    default: return zc_line_copy(comm, r, budget);
+    }
+}
+
+/* Broadcast tree: the line from the parent (the root's own copy), then on to the children. */
+static bool zc_line_bcast(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    const zc__sched *s = &r->s;
+    uint32_t me = comm->rank, n = comm->nranks, v = zc_rel(me, s->root, n);
+    size_t bytes = (size_t)(s->count * s->esize);
+    const uint8_t *src = s->send;
+    if (v == 0) {
+        if (!r->a) zc_line_own(r, me, s->recv, s->send, bytes);
+    } else {
+        uint32_t parent = zc__add_mod(zc_parent(s, v), s->root, n);
+        if (!zc_line_recv(comm, r, budget, parent, s->recv, bytes)) return false;
+        src = s->recv;
+    }
+    bool ok = true;
+    for (uint32_t c = zc_first_child(s, n, v); c < n; c = zc_next_child(s, n, v, c))
+        ok &= zc_line_send(comm, r, budget, zc__add_mod(c, s->root, n), src, bytes);
+    return ok;
+}
+
+static bool zc_line_p2p(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    const zc__sched *s = &r->s;
+    size_t bytes = (size_t)(s->count * s->esize);
+    if (s->kind == ZC_K_SEND) return zc_line_send(comm, r, budget, s->root, s->send, bytes);
+    return zc_line_recv(comm, r, budget, s->root, s->recv, bytes);
+}
+
+/* Dissemination: in round i a line to rank+2^i, then one from rank-2^i. r->a = round, r->b =
+ * 1 once this round's line went (each round's peers differ: message 0 on each channel). */
+static bool zc_line_barrier(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    uint32_t n = comm->nranks, me = comm->rank, rounds = zc_barrier_rounds(n);
+    while (*budget && r->a < rounds) {
+        uint32_t d = 1u << r->a, to = zc__add_mod(me, d, n), from = zc__add_mod(me, n - d, n);
+        if (!r->b) {
+            if (zc__tx_line(comm, r, to, 0, 0, 0) != ZC_OK) return false;
+            r->b = 1;
+        }
+        if (!zc__rx_peek(comm, r, from, 0, 0)) return false;
+        zc__rx_consume(comm, r, from);
+        (*budget)--;
+        r->a++;
+        r->b = 0;
+    }
+    return r->a == rounds;
+}
+
+/* A barrier's messages are always lines: its chunk-stream step is the line step. */
+static bool zc_step_barrier(zc_ctx *x) { return zc_line_barrier(x->comm, x->r, x->budget); }
+
+/* The algorithms with a line step. */
+static const zc_line_fn zc_line_algs[ZC_ALG_BRUCK + 1] = {
+    [ZC_ALG_ONESHOT] = zc_line_oneshot, [ZC_ALG_DIRECT] = zc_line_direct,
+    [ZC_ALG_TREE] = zc_line_bcast,      [ZC_ALG_P2P] = zc_line_p2p,
+    [ZC_ALG_DISSEM] = zc_line_barrier,
+};
+
+/* The protocol choice, made once at issue for every host call (the family's begin): a line
+ * step where its algorithm has one and every message fits one line, else the chunk streams.
+ * Both ends of every message decide alike from the call alone. */
+static void zc_host_begin(zc_comm *comm, zc__req *r) {
+    const zc__sched *s = &r->s;
+    r->line = s->alg <= ZC_ALG_BRUCK && zc_line_algs[s->alg] && !r->place &&
+              comm->nranks >= 2 && comm->nranks <= ZC_LINE_MAX_RANKS &&
+              s->count * s->esize <= ZC_INLINE_BYTES;
+}
+
 /* ---- the host family: one row per algorithm ---- */
 
 typedef struct zc_host_alg {
@@ -913,7 +1088,9 @@ static void zc_host_links(const zc_comm *c, const zc__sched *s, zc__link_fn fn, 
     zc_host_alg_of(s->alg)->links(c, s, zc__msgs(s->count, s->chunk), fn, ctx);
 }
 
-static bool zc_host_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
+/* The chunk streams' step (kept out of line: a line step's call does not pay its frame). */
+__attribute__((noinline)) static bool zc_stream_step(zc_comm *comm, zc__req *r,
+                                                     uint32_t *budget) {
     zc_ctx x = {comm, r, budget, comm->rank, comm->nranks, r->s.chunk, r->s.esize,
                 zc__result_bytes(&r->s, comm->nranks) >= ZC_STREAM_COPY_MIN_BYTES};
     if (r->place & ZC_PLACE_HANDSHAKE) {
@@ -925,5 +1102,9 @@ static bool zc_host_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
     return !(r->place & ZC_PLACE_DIRECT) || zc__tx_puts_done(comm, r);
 }
 
-const zc__family zc__fam_host = {"host", ZC_FAM_EAGER | ZC_FAM_PLACE, zc_host_links, 0,
-                                 zc_host_step};
+static bool zc_host_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    return r->line ? zc_line_algs[r->s.alg](comm, r, budget) : zc_stream_step(comm, r, budget);
+}
+
+const zc__family zc__fam_host = {"host", ZC_FAM_EAGER | ZC_FAM_PLACE, zc_host_links,
+                                 zc_host_begin, zc_host_step};

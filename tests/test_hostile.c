@@ -13,7 +13,8 @@
  * Decoders whose messages the shared-memory wire never carries (placement ready messages and
  * the direct path's READY, which only a wire with puts exchanges; landing records, which only
  * such a wire gathers) and failure-report words of every shape are checked here in process,
- * and fuzzed (tests/fuzz/fuzz_ready.c). */
+ * and fuzzed (tests/fuzz/fuzz_ready.c); so is a stale one-line message (a previous call's
+ * fingerprint). */
 #include "zt.h"
 
 #define ZC_TEST_HOOKS 1 /* zc__test_forge's declaration; zctest links its definition */
@@ -469,4 +470,48 @@ void hostile_ready_addresses_out_of_range_are_refused(void) {
             else ZT_CHECK(strstr(zc_comm_error_text(c), "rank 1 sent a ") != NULL);
             hx_close(&g);
         }
+}
+
+/* ---- in process: a stale line ---- */
+
+static const zc_comm *hx_stale_from; /* the rank whose lines of sequence 5 say 4 */
+
+static void hx_stale_forge(const zc_comm *c, uint32_t peer, zc__hdr *h, uint8_t *payload) {
+    (void)peer;
+    if (c != hx_stale_from || h->seq != 5u) return;
+    h->seq = 4u;                    /* the previous call's line, with that call's data */
+    memset(payload, 0x77, h->bytes); /* no element of the inputs below */
+}
+
+/* An 8-byte all_reduce's line (one line per peer: the line step) that carries the previous
+ * call's fingerprint, as a line left over from it would, is not taken for the current call:
+ * the receiver fails with ZC_MISMATCH naming both sequences, and its result is not written
+ * with the stale data; six calls pass the 4-slot ring's wrap first. */
+void hostile_stale_line_is_a_mismatch_never_consumed(void) {
+    hx_group g;
+    hx_open(&g);
+    float in[2][2] = {{1, 2}, {3, 4}}, out[2][2];
+    hx_stale_from = g.c[1];
+    zc__test_forge = hx_stale_forge;
+    zc_status st[2] = {ZC_OK, ZC_OK};
+    for (int call = 0; call < 6 && st[0] == ZC_OK; call++) {
+        zc_req q[2];
+        memset(out, 0, sizeof out);
+        for (int r = 0; r < 2; r++)
+            ZT_CHECK_ST(zc_allreduce(g.c[r], in[r], out[r], 2, ZC_FLOAT32, ZC_SUM, &q[r]), ZC_OK);
+        for (int r = 0; r < 2; r++) st[r] = zc_wait(g.c[r], &q[r]);
+        if (call < 5) {
+            ZT_CHECK_ST(st[0], ZC_OK);
+            ZT_CHECK(out[0][0] == 4.0f && out[0][1] == 6.0f);
+        }
+    }
+    zc__test_forge = NULL;
+    ZT_CHECK_ST(st[0], ZC_MISMATCH);
+    const char *t = zc_comm_error_text(g.c[0]);
+    if (!strstr(t, "sequence 5") || !strstr(t, "its sequence 4")) printf("    %s\n", t);
+    ZT_CHECK(strstr(t, "sequence 5") != NULL && strstr(t, "its sequence 4") != NULL);
+    uint8_t stale[8];
+    memset(stale, 0x77, sizeof stale);
+    ZT_CHECK(memcmp(out[0], stale, sizeof stale) != 0);
+    hx_close(&g);
 }

@@ -337,6 +337,53 @@ void inproc_mismatched_counts_fail_both_ranks(void) {
     group_close(&g);
 }
 
+/* Calls whose every message is one line (the line steps): every collective and dtype at every
+ * count up to the line's 8 bytes and one element past it, in place and not, rooted at each
+ * rank in turn, on 2 to 8 ranks and 17, back to back on a 4-slot ring (the slot tags wrap
+ * around it every 4 messages, many times over), against the reference. */
+void inproc_one_line_calls_match_reference_2_to_8_and_17_ranks(void) {
+    static const uint32_t ns[] = {2, 3, 4, 5, 8, 17};
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+        group g;
+        uint32_t n = ns[ni], i = 0;
+        group_open(&g, n, 256, 4, 1024, 0);
+        for (int c = 0; c < ZR_COUNT; c++)
+            for (int t = 0; t < ZC_DTYPE_COUNT_; t++) {
+                size_t es = zc_dtype_bytes((zc_dtype)t);
+                for (size_t count = 1; count <= 8 / es + 1; count++, i++)
+                    run_one(&g, (zr_coll)c, count, (zc_dtype)t, (zc_op)(i % ZC_OP_COUNT_), i % n,
+                            c != ZR_A2A && (i & 1), zt_seed() + i);
+            }
+        group_close(&g);
+    }
+}
+
+/* A one-line call against a peer's different call is a mismatch, with both calls named, on
+ * every rank: a count that still fits the line, one that does not, another collective. */
+void inproc_one_line_mismatch_names_both_calls(void) {
+    float a[4] = {1, 2, 3, 4}, b[4];
+    for (int k = 0; k < 3; k++) {
+        group g;
+        zc_req q[2];
+        group_open(&g, 2, 256, 2, 1024, 0);
+        ZT_CHECK_ST(zc_allreduce(g.c[0], a, b, 1, ZC_FLOAT32, ZC_SUM, &q[0]), ZC_OK);
+        if (k < 2)
+            ZT_CHECK_ST(zc_allreduce(g.c[1], a, b, k == 0 ? 2 : 3, ZC_FLOAT32, ZC_SUM, &q[1]),
+                        ZC_OK);
+        else
+            ZT_CHECK_ST(zc_broadcast(g.c[1], a, b, 1, ZC_FLOAT32, 0, &q[1]), ZC_OK);
+        wait_all(&g, q, ZC_MISMATCH);
+        const char *t0 = zc_comm_error_text(g.c[0]), *t1 = zc_comm_error_text(g.c[1]);
+        const char *theirs = k == 0 ? "zc_allreduce(count 2" : k == 1 ? "zc_allreduce(count 3"
+                                                                      : "zc_broadcast(count 1";
+        const char *both = strstr(t0, theirs) ? t0 : t1; /* who detected it names both */
+        if (!strstr(both, theirs) || !strstr(both, "zc_allreduce(count 1, float32, sum)"))
+            printf("    rank 0: %s\n    rank 1: %s\n", t0, t1);
+        ZT_CHECK(strstr(both, theirs) && strstr(both, "zc_allreduce(count 1, float32, sum)"));
+        group_close(&g);
+    }
+}
+
 void inproc_split_makes_independent_children(void) {
     group g;
     group_open(&g, 6, 512, 4, 1024, 0);

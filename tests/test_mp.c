@@ -1331,8 +1331,9 @@ int mp_rank_killed(void) {
     mp_config(&m, "mp_rank_killed");
     m.cfg.timeout_ns = 5000 * MP_MS;
     mp_init(&m);
-    mp_op o = {.kind = MP_ALLREDUCE, .dt = ZC_FLOAT32, .op = ZC_SUM, .count = 1u << 20,
-               .n = m.n, .me = m.rank}; /* 4 MiB */
+    /* 4 MiB, or MP_COUNT floats (2: one line per peer) */
+    mp_op o = {.kind = MP_ALLREDUCE, .dt = ZC_FLOAT32, .op = ZC_SUM,
+               .count = mp_env_u32("MP_COUNT", 1u << 20), .n = m.n, .me = m.rank};
     o.uid = 77;
     mp_op_alloc(&o);
     mp_op_fill(&o, o.sbuf, o.rbuf);
@@ -2077,8 +2078,8 @@ static int mp_run_keep_going(const char *prog, const char *const env[]) {
     return zt_run(argv, env, mp_out, sizeof mp_out, 40000, NULL);
 }
 
-void mp_killed_peer_is_reported_as_peer_lost(void) {
-    int rc = mp_run_keep_going("mp_rank_killed", NULL);
+static void mp_killed_peer_case(const char *const env[]) {
+    int rc = mp_run_keep_going("mp_rank_killed", env);
     bool ok = rc == 128 + SIGKILL && strstr(mp_out, "[0] mp-info: rank 0 peer lost ok") &&
               strstr(mp_out, "[1] mp-info: rank 1 peer lost ok") &&
               !strstr(mp_out, "mp FAILED");
@@ -2088,6 +2089,14 @@ void mp_killed_peer_is_reported_as_peer_lost(void) {
     ZT_CHECK(strstr(mp_out, "[0] mp-info: rank 0 peer lost ok") != NULL);
     ZT_CHECK(strstr(mp_out, "[1] mp-info: rank 1 peer lost ok") != NULL);
     ZT_CHECK(strstr(mp_out, "mp FAILED") == NULL);
+}
+
+/* A rank killed in the middle of a 4 MiB all_reduce, and in a run of 8-byte ones (one line
+ * per peer, the line steps): the survivors get ZC_PEER_LOST (or ZC_TIMED_OUT) within 1 s. */
+void mp_killed_peer_is_reported_as_peer_lost(void) {
+    static const char *const line[] = {"MP_COUNT=2", NULL};
+    mp_killed_peer_case(NULL);
+    mp_killed_peer_case(line);
 }
 
 /* mp_rank_link on one host (tests/rxe/hosts.sh runs it across two guests): the loop ends on

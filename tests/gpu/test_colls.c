@@ -662,6 +662,44 @@ static void zg_staged(uint32_t n) {
 void gpu_staged_collectives_match_host_reference_2_ranks(void) { zg_staged(2); }
 void gpu_staged_collectives_match_host_reference_3_ranks(void) { zg_staged(3); }
 
+/* Host 8-byte all_reduces (their lines: the host family's line step) alternate with staged
+ * device all_reduces of 3 rounds, which run the host family's chunk step on the same request
+ * slots: each is correct (a staged call never inherits a host call's line step). */
+int zg_rank_line_then_staged(void) {
+    enum { N = 10000 };
+    zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
+    uint32_t me = zc_comm_rank(c), n = zc_comm_size(c);
+    float *dsend = zg_dev_alloc(N * 4), *drecv = zg_dev_alloc(N * 4), *host = malloc(N * 4);
+    zc_mem *m1, *m2;
+    ZT_CHECK_COMM(c, zc_mem_register(c, dsend, N * 4, ZC_MEM_CUDA, &m1), ZC_OK);
+    ZT_CHECK_COMM(c, zc_mem_register(c, drecv, N * 4, ZC_MEM_CUDA, &m2), ZC_OK);
+    for (int i = 0; i < N; i++) host[i] = (float)(me + 1u);
+    zg_h2d(dsend, host, N * 4);
+    for (int k = 0; k < 8; k++) {
+        float hin[2] = {(float)me, 1.0f}, hout[2];
+        zc_req req;
+        ZT_CHECK_COMM(c, zg_wait(c, zc_allreduce(c, hin, hout, 2, ZC_FLOAT32, ZC_SUM, &req),
+                                 &req), ZC_OK);
+        ZT_CHECK(hout[0] == (float)(n * (n - 1) / 2) && hout[1] == (float)n);
+        ZT_CHECK_COMM(c, zg_wait(c, zc_allreduce(c, dsend, drecv, N, ZC_FLOAT32, ZC_SUM, &req),
+                                 &req), ZC_OK);
+        zg_d2h(host, drecv, N * 4);
+        ZT_CHECK(host[0] == (float)(n * (n + 1) / 2) && host[N - 1] == host[0]);
+    }
+    ZT_CHECK(strcmp(zc_comm_gpu_path(c), "staged") == 0);
+    (void)zc_comm_fini(c);
+    zg_dev_free(dsend);
+    zg_dev_free(drecv);
+    free(host);
+    return 0;
+}
+
+void gpu_staged_calls_after_host_line_calls_stay_correct_2_ranks(void) {
+    setenv("ZC_GPU_PATH", "staged", 1);
+    setenv("ZC_GPU_STAGE_BYTES", "16384", 1);
+    zg_run(2, "zg_rank_line_then_staged");
+}
+
 /* Rank 1's fifth device operation faults: the third all_reduce's device-to-host copy (each
  * staged all_reduce of one round is two copies). */
 void gpu_staged_injected_device_fault_fails_every_rank_with_a_sentence_2_ranks(void) {

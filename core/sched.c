@@ -453,7 +453,10 @@ zc__alg zc__choose(const zc_comm *c, uint32_t kind, uint64_t count, uint64_t byt
     case ZC_K_ALLGATHER: return logn ? ZC_ALG_BRUCK : ZC_ALG_DIRECT;
     case ZC_K_GATHER:
     case ZC_K_SCATTER: return logn ? ZC_ALG_BINOMIAL : ZC_ALG_DIRECT;
-    case ZC_K_ALLTOALL: return logn ? ZC_ALG_BRUCK : ZC_ALG_DIRECT;
+    case ZC_K_ALLTOALL: /* Bruck sends about n/2 x log2 n blocks per rank against n - 1, in
+                         * log2 n streams against n - 1: fewer messages win up to blocks of
+                         * about 1 KiB (per-message cost against copy bandwidth at 64 ranks) */
+        return logn && bytes <= 1024u ? ZC_ALG_BRUCK : ZC_ALG_DIRECT;
     case ZC_K_REDUCE: /* at 2 ranks direct at every size: the root reduces the input once,
                        * where RS + gather has it reduce half, copy half out and wait between */
         return bytes <= cfg->reduce_direct_max_bytes || count < c->nranks || c->nranks == 2

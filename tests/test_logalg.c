@@ -166,8 +166,9 @@ static size_t la_count(uint32_t n, uint32_t i) {
     return c ? c : 1;
 }
 
-/* Gather and scatter from every root (binomial), all_to_all (Bruck): dtypes of 1, 2, 4 and 8
- * bytes in turn, ragged counts, in place and not, and count 0. */
+/* Gather and scatter from every root (binomial), all_to_all (Bruck, which zc__choose takes up
+ * to blocks of 1 KiB): dtypes of 1, 2, 4 and 8 bytes in turn, ragged counts, in place and not,
+ * and count 0. */
 static void la_sweep_trees(la_group *lg, la_group *dg, zt_rng *rng, bool full, uint32_t *i) {
     static const zc_dtype ts[] = {ZC_UINT8, ZC_FLOAT16, ZC_INT32, ZC_FLOAT64, ZC_BFLOAT16,
                                   ZC_FLOAT32, ZC_INT64, ZC_FP8_E5M2};
@@ -181,8 +182,9 @@ static void la_sweep_trees(la_group *lg, la_group *dg, zt_rng *rng, bool full, u
             la_case(lg, dg, &k, ZC_ALG_BINOMIAL, zt_seed() + *i);
         }
     for (uint32_t j = 0; j < (full ? nt + 1u : 3u); j++) {
-        size_t count = j == 1 ? 0 : la_count(n, (*i)++);
-        zr_case k = {ZR_A2A, n, count, ts[(j + n) % nt], ZC_SUM, 0, false};
+        zc_dtype t = ts[(j + n) % nt];
+        size_t count = j == 1 ? 0 : la_count(n, (*i)++), most = 1024u / zc_dtype_bytes(t);
+        zr_case k = {ZR_A2A, n, count < most ? count : most, t, ZC_SUM, 0, false};
         la_case(lg, dg, &k, ZC_ALG_BRUCK, zt_seed() + *i);
     }
 }

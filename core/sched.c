@@ -1034,49 +1034,37 @@ static bool zc_bino_forward(zc_ctx *x, uint32_t in, uint64_t j_in, uint32_t out,
     return true;
 }
 
-/* A non-root of the gather: its stream up, own block from send, then each child's messages
- * forwarded as they arrive. */
-static void zc_bino_gather_up(zc_ctx *x, uint32_t v, uint64_t C) {
+/* A non-root: its stream to the parent (gather: own block from send, then each child's messages
+ * forwarded as they arrive) or from it (scatter: own block into recv, the rest forwarded to the
+ * children). */
+static void zc_bino_relay(zc_ctx *x, uint32_t v, uint64_t C) {
     const zc__sched *s = &x->r->s;
+    bool up = s->kind == ZC_K_GATHER;
     uint32_t parent = zc__add_mod(zc_parent(s, v), s->root, x->n);
     uint64_t total = zc_bino_size(x->n, v) * C;
-    for (uint64_t k = zc__tx_done(x->comm, x->r, parent); *x->budget && k < total; k++) {
+    uint64_t k = up ? zc__tx_done(x->comm, x->r, parent) : zc__rx_done(x->comm, x->r, parent);
+    for (; *x->budget && k < total; k++) {
         uint64_t bytes = zc_bino_elems(x, C, k) * x->es;
         if (k >= C) {
             uint32_t c = zc_bino_child_of(v, v + (uint32_t)(k / C));
-            if (!zc_bino_forward(x, zc__add_mod(c, s->root, x->n), k - (c - v) * C, parent, k,
-                                 bytes))
+            uint32_t cr = zc__add_mod(c, s->root, x->n);
+            uint64_t j = k - (c - v) * C;
+            if (!(up ? zc_bino_forward(x, cr, j, parent, k, bytes)
+                     : zc_bino_forward(x, parent, k, cr, j, bytes)))
                 return;
-            continue;
+        } else if (up) {
+            uint8_t *dst = zc__tx_begin_n(x->comm, x->r, parent, k, bytes);
+            if (!dst) return;
+            zc__memcpy(dst, s->send + k * x->E * x->es, bytes);
+            if (zc__tx_end(x->comm, x->r, parent, k, bytes) != ZC_OK) return;
+            (*x->budget)--;
+        } else {
+            const uint8_t *src = zc__rx_peek(x->comm, x->r, parent, k, bytes);
+            if (!src) return;
+            zc__memcpy(s->recv + k * x->E * x->es, src, bytes);
+            zc__rx_consume(x->comm, x->r, parent);
+            (*x->budget)--;
         }
-        uint8_t *dst = zc__tx_begin_n(x->comm, x->r, parent, k, bytes);
-        if (!dst) return;
-        zc__memcpy(dst, s->send + k * x->E * x->es, bytes);
-        if (zc__tx_end(x->comm, x->r, parent, k, bytes) != ZC_OK) return;
-        (*x->budget)--;
-    }
-}
-
-/* A non-root of the scatter: its stream from the parent, own block into recv, the rest
- * forwarded to the children. */
-static void zc_bino_scatter_down(zc_ctx *x, uint32_t v, uint64_t C) {
-    const zc__sched *s = &x->r->s;
-    uint32_t parent = zc__add_mod(zc_parent(s, v), s->root, x->n);
-    uint64_t total = zc_bino_size(x->n, v) * C;
-    for (uint64_t k = zc__rx_done(x->comm, x->r, parent); *x->budget && k < total; k++) {
-        uint64_t bytes = zc_bino_elems(x, C, k) * x->es;
-        if (k >= C) {
-            uint32_t c = zc_bino_child_of(v, v + (uint32_t)(k / C));
-            if (!zc_bino_forward(x, parent, k, zc__add_mod(c, s->root, x->n), k - (c - v) * C,
-                                 bytes))
-                return;
-            continue;
-        }
-        const uint8_t *src = zc__rx_peek(x->comm, x->r, parent, k, bytes);
-        if (!src) return;
-        zc__memcpy(s->recv + k * x->E * x->es, src, bytes);
-        zc__rx_consume(x->comm, x->r, parent);
-        (*x->budget)--;
     }
 }
 
@@ -1117,8 +1105,7 @@ static bool zc_step_binomial(zc_ctx *x) {
     uint64_t C = zc__msgs(s->count, x->E);
     bool own = true;
     if (v == 0) own = zc_bino_root(x, C);
-    else if (s->kind == ZC_K_GATHER) zc_bino_gather_up(x, v, C);
-    else zc_bino_scatter_down(x, v, C);
+    else zc_bino_relay(x, v, C);
     return own && zc_all_moved(x->r);
 }
 

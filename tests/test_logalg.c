@@ -254,6 +254,12 @@ void logalg_default_choice_switches_at_nine_ranks(void) {
     }
 }
 
+/* k seeded counts of 1..most elements, one per call in flight. */
+static void la_counts(size_t *cnt, int k, size_t most) {
+    zt_rng rng = {zt_seed()};
+    for (int i = 0; i < k; i++) cnt[i] = 1 + (size_t)zt_rng_below(&rng, most);
+}
+
 /* Many calls in flight on 13 ranks, mixing recursive doubling, Bruck and a broadcast, waited in
  * reverse order: a call's messages numbered after another's on a channel never confuse it
  * (Bruck once took a later call's messages for its own and waited forever). */
@@ -263,9 +269,8 @@ void logalg_concurrent_calls_complete_in_any_wait_order(void) {
     la_open(&g, N, 256, 4096, 2);
     static int32_t in[N][K][MAXC], out[N][K][N * MAXC];
     zc_req reqs[N][K];
-    zt_rng rng = {zt_seed()};
     size_t cnt[K];
-    for (int k = 0; k < K; k++) cnt[k] = 1 + (size_t)zt_rng_below(&rng, MAXC);
+    la_counts(cnt, K, MAXC);
     for (uint32_t r = 0; r < N; r++)
         for (int k = 0; k < K; k++) {
             for (size_t i = 0; i < cnt[k]; i++) in[r][k][i] = (int32_t)(r * 100000u + (uint32_t)i);
@@ -302,9 +307,8 @@ void logalg_tree_and_bruck_calls_in_flight_complete_in_any_wait_order(void) {
     la_open(&g, N, 256, 4096, 2);
     static int32_t in[N][K][N * MAXC], out[N][K][N * MAXC];
     zc_req reqs[N][K];
-    zt_rng rng = {zt_seed()};
     size_t cnt[K];
-    for (int k = 0; k < K; k++) cnt[k] = 1 + (size_t)zt_rng_below(&rng, MAXC);
+    la_counts(cnt, K, MAXC);
     for (uint32_t r = 0; r < N; r++)
         for (int k = 0; k < K; k++) {
             uint32_t root = (uint32_t)(k * 5) % N;

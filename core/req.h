@@ -30,7 +30,10 @@ typedef enum zc__alg {
     ZC_ALG_P2P,        /* send / recv */
     ZC_ALG_RD,         /* all_reduce: recursive doubling over the canonical tree's virtual
                         * ranks, one accumulator chunk at a time */
-    ZC_ALG_BRUCK,      /* all_gather: Bruck's ceil(log2 n) rounds at distances 1, 2, 4, ... */
+    ZC_ALG_BRUCK,      /* all_gather: Bruck's ceil(log2 n) rounds at distances 1, 2, 4, ...;
+                        * all_to_all: Bruck's rounds, blocks whose index has bit k set in round k */
+    ZC_ALG_BINOMIAL,   /* gather, scatter: a binomial tree rooted at the root, each rank's
+                        * subtree's blocks in one stream through its parent */
     ZC_ALG_SYM,        /* buffers in the symmetric region: single copy, peers' buffers read
                         * and written directly (sym.c) */
     ZC_ALG_STAGED,     /* device memory through host staging (sched_stage.c): per round,

@@ -254,6 +254,63 @@ static void zc_links_bruck(const zc_comm *c, const zc__sched *s, uint64_t C_slot
     }
 }
 
+/* Bruck's all_to_all: in round k (distance d = 2^k) a rank sends to me + d the blocks whose
+ * index (destination - me, mod n) has bit k set and gets the same indices from me - d. Blocks
+ * of round k: */
+static uint32_t zc_bruck_a2a_blocks(uint32_t n, uint32_t k) {
+    uint32_t d = 1u << k, rest = n % (2u * d);
+    return (n / (2u * d)) * d + (rest > d ? rest - d : 0);
+}
+
+/* As zc_links_bruck, the other way round: to me + d, from me - d. */
+static void zc_links_bruck_a2a(const zc_comm *c, const zc__sched *s, zc__link_fn fn,
+                               void *ctx) {
+    uint32_t n = c->nranks, me = c->rank, rounds = zc_barrier_rounds(n);
+    for (uint32_t k = 0; k < rounds; k++) {
+        uint32_t to = zc__add_mod(me, 1u << k, n);
+        uint64_t tx = zc__msgs(zc_bruck_a2a_blocks(n, k) * s->count, s->chunk), rx = 0;
+        for (uint32_t j = 0; j < rounds; j++)
+            if (zc__add_mod(me, n - (1u << j), n) == to)
+                rx = zc__msgs(zc_bruck_a2a_blocks(n, j) * s->count, s->chunk);
+        fn(ctx, to, tx, rx);
+    }
+    for (uint32_t j = 0; j < rounds; j++) {
+        uint32_t from = zc__add_mod(me, n - (1u << j), n);
+        bool target = false;
+        for (uint32_t k = 0; k < rounds && !target; k++)
+            target = zc__add_mod(me, 1u << k, n) == from;
+        if (!target) fn(ctx, from, 0, zc__msgs(zc_bruck_a2a_blocks(n, j) * s->count, s->chunk));
+    }
+}
+
+static void zc_links_bruck_any(const zc_comm *c, const zc__sched *s, uint64_t C_slots,
+                               zc__link_fn fn, void *ctx) {
+    if (s->kind == ZC_K_ALLTOALL) zc_links_bruck_a2a(c, s, fn, ctx);
+    else zc_links_bruck(c, s, C_slots, fn, ctx);
+}
+
+/* Binomial gather / scatter: relative rank v's subtree is v .. v + size - 1 (the root's: all
+ * n); each block travels as its own C messages (C: messages of one block), so a rank's stream
+ * to its parent (gather) or from it (scatter) is its subtree's blocks in relative order: its
+ * own, then each child's stream, children in increasing order. */
+static uint32_t zc_bino_size(uint32_t n, uint32_t v) {
+    return v == 0 ? n : (uint32_t)zc_min(zc_lowbit(v), n - v);
+}
+
+static void zc_links_binomial(const zc_comm *c, const zc__sched *s, uint64_t C, zc__link_fn fn,
+                              void *ctx) {
+    uint32_t n = c->nranks, v = zc_rel(c->rank, s->root, n);
+    bool up = s->kind == ZC_K_GATHER;
+    if (v) {
+        uint64_t m = zc_bino_size(n, v) * C;
+        fn(ctx, zc__add_mod(zc_parent(s, v), s->root, n), up ? m : 0, up ? 0 : m);
+    }
+    for (uint32_t k = zc_first_child(s, n, v); k < n; k = zc_next_child(s, n, v, k)) {
+        uint64_t m = zc_bino_size(n, k) * C;
+        fn(ctx, zc__add_mod(k, s->root, n), up ? 0 : m, up ? m : 0);
+    }
+}
+
 /* ---- placement ---- */
 
 typedef struct zc_stream {
@@ -301,7 +358,8 @@ void zc__place_plan(zc_comm *comm, zc__req *r) {
     uint32_t me = comm->rank;
     r->place = 0;
     if (s->alg == ZC_ALG_STAGED) return; /* its rounds' streams go through the slots */
-    if (s->alg == ZC_ALG_RD || s->alg == ZC_ALG_BRUCK) return; /* no copy stream; no O(n) scan */
+    if (s->alg == ZC_ALG_RD || s->alg == ZC_ALG_BRUCK || s->alg == ZC_ALG_BINOMIAL)
+        return; /* their streams go through the slots; no O(n) scan */
     for (uint32_t i = 0; i < comm->nconn; i++) {
         uint32_t p = comm->conn_peer[i];
         zc__place *pl = &r->pl[i];
@@ -413,6 +471,12 @@ zc__alg zc__choose(const zc_comm *c, uint32_t kind, uint64_t count, uint64_t byt
         return bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks
                    ? ZC_ALG_ONESHOT : ZC_ALG_RSAG;
     case ZC_K_ALLGATHER: return logn ? ZC_ALG_BRUCK : ZC_ALG_DIRECT;
+    case ZC_K_GATHER:
+    case ZC_K_SCATTER: return logn ? ZC_ALG_BINOMIAL : ZC_ALG_DIRECT;
+    case ZC_K_ALLTOALL: /* Bruck sends about n/2 x log2 n blocks per rank against n - 1, in
+                         * log2 n streams against n - 1: fewer messages win up to blocks of
+                         * about 1 KiB (per-message cost against copy bandwidth at 64 ranks) */
+        return logn && bytes <= 1024u ? ZC_ALG_BRUCK : ZC_ALG_DIRECT;
     case ZC_K_REDUCE: /* at 2 ranks direct at every size: the root reduces the input once,
                        * where RS + gather has it reduce half, copy half out and wait between */
         return bytes <= cfg->reduce_direct_max_bytes || count < c->nranks || c->nranks == 2
@@ -1058,6 +1122,188 @@ static void zc_host_begin(zc_comm *comm, zc__req *r) {
               s->count * s->esize <= ZC_INLINE_BYTES;
 }
 
+/* Bruck's all_to_all works in recv: the block for rank me + i (its index i) sits at block
+ * (me - i) mod n of recv from the start, where the block that arrives with index i (from rank
+ * me - i) belongs, so no rotation is needed at the end. Round k's stream is the blocks with bit
+ * k of i set, in increasing i; zc_a2a_piece copies elems elements of it from offset `at` out of
+ * recv (into_recv false) or into it. */
+static void zc_a2a_piece(const zc_ctx *x, uint32_t k, uint64_t at, uint64_t elems, uint8_t *flat,
+                         bool into_recv) {
+    const zc__sched *s = &x->r->s;
+    uint64_t lo = (1ull << k) - 1u;
+    while (elems) { /* at most elems / count + 2 blocks */
+        uint64_t t = at / s->count, off = at % s->count, len = zc_min(elems, s->count - off);
+        uint64_t i = ((t >> k) << (k + 1u)) | (lo + 1u) | (t & lo);
+        uint32_t pos = zc__add_mod(x->me, x->n - (uint32_t)i, x->n);
+        uint8_t *blk = s->recv + ((uint64_t)pos * s->count + off) * x->es;
+        if (into_recv) zc__memcpy(blk, flat, len * x->es);
+        else zc__memcpy(flat, blk, len * x->es);
+        flat += len * x->es, at += len, elems -= len;
+    }
+}
+
+/* Round k: chunk j to me + d, then chunk j from me - d into the same places (only once chunk j
+ * left: in place). True once both streams are complete. */
+static bool zc_bruck_a2a_round(zc_ctx *x, uint32_t k) {
+    const zc__sched *s = &x->r->s;
+    uint32_t d = 1u << k, to = zc__add_mod(x->me, d, x->n);
+    uint32_t from = zc__add_mod(x->me, x->n - d, x->n);
+    uint64_t len = zc_bruck_a2a_blocks(x->n, k) * s->count, total = zc__msgs(len, x->E);
+    uint64_t k_tx = zc__tx_done(x->comm, x->r, to), k_rx = zc__rx_done(x->comm, x->r, from);
+    while (*x->budget && (k_tx < total || k_rx < total)) {
+        bool moved = false;
+        if (k_tx < total) {
+            uint64_t elems = zc_chunk_len(x, len, k_tx);
+            uint8_t *dst = zc__tx_begin_n(x->comm, x->r, to, k_tx, elems * x->es);
+            if (dst) {
+                zc_a2a_piece(x, k, k_tx * x->E, elems, dst, false);
+                if (zc__tx_end(x->comm, x->r, to, k_tx, elems * x->es) != ZC_OK) return false;
+                (*x->budget)--, k_tx++, moved = true;
+            }
+        }
+        if (*x->budget && k_rx < k_tx) {
+            uint64_t elems = zc_chunk_len(x, len, k_rx);
+            const uint8_t *src = zc__rx_peek(x->comm, x->r, from, k_rx, elems * x->es);
+            if (src) {
+                zc_a2a_piece(x, k, k_rx * x->E, elems, (uint8_t *)(uintptr_t)src, true);
+                zc__rx_consume(x->comm, x->r, from);
+                (*x->budget)--, k_rx++, moved = true;
+            }
+        }
+        if (!moved) break;
+    }
+    return k_tx >= total && k_rx >= total;
+}
+
+/* r->a: blocks placed from send into recv (block me + i to (me - i) mod n, first); r->b: the
+ * round. */
+static bool zc_step_bruck_a2a(zc_ctx *x) {
+    const zc__sched *s = &x->r->s;
+    uint32_t rounds = zc_barrier_rounds(x->n);
+    uint64_t blk = s->count * x->es;
+    for (; *x->budget && x->r->a < x->n; x->r->a++, (*x->budget)--) {
+        uint32_t i = (uint32_t)x->r->a, dst = zc__add_mod(x->me, x->n - i, x->n);
+        zc__memcpy(s->recv + dst * blk, s->send + zc__add_mod(x->me, i, x->n) * blk, blk);
+    }
+    if (x->r->a < x->n) return false;
+    while (*x->budget && x->r->b < rounds && zc_bruck_a2a_round(x, (uint32_t)x->r->b)) x->r->b++;
+    return x->r->b == rounds && zc_all_moved(x->r);
+}
+
+static bool zc_step_bruck_any(zc_ctx *x) {
+    return x->r->s.kind == ZC_K_ALLTOALL ? zc_step_bruck_a2a(x) : zc_step_bruck(x);
+}
+
+/* The child of relative rank v whose subtree holds relative block b (v < b < v + size). */
+static uint32_t zc_bino_child_of(uint32_t v, uint32_t b) {
+    uint32_t d = b - v, top = 1;
+    while (top <= d / 2u) top *= 2u; /* at most 31 doublings */
+    return v + top;
+}
+
+/* Message j of a binomial stream carries chunk j % C of block j / C; its elements: */
+static uint64_t zc_bino_elems(const zc_ctx *x, uint64_t C, uint64_t j) {
+    return zc_chunk_len(x, x->r->s.count, j % C);
+}
+
+/* Where the message j of child c's stream goes in the root's recv (gather) or comes from in
+ * its send (scatter): relative block c + j / C is real rank (c + j / C + root) mod n's. */
+static uint64_t zc_bino_root_off(const zc_ctx *x, uint64_t C, uint32_t c, uint64_t j) {
+    const zc__sched *s = &x->r->s;
+    uint32_t b = zc__add_mod(c + (uint32_t)(j / C), s->root, x->n);
+    return ((uint64_t)b * s->count + (j % C) * x->E) * x->es;
+}
+
+/* Forwards message j_in from peer `in` as message j_out to peer `out` (slot to slot); false
+ * when it is not there yet or cannot go yet. */
+static bool zc_bino_forward(zc_ctx *x, uint32_t in, uint64_t j_in, uint32_t out, uint64_t j_out,
+                            uint64_t bytes) {
+    const uint8_t *src = zc__rx_peek(x->comm, x->r, in, j_in, bytes);
+    if (!src) return false;
+    uint8_t *dst = zc__tx_begin_n(x->comm, x->r, out, j_out, bytes);
+    if (!dst) return false;
+    zc__memcpy(dst, src, bytes);
+    if (zc__tx_end(x->comm, x->r, out, j_out, bytes) != ZC_OK) return false;
+    zc__rx_consume(x->comm, x->r, in);
+    (*x->budget)--;
+    return true;
+}
+
+/* A non-root: its stream to the parent (gather: own block from send, then each child's messages
+ * forwarded as they arrive) or from it (scatter: own block into recv, the rest forwarded to the
+ * children). */
+static void zc_bino_relay(zc_ctx *x, uint32_t v, uint64_t C) {
+    const zc__sched *s = &x->r->s;
+    bool up = s->kind == ZC_K_GATHER;
+    uint32_t parent = zc__add_mod(zc_parent(s, v), s->root, x->n);
+    uint64_t total = zc_bino_size(x->n, v) * C;
+    uint64_t k = up ? zc__tx_done(x->comm, x->r, parent) : zc__rx_done(x->comm, x->r, parent);
+    for (; *x->budget && k < total; k++) {
+        uint64_t bytes = zc_bino_elems(x, C, k) * x->es;
+        if (k >= C) {
+            uint32_t c = zc_bino_child_of(v, v + (uint32_t)(k / C));
+            uint32_t cr = zc__add_mod(c, s->root, x->n);
+            uint64_t j = k - (c - v) * C;
+            if (!(up ? zc_bino_forward(x, cr, j, parent, k, bytes)
+                     : zc_bino_forward(x, parent, k, cr, j, bytes)))
+                return;
+        } else if (up) {
+            uint8_t *dst = zc__tx_begin_n(x->comm, x->r, parent, k, bytes);
+            if (!dst) return;
+            zc__memcpy(dst, s->send + k * x->E * x->es, bytes);
+            if (zc__tx_end(x->comm, x->r, parent, k, bytes) != ZC_OK) return;
+            (*x->budget)--;
+        } else {
+            const uint8_t *src = zc__rx_peek(x->comm, x->r, parent, k, bytes);
+            if (!src) return;
+            zc__memcpy(s->recv + k * x->E * x->es, src, bytes);
+            zc__rx_consume(x->comm, x->r, parent);
+            (*x->budget)--;
+        }
+    }
+}
+
+/* The root: every child's stream into recv (gather) or out of send (scatter), block by block
+ * at the real ranks' places; its own block copied. */
+static bool zc_bino_root(zc_ctx *x, uint64_t C) {
+    const zc__sched *s = &x->r->s;
+    bool up = s->kind == ZC_K_GATHER;
+    for (uint32_t c = zc_first_child(s, x->n, 0); c < x->n; c = zc_next_child(s, x->n, 0, c)) {
+        uint32_t p = zc__add_mod(c, s->root, x->n);
+        uint64_t total = zc_bino_size(x->n, c) * C;
+        uint64_t j = up ? zc__rx_done(x->comm, x->r, p) : zc__tx_done(x->comm, x->r, p);
+        for (; *x->budget && j < total; j++) {
+            uint64_t bytes = zc_bino_elems(x, C, j) * x->es, off = zc_bino_root_off(x, C, c, j);
+            if (up) {
+                const uint8_t *src = zc__rx_peek(x->comm, x->r, p, j, bytes);
+                if (!src) break;
+                if (x->stream) zc__copy_stream(s->recv + off, src, bytes);
+                else zc__memcpy(s->recv + off, src, bytes);
+                zc__rx_consume(x->comm, x->r, p);
+            } else {
+                uint8_t *dst = zc__tx_begin_n(x->comm, x->r, p, j, bytes);
+                if (!dst) break;
+                zc__memcpy(dst, s->send + off, bytes);
+                if (zc__tx_end(x->comm, x->r, p, j, bytes) != ZC_OK) return false;
+            }
+            (*x->budget)--;
+        }
+    }
+    uint64_t own = (uint64_t)s->root * s->count * x->es;
+    return up ? zc_copy_own(x, s->recv + own, s->send, s->count)
+              : zc_copy_own(x, s->recv, s->send + own, s->count);
+}
+
+static bool zc_step_binomial(zc_ctx *x) {
+    const zc__sched *s = &x->r->s;
+    uint32_t v = zc_rel(x->me, s->root, x->n);
+    uint64_t C = zc__msgs(s->count, x->E);
+    bool own = true;
+    if (v == 0) own = zc_bino_root(x, C);
+    else zc_bino_relay(x, v, C);
+    return own && zc_all_moved(x->r);
+}
+
 /* ---- the host family: one row per algorithm ---- */
 
 typedef struct zc_host_alg {
@@ -1065,7 +1311,7 @@ typedef struct zc_host_alg {
     bool (*step)(zc_ctx *x); /* moves it within the budget; true once its work is done */
 } zc_host_alg;
 
-static const zc_host_alg zc_host_algs[ZC_ALG_BRUCK + 1] = {
+static const zc_host_alg zc_host_algs[ZC_ALG_BINOMIAL + 1] = {
     [ZC_ALG_LOCAL] = {zc_links_none, zc_step_local},
     [ZC_ALG_ONESHOT] = {zc_links_all_c, zc_step_oneshot},
     [ZC_ALG_RSAG] = {zc_links_rsag, zc_step_rs},
@@ -1076,11 +1322,12 @@ static const zc_host_alg zc_host_algs[ZC_ALG_BRUCK + 1] = {
     [ZC_ALG_DISSEM] = {zc_links_dissem, zc_step_barrier},
     [ZC_ALG_P2P] = {zc_links_p2p, zc_step_p2p},
     [ZC_ALG_RD] = {zc_links_rd, zc_step_rd},
-    [ZC_ALG_BRUCK] = {zc_links_bruck, zc_step_bruck},
+    [ZC_ALG_BRUCK] = {zc_links_bruck_any, zc_step_bruck_any},
+    [ZC_ALG_BINOMIAL] = {zc_links_binomial, zc_step_binomial},
 };
 
 static const zc_host_alg *zc_host_alg_of(uint32_t alg) {
-    ZC_ASSERT(alg <= ZC_ALG_BRUCK && zc_host_algs[alg].step);
+    ZC_ASSERT(alg <= ZC_ALG_BINOMIAL && zc_host_algs[alg].step);
     return &zc_host_algs[alg];
 }
 

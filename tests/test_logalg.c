@@ -1,11 +1,12 @@
 /* test_logalg.c: the log-depth host algorithms (recursive-doubling all_reduce, Bruck
- * all_gather) forced by cfg->log_min_ranks, in process on n = 1..17, 31, 33 and 64 ranks: every
+ * all_gather and all_to_all, binomial gather and scatter from every root) forced by
+ * cfg->log_min_ranks, in process on n = 1..17, 31, 33 and 64 ranks: every
  * dtype x op, ragged counts (fewer than n, not divisible by n, several accumulator chunks), in
  * place and not; each result checked bitwise against tests/ref.c (the canonical reduction order)
  * and against the same call on a group that runs today's algorithms (one-shot, reduce-scatter
  * + all-gather, direct). The test build's message hook (zc__test_forge) sees every message:
  * the forced algorithm is the one that ran, and each rank sent to at most ceil(log2 n) + 1
- * peers. */
+ * peers; Bruck's and the binomial tree's only at ring distances 2^k. */
 #include "zt.h"
 
 #define ZC_TEST_HOOKS 1 /* zc__test_forge's declaration; zctest links its definition */
@@ -97,6 +98,21 @@ static uint32_t la_ceil_log2(uint32_t n) {
     return l;
 }
 
+static bool la_pow2(uint32_t d) { return d && (d & (d - 1u)) == 0; }
+
+/* Every message the hook saw went to a ring-distance peer: (peer - rank) mod n or (rank - peer)
+ * mod n a power of two (relative to a root the same: both ranks shift by it). */
+static void la_check_ring(uint32_t n) {
+    for (uint32_t r = 0; r < n; r++)
+        for (uint32_t p = 0; p < n; p++) {
+            if (!(la_seen.peers[r] >> p & 1u)) continue;
+            bool ok = la_pow2((p + n - r) % n) || la_pow2((r + n - p) % n);
+            if (!ok) printf("    rank %u sent to rank %u of %u: not at a ring distance 2^k\n", r,
+                            p, n);
+            ZT_CHECK(ok);
+        }
+}
+
 /* Case k on the log group (alg expected) and on the direct group: both equal the reference
  * bitwise; the log group's messages came from alg only, to few peers. */
 static void la_case(la_group *lg, la_group *dg, const zr_case *k, uint32_t alg, uint64_t seed) {
@@ -136,6 +152,7 @@ static void la_case(la_group *lg, la_group *dg, const zr_case *k, uint32_t alg, 
         ZT_CHECK_EQ(algs, 1u << alg);
         ZT_CHECK(most_peers <= la_ceil_log2(n) + 1u);
         ZT_CHECK(most_peers >= 1u);
+        if (alg == ZC_ALG_BRUCK || alg == ZC_ALG_BINOMIAL) la_check_ring(n);
     }
     for (uint32_t r = 0; r < n; r++)
         free(send[r]), free(work[r]), free(recv[r]), free(want[r]), free(other[r]);
@@ -147,6 +164,29 @@ static size_t la_count(uint32_t n, uint32_t i) {
     const size_t counts[] = {1, 2, 3, (size_t)n + 1u, 2u * n + 3u, 63, 64, 65, 200, 517};
     size_t c = counts[i % (sizeof counts / sizeof counts[0])];
     return c ? c : 1;
+}
+
+/* Gather and scatter from every root (binomial), all_to_all (Bruck, which zc__choose takes up
+ * to blocks of 1 KiB): dtypes of 1, 2, 4 and 8 bytes in turn, ragged counts, in place and not,
+ * and count 0. */
+static void la_sweep_trees(la_group *lg, la_group *dg, zt_rng *rng, bool full, uint32_t *i) {
+    static const zc_dtype ts[] = {ZC_UINT8, ZC_FLOAT16, ZC_INT32, ZC_FLOAT64, ZC_BFLOAT16,
+                                  ZC_FLOAT32, ZC_INT64, ZC_FP8_E5M2};
+    uint32_t n = lg->n, nt = sizeof ts / sizeof ts[0];
+    for (uint32_t root = 0; root < n; root++)
+        for (int c = 0; c < 2; c++) {
+            zc_dtype t = ts[(root * 2u + (uint32_t)c) % nt];
+            size_t count = root == 1 ? 0 : la_count(n, (*i)++);
+            zr_case k = {c ? ZR_SCATTER : ZR_GATHER, n, count, t, ZC_SUM, root,
+                         zt_rng_below(rng, 2)};
+            la_case(lg, dg, &k, ZC_ALG_BINOMIAL, zt_seed() + *i);
+        }
+    for (uint32_t j = 0; j < (full ? nt + 1u : 3u); j++) {
+        zc_dtype t = ts[(j + n) % nt];
+        size_t count = j == 1 ? 0 : la_count(n, (*i)++), most = 1024u / zc_dtype_bytes(t);
+        zr_case k = {ZR_A2A, n, count < most ? count : most, t, ZC_SUM, 0, false};
+        la_case(lg, dg, &k, ZC_ALG_BRUCK, zt_seed() + *i);
+    }
 }
 
 static void la_sweep(uint32_t n, bool full) {
@@ -169,6 +209,7 @@ static void la_sweep(uint32_t n, bool full) {
         zr_case k = {ZR_AG, n, la_count(n, i++), (zc_dtype)t, ZC_SUM, 0, zt_rng_below(&rng, 2)};
         la_case(&lg, &dg, &k, ZC_ALG_BRUCK, zt_seed() + i);
     }
+    la_sweep_trees(&lg, &dg, &rng, full, &i);
     zc__test_forge = NULL;
     la_close(&lg);
     la_close(&dg);
@@ -213,6 +254,12 @@ void logalg_default_choice_switches_at_nine_ranks(void) {
     }
 }
 
+/* k seeded counts of 1..most elements, one per call in flight. */
+static void la_counts(size_t *cnt, int k, size_t most) {
+    zt_rng rng = {zt_seed()};
+    for (int i = 0; i < k; i++) cnt[i] = 1 + (size_t)zt_rng_below(&rng, most);
+}
+
 /* Many calls in flight on 13 ranks, mixing recursive doubling, Bruck and a broadcast, waited in
  * reverse order: a call's messages numbered after another's on a channel never confuse it
  * (Bruck once took a later call's messages for its own and waited forever). */
@@ -222,9 +269,8 @@ void logalg_concurrent_calls_complete_in_any_wait_order(void) {
     la_open(&g, N, 256, 4096, 2);
     static int32_t in[N][K][MAXC], out[N][K][N * MAXC];
     zc_req reqs[N][K];
-    zt_rng rng = {zt_seed()};
     size_t cnt[K];
-    for (int k = 0; k < K; k++) cnt[k] = 1 + (size_t)zt_rng_below(&rng, MAXC);
+    la_counts(cnt, K, MAXC);
     for (uint32_t r = 0; r < N; r++)
         for (int k = 0; k < K; k++) {
             for (size_t i = 0; i < cnt[k]; i++) in[r][k][i] = (int32_t)(r * 100000u + (uint32_t)i);
@@ -249,5 +295,50 @@ void logalg_concurrent_calls_complete_in_any_wait_order(void) {
                 else
                     ZT_CHECK_EQ(out[r][k][i], in[(uint32_t)k % N][k][i]);
             }
+    la_close(&g);
+}
+
+/* Gathers and scatters from different roots, all_to_alls and all_gathers in flight together
+ * on 13 ranks, waited in reverse order: each call's streams through the binomial tree and
+ * Bruck's rounds take only their own messages. */
+void logalg_tree_and_bruck_calls_in_flight_complete_in_any_wait_order(void) {
+    enum { N = 13, K = 12, MAXC = 300 };
+    la_group g;
+    la_open(&g, N, 256, 4096, 2);
+    static int32_t in[N][K][N * MAXC], out[N][K][N * MAXC];
+    zc_req reqs[N][K];
+    size_t cnt[K];
+    la_counts(cnt, K, MAXC);
+    for (uint32_t r = 0; r < N; r++)
+        for (int k = 0; k < K; k++) {
+            uint32_t root = (uint32_t)(k * 5) % N;
+            for (size_t i = 0; i < N * cnt[k]; i++)
+                in[r][k][i] = (int32_t)(r * 1000000u + (uint32_t)(k * 50000) + (uint32_t)i);
+            memset(out[r][k], 0, sizeof out[r][k]);
+            zc_status st = k % 4 == 0 ? zc_gather(g.c[r], in[r][k], out[r][k], cnt[k], ZC_INT32,
+                                                  root, &reqs[r][k])
+                           : k % 4 == 1 ? zc_scatter(g.c[r], in[r][k], out[r][k], cnt[k],
+                                                     ZC_INT32, root, &reqs[r][k])
+                           : k % 4 == 2 ? zc_alltoall(g.c[r], in[r][k], out[r][k], cnt[k],
+                                                      ZC_INT32, &reqs[r][k])
+                                        : zc_allgather(g.c[r], in[r][k], out[r][k], cnt[k],
+                                                       ZC_INT32, &reqs[r][k]);
+            ZT_CHECK_ST(st, ZC_OK);
+        }
+    for (int k = K - 1; k >= 0; k--)
+        for (uint32_t r = 0; r < N; r++) ZT_CHECK_ST(zc_wait(g.c[r], &reqs[r][k]), ZC_OK);
+    for (uint32_t r = 0; r < N; r++)
+        for (int k = 0; k < K; k++) {
+            uint32_t root = (uint32_t)(k * 5) % N;
+            size_t c = cnt[k];
+            for (uint32_t p = 0; p < N; p++)
+                for (size_t i = 0; i < c; i++) {
+                    int32_t got = out[r][k][p * c + i];
+                    if (k % 4 == 0 && r == root) ZT_CHECK_EQ(got, in[p][k][i]);
+                    if (k % 4 == 1 && p == 0) ZT_CHECK_EQ(got, in[root][k][r * c + i]);
+                    if (k % 4 == 2) ZT_CHECK_EQ(got, in[p][k][r * c + i]);
+                    if (k % 4 == 3) ZT_CHECK_EQ(got, in[p][k][i]);
+                }
+        }
     la_close(&g);
 }

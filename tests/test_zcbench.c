@@ -191,6 +191,29 @@ void zcbench_persistent_plans_check_every_collective_exact(void) {
     zb_check_all(3, true, false);
 }
 
+/* Jobs of 5 and 8 processes with the log-depth algorithms forced (ZC_LOG_MIN_RANKS=1: Bruck
+ * all_gather and all_to_all, binomial gather and scatter from a root that is not 0) check
+ * exactly, in 1-, 2-, 4- and 8-byte dtypes. */
+void zcbench_log_depth_algorithms_check_exact_at_5_and_8_ranks(void) {
+    static const char *const cases[][2] = {{"alltoall", "uint8"}, {"gather", "float16"},
+                                           {"scatter", "int32"},  {"allgather", "float64"},
+                                           {"alltoall", "int64"}, {"gather", "int8"}};
+    const char *env[] = {"ZC_LOG_MIN_RANKS=1", NULL};
+    for (uint32_t n = 5; n <= 8; n += 3)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            char root[8];
+            snprintf(root, sizeof root, "%u", n - 2u);
+            const char *args[] = {"-c", cases[i][0], "-d", cases[i][1], "-r", root, "-b", "8",
+                                  "-e", "4K", "-f", "8", "-n", "3", "-w", "1", "--check",
+                                  "--json", NULL};
+            int rc = zb_bench(n, args, env);
+            if (rc != 0) zb_show();
+            ZT_CHECK_EQ(rc, 0);
+            ZB_CHECK(zb_count(zb_out, "\"wrong\":0,") == zb_count(zb_out, "\"wrong\":"));
+            ZB_CHECK(zb_count(zb_out, "\"wrong\":") >= 3);
+        }
+}
+
 /* Narrow types, other ops, a non-zero root and barrier mode still check exactly. */
 void zcbench_check_narrow_dtypes_ops_and_roots_exact(void) {
     static const char *const cases[][4] = {

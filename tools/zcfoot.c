@@ -9,9 +9,11 @@
  *     [--log-min-ranks K] (cfg->log_min_ranks: 0 = one-shot at every n, 1 = recursive doubling)
  *     [--overlay K] (both forms: cfg->overlay_min_ranks, overlay mode from K ranks; log_min_ranks
  *     1 unless it is 1..K)
+ *     [--coll allreduce|alltoall|gather|scatter]
  *     per N: an in-process group (zc_comm_init_inproc) and the CPU time of one 8-byte float32
  *     all_reduce over all ranks driven by this thread (issue on every rank, then zc_wait on
- *     each), median and minimum of R calls after one warm-up, with the arena per rank.
+ *     each), median and minimum of R calls after one warm-up, with the arena per rank; --coll
+ *     times an all_to_all, gather or scatter (root 0) of one int64 per rank and block instead.
  * A tool, not library code: it uses libc directly. */
 #define _GNU_SOURCE
 
@@ -32,6 +34,7 @@ typedef struct zf_opts {
     uint32_t overlay; /* cfg->overlay_min_ranks */
     zc_transport transport;
     bool time, raw, no_gpu;
+    const char *coll; /* --time: "allreduce", "alltoall", "gather" or "scatter" */
 } zf_opts;
 
 static void zf_usage(const char *why) {
@@ -40,8 +43,8 @@ static void zf_usage(const char *why) {
     fprintf(f, "usage: zcfoot [--ranks N,N,...] [--per-host K] "
             "[--transport auto|shm|ib|inproc] [--slot-bytes B] [--slots S] [--qps Q] "
             "[--no-gpu] [--raw]\n       zcfoot --time [--ranks N,...] [--slot-bytes B] "
-            "[--slots S] [--reps R] [--no-gpu] [--log-min-ranks K]\n       both: [--overlay K]"
-            "\n");
+            "[--slots S] [--reps R] [--no-gpu] [--log-min-ranks K]\n"
+            "       [--coll allreduce|alltoall|gather|scatter]\n       both: [--overlay K]\n");
     exit(why ? 2 : 0);
 }
 
@@ -77,7 +80,7 @@ static void zf_parse(zf_opts *o, int argc, char **argv) {
     static const char defaults[] = "8,64,512,1024,4096,65536";
     *o = (zf_opts){.per_host = 8, .slot_bytes = ZC_DEFAULT_SLOT_BYTES, .slots = ZC_DEFAULT_SLOTS,
                    .qps = ZC_DEFAULT_IB_QPS_PER_PEER, .reps = 9, .transport = ZC_TRANSPORT_AUTO,
-                   .log_min = ZC_DEFAULT_LOG_MIN_RANKS};
+                   .log_min = ZC_DEFAULT_LOG_MIN_RANKS, .coll = "allreduce"};
     zf_ranks(o, defaults);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -96,10 +99,14 @@ static void zf_parse(zf_opts *o, int argc, char **argv) {
         else if (strcmp(a, "--reps") == 0) o->reps = zf_u32(v, "--reps: a number");
         else if (strcmp(a, "--log-min-ranks") == 0) o->log_min = zf_u32(v, "--log-min-ranks: K");
         else if (strcmp(a, "--overlay") == 0) o->overlay = zf_u32(v, "--overlay: K");
+        else if (strcmp(a, "--coll") == 0) o->coll = v;
         else zf_usage("unknown option (zcfoot --help for the list)");
         if (value) i++;
     }
     if (!o->reps || o->reps > ZF_MAX_REPS) zf_usage("--reps: 1..101");
+    if (strcmp(o->coll, "allreduce") && strcmp(o->coll, "alltoall") && strcmp(o->coll, "gather") &&
+        strcmp(o->coll, "scatter"))
+        zf_usage("--coll: allreduce, alltoall, gather or scatter");
 }
 
 /* The configuration of rank 0 of an n-rank job (a rendezvous address and a secret as a job
@@ -195,6 +202,30 @@ static double zf_one_call(zc_comm **c, uint32_t n, float *send, float *recv, zc_
     return ms;
 }
 
+/* One all_to_all, gather or scatter (root 0) of one int64 per rank and block on every rank;
+ * its CPU milliseconds (<0: it failed or a result is wrong). send and recv: n * n each. */
+static double zf_one_copy(const char *coll, zc_comm **c, uint32_t n, int64_t *send,
+                          int64_t *recv, zc_req *reqs) {
+    char k = coll[0]; /* 'a'lltoall, 'g'ather, 's'catter */
+    double t0 = zf_cpu_ms();
+    for (uint32_t r = 0; r < n; r++) {
+        int64_t *in = send + (size_t)r * n, *out = recv + (size_t)r * n;
+        zc_status st = k == 'a' ? zc_alltoall(c[r], in, out, 1, ZC_INT64, &reqs[r])
+                       : k == 'g' ? zc_gather(c[r], in, out, 1, ZC_INT64, 0, &reqs[r])
+                                  : zc_scatter(c[r], in, out, 1, ZC_INT64, 0, &reqs[r]);
+        if (st != ZC_OK) return -1.0;
+    }
+    for (uint32_t r = 0; r < n; r++)
+        if (zc_wait(c[r], &reqs[r]) != ZC_OK) return -1.0;
+    double ms = zf_cpu_ms() - t0;
+    for (uint32_t r = 0; r < n; r++) /* send[p][q] = p * n + q */
+        for (uint32_t q = 0; q < (k == 's' ? 1u : n) && (k != 'g' || r == 0); q++) {
+            int64_t want = k == 'a' ? (int64_t)q * n + r : k == 'g' ? (int64_t)q * n : r;
+            if (recv[(size_t)r * n + q] != want) return -1.0;
+        }
+    return ms;
+}
+
 /* The in-process baseline at n ranks; 1 when the group cannot be made or a call fails. */
 static int zf_time_one(const zf_opts *o, uint32_t n) {
     zc_config cfg = zf_config(o, n, ZC_TRANSPORT_INPROC);
@@ -202,9 +233,13 @@ static int zf_time_one(const zf_opts *o, uint32_t n) {
     void **arenas = calloc(n, sizeof *arenas);
     zc_comm **c = calloc(n, sizeof *c);
     float *send = calloc(2u * n, sizeof *send), *recv = calloc(2u * n, sizeof *recv);
+    bool copy = strcmp(o->coll, "allreduce") != 0;
+    int64_t *csend = copy ? calloc((size_t)n * n, sizeof *csend) : NULL;
+    int64_t *crecv = copy ? calloc((size_t)n * n, sizeof *crecv) : NULL;
     zc_req *reqs = calloc(n, sizeof *reqs);
     double ms[ZF_MAX_REPS + 1];
-    int rc = !bytes || !arenas || !c || !send || !recv || !reqs;
+    int rc = !bytes || !arenas || !c || !send || !recv || !reqs || (copy && (!csend || !crecv));
+    for (size_t i = 0; !rc && copy && i < (size_t)n * n; i++) csend[i] = (int64_t)i;
     for (uint32_t r = 0; !rc && r < n; r++) {
         rc = !(arenas[r] = aligned_alloc(64, bytes));
         send[2u * r] = 1.0f, send[2u * r + 1] = 2.0f;
@@ -215,7 +250,8 @@ static int zf_time_one(const zf_opts *o, uint32_t n) {
         n = 0; /* nothing to finish */
     }
     for (uint32_t i = 0; !rc && i <= o->reps; i++) /* call 0 warms up */
-        rc = (ms[i] = zf_one_call(c, n, send, recv, reqs)) < 0.0;
+        rc = (ms[i] = copy ? zf_one_copy(o->coll, c, n, csend, crecv, reqs)
+                           : zf_one_call(c, n, send, recv, reqs)) < 0.0;
     if (!rc) {
         qsort(ms + 1, o->reps, sizeof ms[0], zf_cmp);
         printf("%8u %12zu %12.3f %12.3f %12.4f\n", n, bytes, ms[1 + o->reps / 2], ms[1],
@@ -226,17 +262,18 @@ static int zf_time_one(const zf_opts *o, uint32_t n) {
     for (uint32_t r = 0; c && r < n; r++)
         if (c[r]) zc_comm_fini(c[r]);
     for (uint32_t r = 0; arenas && r < cfg.nranks; r++) free(arenas[r]);
-    free(arenas), free(c), free(send), free(recv), free(reqs);
+    free(arenas), free(c), free(send), free(recv), free(reqs), free(csend), free(crecv);
     fflush(stdout);
     return rc;
 }
 
 static int zf_time(const zf_opts *o) {
     int rc = 0;
-    printf("# in-process 8-byte float32 all_reduce over all ranks, one thread; %u slots x %u B%s;"
-           " log_min_ranks %u, overlay_min_ranks %u, %u ranks per host; CPU ms of one call, "
-           "median and min of %u\n", o->slots, o->slot_bytes, o->no_gpu ? ", no gpu state" : "",
-           o->log_min, o->overlay, o->per_host, o->reps);
+    printf("# in-process %s over all ranks, one thread; %u slots x %u B%s; log_min_ranks %u, "
+           "overlay_min_ranks %u, %u ranks per host; CPU ms of one call, median and min of %u\n",
+           strcmp(o->coll, "allreduce") ? o->coll : "8-byte float32 all_reduce", o->slots,
+           o->slot_bytes, o->no_gpu ? ", no gpu state" : "", o->log_min, o->overlay, o->per_host,
+           o->reps);
     printf("%8s %12s %12s %12s %12s\n", "ranks", "arena_bytes", "median_ms", "min_ms",
            "ms_per_rank");
     for (uint32_t i = 0; i < o->nsizes; i++) rc |= zf_time_one(o, o->ranks[i]);

@@ -442,7 +442,9 @@ static void zc_place_handshake(zc_comm *comm, zc__req *r, uint32_t *budget) {
 }
 
 /* Overlay mode: only the algorithms whose peers are connections (layout.h's overlay: ranks at
- * distance 2^k, recursive-doubling partners); ZC_ALG_COUNT_ for a call that has none. */
+ * distance 2^k, recursive-doubling partners): binomial gather and scatter and Bruck all_to_all
+ * at every size (a full mesh takes them only where they win: zc__choose); ZC_ALG_COUNT_ for a
+ * call that has none. */
 static zc__alg zc_choose_overlay(const zc_comm *c, uint32_t kind, uint64_t count,
                                  uint64_t bytes) {
     const zc_config *cfg = &c->cfg;
@@ -450,7 +452,10 @@ static zc__alg zc_choose_overlay(const zc_comm *c, uint32_t kind, uint64_t count
     case ZC_K_ALLREDUCE:
         return bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks ? ZC_ALG_RD
                                                                                : ZC_ALG_COUNT_;
-    case ZC_K_ALLGATHER: return ZC_ALG_BRUCK;
+    case ZC_K_ALLGATHER:
+    case ZC_K_ALLTOALL: return ZC_ALG_BRUCK;
+    case ZC_K_GATHER:
+    case ZC_K_SCATTER: return ZC_ALG_BINOMIAL;
     case ZC_K_BROADCAST: return bytes <= cfg->bcast_tree_max_bytes ? ZC_ALG_TREE : ZC_ALG_COUNT_;
     case ZC_K_SEND:
     case ZC_K_RECV: return ZC_ALG_P2P; /* coll.c checks the peer is a connection */
@@ -463,7 +468,8 @@ zc__alg zc__choose(const zc_comm *c, uint32_t kind, uint64_t count, uint64_t byt
     bool logn = zc__log_algs(cfg); /* its ZC_R_ACC slices are carved */
     if (kind == ZC_K_BARRIER) return ZC_ALG_DISSEM;
     if (count == 0) return ZC_ALG_LOCAL;
-    if (c->nconn < c->nranks) return zc_choose_overlay(c, kind, count, bytes);
+    if (cfg->overlay_min_ranks && c->nranks >= cfg->overlay_min_ranks) /* overlay mode */
+        return zc_choose_overlay(c, kind, count, bytes);
     switch (kind) {
     case ZC_K_ALLREDUCE:
         if (logn && (bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks))
@@ -471,8 +477,6 @@ zc__alg zc__choose(const zc_comm *c, uint32_t kind, uint64_t count, uint64_t byt
         return bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks
                    ? ZC_ALG_ONESHOT : ZC_ALG_RSAG;
     case ZC_K_ALLGATHER: return logn ? ZC_ALG_BRUCK : ZC_ALG_DIRECT;
-    case ZC_K_GATHER:
-    case ZC_K_SCATTER: return logn ? ZC_ALG_BINOMIAL : ZC_ALG_DIRECT;
     case ZC_K_ALLTOALL: /* Bruck sends about n/2 x log2 n blocks per rank against n - 1, in
                          * log2 n streams against n - 1: fewer messages win up to blocks of
                          * about 1 KiB (per-message cost against copy bandwidth at 64 ranks) */

@@ -1,6 +1,6 @@
 /* test_logalg.c: the log-depth host algorithms (recursive-doubling all_reduce, Bruck
  * all_gather and all_to_all, binomial gather and scatter from every root) forced by
- * cfg->log_min_ranks, in process on n = 1..17, 31, 33 and 64 ranks: every
+ * cfg->log_min_ranks (the binomial tree by overlay mode, cfg->overlay_min_ranks), in process on n = 1..17, 31, 33 and 64 ranks: every
  * dtype x op, ragged counts (fewer than n, not divisible by n, several accumulator chunks), in
  * place and not; each result checked bitwise against tests/ref.c (the canonical reduction order)
  * and against the same call on a group that runs today's algorithms (one-shot, reduce-scatter
@@ -58,6 +58,19 @@ static void la_open(la_group *g, uint32_t n, uint32_t slot_bytes, uint64_t small
     g->n = n;
     zr_group_config(&cfg, n, slot_bytes, 2, small_max, 0);
     cfg.log_min_ranks = log_min_ranks;
+    zt_inproc_open(&cfg, g->arenas, g->c);
+}
+
+/* la_open in overlay mode (every rank its own simulated host): the binomial gather and scatter
+ * run there; a full mesh keeps the direct ones. */
+static void la_open_overlay(la_group *g, uint32_t n, uint32_t slot_bytes) {
+    zc_config cfg;
+    memset(g, 0, sizeof *g);
+    g->n = n;
+    zr_group_config(&cfg, n, slot_bytes, 2, 1024, 0);
+    cfg.log_min_ranks = 1;
+    cfg.overlay_min_ranks = 1;
+    cfg.inproc_ranks_per_host = 1;
     zt_inproc_open(&cfg, g->arenas, g->c);
 }
 
@@ -169,7 +182,8 @@ static size_t la_count(uint32_t n, uint32_t i) {
 /* Gather and scatter from every root (binomial), all_to_all (Bruck, which zc__choose takes up
  * to blocks of 1 KiB): dtypes of 1, 2, 4 and 8 bytes in turn, ragged counts, in place and not,
  * and count 0. */
-static void la_sweep_trees(la_group *lg, la_group *dg, zt_rng *rng, bool full, uint32_t *i) {
+static void la_sweep_trees(la_group *og, la_group *lg, la_group *dg, zt_rng *rng, bool full,
+                           uint32_t *i) {
     static const zc_dtype ts[] = {ZC_UINT8, ZC_FLOAT16, ZC_INT32, ZC_FLOAT64, ZC_BFLOAT16,
                                   ZC_FLOAT32, ZC_INT64, ZC_FP8_E5M2};
     uint32_t n = lg->n, nt = sizeof ts / sizeof ts[0];
@@ -179,7 +193,7 @@ static void la_sweep_trees(la_group *lg, la_group *dg, zt_rng *rng, bool full, u
             size_t count = root == 1 ? 0 : la_count(n, (*i)++);
             zr_case k = {c ? ZR_SCATTER : ZR_GATHER, n, count, t, ZC_SUM, root,
                          zt_rng_below(rng, 2)};
-            la_case(lg, dg, &k, ZC_ALG_BINOMIAL, zt_seed() + *i);
+            la_case(og, dg, &k, ZC_ALG_BINOMIAL, zt_seed() + *i);
         }
     for (uint32_t j = 0; j < (full ? nt + 1u : 3u); j++) {
         zc_dtype t = ts[(j + n) % nt];
@@ -190,7 +204,8 @@ static void la_sweep_trees(la_group *lg, la_group *dg, zt_rng *rng, bool full, u
 }
 
 static void la_sweep(uint32_t n, bool full) {
-    la_group lg, dg;
+    la_group og, lg, dg;
+    la_open_overlay(&og, n, 256);
     la_open(&lg, n, 256, 1u << 30, 1);
     la_open(&dg, n, 256, 1024, 0);
     zc__test_forge = la_hook;
@@ -209,8 +224,9 @@ static void la_sweep(uint32_t n, bool full) {
         zr_case k = {ZR_AG, n, la_count(n, i++), (zc_dtype)t, ZC_SUM, 0, zt_rng_below(&rng, 2)};
         la_case(&lg, &dg, &k, ZC_ALG_BRUCK, zt_seed() + i);
     }
-    la_sweep_trees(&lg, &dg, &rng, full, &i);
+    la_sweep_trees(&og, &lg, &dg, &rng, full, &i);
     zc__test_forge = NULL;
+    la_close(&og);
     la_close(&lg);
     la_close(&dg);
 }
@@ -304,7 +320,7 @@ void logalg_concurrent_calls_complete_in_any_wait_order(void) {
 void logalg_tree_and_bruck_calls_in_flight_complete_in_any_wait_order(void) {
     enum { N = 13, K = 12, MAXC = 300 };
     la_group g;
-    la_open(&g, N, 256, 4096, 2);
+    la_open_overlay(&g, N, 256);
     static int32_t in[N][K][N * MAXC], out[N][K][N * MAXC];
     zc_req reqs[N][K];
     size_t cnt[K];

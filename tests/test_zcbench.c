@@ -192,8 +192,8 @@ void zcbench_persistent_plans_check_every_collective_exact(void) {
 }
 
 /* Jobs of 5 and 8 processes with the log-depth algorithms forced (ZC_LOG_MIN_RANKS=1: Bruck
- * all_gather and all_to_all, binomial gather and scatter from a root that is not 0) check
- * exactly, in 1-, 2-, 4- and 8-byte dtypes. */
+ * all_gather and all_to_all; gather from a root that is not 0 keeps the direct algorithm in a
+ * full mesh) check exactly, in 1-, 2-, 4- and 8-byte dtypes. */
 void zcbench_log_depth_algorithms_check_exact_at_5_and_8_ranks(void) {
     static const char *const cases[][2] = {{"alltoall", "uint8"}, {"gather", "float16"},
                                            {"scatter", "int32"},  {"allgather", "float64"},

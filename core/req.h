@@ -31,6 +31,10 @@ typedef enum zc__alg {
     ZC_ALG_RD,         /* all_reduce: recursive doubling over the canonical tree's virtual
                         * ranks, one accumulator chunk at a time */
     ZC_ALG_BRUCK,      /* all_gather: Bruck's ceil(log2 n) rounds at distances 1, 2, 4, ... */
+    ZC_ALG_RH,         /* reduce_scatter: recursive halving over the canonical tree's virtual
+                        * ranks at distances 1, 2, 4, ..., one column at a time */
+    ZC_ALG_RAB,        /* all_reduce (large): recursive halving, then recursive-doubling
+                        * all-gather of the reduced blocks (Rabenseifner) */
     ZC_ALG_SYM,        /* buffers in the symmetric region: single copy, peers' buffers read
                         * and written directly (sym.c) */
     ZC_ALG_STAGED,     /* device memory through host staging (sched_stage.c): per round,

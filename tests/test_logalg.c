@@ -97,8 +97,28 @@ static uint32_t la_ceil_log2(uint32_t n) {
     return l;
 }
 
+/* Whether p is in (b) or (c) of the overlay of n ranks at rank r, written from its definition:
+ * P the largest power of two <= n, e = n - P; ranks 2i, 2i+1 (i < e) fold into virtual rank i
+ * (2i+1 is folded), rank m >= 2e is virtual m - e; (b) the real ranks of u ^ 2^k for a rank
+ * with a virtual rank u, (c) r ^ 1 for r < 2e. */
+static bool la_overlay_bc(uint32_t n, uint32_t r, uint32_t p) {
+    uint32_t P = 1;
+    while (P * 2u <= n) P *= 2u;
+    uint32_t e = n - P;
+    if (p == r) return false;
+    if (r < 2u * e && p == (r ^ 1u)) return true;
+    if (r < 2u * e && (r & 1u)) return false;
+    uint32_t u = r < 2u * e ? r / 2u : r - e;
+    for (uint32_t d = 1; d < P; d *= 2u) {
+        uint32_t q = u ^ d;
+        if (p == (q < e ? 2u * q : q + e)) return true;
+    }
+    return false;
+}
+
 /* Case k on the log group (alg expected) and on the direct group: both equal the reference
- * bitwise; the log group's messages came from alg only, to few peers. */
+ * bitwise; the log group's messages came from alg only, to few peers (for RH and Rabenseifner:
+ * only to overlay peers (b) and (c)). */
 static void la_case(la_group *lg, la_group *dg, const zr_case *k, uint32_t alg, uint64_t seed) {
     uint32_t n = lg->n;
     size_t bb = zr_buf_bytes(k);
@@ -114,10 +134,17 @@ static void la_case(la_group *lg, la_group *dg, const zr_case *k, uint32_t alg, 
     la_run(lg, k, send, work, recv, bb);
     uint32_t algs = la_seen.algs;
     uint64_t most_peers = 0;
+    uint32_t outside = 0;
     for (uint32_t r = 0; r < n; r++) {
         uint64_t pc = (uint64_t)__builtin_popcountll(la_seen.peers[r]);
         most_peers = pc > most_peers ? pc : most_peers;
+        for (uint32_t p = 0; p < n && (alg == ZC_ALG_RH || alg == ZC_ALG_RAB); p++)
+            if (la_seen.peers[r] >> p & 1u && !la_overlay_bc(n, r, p)) {
+                printf("    rank %u sent to %u, not an overlay peer (b)+(c)\n", r, p);
+                outside++;
+            }
     }
+    ZT_CHECK_EQ(outside, 0);
     la_seen.group = NULL;
     size_t bytes;
     for (uint32_t r = 0; r < n; r++) {
@@ -150,9 +177,10 @@ static size_t la_count(uint32_t n, uint32_t i) {
 }
 
 static void la_sweep(uint32_t n, bool full) {
-    la_group lg, dg;
+    la_group lg, dg, rg;
     la_open(&lg, n, 256, 1u << 30, 1);
     la_open(&dg, n, 256, 1024, 0);
+    la_open(&rg, n, 256, 0, 1); /* all_reduce of count >= n: Rabenseifner */
     zc__test_forge = la_hook;
     zt_rng rng = {zt_seed() ^ (n * 7919u)};
     uint32_t i = 0;
@@ -169,9 +197,20 @@ static void la_sweep(uint32_t n, bool full) {
         zr_case k = {ZR_AG, n, la_count(n, i++), (zc_dtype)t, ZC_SUM, 0, zt_rng_below(&rng, 2)};
         la_case(&lg, &dg, &k, ZC_ALG_BRUCK, zt_seed() + i);
     }
+    for (int t = 0; t < ZC_DTYPE_COUNT_; t++)
+        for (int op = 0; op < ZC_OP_COUNT_; op++) {
+            if (!full && zt_rng_below(&rng, 4)) continue;
+            bool in_place = zt_rng_below(&rng, 2);
+            zr_case k = {ZR_RS, n, la_count(n, i++) % 97u, (zc_dtype)t, (zc_op)op, 0, in_place};
+            la_case(&lg, &dg, &k, ZC_ALG_RH, zt_seed() + i);
+            size_t c = la_count(n, i++) + n;
+            zr_case a = {ZR_ALLREDUCE, n, c, (zc_dtype)t, (zc_op)op, 0, !in_place};
+            la_case(&rg, &dg, &a, ZC_ALG_RAB, zt_seed() + i);
+        }
     zc__test_forge = NULL;
     la_close(&lg);
     la_close(&dg);
+    la_close(&rg);
 }
 
 void logalg_forced_match_reference_and_direct_1_to_9_ranks(void) {

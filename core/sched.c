@@ -887,22 +887,19 @@ typedef struct zc_rh {
     uint64_t w;  /* column width: elements of each virtual block, >= 1 */
     uint64_t C;  /* columns per group: the longest virtual block (virtual rank 0's) / w */
     uint64_t T;  /* columns of a call, all groups: C * G (column t: c = t / G, g = t % G) */
+    uint64_t full; /* columns c < full hold w elements of every virtual block */
+    uint64_t base, rem; /* real block b starts at b * base + min(b, rem) */
     size_t ab;   /* accumulator bytes */
 } zc_rh;
 
-/* First element of real block b (b <= n) in the send buffer: reduce_scatter's blocks are count
- * long, all_reduce's the balanced ones (zc__block_lo). */
-static uint64_t zc_rh_blo(const zc__sched *s, uint32_t n, uint32_t b) {
-    return s->kind == ZC_K_REDUCE_SCATTER ? (uint64_t)b * s->count
-                                          : zc__block_lo(s->count, n, b);
+/* Virtual block u: elements [lo, hi) of the send buffer (reduce_scatter's real blocks are count
+ * long, all_reduce's the balanced ones of zc__block_lo). */
+static uint64_t zc_rh_blo(const zc_rh *h, uint32_t b) {
+    return b * h->base + (b < h->rem ? b : h->rem);
 }
-
-/* Virtual block u: elements [lo, hi). */
-static uint64_t zc_rh_vlo(const zc__sched *s, uint32_t n, const zc_vr *v, uint32_t u) {
-    return zc_rh_blo(s, n, zc_vr_real(v, u));
-}
-static uint64_t zc_rh_vhi(const zc__sched *s, uint32_t n, const zc_vr *v, uint32_t u) {
-    return zc_rh_blo(s, n, u < v->e ? 2u * u + 2u : u + v->e + 1u);
+static uint64_t zc_rh_vlo(const zc_rh *h, uint32_t u) { return zc_rh_blo(h, zc_vr_real(&h->v, u)); }
+static uint64_t zc_rh_vhi(const zc_rh *h, uint32_t u) {
+    return zc_rh_blo(h, u < h->v.e ? 2u * u + 2u : u + h->v.e + 1u);
 }
 
 /* The low `bits` bits of i reversed. */
@@ -921,12 +918,17 @@ static zc_rh zc_rh_of(const zc_comm *c, const zc__sched *s) {
     h.v = zc_vr_of(n);
     h.ab = zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op);
     uint64_t A = zc__acc_slice(&c->cfg) / h.ab; /* >= 16: slots are >= 256 bytes */
-    uint64_t longest = zc_rh_vhi(s, n, &h.v, 0) - zc_rh_vlo(s, n, &h.v, 0);
+    bool rs = s->kind == ZC_K_REDUCE_SCATTER;
+    h.base = rs ? s->count : s->count / n;
+    h.rem = rs ? 0 : s->count % n;
+    uint32_t last = (1u << h.v.steps) - 1u; /* the shortest virtual block */
+    uint64_t longest = zc_rh_vhi(&h, 0) - zc_rh_vlo(&h, 0);
     h.s = h.v.steps;
     while (h.s && (1ull << h.s) > A) h.s--;
     h.w = zc_min(A >> h.s, longest);
     h.w += !h.w;
     h.C = (longest + h.w - 1u) / h.w;
+    h.full = (zc_rh_vhi(&h, last) - zc_rh_vlo(&h, last)) / h.w;
     h.G = 1u << (h.v.steps - h.s);
     h.T = h.C * h.G;
     return h;
@@ -940,16 +942,16 @@ static uint64_t zc_rh_msgs(const zc_rh *h, uint32_t k) {
 
 /* Elements of the piece at slot position i of column t. */
 static uint64_t zc_rh_len(const zc_ctx *x, const zc_rh *h, uint64_t t, uint32_t i) {
-    const zc__sched *s = &x->r->s;
     uint32_t v = (uint32_t)(t % h->G) << h->s | zc_rev(i, h->s);
-    uint64_t lo = zc_rh_vlo(s, x->n, &h->v, v), len = zc_rh_vhi(s, x->n, &h->v, v) - lo;
-    uint64_t at = t / h->G * h->w;
+    uint64_t lo = zc_rh_vlo(h, v), len = zc_rh_vhi(h, v) - lo, at = t / h->G * h->w;
+    (void)x;
     return at >= len ? 0 : zc_min(h->w, len - at);
 }
 
-/* Elements of the pieces at positions [a, b) of column t. */
+/* Elements of the pieces at positions [a, b) of column t (w each before the ragged end). */
 static uint64_t zc_rh_span(const zc_ctx *x, const zc_rh *h, uint64_t t, uint32_t a, uint32_t b) {
     uint64_t sum = 0;
+    if (t / h->G < h->full) return (uint64_t)(b - a) * h->w;
     for (uint32_t i = a; i < b; i++) sum += zc_rh_len(x, h, t, i);
     return sum;
 }
@@ -961,7 +963,7 @@ static void zc_rh_load(const zc_ctx *x, const zc_rh *h, uint64_t t, uint8_t *dst
     for (uint32_t i = 0; i < 1u << h->s; i++) {
         uint32_t v = (uint32_t)(t % h->G) << h->s | zc_rev(i, h->s);
         uint64_t len = zc_rh_len(x, h, t, i);
-        const uint8_t *in = s->send + (zc_rh_vlo(s, x->n, &h->v, v) + at) * x->es;
+        const uint8_t *in = s->send + (zc_rh_vlo(h, v) + at) * x->es;
         zc__acc_load(dst, in, len, (zc_dtype)s->dtype, (zc_op)s->op);
         dst += len * h->ab;
     }
@@ -1049,7 +1051,7 @@ static bool zc_rh_store(zc_ctx *x, const zc_rh *h, uint32_t u, uint64_t t) {
     const uint8_t *acc = r->acc + (mine ? zc_rh_span(x, h, t, 0, iu) * h->ab : 0);
     if (mine && r->b == 1u + 2u * h->v.steps) {
         uint64_t own = rs ? (at < s->count ? zc_min(len, s->count - at) : 0) : len;
-        uint64_t to = rs ? at : zc_rh_vlo(s, x->n, &h->v, u) + at;
+        uint64_t to = rs ? at : zc_rh_vlo(h, u) + at;
         zc__acc_store(s->recv + to * x->es, acc, own, dt, op, x->n);
         if (x->me < 2u * h->v.e && zc_rh_odd_piece(h, s, u, t)) {
             r->b++;
@@ -1108,9 +1110,9 @@ static bool zc_rab_gather(zc_ctx *x, const zc_rh *h, uint32_t u) {
     while (*x->budget && x->r->b < h->v.steps) {
         uint32_t j = (uint32_t)x->r->b, d = 1u << j, q = u ^ d, peer = zc_vr_real(&h->v, q);
         uint32_t mine = u & ~(d - 1u), theirs = q & ~(d - 1u);
-        uint64_t lo = zc_rh_vlo(s, x->n, &h->v, mine), qlo = zc_rh_vlo(s, x->n, &h->v, theirs);
-        uint64_t len = zc_rh_vhi(s, x->n, &h->v, mine + d - 1u) - lo;
-        uint64_t qlen = zc_rh_vhi(s, x->n, &h->v, theirs + d - 1u) - qlo, first = zc_rh_msgs(h, j);
+        uint64_t lo = zc_rh_vlo(h, mine), qlo = zc_rh_vlo(h, theirs);
+        uint64_t len = zc_rh_vhi(h, mine + d - 1u) - lo;
+        uint64_t qlen = zc_rh_vhi(h, theirs + d - 1u) - qlo, first = zc_rh_msgs(h, j);
         zc_send_chunks(x, peer, s->recv + lo * x->es, len, first, UINT64_MAX, false);
         zc_recv_chunks(x, peer, s->recv + qlo * x->es, qlen, first);
         if (zc__tx_done(x->comm, x->r, peer) < first + zc__msgs(len, x->E) ||
@@ -1152,7 +1154,7 @@ static bool zc_step_rh(zc_ctx *x) {
 static void zc_links_rh(const zc_comm *c, const zc__sched *s, uint64_t C_slots, zc__link_fn fn,
                         void *ctx) {
     zc_rh h = zc_rh_of(c, s);
-    uint32_t me = c->rank, n = c->nranks;
+    uint32_t me = c->rank;
     bool ar = s->kind != ZC_K_REDUCE_SCATTER;
     (void)C_slots;
     if (me < 2u * h.v.e) {
@@ -1168,9 +1170,9 @@ static void zc_links_rh(const zc_comm *c, const zc__sched *s, uint64_t C_slots, 
         uint32_t d = 1u << k, q = u ^ d, mine = u & ~(d - 1u), theirs = q & ~(d - 1u);
         uint64_t tx = zc_rh_msgs(&h, k), rx = tx;
         if (ar) {
-            tx += zc__msgs(zc_rh_vhi(s, n, &h.v, mine + d - 1u) - zc_rh_vlo(s, n, &h.v, mine),
+            tx += zc__msgs(zc_rh_vhi(&h, mine + d - 1u) - zc_rh_vlo(&h, mine),
                            s->chunk);
-            rx += zc__msgs(zc_rh_vhi(s, n, &h.v, theirs + d - 1u) - zc_rh_vlo(s, n, &h.v, theirs),
+            rx += zc__msgs(zc_rh_vhi(&h, theirs + d - 1u) - zc_rh_vlo(&h, theirs),
                            s->chunk);
         }
         fn(ctx, zc_vr_real(&h.v, q), tx, rx);

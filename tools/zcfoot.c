@@ -10,6 +10,8 @@
  *     per N: an in-process group (zc_comm_init_inproc) and the CPU time of one 8-byte float32
  *     all_reduce over all ranks driven by this thread (issue on every rank, then zc_wait on
  *     each), median and minimum of R calls after one warm-up, with the arena per rank.
+ *     [--bytes B] times a B-byte call instead (a multiple of 4 x N), [--coll reduce_scatter]
+ *     a reduce_scatter of B bytes of input per rank instead of the all_reduce.
  * A tool, not library code: it uses libc directly. */
 #define _GNU_SOURCE
 
@@ -27,6 +29,8 @@
 
 typedef struct zf_opts {
     uint32_t ranks[ZF_MAX_SIZES], nsizes, per_host, slot_bytes, slots, qps, reps, log_min;
+    uint64_t bytes;  /* --bytes: per rank (all_reduce's buffer, reduce_scatter's input) */
+    bool rs;         /* --coll reduce_scatter */
     zc_transport transport;
     bool time, raw, no_gpu;
 } zf_opts;
@@ -73,7 +77,7 @@ static void zf_parse(zf_opts *o, int argc, char **argv) {
     static const char defaults[] = "8,64,512,1024,4096,65536";
     *o = (zf_opts){.per_host = 8, .slot_bytes = ZC_DEFAULT_SLOT_BYTES, .slots = ZC_DEFAULT_SLOTS,
                    .qps = ZC_DEFAULT_IB_QPS_PER_PEER, .reps = 9, .transport = ZC_TRANSPORT_AUTO,
-                   .log_min = ZC_DEFAULT_LOG_MIN_RANKS};
+                   .log_min = ZC_DEFAULT_LOG_MIN_RANKS, .bytes = 8};
     zf_ranks(o, defaults);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -91,6 +95,8 @@ static void zf_parse(zf_opts *o, int argc, char **argv) {
         else if (strcmp(a, "--qps") == 0) o->qps = zf_u32(v, "--qps: a number");
         else if (strcmp(a, "--reps") == 0) o->reps = zf_u32(v, "--reps: a number");
         else if (strcmp(a, "--log-min-ranks") == 0) o->log_min = zf_u32(v, "--log-min-ranks: K");
+        else if (strcmp(a, "--bytes") == 0) o->bytes = zf_u32(v, "--bytes: bytes");
+        else if (strcmp(a, "--coll") == 0) o->rs = strcmp(v, "reduce_scatter") == 0;
         else zf_usage("unknown option (zcfoot --help for the list)");
         if (value) i++;
     }
@@ -173,18 +179,28 @@ static int zf_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* One 8-byte all_reduce on every rank of the group; its CPU milliseconds (<0: it failed). */
-static double zf_one_call(zc_comm **c, uint32_t n, float *send, float *recv, zc_req *reqs) {
+/* One call (all_reduce of k floats, or reduce_scatter of k floats of input: k / n per rank)
+ * on every rank of the group; its CPU milliseconds (<0: it failed). Inputs are rank + 1 at
+ * element 0 and 1 elsewhere. */
+static double zf_one_call(const zf_opts *o, zc_comm **c, uint32_t n, float *send, float *recv,
+                          size_t k, zc_req *reqs) {
+    size_t out = o->rs ? k / n : k;
     double t0 = zf_cpu_ms();
-    for (uint32_t r = 0; r < n; r++)
-        if (zc_allreduce(c[r], send + 2u * r, recv + 2u * r, 2, ZC_FLOAT32, ZC_SUM, &reqs[r]) !=
-            ZC_OK)
-            return -1.0;
+    for (uint32_t r = 0; r < n; r++) {
+        zc_status st = o->rs ? zc_reduce_scatter(c[r], send + k * r, recv + out * r, out,
+                                                 ZC_FLOAT32, ZC_SUM, &reqs[r])
+                             : zc_allreduce(c[r], send + k * r, recv + out * r, k, ZC_FLOAT32,
+                                            ZC_SUM, &reqs[r]);
+        if (st != ZC_OK) return -1.0;
+    }
     for (uint32_t r = 0; r < n; r++)
         if (zc_wait(c[r], &reqs[r]) != ZC_OK) return -1.0;
     double ms = zf_cpu_ms() - t0;
+    float first = (float)n * (float)(n + 1u) / 2.0f;
     for (uint32_t r = 0; r < n; r++)
-        if (recv[2u * r] != (float)n || recv[2u * r + 1] != (float)(2u * n)) return -1.0;
+        if (recv[out * r + out - 1] != (float)n || (!o->rs || r == 0 ? recv[out * r] != first
+                                                                   : recv[out * r] != (float)n))
+            return -1.0;
     return ms;
 }
 
@@ -194,13 +210,18 @@ static int zf_time_one(const zf_opts *o, uint32_t n) {
     size_t bytes = zc_comm_arena_bytes(&cfg);
     void **arenas = calloc(n, sizeof *arenas);
     zc_comm **c = calloc(n, sizeof *c);
-    float *send = calloc(2u * n, sizeof *send), *recv = calloc(2u * n, sizeof *recv);
+    size_t k = (size_t)(o->bytes / 4u);
+    if (k < 2u || (o->rs && (k % n || k / n < 2u))) {
+        printf("%8u refused: --bytes must hold 2 floats per result (a multiple of 4 x n)\n", n);
+        return 1;
+    }
+    float *send = calloc(k * n, sizeof *send), *recv = calloc(k * n, sizeof *recv);
     zc_req *reqs = calloc(n, sizeof *reqs);
     double ms[ZF_MAX_REPS + 1];
     int rc = !bytes || !arenas || !c || !send || !recv || !reqs;
     for (uint32_t r = 0; !rc && r < n; r++) {
         rc = !(arenas[r] = aligned_alloc(64, bytes));
-        send[2u * r] = 1.0f, send[2u * r + 1] = 2.0f;
+        for (size_t j = 0; send && j < k; j++) send[k * r + j] = j ? 1.0f : (float)(r + 1u);
     }
     if (!rc && zc_comm_init_inproc(&cfg, arenas, bytes, c) != ZC_OK) {
         printf("%8u refused: %s\n", n, zc_init_error_text());
@@ -208,7 +229,7 @@ static int zf_time_one(const zf_opts *o, uint32_t n) {
         n = 0; /* nothing to finish */
     }
     for (uint32_t i = 0; !rc && i <= o->reps; i++) /* call 0 warms up */
-        rc = (ms[i] = zf_one_call(c, n, send, recv, reqs)) < 0.0;
+        rc = (ms[i] = zf_one_call(o, c, n, send, recv, k, reqs)) < 0.0;
     if (!rc) {
         qsort(ms + 1, o->reps, sizeof ms[0], zf_cmp);
         printf("%8u %12zu %12.3f %12.3f %12.4f\n", n, bytes, ms[1 + o->reps / 2], ms[1],
@@ -226,8 +247,9 @@ static int zf_time_one(const zf_opts *o, uint32_t n) {
 
 static int zf_time(const zf_opts *o) {
     int rc = 0;
-    printf("# in-process 8-byte float32 all_reduce over all ranks, one thread; %u slots x %u B%s;"
-           " log_min_ranks %u; CPU ms of one call, median and min of %u\n", o->slots,
+    printf("# in-process %llu-byte float32 %s over all ranks, one thread; %u slots x %u B%s;"
+           " log_min_ranks %u; CPU ms of one call, median and min of %u\n",
+           (unsigned long long)o->bytes, o->rs ? "reduce_scatter" : "all_reduce", o->slots,
            o->slot_bytes, o->no_gpu ? ", no gpu state" : "", o->log_min, o->reps);
     printf("%8s %12s %12s %12s %12s\n", "ranks", "arena_bytes", "median_ms", "min_ms",
            "ms_per_rank");

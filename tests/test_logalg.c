@@ -290,3 +290,34 @@ void logalg_concurrent_calls_complete_in_any_wait_order(void) {
             }
     la_close(&g);
 }
+
+/* Rabenseifner all_reduce and recursive-halving reduce_scatter, several calls in flight on 13
+ * ranks (a folded pair, ragged blocks, a count of 0 among them), waited in reverse order. */
+void logalg_rh_rab_concurrent_calls_match_sums(void) {
+    enum { N = 13, K = 8, MAXC = 600 };
+    la_group g;
+    la_open(&g, N, 256, 0, 1);
+    static int32_t in[N][K][N * MAXC], out[N][K][N * MAXC];
+    zc_req reqs[N][K];
+    zt_rng rng = {zt_seed() ^ 0x5eed};
+    size_t cnt[K];
+    for (int k = 0; k < K; k++) cnt[k] = k == 3 ? 0 : N + (size_t)zt_rng_below(&rng, MAXC - N);
+    for (uint32_t r = 0; r < N; r++)
+        for (int k = 0; k < K; k++) {
+            for (size_t i = 0; i < N * cnt[k]; i++) in[r][k][i] = (int32_t)(r * 1000u + (uint32_t)i);
+            zc_status st = k % 2 ? zc_reduce_scatter(g.c[r], in[r][k], out[r][k], cnt[k],
+                                                     ZC_INT32, ZC_SUM, &reqs[r][k])
+                                 : zc_allreduce(g.c[r], in[r][k], out[r][k], cnt[k], ZC_INT32,
+                                                ZC_SUM, &reqs[r][k]);
+            ZT_CHECK_ST(st, ZC_OK);
+        }
+    for (int k = K - 1; k >= 0; k--)
+        for (uint32_t r = 0; r < N; r++) ZT_CHECK_ST(zc_wait(g.c[r], &reqs[r][k]), ZC_OK);
+    for (uint32_t r = 0; r < N; r++)
+        for (int k = 0; k < K; k++)
+            for (size_t i = 0; i < cnt[k]; i++) { /* sum over ranks of p * 1000 + element */
+                size_t at = k % 2 ? r * cnt[k] + i : i;
+                ZT_CHECK_EQ(out[r][k][i], (int32_t)(78u * 1000u + N * (uint32_t)at));
+            }
+    la_close(&g);
+}

@@ -41,7 +41,8 @@ static void zf_usage(const char *why) {
     fprintf(f, "usage: zcfoot [--ranks N,N,...] [--per-host K] "
             "[--transport auto|shm|ib|inproc] [--slot-bytes B] [--slots S] [--qps Q] "
             "[--no-gpu] [--raw]\n       zcfoot --time [--ranks N,...] [--slot-bytes B] "
-            "[--slots S] [--reps R] [--no-gpu] [--log-min-ranks K]\n");
+            "[--slots S] [--reps R] [--no-gpu] [--log-min-ranks K]\n"
+            "              [--bytes B] [--coll allreduce|reduce_scatter]\n");
     exit(why ? 2 : 0);
 }
 

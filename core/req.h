@@ -34,6 +34,10 @@ typedef enum zc__alg {
                         * all_to_all: Bruck's rounds, blocks whose index has bit k set in round k */
     ZC_ALG_BINOMIAL,   /* gather, scatter: a binomial tree rooted at the root, each rank's
                         * subtree's blocks in one stream through its parent */
+    ZC_ALG_RH,         /* reduce_scatter: recursive halving over the canonical tree's virtual
+                        * ranks at distances 1, 2, 4, ..., one column at a time */
+    ZC_ALG_RAB,        /* all_reduce (large): recursive halving, then recursive-doubling
+                        * all-gather of the reduced blocks (Rabenseifner) */
     ZC_ALG_SYM,        /* buffers in the symmetric region: single copy, peers' buffers read
                         * and written directly (sym.c) */
     ZC_ALG_STAGED,     /* device memory through host staging (sched_stage.c): per round,

@@ -358,7 +358,8 @@ void zc__place_plan(zc_comm *comm, zc__req *r) {
     uint32_t me = comm->rank;
     r->place = 0;
     if (s->alg == ZC_ALG_STAGED) return; /* its rounds' streams go through the slots */
-    if (s->alg == ZC_ALG_RD || s->alg == ZC_ALG_BRUCK || s->alg == ZC_ALG_BINOMIAL)
+    if (s->alg == ZC_ALG_RD || s->alg == ZC_ALG_BRUCK || s->alg == ZC_ALG_BINOMIAL ||
+        s->alg == ZC_ALG_RH || s->alg == ZC_ALG_RAB)
         return; /* their streams go through the slots; no O(n) scan */
     for (uint32_t i = 0; i < comm->nconn; i++) {
         uint32_t p = comm->conn_peer[i];
@@ -442,16 +443,18 @@ static void zc_place_handshake(zc_comm *comm, zc__req *r, uint32_t *budget) {
 }
 
 /* Overlay mode: only the algorithms whose peers are connections (layout.h's overlay: ranks at
- * distance 2^k, recursive-doubling partners): binomial gather and scatter and Bruck all_to_all
- * at every size (a full mesh takes them only where they win: zc__choose); ZC_ALG_COUNT_ for a
- * call that has none. */
+ * distance 2^k, recursive-doubling partners): binomial gather and scatter, Bruck all_to_all at
+ * every size, recursive halving (reduce_scatter) and Rabenseifner (large all_reduce); a full
+ * mesh takes the direct ones, cheaper in CPU (zc__choose); ZC_ALG_COUNT_ for a call that has
+ * none. */
 static zc__alg zc_choose_overlay(const zc_comm *c, uint32_t kind, uint64_t count,
                                  uint64_t bytes) {
     const zc_config *cfg = &c->cfg;
     switch (kind) {
     case ZC_K_ALLREDUCE:
         return bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks ? ZC_ALG_RD
-                                                                               : ZC_ALG_COUNT_;
+                                                                               : ZC_ALG_RAB;
+    case ZC_K_REDUCE_SCATTER: return ZC_ALG_RH;
     case ZC_K_ALLGATHER:
     case ZC_K_ALLTOALL: return ZC_ALG_BRUCK;
     case ZC_K_GATHER:
@@ -474,8 +477,9 @@ zc__alg zc__choose(const zc_comm *c, uint32_t kind, uint64_t count, uint64_t byt
     case ZC_K_ALLREDUCE:
         if (logn && (bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks))
             return ZC_ALG_RD;
-        return bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks
-                   ? ZC_ALG_ONESHOT : ZC_ALG_RSAG;
+        if (bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks)
+            return ZC_ALG_ONESHOT;
+        return ZC_ALG_RSAG;
     case ZC_K_ALLGATHER: return logn ? ZC_ALG_BRUCK : ZC_ALG_DIRECT;
     case ZC_K_ALLTOALL: /* Bruck sends about n/2 x log2 n blocks per rank against n - 1, in
                          * log2 n streams against n - 1: fewer messages win up to blocks of
@@ -1308,6 +1312,318 @@ static bool zc_step_binomial(zc_ctx *x) {
     return own && zc_all_moved(x->r);
 }
 
+/* ---- recursive halving (reduce_scatter) and Rabenseifner (all_reduce) ----
+ * Virtual rank u (zc_vr) owns the blocks of its real ranks: one, or the two of a folded pair,
+ * one contiguous range of the send buffer either way (its virtual block). A call works column
+ * by column: a column is the elements [c w, c w + w) of the virtual blocks of one group of 2^s
+ * owners (g 2^s .. g 2^s + 2^s - 1; G = p / 2^s groups), with 2^s w accumulators at most, so
+ * that its partials fit the request's slice (r->acc). In the slice a column's pieces are packed
+ * in the bit-reversed order of the owners' low s bits: the owners a rank still holds before step
+ * k (those that agree with it on bits 0 .. k-1) are one run of the slice, whose first half is
+ * the owners with bit k clear. In step k (distance 2^k, k = 0 .. log2 p - 1) u sends the partial
+ * of the held owners whose bit k differs from its own to u ^ 2^k and combines the one it gets
+ * for the others with its own, the lower virtual rank's on the left: the canonical tree at
+ * every element. From step s on a group leaves a rank one owner at most (the binomial end of
+ * the halving). After the last step u holds its own piece when u is in the group. */
+typedef struct zc_rh {
+    zc_vr v;
+    uint32_t s;  /* log2 of the owners of a column (<= v.steps) */
+    uint32_t G;  /* groups: 2^(v.steps - s) */
+    uint64_t w;  /* column width: elements of each virtual block, >= 1 */
+    uint64_t C;  /* columns per group: the longest virtual block (virtual rank 0's) / w */
+    uint64_t T;  /* columns of a call, all groups: C * G (column t: c = t / G, g = t % G) */
+    uint64_t full; /* columns c < full hold w elements of every virtual block */
+    uint64_t base, rem; /* real block b starts at b * base + min(b, rem) */
+    size_t ab;   /* accumulator bytes */
+} zc_rh;
+
+/* Virtual block u: elements [lo, hi) of the send buffer (reduce_scatter's real blocks are count
+ * long, all_reduce's the balanced ones of zc__block_lo). */
+static uint64_t zc_rh_blo(const zc_rh *h, uint32_t b) {
+    return b * h->base + (b < h->rem ? b : h->rem);
+}
+static uint64_t zc_rh_vlo(const zc_rh *h, uint32_t u) { return zc_rh_blo(h, zc_vr_real(&h->v, u)); }
+static uint64_t zc_rh_vhi(const zc_rh *h, uint32_t u) {
+    return zc_rh_blo(h, u < h->v.e ? 2u * u + 2u : u + h->v.e + 1u);
+}
+
+/* The low `bits` bits of i reversed. */
+static uint32_t zc_rev(uint32_t i, uint32_t bits) {
+    i = (i >> 1 & 0x55555555u) | (i & 0x55555555u) << 1;
+    i = (i >> 2 & 0x33333333u) | (i & 0x33333333u) << 2;
+    i = (i >> 4 & 0x0f0f0f0fu) | (i & 0x0f0f0f0fu) << 4;
+    i = (i >> 8 & 0x00ff00ffu) | (i & 0x00ff00ffu) << 8;
+    i = i >> 16 | i << 16;
+    return bits ? i >> (32u - bits) : 0;
+}
+
+static zc_rh zc_rh_of(const zc_comm *c, const zc__sched *s) {
+    zc_rh h;
+    uint32_t n = c->nranks;
+    h.v = zc_vr_of(n);
+    h.ab = zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op);
+    uint64_t A = zc__acc_slice(&c->cfg) / h.ab; /* >= 16: slots are >= 256 bytes */
+    bool rs = s->kind == ZC_K_REDUCE_SCATTER;
+    h.base = rs ? s->count : s->count / n;
+    h.rem = rs ? 0 : s->count % n;
+    uint32_t last = (1u << h.v.steps) - 1u; /* the shortest virtual block */
+    uint64_t longest = zc_rh_vhi(&h, 0) - zc_rh_vlo(&h, 0);
+    h.s = h.v.steps;
+    while (h.s && (1ull << h.s) > A) h.s--;
+    h.w = zc_min(A >> h.s, longest);
+    h.w += !h.w;
+    h.C = (longest + h.w - 1u) / h.w;
+    h.full = (zc_rh_vhi(&h, last) - zc_rh_vlo(&h, last)) / h.w;
+    h.G = 1u << (h.v.steps - h.s);
+    h.T = h.C * h.G;
+    return h;
+}
+
+/* RH messages each way between a rank and its step-k partner: one per column, or from step s
+ * on one per column of the groups where both still hold an owner. */
+static uint64_t zc_rh_msgs(const zc_rh *h, uint32_t k) {
+    return k < h->s ? h->T : h->T >> (k - h->s + 1u);
+}
+
+/* Elements of the piece at slot position i of column t. */
+static uint64_t zc_rh_len(const zc_ctx *x, const zc_rh *h, uint64_t t, uint32_t i) {
+    uint32_t v = (uint32_t)(t % h->G) << h->s | zc_rev(i, h->s);
+    uint64_t lo = zc_rh_vlo(h, v), len = zc_rh_vhi(h, v) - lo, at = t / h->G * h->w;
+    (void)x;
+    return at >= len ? 0 : zc_min(h->w, len - at);
+}
+
+/* Elements of the pieces at positions [a, b) of column t (w each before the ragged end). */
+static uint64_t zc_rh_span(const zc_ctx *x, const zc_rh *h, uint64_t t, uint32_t a, uint32_t b) {
+    uint64_t sum = 0;
+    if (t / h->G < h->full) return (uint64_t)(b - a) * h->w;
+    for (uint32_t i = a; i < b; i++) sum += zc_rh_len(x, h, t, i);
+    return sum;
+}
+
+/* Column t of this rank's input, as accumulators packed in slot order, into dst. */
+static void zc_rh_load(const zc_ctx *x, const zc_rh *h, uint64_t t, uint8_t *dst) {
+    const zc__sched *s = &x->r->s;
+    uint64_t at = t / h->G * h->w;
+    for (uint32_t i = 0; i < 1u << h->s; i++) {
+        uint32_t v = (uint32_t)(t % h->G) << h->s | zc_rev(i, h->s);
+        uint64_t len = zc_rh_len(x, h, t, i);
+        const uint8_t *in = s->send + (zc_rh_vlo(h, v) + at) * x->es;
+        zc__acc_load(dst, in, len, (zc_dtype)s->dtype, (zc_op)s->op);
+        dst += len * h->ab;
+    }
+}
+
+/* The slot positions u keeps in step k of group g (run[0], run[1]) and those it sends (run[2],
+ * run[3]); either may be empty. */
+static void zc_rh_split(const zc_rh *h, uint32_t u, uint32_t g, uint32_t k, uint32_t run[4]) {
+    uint32_t s = h->s, bit = u >> k & 1u;
+    if (k < s) {
+        uint32_t half = 1u << (s - k - 1u), i0 = zc_rev(u & ((1u << k) - 1u), k) << (s - k);
+        run[0] = i0 + bit * half, run[2] = i0 + (1u - bit) * half;
+        run[1] = run[0] + half, run[3] = run[2] + half;
+        return;
+    }
+    uint32_t iu = zc_rev(u & ((1u << s) - 1u), s);
+    bool held = ((g ^ (u >> s)) & ((1u << (k - s)) - 1u)) == 0;
+    bool keep = (g >> (k - s) & 1u) == bit;
+    run[0] = run[1] = run[2] = run[3] = iu;
+    if (held) run[keep ? 1 : 3] = iu + 1u;
+}
+
+/* Whether column t carries a piece of the folded odd rank's block (reduce_scatter: the even rank
+ * of pair i sends it after the column). */
+static bool zc_rh_odd_piece(const zc_rh *h, const zc__sched *s, uint32_t i, uint64_t t) {
+    return s->kind == ZC_K_REDUCE_SCATTER && t % h->G == i >> h->s &&
+           t / h->G * h->w + h->w > s->count;
+}
+
+/* Phase 0 of column t: the leaf, this rank's input (+) the folded odd rank's on a pair. */
+static bool zc_rh_leaf(zc_ctx *x, const zc_rh *h, uint64_t t, bool pair) {
+    zc__req *r = x->r;
+    uint64_t elems = zc_rh_span(x, h, t, 0, 1u << h->s);
+    const uint8_t *w = 0;
+    if (pair && !(w = zc__rx_peek(x->comm, r, x->me + 1u, t, elems * h->ab))) return false;
+    zc_rh_load(x, h, t, r->acc);
+    if (pair) {
+        zc__acc_combine(r->acc, r->acc, w, elems, (zc_dtype)r->s.dtype, (zc_op)r->s.op);
+        zc__rx_consume(x->comm, r, x->me + 1u);
+        (*x->budget)--;
+    }
+    r->b = 1;
+    return true;
+}
+
+/* Step k's send (r->b odd) or receive and combine (r->b even) of column t. */
+static bool zc_rh_exchange(zc_ctx *x, const zc_rh *h, uint32_t u, uint64_t t) {
+    zc__req *r = x->r;
+    uint32_t k = (uint32_t)(r->b - 1u) / 2u, q = u ^ (1u << k), peer = zc_vr_real(&h->v, q), run[4];
+    bool send = r->b & 1u;
+    zc_rh_split(h, u, (uint32_t)(t % h->G), k, run);
+    uint32_t a = send ? run[2] : run[0], b = send ? run[3] : run[1];
+    if (a < b) {
+        uint64_t elems = zc_rh_span(x, h, t, a, b), bytes = elems * h->ab;
+        uint8_t *acc = r->acc + zc_rh_span(x, h, t, 0, a) * h->ab;
+        if (send) {
+            uint64_t m = zc__tx_done(x->comm, r, peer);
+            uint8_t *d = zc__tx_begin_n(x->comm, r, peer, m, bytes);
+            if (!d) return false;
+            zc__memcpy(d, acc, bytes);
+            if (zc__tx_end(x->comm, r, peer, m, bytes) != ZC_OK) return false;
+        } else {
+            const uint8_t *w = zc__rx_peek(x->comm, r, peer, zc__rx_done(x->comm, r, peer), bytes);
+            if (!w) return false;
+            zc__acc_combine(acc, u < q ? acc : w, u < q ? w : acc, elems, (zc_dtype)r->s.dtype,
+                            (zc_op)r->s.op);
+            zc__rx_consume(x->comm, r, peer);
+        }
+        (*x->budget)--;
+    }
+    r->b++;
+    return true;
+}
+
+/* After the last step: u's own piece of column t stored into recv (r->b = 1 + 2 log2 p), then
+ * on a reduce_scatter pair the odd rank's part sent to it (r->b one more). */
+static bool zc_rh_store(zc_ctx *x, const zc_rh *h, uint32_t u, uint64_t t) {
+    zc__req *r = x->r;
+    const zc__sched *s = &r->s;
+    zc_dtype dt = (zc_dtype)s->dtype;
+    zc_op op = (zc_op)s->op;
+    uint32_t iu = zc_rev(u & ((1u << h->s) - 1u), h->s);
+    uint64_t at = t / h->G * h->w, len = zc_rh_len(x, h, t, iu);
+    bool mine = t % h->G == u >> h->s, rs = s->kind == ZC_K_REDUCE_SCATTER;
+    const uint8_t *acc = r->acc + (mine ? zc_rh_span(x, h, t, 0, iu) * h->ab : 0);
+    if (mine && r->b == 1u + 2u * h->v.steps) {
+        uint64_t own = rs ? (at < s->count ? zc_min(len, s->count - at) : 0) : len;
+        uint64_t to = rs ? at : zc_rh_vlo(h, u) + at;
+        zc__acc_store(s->recv + to * x->es, acc, own, dt, op, x->n);
+        if (x->me < 2u * h->v.e && zc_rh_odd_piece(h, s, u, t)) {
+            r->b++;
+            return true;
+        }
+    } else if (mine) {
+        uint64_t from = at > s->count ? at : s->count, elems = at + len - from, bytes = elems * x->es;
+        uint64_t m = zc__tx_done(x->comm, r, x->me + 1u);
+        uint8_t *d = zc__tx_begin_n(x->comm, r, x->me + 1u, m, bytes);
+        if (!d) return false;
+        zc__acc_store(d, acc + (from - at) * h->ab, elems, dt, op, x->n);
+        if (zc__tx_end(x->comm, r, x->me + 1u, m, bytes) != ZC_OK) return false;
+        (*x->budget)--;
+    }
+    r->b = 0;
+    r->a++;
+    return true;
+}
+
+/* A folded odd rank: column t's input to the even rank (r->b = 0), then on reduce_scatter the
+ * piece of its block that the column reduced (r->b = 1). */
+static bool zc_rh_folded(zc_ctx *x, const zc_rh *h, uint64_t t) {
+    zc__req *r = x->r;
+    const zc__sched *s = &r->s;
+    uint32_t even = x->me - 1u, i = even / 2u;
+    if (r->b == 0) {
+        uint64_t bytes = zc_rh_span(x, h, t, 0, 1u << h->s) * h->ab;
+        uint8_t *d = zc__tx_begin_n(x->comm, r, even, t, bytes);
+        if (!d) return false;
+        zc_rh_load(x, h, t, d);
+        if (zc__tx_end(x->comm, r, even, t, bytes) != ZC_OK) return false;
+        (*x->budget)--;
+        r->b = zc_rh_odd_piece(h, s, i, t);
+        r->a += !r->b;
+        return true;
+    }
+    uint64_t at = t / h->G * h->w, from = at > s->count ? at : s->count;
+    uint64_t elems = at + zc_rh_len(x, h, t, zc_rev(i & ((1u << h->s) - 1u), h->s)) - from;
+    const uint8_t *res = zc__rx_peek(x->comm, r, even, zc__rx_done(x->comm, r, even),
+                                     elems * x->es);
+    if (!res) return false;
+    zc__memcpy(s->recv + (from - s->count) * x->es, res, elems * x->es);
+    zc__rx_consume(x->comm, r, even);
+    (*x->budget)--;
+    r->b = 0;
+    r->a++;
+    return true;
+}
+
+/* Rabenseifner's second half at virtual rank u: in step j = r->b (distance 2^j) the reduced
+ * blocks of virtual ranks u & ~(2^j - 1) .. + 2^j - 1 (contiguous in recv) go to u ^ 2^j and
+ * as many come back, after the step's RH messages on that channel; then the even rank of a
+ * pair sends the whole result to the odd one. True once all is handed to the channels. */
+static bool zc_rab_gather(zc_ctx *x, const zc_rh *h, uint32_t u) {
+    const zc__sched *s = &x->r->s;
+    while (*x->budget && x->r->b < h->v.steps) {
+        uint32_t j = (uint32_t)x->r->b, d = 1u << j, q = u ^ d, peer = zc_vr_real(&h->v, q);
+        uint32_t mine = u & ~(d - 1u), theirs = q & ~(d - 1u);
+        uint64_t lo = zc_rh_vlo(h, mine), qlo = zc_rh_vlo(h, theirs);
+        uint64_t len = zc_rh_vhi(h, mine + d - 1u) - lo;
+        uint64_t qlen = zc_rh_vhi(h, theirs + d - 1u) - qlo, first = zc_rh_msgs(h, j);
+        zc_send_chunks(x, peer, s->recv + lo * x->es, len, first, UINT64_MAX, false);
+        zc_recv_chunks(x, peer, s->recv + qlo * x->es, qlen, first);
+        if (zc__tx_done(x->comm, x->r, peer) < first + zc__msgs(len, x->E) ||
+            zc__rx_done(x->comm, x->r, peer) < first + zc__msgs(qlen, x->E))
+            return false;
+        x->r->b++;
+    }
+    if (x->r->b < h->v.steps) return false;
+    if (x->me < 2u * h->v.e)
+        zc_send_chunks(x, x->me + 1u, s->recv, s->count, 0, UINT64_MAX, false);
+    return true;
+}
+
+/* r->a = column (0 .. T), r->b = its phase (above); after the columns, all_reduce's
+ * all-gather step in r->b. */
+static bool zc_step_rh(zc_ctx *x) {
+    zc__req *r = x->r;
+    zc_rh h = zc_rh_of(x->comm, &r->s);
+    bool folded = zc_vr_folded(&h.v, x->me);
+    uint32_t u = zc_vr_virt(&h.v, x->me);
+    while (*x->budget && r->a < h.T) {
+        bool moved = folded          ? zc_rh_folded(x, &h, r->a)
+                     : r->b == 0     ? zc_rh_leaf(x, &h, r->a, x->me < 2u * h.v.e)
+                     : r->b <= 2u * h.v.steps ? zc_rh_exchange(x, &h, u, r->a)
+                                     : zc_rh_store(x, &h, u, r->a);
+        if (!moved) break;
+    }
+    if (r->a < h.T) return false;
+    if (r->s.kind == ZC_K_ALLREDUCE) {
+        if (folded) zc_recv_chunks(x, x->me - 1u, r->s.recv, r->s.count, 0);
+        else if (!zc_rab_gather(x, &h, u)) return false;
+    }
+    return zc_all_moved(r);
+}
+
+/* RH / Rabenseifner: T messages from a folded odd rank to its even rank, and back the odd
+ * rank's pieces (reduce_scatter) or its whole result (all_reduce); with each step's partner
+ * zc_rh_msgs each way, plus (all_reduce) the all-gather's streams. */
+static void zc_links_rh(const zc_comm *c, const zc__sched *s, uint64_t C_slots, zc__link_fn fn,
+                        void *ctx) {
+    zc_rh h = zc_rh_of(c, s);
+    uint32_t me = c->rank;
+    bool ar = s->kind != ZC_K_REDUCE_SCATTER;
+    (void)C_slots;
+    if (me < 2u * h.v.e) {
+        uint64_t back = ar ? zc__msgs(s->count, s->chunk) : h.C - s->count / h.w;
+        if (me & 1u) {
+            fn(ctx, me - 1u, h.T, back);
+            return;
+        }
+        fn(ctx, me + 1u, back, h.T);
+    }
+    uint32_t u = zc_vr_virt(&h.v, me);
+    for (uint32_t k = 0; k < h.v.steps; k++) {
+        uint32_t d = 1u << k, q = u ^ d, mine = u & ~(d - 1u), theirs = q & ~(d - 1u);
+        uint64_t tx = zc_rh_msgs(&h, k), rx = tx;
+        if (ar) {
+            tx += zc__msgs(zc_rh_vhi(&h, mine + d - 1u) - zc_rh_vlo(&h, mine),
+                           s->chunk);
+            rx += zc__msgs(zc_rh_vhi(&h, theirs + d - 1u) - zc_rh_vlo(&h, theirs),
+                           s->chunk);
+        }
+        fn(ctx, zc_vr_real(&h.v, q), tx, rx);
+    }
+}
+
 /* ---- the host family: one row per algorithm ---- */
 
 typedef struct zc_host_alg {
@@ -1315,7 +1631,7 @@ typedef struct zc_host_alg {
     bool (*step)(zc_ctx *x); /* moves it within the budget; true once its work is done */
 } zc_host_alg;
 
-static const zc_host_alg zc_host_algs[ZC_ALG_BINOMIAL + 1] = {
+static const zc_host_alg zc_host_algs[ZC_ALG_RAB + 1] = {
     [ZC_ALG_LOCAL] = {zc_links_none, zc_step_local},
     [ZC_ALG_ONESHOT] = {zc_links_all_c, zc_step_oneshot},
     [ZC_ALG_RSAG] = {zc_links_rsag, zc_step_rs},
@@ -1328,10 +1644,12 @@ static const zc_host_alg zc_host_algs[ZC_ALG_BINOMIAL + 1] = {
     [ZC_ALG_RD] = {zc_links_rd, zc_step_rd},
     [ZC_ALG_BRUCK] = {zc_links_bruck_any, zc_step_bruck_any},
     [ZC_ALG_BINOMIAL] = {zc_links_binomial, zc_step_binomial},
+    [ZC_ALG_RH] = {zc_links_rh, zc_step_rh},
+    [ZC_ALG_RAB] = {zc_links_rh, zc_step_rh},
 };
 
 static const zc_host_alg *zc_host_alg_of(uint32_t alg) {
-    ZC_ASSERT(alg <= ZC_ALG_BINOMIAL && zc_host_algs[alg].step);
+    ZC_ASSERT(alg <= ZC_ALG_RAB && zc_host_algs[alg].step);
     return &zc_host_algs[alg];
 }
 

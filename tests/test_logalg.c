@@ -61,13 +61,13 @@ static void la_open(la_group *g, uint32_t n, uint32_t slot_bytes, uint64_t small
     zt_inproc_open(&cfg, g->arenas, g->c);
 }
 
-/* la_open in overlay mode (every rank its own simulated host): the binomial gather and scatter
- * run there; a full mesh keeps the direct ones. */
-static void la_open_overlay(la_group *g, uint32_t n, uint32_t slot_bytes) {
+/* la_open in overlay mode (every rank its own simulated host): the binomial gather and scatter,
+ * recursive halving and Rabenseifner run there; a full mesh keeps the direct ones. */
+static void la_open_overlay(la_group *g, uint32_t n, uint32_t slot_bytes, uint64_t small_max) {
     zc_config cfg;
     memset(g, 0, sizeof *g);
     g->n = n;
-    zr_group_config(&cfg, n, slot_bytes, 2, 1024, 0);
+    zr_group_config(&cfg, n, slot_bytes, 2, small_max, 0);
     cfg.log_min_ranks = 1;
     cfg.overlay_min_ranks = 1;
     cfg.inproc_ranks_per_host = 1;
@@ -126,8 +126,28 @@ static void la_check_ring(uint32_t n) {
         }
 }
 
+/* Whether p is in (b) or (c) of the overlay of n ranks at rank r, written from its definition:
+ * P the largest power of two <= n, e = n - P; ranks 2i, 2i+1 (i < e) fold into virtual rank i
+ * (2i+1 is folded), rank m >= 2e is virtual m - e; (b) the real ranks of u ^ 2^k for a rank
+ * with a virtual rank u, (c) r ^ 1 for r < 2e. */
+static bool la_overlay_bc(uint32_t n, uint32_t r, uint32_t p) {
+    uint32_t P = 1;
+    while (P * 2u <= n) P *= 2u;
+    uint32_t e = n - P;
+    if (p == r) return false;
+    if (r < 2u * e && p == (r ^ 1u)) return true;
+    if (r < 2u * e && (r & 1u)) return false;
+    uint32_t u = r < 2u * e ? r / 2u : r - e;
+    for (uint32_t d = 1; d < P; d *= 2u) {
+        uint32_t q = u ^ d;
+        if (p == (q < e ? 2u * q : q + e)) return true;
+    }
+    return false;
+}
+
 /* Case k on the log group (alg expected) and on the direct group: both equal the reference
- * bitwise; the log group's messages came from alg only, to few peers. */
+ * bitwise; the log group's messages came from alg only, to few peers (for RH and Rabenseifner:
+ * only to overlay peers (b) and (c)). */
 static void la_case(la_group *lg, la_group *dg, const zr_case *k, uint32_t alg, uint64_t seed) {
     uint32_t n = lg->n;
     size_t bb = zr_buf_bytes(k);
@@ -143,10 +163,17 @@ static void la_case(la_group *lg, la_group *dg, const zr_case *k, uint32_t alg, 
     la_run(lg, k, send, work, recv, bb);
     uint32_t algs = la_seen.algs;
     uint64_t most_peers = 0;
+    uint32_t outside = 0;
     for (uint32_t r = 0; r < n; r++) {
         uint64_t pc = (uint64_t)__builtin_popcountll(la_seen.peers[r]);
         most_peers = pc > most_peers ? pc : most_peers;
+        for (uint32_t p = 0; p < n && (alg == ZC_ALG_RH || alg == ZC_ALG_RAB); p++)
+            if (la_seen.peers[r] >> p & 1u && !la_overlay_bc(n, r, p)) {
+                printf("    rank %u sent to %u, not an overlay peer (b)+(c)\n", r, p);
+                outside++;
+            }
     }
+    ZT_CHECK_EQ(outside, 0);
     la_seen.group = NULL;
     size_t bytes;
     for (uint32_t r = 0; r < n; r++) {
@@ -204,10 +231,11 @@ static void la_sweep_trees(la_group *og, la_group *lg, la_group *dg, zt_rng *rng
 }
 
 static void la_sweep(uint32_t n, bool full) {
-    la_group og, lg, dg;
-    la_open_overlay(&og, n, 256);
+    la_group og, lg, dg, rg;
+    la_open_overlay(&og, n, 256, 1024);
     la_open(&lg, n, 256, 1u << 30, 1);
     la_open(&dg, n, 256, 1024, 0);
+    la_open_overlay(&rg, n, 256, 0); /* all_reduce of count >= n: Rabenseifner */
     zc__test_forge = la_hook;
     zt_rng rng = {zt_seed() ^ (n * 7919u)};
     uint32_t i = 0;
@@ -225,10 +253,21 @@ static void la_sweep(uint32_t n, bool full) {
         la_case(&lg, &dg, &k, ZC_ALG_BRUCK, zt_seed() + i);
     }
     la_sweep_trees(&og, &lg, &dg, &rng, full, &i);
+    for (int t = 0; t < ZC_DTYPE_COUNT_; t++)
+        for (int op = 0; op < ZC_OP_COUNT_; op++) {
+            if (!full && zt_rng_below(&rng, 4)) continue;
+            bool in_place = zt_rng_below(&rng, 2);
+            zr_case k = {ZR_RS, n, la_count(n, i++) % 97u, (zc_dtype)t, (zc_op)op, 0, in_place};
+            la_case(&og, &dg, &k, ZC_ALG_RH, zt_seed() + i);
+            size_t c = la_count(n, i++) + n;
+            zr_case a = {ZR_ALLREDUCE, n, c, (zc_dtype)t, (zc_op)op, 0, !in_place};
+            la_case(&rg, &dg, &a, ZC_ALG_RAB, zt_seed() + i);
+        }
     zc__test_forge = NULL;
     la_close(&og);
     la_close(&lg);
     la_close(&dg);
+    la_close(&rg);
 }
 
 void logalg_forced_match_reference_and_direct_1_to_9_ranks(void) {
@@ -320,7 +359,7 @@ void logalg_concurrent_calls_complete_in_any_wait_order(void) {
 void logalg_tree_and_bruck_calls_in_flight_complete_in_any_wait_order(void) {
     enum { N = 13, K = 12, MAXC = 300 };
     la_group g;
-    la_open_overlay(&g, N, 256);
+    la_open_overlay(&g, N, 256, 1024);
     static int32_t in[N][K][N * MAXC], out[N][K][N * MAXC];
     zc_req reqs[N][K];
     size_t cnt[K];
@@ -356,5 +395,36 @@ void logalg_tree_and_bruck_calls_in_flight_complete_in_any_wait_order(void) {
                     if (k % 4 == 3) ZT_CHECK_EQ(got, in[p][k][i]);
                 }
         }
+    la_close(&g);
+}
+
+/* Rabenseifner all_reduce and recursive-halving reduce_scatter, several calls in flight on 13
+ * ranks (a folded pair, ragged blocks, a count of 0 among them), waited in reverse order. */
+void logalg_rh_rab_concurrent_calls_match_sums(void) {
+    enum { N = 13, K = 8, MAXC = 600 };
+    la_group g;
+    la_open_overlay(&g, N, 256, 0);
+    static int32_t in[N][K][N * MAXC], out[N][K][N * MAXC];
+    zc_req reqs[N][K];
+    zt_rng rng = {zt_seed() ^ 0x5eed};
+    size_t cnt[K];
+    for (int k = 0; k < K; k++) cnt[k] = k == 3 ? 0 : N + (size_t)zt_rng_below(&rng, MAXC - N);
+    for (uint32_t r = 0; r < N; r++)
+        for (int k = 0; k < K; k++) {
+            for (size_t i = 0; i < N * cnt[k]; i++) in[r][k][i] = (int32_t)(r * 1000u + (uint32_t)i);
+            zc_status st = k % 2 ? zc_reduce_scatter(g.c[r], in[r][k], out[r][k], cnt[k],
+                                                     ZC_INT32, ZC_SUM, &reqs[r][k])
+                                 : zc_allreduce(g.c[r], in[r][k], out[r][k], cnt[k], ZC_INT32,
+                                                ZC_SUM, &reqs[r][k]);
+            ZT_CHECK_ST(st, ZC_OK);
+        }
+    for (int k = K - 1; k >= 0; k--)
+        for (uint32_t r = 0; r < N; r++) ZT_CHECK_ST(zc_wait(g.c[r], &reqs[r][k]), ZC_OK);
+    for (uint32_t r = 0; r < N; r++)
+        for (int k = 0; k < K; k++)
+            for (size_t i = 0; i < cnt[k]; i++) { /* sum over ranks of p * 1000 + element */
+                size_t at = k % 2 ? r * cnt[k] + i : i;
+                ZT_CHECK_EQ(out[r][k][i], (int32_t)(78u * 1000u + N * (uint32_t)at));
+            }
     la_close(&g);
 }

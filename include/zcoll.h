@@ -142,8 +142,9 @@ typedef enum zc_mem_kind { ZC_MEM_HOST, ZC_MEM_CUDA } zc_mem_kind;
 /* Host collectives of a communicator of at least this many ranks take the log-depth algorithms
  * (all_reduce: recursive doubling up to allreduce_oneshot_max_bytes; all_gather: Bruck;
  * all_to_all: Bruck up to blocks of 1 KiB; in overlay mode also gather and scatter down a
- * binomial tree and all_to_all by Bruck at every size), whose
- * steps grow as log2(n); smaller ones keep the direct algorithms above, fastest at a few ranks. */
+ * binomial tree, all_to_all by Bruck at every size, reduce_scatter by recursive halving and a
+ * larger all_reduce by Rabenseifner), whose steps grow as log2(n); smaller ones keep the direct
+ * algorithms above, fastest at a few ranks. */
 #define ZC_DEFAULT_LOG_MIN_RANKS 9u
 
 typedef enum zc_transport {

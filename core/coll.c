@@ -193,8 +193,8 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
                          "call over those connections (%s)", zc__kind_name(a->kind), c->nranks,
                          c->cfg.overlay_min_ranks, c->nconn - 1u,
                          alg == ZC_ALG_P2P ? "the peer is not one of them"
-                                           : "at this size: all_reduce and broadcast up to "
-                                             "their small-size limits, all_gather, barrier");
+                                           : "it runs every collective but reduce and a "
+                                             "broadcast above bcast_tree_max_bytes");
     s->alg = (uint8_t)alg;
     if (any) /* matched later (progress.c), then a receive from that peer, on host memory */
         return zc_any_source_host(c, s);

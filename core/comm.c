@@ -98,7 +98,9 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
                 cfg->nranks, cfg->overlay_min_ranks);
         return ZC_UNSUPPORTED;
     }
-    if (!zc__conn_fill(c, 0, 0)) { /* simulated hosts; a split's children refill (hosts) */
+    /* Simulated hosts; between processes in overlay mode init and split fill it from where
+     * the ranks run. */
+    if ((cfg->transport == ZC_TRANSPORT_INPROC || !zc__overlay(cfg)) && !zc__conn_fill(c, 0, 0)) {
         zc__strlcpy(err, c->err, ZC_ERROR_TEXT_BYTES);
         return ZC_INVALID_ARG;
     }
@@ -118,6 +120,10 @@ zc_wire_geom zc__geom(const zc_comm *c, uint64_t comm_id, void *const *windows) 
 /* What every rank tells the others at init. */
 typedef struct zc_hello {
     uint64_t nonce, host;
+    /* Where it runs for its connection set (overlay mode: its own host's ranks are
+     * connections): the host, or ZC_HOST_ID's claim; 0 when that claim is unusable. */
+    uint64_t place;
+    uint32_t overlay; /* cfg->overlay_min_ranks */
     uint32_t pid; /* its low bits: the nonce where the platform has no randomness */
     uint32_t slots, slot_bytes, transport, sym_pages; /* sym_pages: cfg->sym_bytes / 4096 */
     uint32_t gpu; /* zc_gpu_word: the gpu provider and path asked for */
@@ -142,6 +148,23 @@ static uint64_t zc_host_hash(char *why, size_t cap) {
         return 0;
     }
     return zc__siphash(key, id, zc__strlen(id)) | 1u;
+}
+
+/* Where this rank runs as far as its connection set goes (zc_hello's place): ZC_HOST_ID's
+ * value when set (a claim of its own host for tests and simulations: processes on one machine
+ * can claim different hosts; the wire still follows the real host), else host. 0 with *why
+ * when the claim is unusable (empty or longer than 255 bytes). */
+static uint64_t zc_place_hash(uint64_t host, char *why, size_t cap) {
+    const char *id = zc_plat_getenv("ZC_HOST_ID");
+    uint8_t key[16] = {'Z', 'C', '_', 'H', 'O', 'S', 'T', '_', 'I', 'D'};
+    if (!id) return host;
+    size_t n = zc__strlen(id);
+    if (n == 0 || n > 255u) {
+        zc__fmt(why, cap, "ZC_HOST_ID is %s: give it 1..255 characters naming the host this "
+                "rank claims, or unset it", n ? "longer than 255 bytes" : "empty");
+        return 0;
+    }
+    return zc__siphash(key, id, n) | 1u;
 }
 
 /* The device settings every rank must share (gpu_mem.c decides the path from them alike):
@@ -284,6 +307,12 @@ static void zc_auto_spin(zc_comm *c, const zc_hello *all) {
 
 static zc_status zc_check_hellos(zc_comm *c, const zc_hello *all, const char *host_why) {
     for (uint32_t r = 0; r < c->nranks; r++) {
+        if (all[r].host && !all[r].place) {
+            if (r == c->rank) zc__fmt(c->err, sizeof c->err, "%s", host_why);
+            else zc__fmt(c->err, sizeof c->err, "rank %u's ZC_HOST_ID is unusable (its own error "
+                         "says why)", r);
+            return ZC_INVALID_ARG;
+        }
         if (all[r].host) continue;
         if (r == c->rank)
             zc__fmt(c->err, sizeof c->err, "cannot read this host's identity (hostname and boot "
@@ -311,6 +340,12 @@ static zc_status zc_check_hellos(zc_comm *c, const zc_hello *all, const char *ho
                     "0 has 0x%x (1 = a provider, then gpu_provider << 4, gpu_path << 8): every "
                     "rank needs the same cfg->gpu_provider, gpu_path and whether gpu_device is "
                     "-2", r, all[r].gpu, all[0].gpu);
+            return ZC_MISMATCH;
+        }
+        if (all[r].overlay != all[0].overlay) {
+            zc__fmt(c->err, sizeof c->err, "rank %u has overlay_min_ranks=%u but rank 0 has %u: "
+                    "every rank needs the same (it decides which ranks connect)", r,
+                    all[r].overlay, all[0].overlay);
             return ZC_MISMATCH;
         }
         if (all[r].sym_pages != all[0].sym_pages) {
@@ -388,14 +423,26 @@ static zc_status zc_agree(zc_comm *c, zc__boot *b, zc_status mine, uint32_t step
     return (zc_status)all[first].status;
 }
 
+/* The rank-ordered blobs at addrs (ab bytes each) become its connections' (conn_peer order),
+ * as attach reads them: connection i's moves from rank conn_peer[i]'s place, never after it. */
+void zc__addrs_compact(const zc_comm *c, uint8_t *addrs, size_t ab) {
+    for (uint32_t i = 0; i < c->nconn && ab; i++)
+        if (c->conn_peer[i] != i)
+            __builtin_memmove(addrs + (size_t)i * ab, addrs + (size_t)c->conn_peer[i] * ab, ab);
+}
+
 /* Wire setup between processes, synchronised through the bootstrap: create, all-gather the
- * address blobs (or just meet), attach, agree on the outcome, seal. */
-static zc_status zc_open_wire(zc_comm *c, zc__boot *b) {
+ * address blobs (or just meet), attach, agree on the outcome, seal. pre: a failure this rank
+ * met before (its sentence in comm->err): it creates nothing but still joins every exchange,
+ * so every rank ends with that verdict instead of waiting for it. */
+static zc_status zc_open_wire(zc_comm *c, zc__boot *b, zc_status pre) {
     zc_wire_geom g = zc__geom(c, c->comm_id, 0);
     size_t ab = c->wire->addr_bytes(&g);
     ZC_ASSERT(ab <= c->addr_bytes && ab <= ZC_BOOT_MAX_BLOB);
     uint8_t *mine = ab ? c->addrs + (size_t)c->rank * ab : 0;
-    zc_status st = c->wire->create(c->wire_state, &g, 0, mine, c->err, sizeof c->err);
+    zc_status st = pre != ZC_OK ? pre
+                                : c->wire->create(c->wire_state, &g, 0, mine, c->err,
+                                                  sizeof c->err);
     uint32_t step = 1;
     uint8_t failed = 0xff; /* a rank whose create failed publishes a blob of 0xff bytes */
     if (st != ZC_OK && ab) __builtin_memset(mine, failed, ab);
@@ -405,12 +452,14 @@ static zc_status zc_open_wire(zc_comm *c, zc__boot *b) {
         return sync;
     }
     if (st == ZC_OK) {
+        zc__addrs_compact(c, c->addrs, ab);
         step = 2;
         st = c->wire->attach(c->wire_state, ab ? c->addrs : 0, c->err, sizeof c->err);
     }
+    bool made = pre == ZC_OK;
     st = zc_agree(c, b, st, step); /* everyone attached or knows who did not: seal */
     if (st == ZC_OK) c->wire->seal(c->wire_state);
-    else c->wire->close(c->wire_state);
+    else if (made) c->wire->close(c->wire_state);
     return st;
 }
 
@@ -459,8 +508,10 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
     char host_why[128] = "";
     zc_plat_room room, none = {UINT64_MAX, UINT64_MAX, ZC_PLAT_ROOM_UNKNOWN, 0};
     if (zc_plat_mem_room(&room) != ZC_PLAT_OK) room = none; /* nothing checked */
-    zc_hello mine = {0, zc_host_hash(host_why, sizeof host_why),
-                     (uint32_t)zc_plat_process_id(), cfg->slots, cfg->slot_bytes,
+    uint64_t host = zc_host_hash(host_why, sizeof host_why);
+    zc_hello mine = {0, host, host ? zc_place_hash(host, host_why, sizeof host_why) : 0,
+                     cfg->overlay_min_ranks, (uint32_t)zc_plat_process_id(), cfg->slots,
+                     cfg->slot_bytes,
                      (uint32_t)cfg->transport, (uint32_t)(cfg->sym_bytes >> 12),
                      zc_gpu_word(cfg), zc_room_units(room.avail_bytes, 20),
                      zc_room_units(room.lock_bytes, 10), {0}};
@@ -469,11 +520,16 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
     st = zc__boot_allgather(boot, &mine, all, sizeof mine);
     if (st == ZC_OK) st = zc_check_hellos(c, all, host_why);
     if (st == ZC_OK) st = zc_pick_wire(c, all);
-    if (st == ZC_OK) st = zc_check_room(c, all);
+    zc_status conns = ZC_OK; /* a failure every rank must hear of (zc_open_wire) */
+    if (st == ZC_OK) {
+        c->place = all[c->rank].place;
+        if (!zc__conn_fill(c, &all[0].place, sizeof *all)) conns = ZC_INVALID_ARG;
+    }
+    if (st == ZC_OK && conns == ZC_OK) st = zc_check_room(c, all);
     if (st == ZC_OK && !cfg->spin_polls) zc_auto_spin(c, all);
     if (st == ZC_OK) {
         c->comm_id = zc__siphash(cfg->secret, &all[0].nonce, sizeof all[0].nonce);
-        st = zc_open_wire(c, boot);
+        st = zc_open_wire(c, boot, conns);
     }
     if (st == ZC_OK) st = zc_open_device(c, boot);
     zc__boot_close(boot);
@@ -494,13 +550,13 @@ static void zc_inproc_host(const zc_config *cfg, const uint64_t *hosts, uint32_t
     uint32_t k = cfg->inproc_ranks_per_host && cfg->inproc_ranks_per_host < n
                      ? cfg->inproc_ranks_per_host : n;
     if (!hosts) {
-        c->host = (uint64_t)(r / k) + 1u;
+        c->host = c->place = (uint64_t)(r / k) + 1u;
         c->node = r / k * k;
         return;
     }
     uint32_t q = 0;
     while (hosts[q] != hosts[r]) q++; /* ends at r at the latest */
-    c->host = hosts[r];
+    c->host = c->place = hosts[r];
     c->node = q;
 }
 

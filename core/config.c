@@ -142,11 +142,10 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
                 "cfg->overlay_min_ranks is %u but cfg->log_min_ranks is %u: overlay mode runs "
                 "only the log-depth algorithms, so log_min_ranks must be 1..overlay_min_ranks",
                 cfg->overlay_min_ranks, cfg->log_min_ranks);
-    ZC_REQUIRE_(!zc__overlay(cfg) || cfg->transport == ZC_TRANSPORT_INPROC,
-                "cfg->overlay_min_ranks is %u and cfg->nranks %u, but overlay mode runs in "
-                "in-process groups only (ZC_TRANSPORT_INPROC): the wires between processes (shm, "
-                "ib) still connect every rank; set overlay_min_ranks to 0 or above nranks",
-                cfg->overlay_min_ranks, cfg->nranks);
+    ZC_REQUIRE_(cfg->transport == ZC_TRANSPORT_INPROC || cfg->nranks <= ZC_MESH_MAX_RANKS,
+                "cfg->nranks is %u: the bootstrap between processes takes at most %u ranks "
+                "(in-process groups take up to %u in overlay mode)", cfg->nranks,
+                ZC_MESH_MAX_RANKS, ZC_MAX_RANKS);
     ZC_REQUIRE_(zc_has_nul(cfg->root_addr, sizeof cfg->root_addr),
                 "cfg->root_addr is not NUL-terminated");
     if (cfg->nranks > 1 && cfg->transport != ZC_TRANSPORT_INPROC) {

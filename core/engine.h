@@ -120,6 +120,8 @@ struct zc_comm {
     uint64_t splits;       /* zc_comm_split calls made (names children) */
     uint64_t host;         /* a hash of this rank's host (init's; a child keeps its parent's;
                             * in-process: its simulated host's number + 1) */
+    uint64_t place;        /* where it runs for its connection set: host, or ZC_HOST_ID's
+                            * claim (comm.c's zc_place_hash; a child keeps its parent's) */
     uint32_t node;         /* the lowest rank on this rank's host (zc_comm_node) */
     uint32_t wire_auto;    /* 1: cfg asked for ZC_TRANSPORT_AUTO: a split child whose ranks
                             * share a host takes the shared-memory wire (split.c) */
@@ -201,6 +203,9 @@ static inline bool zc__comm_ok(const zc_comm *comm) {
 zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_comm **out,
                     char *err);
 zc_wire_geom zc__geom(const zc_comm *c, uint64_t comm_id, void *const *windows);
+/* Turns the rank-ordered address blobs at addrs (ab bytes each) into c's connections' blobs,
+ * connection order (what a wire's attach reads). */
+void zc__addrs_compact(const zc_comm *c, uint8_t *addrs, size_t ab);
 /* Whether the window c's wire takes at create (wire.h's takes) fits what the platform leaves:
  * k ranks' windows within room bytes of memory on rank who's host, its registered bytes within
  * lock bytes of lockable memory (UINT64_MAX: no limit). ZC_LIMIT with a sentence giving the

@@ -15,7 +15,7 @@
  * hellos there; zc_comm_split and zc_comm_split_inproc use their parent's (per rank: colors,
  * keys, sizes or arenas, communicators and hosts; then one address blob of the parent's
  * size), an in-process group its rank 0's (per rank: windows). */
-#define ZC_SCRATCH_RANK_BYTES 80u
+#define ZC_SCRATCH_RANK_BYTES 96u
 /* In-process groups need less per rank: zc_comm_split_inproc's color and key, arena, child and
  * host (split.c), or the group's windows. */
 #define ZC_SCRATCH_INPROC_RANK_BYTES 32u

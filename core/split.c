@@ -27,22 +27,27 @@ static bool zc_split_needs_addrs(const zc_comm *parent) {
     return parent->wire->addr_bytes(&g) > 0; /* same wire everywhere: same answer */
 }
 
-/* This rank's child's wire and host number: every parent rank's host all-gathered over the
- * parent (into its scratch after all[]), then whether all of this rank's color share its host
- * (*one_host) and the lowest child rank on its host (*node). */
+/* This rank's child's wire and host number: every parent rank's {host, place} all-gathered
+ * over the parent (into its scratch after all[]), then whether all of this rank's color share
+ * its host (*one_host), the lowest child rank on its host (*node), and its members' places in
+ * child rank order at *places (the scratch after those; a child in overlay mode connects by
+ * them). */
 static zc_status zc_split_hosts(zc_comm *parent, const int32_t *all, bool *one_host,
-                                uint32_t *node) {
+                                uint32_t *node, uint64_t **places) {
     uint64_t *hosts = (uint64_t *)(void *)(parent->scratch + 8u * parent->nranks);
+    uint64_t mine[2] = {parent->host, parent->place};
     zc_req req;
-    zc_status st = zc_allgather(parent, &parent->host, hosts, 1, ZC_UINT64, &req);
+    zc_status st = zc_allgather(parent, mine, hosts, 2, ZC_UINT64, &req);
     if (st == ZC_OK) st = zc_wait(parent, &req);
     *one_host = true;
     *node = UINT32_MAX;
+    *places = hosts + 2u * parent->nranks;
     for (uint32_t p = 0; p < parent->nranks && st == ZC_OK; p++) {
         uint32_t rank, size;
         if (all[2 * p] != all[2 * parent->rank]) continue;
         zc_child_place(all, parent->nranks, p, &rank, &size);
-        if (hosts[p] != parent->host) *one_host = false;
+        (*places)[rank] = hosts[2u * p + 1u];
+        if (hosts[2u * p] != parent->host) *one_host = false;
         else if (rank < *node) *node = rank;
     }
     return st;
@@ -149,7 +154,8 @@ static zc_status zc_split(zc_comm *parent, int color, int key, void *arena, size
     if (st == ZC_OK) st = zc_wait(parent, &req);
     bool one_host;
     uint32_t node;
-    if (st == ZC_OK) st = zc_split_hosts(parent, all, &one_host, &node);
+    uint64_t *places;
+    if (st == ZC_OK) st = zc_split_hosts(parent, all, &one_host, &node, &places);
     if (st != ZC_OK) return st;
     uint64_t id = zc_child_id(parent, mine[0]);
     parent->splits++;
@@ -163,11 +169,16 @@ static zc_status zc_split(zc_comm *parent, int color, int key, void *arena, size
         zc_child_place(all, parent->nranks, parent->rank, &cc.rank, &cc.nranks);
         if (one_host && parent->wire_auto) cc.transport = ZC_TRANSPORT_SHM;
         local = zc__carve(&cc, arena, arena_bytes, &c, err);
+        if (local == ZC_OK && zc__overlay(&cc) && !zc__conn_fill(c, places, sizeof *places)) {
+            zc__strlcpy(err, c->err, sizeof err);
+            local = ZC_INVALID_ARG;
+        }
         zc_plat_room room, none = {UINT64_MAX, UINT64_MAX, ZC_PLAT_ROOM_UNKNOWN, 0};
         if (local != ZC_OK || zc_plat_mem_room(&room) != ZC_PLAT_OK) room = none;
         if (local == ZC_OK) {
             c->wire_auto = parent->wire_auto;
             c->host = parent->host;
+            c->place = parent->place;
             c->node = node;
             c->comm_id = id;
             zc_wire_geom g = zc__geom(c, id, 0);
@@ -189,8 +200,10 @@ static zc_status zc_split(zc_comm *parent, int color, int key, void *arena, size
     else st = ZC_OK;
     if (st == ZC_OK) st = zc_barrier(parent, &sync);
     if (st == ZC_OK) st = zc_wait(parent, &sync);
-    if (st == ZC_OK && c && local == ZC_OK)
+    if (st == ZC_OK && c && local == ZC_OK) {
+        zc__addrs_compact(c, c->addrs, ab);
         local = c->wire->attach(c->wire_state, ab ? c->addrs : 0, c->err, sizeof c->err);
+    }
     ok = local == ZC_OK ? 0 : (int32_t)local;
     if (st == ZC_OK) st = zc_allreduce(parent, &ok, &worst, 1, ZC_INT32, ZC_MIN, &sync);
     if (st == ZC_OK) st = zc_wait(parent, &sync);

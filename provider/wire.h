@@ -29,7 +29,7 @@
 #include "fmt.h"
 #include "zcoll.h"
 
-#define ZC_WIRE_VERSION 6u
+#define ZC_WIRE_VERSION 7u
 #define ZC_WIRE_LANES 2u      /* lane 0: collectives; lane 1: send/recv */
 #define ZC_SLOT_HDR_BYTES 64u /* the header part of every slot; its last 8 bytes hold the tag */
 #define ZC_WIRE_MAX_ADDR_BYTES 65536u /* ceiling of a rank's address blob (see addr_bytes) */
@@ -84,9 +84,9 @@ typedef struct zc_wire_ops {
     /* Init, step 1: set up state and this rank's inbound window (in-process: window is given,
      * in the arena; otherwise the wire maps one) and write this rank's address blob to addr
      * (addr_bytes of it; NULL when addr_bytes is 0). The core then all-gathers the blobs.
-     * Step 2, after every rank did step 1: reach the peers' windows; addrs holds every rank's
-     * blob, rank r's at addrs + r * addr_bytes (NULL when addr_bytes is 0; it stays valid
-     * until close). Step 3, after every rank did step 2: drop names others no longer need.
+     * Step 2, after every rank did step 1: reach the peers' windows; addrs holds the blobs of
+     * this rank's connections, connection i's (rank conn_peer[i]) at addrs + i * addr_bytes
+     * (its own entry included; NULL when addr_bytes is 0; it stays valid until close). Step 3, after every rank did step 2: drop names others no longer need.
      * Failures return a status with a sentence in err. */
     zc_status (*create)(void *state, const zc_wire_geom *g, void *window, void *addr, char *err,
                         size_t cap);

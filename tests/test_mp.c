@@ -1962,6 +1962,184 @@ int mp_rank_fini_prompt(void) {
     return 0;
 }
 
+/* ---- overlay mode between processes --------------------------------------------------------- */
+
+/* MP_PER_HOST ranks per claimed host (ZC_HOST_ID, set here per rank before init: zcrun hands
+ * every rank the same environment): rank r claims host r / MP_PER_HOST. */
+static uint32_t mp_claim_host(void) {
+    zc_config cfg;
+    zc_config_default(&cfg);
+    if (zc_config_from_env(&cfg) != ZC_OK) return 1;
+    uint32_t per = mp_env_u32("MP_PER_HOST", 3);
+    char id[64];
+    snprintf(id, sizeof id, "simhost-%u", cfg.rank / (per ? per : 1u));
+    if (!getenv("MP_KEEP_HOST_ID")) setenv("ZC_HOST_ID", id, 1);
+    return per ? per : 1u;
+}
+
+/* Whether q is one of rank r's connections in overlay mode (core/layout.h's definition, again
+ * here): r +- 2^k mod n, the recursive-doubling partners of the folded virtual ranks, the fold
+ * partner, and the ranks of r's claimed host. */
+static bool mp_ov_member(uint32_t n, uint32_t per, uint32_t r, uint32_t q) {
+    uint32_t P = 1, e;
+    while (P * 2u <= n) P *= 2u;
+    e = n - P;
+    if (q == r || q / per == r / per) return true;
+    for (uint32_t d = 1; d < n; d *= 2u)
+        if (q == (r + d) % n || q == (r + n - d) % n) return true;
+    if (r < 2u * e && q == (r ^ 1u)) return true;
+    if (r < 2u * e && (r & 1u)) return false;
+    uint32_t u = r < 2u * e ? r / 2u : r - e;
+    for (uint32_t d = 1; d < P; d *= 2u) {
+        uint32_t v = u ^ d;
+        if (q == (v < e ? 2u * v : v + e)) return true;
+    }
+    return false;
+}
+
+/* This rank's connections are exactly the definition's, and the address table the wire
+ * attached with holds its connections' blobs only, in connection order (transport_ib's blob
+ * names its rank 16 bytes in). */
+static void mp_ov_check_conns(const mp_ctx *m, uint32_t per) {
+    const zc_comm *c = m->comm;
+    uint32_t k = 0;
+    for (uint32_t q = 0; q < m->n; q++) {
+        bool want = mp_ov_member(m->n, per, m->rank, q);
+        MP_CHECK(m, (c->conn[q] != ZC_NO_CONN) == want, "rank %u %s a connection", q,
+                 want ? "is not" : "is");
+        if (!want) continue;
+        MP_CHECK(m, c->conn[q] == k && c->conn_peer[k] == q, "connection %u is rank %u", k, q);
+        k++;
+    }
+    MP_CHECK(m, c->nconn == k && k < m->n, "%u connections of %u ranks, %u by definition",
+             c->nconn, m->n, k);
+    zc_footprint fp;
+    MP_ST(m, zc_comm_footprint(&m->cfg, per, &fp), ZC_OK);
+    MP_CHECK(m, fp.peers == k - 1u || strcmp(zc_comm_transport(c), "ib") != 0,
+             "the footprint says %u peers, the communicator has %u", fp.peers, k - 1u);
+    if (strcmp(zc_comm_transport(c), "ib") != 0) return;
+    zc_wire_geom g = zc__geom(c, c->comm_id, 0);
+    size_t ab = c->wire->addr_bytes(&g);
+    for (uint32_t i = 0; i < c->nconn; i++) {
+        uint32_t rank;
+        memcpy(&rank, c->addrs + (size_t)i * ab + 16u, sizeof rank);
+        MP_CHECK(m, rank == c->conn_peer[i], "address entry %u is rank %u's, not rank %u's", i,
+                 rank, c->conn_peer[i]);
+    }
+}
+
+/* Overlay mode (overlay_min_ranks 2) on every rank, hosts claimed through ZC_HOST_ID: the
+ * connection set, then batches of the collectives overlay mode runs (no reduce; broadcasts up
+ * to bcast_tree_max_bytes; the send/recv ring, whose neighbours are connections) against the
+ * reference, then a split into two overlay children that all_reduce. */
+int mp_rank_overlay(void) {
+    uint32_t per = mp_claim_host();
+    mp_ctx m;
+    mp_config(&m, "mp_rank_overlay");
+    m.cfg.slot_bytes = 1024, m.cfg.slots = 4;
+    m.cfg.log_min_ranks = 1, m.cfg.overlay_min_ranks = 2;
+    m.cfg.bcast_tree_max_bytes = 4096;
+    mp_init(&m);
+    mp_ov_check_conns(&m, per);
+    uint32_t batches = mp_env_u32("MP_BATCHES", 12);
+    zt_rng g = {mp_seed ^ (0x0e1aull << 32) ^ m.n};
+    zt_rng local = {mp_seed ^ 0x10ca1ull ^ ((uint64_t)m.rank << 40)};
+    uint64_t calls = 0, t0 = mp_now_ns();
+    mp_op ops[4];
+    for (uint32_t b = 0; b < batches; b++) {
+        size_t k = 1 + (size_t)zt_rng_below(&g, 4);
+        for (size_t j = 0; j < k; j++) {
+            mp_draw_op(&g, &m, &ops[j]);
+            if (ops[j].kind == MP_REDUCE) ops[j].kind = MP_ALLREDUCE; /* none in overlay mode */
+            if (ops[j].count > 3000) ops[j].count = 3000 - (size_t)zt_rng_below(&g, 7);
+            size_t most = m.cfg.bcast_tree_max_bytes / zc_dtype_bytes(ops[j].dt);
+            if (ops[j].kind == MP_BCAST && ops[j].count > most) ops[j].count = most;
+            ops[j].uid = mp_mix(mp_seed ^ ((uint64_t)b << 20) ^ (j << 4) ^ m.n ^ 0x0eull);
+            mp_op_alloc(&ops[j]);
+            mp_op_fill(&ops[j], ops[j].sbuf, ops[j].rbuf);
+        }
+        for (size_t j = 0; j < k; j++) {
+            zc_status st = mp_op_issue(m.comm, &ops[j]);
+            if (st != ZC_OK) {
+                char name[256];
+                mp_op_name(&ops[j], name, sizeof name);
+                mp_die(&m, __FILE__, __LINE__, "batch %u: issuing %s returned %s", b, name,
+                       zc_status_name(st));
+            }
+        }
+        char where[64];
+        snprintf(where, sizeof where, "overlay batch %u of %zu calls", b, k);
+        mp_wait_ops(&m, m.comm, ops, k, &local, where);
+        for (size_t j = 0; j < k; j++) {
+            mp_op_check(&m, &ops[j], where);
+            mp_op_free(&ops[j]);
+            calls++;
+        }
+    }
+    /* Two children (even and odd ranks), each in overlay mode from 2 ranks. */
+    zc_comm *child = NULL;
+    size_t cb = 0;
+    {
+        zc_config cc = m.cfg;
+        cc.nranks = (m.n + 1u - m.rank % 2u) / 2u, cc.rank = m.rank / 2u;
+        cb = zc_comm_arena_bytes(&cc);
+    }
+    void *carena = malloc(cb);
+    MP_CHECK(&m, carena != NULL, "no memory for the child's arena");
+    MP_ST(&m, zc_comm_split(m.comm, (int)(m.rank % 2u), (int)m.rank, carena, cb, &child), ZC_OK);
+    uint32_t who[64];
+    for (uint32_t r = 0; r < zc_comm_size(child) && r < 64u; r++) who[r] = 2u * r + m.rank % 2u;
+    mp_op o = {.kind = MP_ALLREDUCE, .dt = ZC_FLOAT32, .op = ZC_SUM, .count = 777};
+    o.n = zc_comm_size(child), o.me = zc_comm_rank(child), o.who = who;
+    o.uid = mp_mix(mp_seed ^ 0xc41dull ^ (m.rank % 2u));
+    mp_op_alloc(&o);
+    mp_op_fill(&o, o.sbuf, o.rbuf);
+    MP_ST(&m, mp_op_issue(child, &o), ZC_OK);
+    MP_ST(&m, zc_wait(child, &o.req[0]), ZC_OK);
+    mp_op_check(&m, &o, "child allreduce");
+    mp_op_free(&o);
+    MP_CHECK(&m, child->nconn <= child->nranks, "the child has %u connections", child->nconn);
+    MP_ST(&m, zc_comm_fini(child), ZC_OK);
+    free(carena);
+    mp_barrier(&m);
+    if (m.rank == 0)
+        printf("mp-info: overlay n=%u, %u per claimed host, transport %s: %u connections on rank "
+               "0, %llu calls checked, %.1f s\n", m.n, per, zc_comm_transport(m.comm),
+               m.comm->nconn, (unsigned long long)calls, mp_ms(mp_now_ns() - t0) / 1000.0);
+    mp_fini(&m);
+    return 0;
+}
+
+/* Overlay mode's misuse: MP_CASE=overlay (rank 1 asks for another overlay_min_ranks) and
+ * MP_CASE=host_id (rank 1 claims an empty host) fail init on every rank with a sentence
+ * naming it, within the init deadline's fraction, not by timing out. */
+int mp_rank_overlay_misuse(void) {
+    const char *which = getenv("MP_CASE");
+    bool host_case = which && !strcmp(which, "host_id");
+    (void)mp_claim_host();
+    mp_ctx m;
+    mp_config(&m, "mp_rank_overlay_misuse");
+    m.cfg.log_min_ranks = 1, m.cfg.overlay_min_ranks = 2;
+    m.cfg.slot_bytes = 1024, m.cfg.slots = 2;
+    if (m.rank == 1 && !host_case) m.cfg.overlay_min_ranks = 3;
+    if (m.rank == 1 && host_case) setenv("ZC_HOST_ID", "", 1);
+    size_t bytes = zc_comm_arena_bytes(&m.cfg);
+    m.arena = malloc(bytes);
+    uint64_t t0 = mp_now_ns();
+    zc_status st = zc_comm_init(&m.cfg, m.arena, bytes, &m.comm);
+    double ms = mp_ms(mp_now_ns() - t0);
+    const char *text = zc_init_error_text();
+    zc_status want = host_case ? ZC_INVALID_ARG : ZC_MISMATCH;
+    MP_CHECK(&m, st == want, "zc_comm_init returned %s, expected %s (%s)", zc_status_name(st),
+             zc_status_name(want), text);
+    MP_CHECK(&m, strstr(text, host_case ? "ZC_HOST_ID" : "overlay_min_ranks") != NULL,
+             "the sentence \"%s\" does not name the cause", text);
+    MP_CHECK(&m, ms < 5000.0, "init took %.0f ms to fail", ms);
+    printf("mp-info: rank %u: %s after %.0f ms: %s\n", m.rank, zc_status_name(st), ms, text);
+    free(m.arena);
+    return 0;
+}
+
 /* ---- the tests: start the rank programs --------------------------------------------------- */
 
 static char mp_out[1 << 20];
@@ -2182,4 +2360,32 @@ void mp_fini_returns_promptly_after_small_calls(void) {
 void mp_misuse_leaves_comm_usable(void) {
     mp_job(2, "mp_rank_misuse", 30, NULL, 0);
     ZT_CHECK(strstr(mp_out, "every misuse refused") != NULL);
+}
+
+/* Overlay mode between processes on the wire the job picks (shared memory here, ib under
+ * tests/rxe): 9 ranks at 3 per claimed host and 17 at 4, every call overlay mode runs. */
+void mp_overlay_processes_match_reference_n9(void) {
+    static const char *const env[] = {"MP_PER_HOST=3", NULL};
+    mp_job(9, "mp_rank_overlay", 90, env, 0);
+}
+void mp_overlay_processes_match_reference_n17(void) {
+    static const char *const env[] = {"MP_PER_HOST=4", "MP_BATCHES=8", NULL};
+    mp_job(17, "mp_rank_overlay", 120, env, 0);
+}
+
+void mp_overlay_misuse_fails_init_on_every_rank(void) {
+    static const char *const cases[] = {"MP_CASE=overlay", "MP_CASE=host_id"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *env[] = {cases[i], NULL};
+        int rc = zt_run_ranks(4, "mp_rank_overlay_misuse", 30, env, mp_out, sizeof mp_out);
+        bool ok = rc == 0 && !strstr(mp_out, "mp FAILED");
+        for (uint32_t r = 0; r < 4; r++) {
+            char line[64];
+            snprintf(line, sizeof line, "[%u] mp-info: rank %u:", r, r);
+            ok = ok && mp_line_has(mp_out, line, i ? "ZC_INVALID_ARG" : "ZC_MISMATCH",
+                                   i ? "ZC_HOST_ID" : "overlay_min_ranks");
+        }
+        if (!ok) mp_echo(mp_out, true);
+        ZT_CHECK(ok);
+    }
 }

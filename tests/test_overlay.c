@@ -270,9 +270,11 @@ void overlay_config_refusals_say_why(void) {
     ZT_CHECK(!zc__config_check(&cfg, why, sizeof why));
     ZT_CHECK(strstr(why, "log_min_ranks") != NULL);
     cfg.log_min_ranks = 1;
-    cfg.transport = ZC_TRANSPORT_SHM; /* processes: the wires connect every rank */
+    cfg.transport = ZC_TRANSPORT_SHM; /* processes: overlay mode up to the bootstrap's limit */
+    ZT_CHECK(zc__config_check(&cfg, why, sizeof why));
+    cfg.nranks = ZC_MESH_MAX_RANKS + 1u;
     ZT_CHECK(!zc__config_check(&cfg, why, sizeof why));
-    ZT_CHECK(strstr(why, "in-process") != NULL);
+    ZT_CHECK(strstr(why, "bootstrap") != NULL);
     cfg.transport = ZC_TRANSPORT_INPROC;
     cfg.nranks = ZC_MESH_MAX_RANKS + 1u;
     cfg.overlay_min_ranks = 0; /* a full mesh this large is refused */

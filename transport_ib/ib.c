@@ -1,9 +1,12 @@
 /* ib.c: transport_ib's setup and the zc_wire_ib ops table. Sizes (state, window, address
  * blob, queue depths) are pure functions of the geometry and the config; create opens the
  * device, checks its limits, takes and registers all memory, makes the completion queue and
- * one to four RC queue pairs per peer (INIT, every receive posted) and writes this rank's
- * address blob; attach checks every peer's blob and moves the queue pairs to RTR and RTS;
- * close tears everything down. The data path is path.c; libibverbs is behind verbs.c.
+ * one to four RC queue pairs per connection (INIT, every receive posted) and writes this
+ * rank's address blob; attach checks every connection's blob and moves the queue pairs to RTR
+ * and RTS; close tears everything down. Everything is per connection (the geometry's
+ * conn_peer: every rank, or the core's overlay): windows, staging, queue pairs and completion
+ * queue entries grow with nconn, not nranks; only the credit lines and the blob are sized for
+ * conn_cap (the same on every rank). The data path is path.c; libibverbs is behind verbs.c.
  * Must not: allocate (platform pages at create only), or block after init (close drains the
  * flushed completions for a bounded time).
  *
@@ -20,12 +23,13 @@
 
 typedef struct zc_ib_size {
     uint32_t qps, rq, sq, every;
-    uint64_t cqe, qps_all; /* qps_all: the queue pairs of this rank, qps towards every peer */
-    size_t window, local, words_off, addr;
+    uint64_t cqe, qps_all; /* qps_all: the queue pairs of this rank, qps per connection */
+    size_t window, local, words_off, addr, pairs_off;
 } zc_ib_size;
 
-/* The address blob's head; then {qpn, psn} per (peer, queue pair), the ones towards peer p at
- * [p * qps + j]. A rank whose create failed publishes 0xff bytes (core/comm.c). */
+/* The address blob's head; then the rank's connections (nconn ranks ascending, room for
+ * conn_cap), then {qpn, psn} per (connection, queue pair), the ones towards its connection i
+ * at [i * qps + j]. A rank whose create failed publishes 0xff bytes (core/comm.c). */
 typedef struct zc_ib_blob {
     uint64_t magic, comm_id;
     uint32_t rank, nranks, slots, stride;
@@ -36,10 +40,11 @@ typedef struct zc_ib_blob {
     uint64_t host, pid;
     uint8_t gid[16];
     uint32_t put_min;         /* cfg->ib_zcopy_min_bytes: must be the same everywhere */
+    uint32_t nconn, conn_cap; /* its connections, and the most any rank may have */
     uint32_t pad_;
 } zc_ib_blob;
 _Static_assert(sizeof(zc_ib_blob) <= ZC_IB_BLOB_HEAD, "blob head fits its bytes");
-_Static_assert(ZC_IB_BLOB_HEAD + (size_t)ZC_MESH_MAX_RANKS * ZC_IB_MAX_QPS * 8u <=
+_Static_assert(ZC_IB_BLOB_HEAD + (size_t)ZC_MESH_MAX_RANKS * (4u + ZC_IB_MAX_QPS * 8u) <=
                    ZC_WIRE_MAX_ADDR_BYTES,
                "an address blob for a full mesh fits ZC_WIRE_MAX_ADDR_BYTES");
 
@@ -50,8 +55,9 @@ static uint32_t zc_ib_qps_of(const zc_config *cfg) {
     return q < 1u ? 1u : q > ZC_IB_MAX_QPS ? ZC_IB_MAX_QPS : q;
 }
 
+/* Sizes for g's connections (nconn; conn_cap where a geometry names none). */
 static void zc_ib_sizes(const zc_wire_geom *g, uint32_t qps, zc_ib_size *z) {
-    size_t n = g->nranks, ring = (size_t)g->slots * g->stride;
+    size_t n = g->nconn ? g->nconn : g->conn_cap, ring = (size_t)g->slots * g->stride;
     uint32_t per = (g->slots + qps - 1u) / qps;
     z->qps = qps;
     z->rq = ZC_WIRE_LANES * per;
@@ -62,12 +68,14 @@ static void zc_ib_sizes(const zc_wire_geom *g, uint32_t qps, zc_ib_size *z) {
     z->window = zc__ib_rings_off(g) + ZC_WIRE_LANES * n * ring;
     z->words_off = zc_align64(ZC_WIRE_LANES * n * ring);
     z->local = z->words_off + n * qps * (size_t)z->sq * 8u;
-    z->addr = ZC_IB_BLOB_HEAD + n * qps * 8u;
+    z->pairs_off = ZC_IB_BLOB_HEAD + (((size_t)g->conn_cap * 4u + 7u) & ~(size_t)7u);
+    z->addr = z->pairs_off + (size_t)g->conn_cap * qps * 8u;
 }
 
-/* Offsets of the state's arrays: peers, qp, rx_next, rx_tag; returns the total. */
+/* Offsets of the state's arrays (per connection, conn_cap of each): peers, qp, rx_next,
+ * rx_tag; returns the total. */
 static size_t zc_ib_state_layout(const zc_wire_geom *g, uint32_t qps, size_t off[4]) {
-    size_t n = g->nranks, end = zc_align64(sizeof(zc_ib));
+    size_t n = g->conn_cap, end = zc_align64(sizeof(zc_ib));
     off[0] = end;
     end = zc_align64(end + n * sizeof(zc_ib_peer));
     off[1] = end;
@@ -97,12 +105,12 @@ static void zc_ib_takes(const zc_wire_geom *g, uint64_t *mem, uint64_t *locked) 
     *mem = *locked = (uint64_t)z.window + z.local;
 }
 
-/* Every other rank, through qps queue pairs each; one completion queue for all of them. */
+/* Every other connection, through qps queue pairs each; one completion queue for all. */
 static void zc_ib_links(const zc_wire_geom *g, zc_wire_links *out) {
     zc_ib_size z;
     zc_ib_sizes(g, zc_ib_qps_of(g->cfg), &z);
     *out = (zc_wire_links){0};
-    out->peers = g->nranks - 1u;
+    out->peers = (g->nconn ? g->nconn : g->conn_cap) - 1u;
     out->qps = (uint32_t)z.qps_all;
     out->cq_entries = z.cqe;
 }
@@ -146,8 +154,8 @@ static zc_status zc_ib_pages(void **out, size_t bytes, const char *what, char *e
 
 /* Every queue pair (INIT, receives posted), with a random first packet sequence number. */
 static zc_status zc_ib_make_qps(zc_ib *s, const zc_ib_need *need, char *err, size_t cap) {
-    for (uint32_t p = 0; p < s->g.nranks; p++) {
-        if (p == s->g.rank) continue;
+    for (uint32_t p = 0; p < s->g.nconn; p++) {
+        if (p == s->self) continue;
         for (uint32_t j = 0; j < s->qps; j++) {
             zc_ib_qp *q = zc__ib_qp(s, p, j);
             uint32_t psn = 0;
@@ -201,10 +209,15 @@ static void zc_ib_write_blob(const zc_ib *s, uint8_t *out) {
     b.pid = s->pid;
     __builtin_memcpy(b.gid, s->dev.gid, 16);
     b.put_min = s->put_min;
-    __builtin_memset(out, 0, ZC_IB_BLOB_HEAD);
+    b.nconn = s->g.nconn;
+    b.conn_cap = s->g.conn_cap;
+    zc_ib_size z;
+    zc_ib_sizes(&s->g, s->qps, &z);
+    __builtin_memset(out, 0, z.addr);
     __builtin_memcpy(out, &b, sizeof b);
-    uint8_t *qp = out + ZC_IB_BLOB_HEAD;
-    for (uint32_t p = 0; p < s->g.nranks; p++)
+    __builtin_memcpy(out + ZC_IB_BLOB_HEAD, s->g.conn_peer, (size_t)s->g.nconn * 4u);
+    uint8_t *qp = out + z.pairs_off;
+    for (uint32_t p = 0; p < s->g.nconn; p++)
         for (uint32_t j = 0; j < s->qps; j++, qp += 8) {
             const zc_ib_qp *q = zc__ib_qp(s, p, j);
             uint32_t pair[2] = {q->qpn, q->psn};
@@ -249,7 +262,8 @@ static zc_status zc_ib_create(void *state, const zc_wire_geom *g, void *window, 
     s->put_min = g->cfg->ib_zcopy_min_bytes;
     s->host = zc_ib_host_hash();
     s->pid = zc_plat_process_id();
-    for (size_t i = 0; i < (size_t)ZC_WIRE_LANES * g->nranks * qps; i++)
+    s->self = g->conn[g->rank];
+    for (size_t i = 0; i < (size_t)ZC_WIRE_LANES * g->nconn * qps; i++)
         s->rx_next[i] = i % qps; /* queue pair j carries messages j, j + qps, ... */
     zc_status st = zc_ib_make(s, g->cfg, &z, err, cap);
     if (st != ZC_OK) {
@@ -281,11 +295,12 @@ static zc_status zc_ib_check_blob(const zc_ib *s, uint32_t p, const zc_ib_blob *
         return ZC_MISMATCH;
     }
     if (b->nranks != s->g.nranks || b->slots != s->g.slots || b->stride != s->g.stride ||
-        b->qps != s->qps) {
+        b->qps != s->qps || b->conn_cap != s->g.conn_cap || b->nconn > b->conn_cap) {
         zc__fmt(err, cap, "ib: rank %u has nranks=%u slots=%u stride=%u ib_qps_per_peer=%u "
-                   "but rank %u has nranks=%u slots=%u stride=%u ib_qps_per_peer=%u: every rank "
-                   "needs the same geometry", p, b->nranks, b->slots, b->stride, b->qps,
-                   s->g.rank, s->g.nranks, s->g.slots, s->g.stride, s->qps);
+                   "connections=%u of %u but rank %u has nranks=%u slots=%u stride=%u "
+                   "ib_qps_per_peer=%u connections=%u of %u: every rank needs the same geometry",
+                   p, b->nranks, b->slots, b->stride, b->qps, b->nconn, b->conn_cap, s->g.rank,
+                   s->g.nranks, s->g.slots, s->g.stride, s->qps, s->g.nconn, s->g.conn_cap);
         return ZC_MISMATCH;
     }
     if (b->put_min != s->put_min) {
@@ -304,25 +319,59 @@ static zc_status zc_ib_check_blob(const zc_ib *s, uint32_t p, const zc_ib_blob *
     return ZC_OK;
 }
 
-/* Connects this rank's queue pairs towards peer p to the ones p made towards this rank. */
-static zc_status zc_ib_connect_peer(zc_ib *s, uint32_t p, const uint8_t *raw, char *err,
+/* This rank's index in the connection table of p's blob (nconn ranks ascending), or
+ * ZC_NO_PEER when p does not count this rank as a connection. */
+static uint32_t zc_ib_back(const zc_ib *s, const zc_ib_blob *b, const uint8_t *raw) {
+    uint32_t lo = 0, hi = b->nconn; /* at most conn_cap: checked */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2u, r;
+        __builtin_memcpy(&r, raw + ZC_IB_BLOB_HEAD + (size_t)mid * 4u, sizeof r);
+        if (r < s->g.rank) lo = mid + 1u;
+        else hi = mid;
+    }
+    uint32_t r = UINT32_MAX;
+    if (lo < b->nconn) __builtin_memcpy(&r, raw + ZC_IB_BLOB_HEAD + (size_t)lo * 4u, sizeof r);
+    return r == s->g.rank ? lo : ZC_NO_PEER;
+}
+
+/* Connects this rank's queue pairs towards its connection i (rank p) to the ones p made
+ * towards this rank; p's blob is raw. */
+static zc_status zc_ib_connect_peer(zc_ib *s, uint32_t i, const uint8_t *raw, char *err,
                                     size_t cap) {
     zc_ib_blob b;
+    uint32_t p = s->g.conn_peer[i];
     __builtin_memcpy(&b, raw, sizeof b);
     zc_status st = zc_ib_check_blob(s, p, &b, raw, err, cap);
     if (st != ZC_OK) return st;
-    zc_ib_peer *peer = &s->peers[p];
+    zc_ib_size z, zp;
+    zc_ib_sizes(&s->g, s->qps, &z);
+    zc_wire_geom theirs = s->g; /* p's window holds rings for its own nconn connections */
+    theirs.nconn = b.nconn;
+    zc_ib_sizes(&theirs, s->qps, &zp);
+    zc_ib_peer *peer = &s->peers[i];
+    peer->back = zc_ib_back(s, &b, raw);
+    if (peer->back == ZC_NO_PEER || b.window_bytes < zp.window) {
+        zc__fmt(err, cap, "ib: rank %u does not count rank %u among its %u connections though "
+                "rank %u counts it: the ranks disagree on the connection set (every rank needs "
+                "the same overlay_min_ranks and host placement, ZC_HOST_ID included)", p,
+                s->g.rank, b.nconn, s->g.rank);
+        return ZC_MISMATCH;
+    }
+    peer->rank = p;
     peer->window = b.window;
+    for (uint32_t lane = 0; lane < ZC_WIRE_LANES; lane++)
+        peer->ring[lane] = b.window + zc__ib_rings_off(&s->g) +
+                           ((uint64_t)lane * b.nconn + peer->back) * s->g.slots * s->g.stride;
     peer->rkey = b.rkey;
     peer->host = b.host;
     peer->pid = b.pid;
     for (uint32_t j = 0; j < s->qps && st == ZC_OK; j++) {
         uint32_t pair[2];
-        __builtin_memcpy(pair, raw + ZC_IB_BLOB_HEAD + ((size_t)s->g.rank * s->qps + j) * 8u,
+        __builtin_memcpy(pair, raw + z.pairs_off + ((size_t)peer->back * s->qps + j) * 8u,
                          sizeof pair);
         zc_ib_remote r = {pair[0], pair[1], b.lid, b.mtu, raw + __builtin_offsetof(zc_ib_blob,
                                                                                      gid)};
-        zc_ib_qp *q = zc__ib_qp(s, p, j);
+        zc_ib_qp *q = zc__ib_qp(s, i, j);
         st = zc__ib_qp_connect(&s->dev, q->qp, &r, q->psn, s->timeout, s->retry_cnt, err, cap);
     }
     return st;
@@ -333,9 +382,9 @@ static zc_status zc_ib_attach(void *state, const void *addrs, char *err, size_t 
     zc_ib_size z;
     zc_ib_sizes(&s->g, s->qps, &z);
     zc_status st = addrs ? ZC_OK : ZC_INTERNAL;
-    for (uint32_t p = 0; p < s->g.nranks && st == ZC_OK; p++)
-        if (p != s->g.rank)
-            st = zc_ib_connect_peer(s, p, (const uint8_t *)addrs + (size_t)p * z.addr, err, cap);
+    for (uint32_t i = 0; i < s->g.nconn && st == ZC_OK; i++)
+        if (i != s->self)
+            st = zc_ib_connect_peer(s, i, (const uint8_t *)addrs + (size_t)i * z.addr, err, cap);
     if (st != ZC_OK) {
         zc_ib_close(s); /* split does not close after a failed attach */
         return st;
@@ -364,9 +413,10 @@ static void zc_ib_flush(zc_ib *s) {
     /* Bounded by the time above: each pass polls once. */
     for (bool pending = true; pending && zc_plat_now_ns() < end;) {
         pending = false;
-        for (uint32_t p = 0; p < s->g.nranks && !pending; p++)
-            for (uint32_t lane = 0; lane < ZC_WIRE_LANES && p != s->g.rank; lane++)
-                if (!s->peers[p].lost && zc__ib_credits(s, lane, p) < s->peers[p].sent[lane])
+        for (uint32_t i = 0; i < s->g.nconn && !pending; i++)
+            for (uint32_t lane = 0; lane < ZC_WIRE_LANES && i != s->self; lane++)
+                if (!s->peers[i].lost &&
+                    zc__ib_credits(s, lane, s->g.conn_peer[i]) < s->peers[i].sent[lane])
                     pending = true;
         if (pending) zc_plat_cpu_relax();
     }
@@ -390,13 +440,13 @@ static void zc_ib_close(void *state) {
     zc_ib *s = state;
     uint64_t receives = 0;
     zc_ib_flush(s);
-    for (size_t i = 0; i < (size_t)s->g.nranks * s->qps; i++)
+    for (size_t i = 0; i < (size_t)s->g.nconn * s->qps; i++)
         if (s->qp[i].qp) {
             zc__ib_qp_error(s->qp[i].qp);
             receives += s->qp[i].rq_out;
         }
     if (s->dev.cq) zc_ib_drain(s, receives);
-    for (size_t i = 0; i < (size_t)s->g.nranks * s->qps; i++)
+    for (size_t i = 0; i < (size_t)s->g.nconn * s->qps; i++)
         if (s->qp[i].qp) {
             zc__ib_qp_destroy(s->qp[i].qp);
             s->qp[i].qp = 0;

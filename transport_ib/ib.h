@@ -8,13 +8,16 @@
  * The libibverbs objects appear here as incomplete types only.
  *
  * Memory, all taken at create (platform pages, registered once; nothing after init):
- *   window   [0] unused line, [1] alarm word, credit records [lane][peer] one line each, then
- *            rings [lane][src peer][slot] of `stride` bytes (the shm layout). Registered for
- *            remote write (and remote atomics when the device has them).
+ *   window   [0] unused line, [1] alarm word, credit records [lane][connection] one line each
+ *            (conn_cap of them per lane, so the rings start at the same offset on every rank),
+ *            then rings [lane][src connection][slot] of `stride` bytes for this rank's nconn
+ *            connections (connection i: the rank conn_peer[i]; a peer writes at its index in
+ *            this rank's table, which the address blob names). Registered for remote write
+ *            (and remote atomics when the device has them).
  *   caller's the buffers zc_mem_register names (host memory, or device memory through
  *            dma-buf): registered for local and remote write when the caller asks; puts
  *            write from and into them.
- *   local    staging slots [lane][dst peer][slot] of `stride` bytes (tx_slot hands these out;
+ *   local    staging slots [lane][dst connection][slot] of `stride` bytes (tx_slot hands these out;
  *            post writes one into the peer's ring), then per queue pair a ring of sq_depth
  *            8-byte words, the sources of credit writes and the results of alarm
  *            compare-and-swaps (word w of a queue pair serves its send work request w, whose
@@ -47,8 +50,10 @@ struct ibv_mr;
 #define ZC_IB_SQ_SPARE 64u        /* send requests beyond data and credits (alarm, bursts) */
 #define ZC_IB_SEQ_BITS 20u
 #define ZC_IB_SEQ_MASK ((1u << ZC_IB_SEQ_BITS) - 1u)
-#define ZC_IB_BLOB_HEAD 128u      /* bytes of the address blob's head */
-#define ZC_IB_MAGIC 0x7a63696276303031ull /* "zcibv001" */
+#define ZC_IB_BLOB_HEAD 128u      /* bytes of the address blob's head (then its connections'
+                                   * ranks and queue pair numbers: ib.c) */
+#define ZC_IB_MAGIC 0x7a63696276303032ull /* "zcibv002": blobs per connection */
+#define ZC_NO_PEER UINT32_MAX     /* g.conn's entry for a rank that is not a connection */
 
 enum { ZC_IB_LINK_IB = 1, ZC_IB_LINK_ETH = 2 };
 
@@ -107,8 +112,11 @@ typedef struct zc_ib_qp {
 
 typedef struct zc_ib_peer {
     uint64_t window;          /* the peer's inbound window: its address there */
+    uint64_t ring[ZC_WIRE_LANES]; /* where this rank's ring of each lane is in it */
     uint32_t rkey;
     int32_t lost;             /* 0, or the status every call about this peer returns */
+    uint32_t rank;            /* the peer's rank */
+    uint32_t back;            /* this rank's connection index in the peer's table */
     uint64_t host, pid;       /* the peer's host hash and process id (liveness on one host) */
     uint64_t credit_want[ZC_WIRE_LANES]; /* consumed count to tell the peer */
     uint64_t credit_sent[ZC_WIRE_LANES]; /* last consumed count written to the peer */
@@ -123,7 +131,8 @@ typedef struct zc_ib_peer {
 typedef struct zc_ib {
     zc_wire_geom g;           /* g.cfg and g.inproc_windows are cleared after create */
     zc_ib_dev dev;
-    uint32_t qps;             /* queue pairs per peer, 1..ZC_IB_MAX_QPS */
+    uint32_t qps;             /* queue pairs per connection, 1..ZC_IB_MAX_QPS */
+    uint32_t self;            /* this rank's own connection index (no queue pairs) */
     uint32_t sq_depth, rq_depth, signal_every;
     uint32_t cqe;
     uint32_t timeout, retry_cnt; /* QP local ACK timeout exponent and transport retries */
@@ -136,20 +145,22 @@ typedef struct zc_ib {
     size_t win_bytes, loc_bytes;
     size_t words_off;         /* offset of the posted-word rings in loc */
     uint64_t host, pid;       /* this process's host hash and process id */
-    zc_ib_peer *peers;        /* [nranks] */
-    zc_ib_qp *qp;             /* [nranks * qps]; this rank's own entries unused */
-    uint64_t *rx_next;        /* [lanes * nranks * qps] next message number due on each */
-    uint64_t *rx_tag;         /* [lanes * nranks * slots] tag of the message arrived there */
+    /* Per connection (index i, the rank g.conn_peer[i]; g.conn maps a rank to it): */
+    zc_ib_peer *peers;        /* [nconn] */
+    zc_ib_qp *qp;             /* [nconn * qps]; this rank's own entries unused */
+    uint64_t *rx_next;        /* [lanes * nconn * qps] next message number due on each */
+    uint64_t *rx_tag;         /* [lanes * nconn * slots] tag of the message arrived there */
 } zc_ib;
 
 /* ---- shared by ib.c and path.c ---- */
 static inline size_t zc__ib_credits_off(void) { return 128u; }
 static inline size_t zc__ib_alarm_off(void) { return 64u; }
 static inline size_t zc__ib_rings_off(const zc_wire_geom *g) {
-    return zc__ib_credits_off() + (size_t)ZC_WIRE_LANES * g->nranks * 64u;
+    return zc__ib_credits_off() + (size_t)ZC_WIRE_LANES * g->conn_cap * 64u;
 }
-static inline zc_ib_qp *zc__ib_qp(const zc_ib *s, uint32_t peer, uint32_t j) {
-    return &s->qp[(size_t)peer * s->qps + j];
+/* Queue pair j of connection i. */
+static inline zc_ib_qp *zc__ib_qp(const zc_ib *s, uint32_t i, uint32_t j) {
+    return &s->qp[(size_t)i * s->qps + j];
 }
 /* The credit record: low 32 bits of the count and a check of them, so a torn 8-byte write
  * is recognised (and ignored until the next read) instead of trusted. */
@@ -159,14 +170,14 @@ static inline uint64_t zc__ib_credit_record(uint64_t count) {
     return (uint64_t)check << 32 | low;
 }
 
-/* wr_id of a work request: kind, peer, queue pair and (sends) the low 32 bits of its number
- * on that queue pair's send queue. */
+/* wr_id of a work request: kind, connection index, queue pair and (sends) the low 32 bits of
+ * its number on that queue pair's send queue. */
 #define ZC_IB_WR_SEND (1ull << 62)
 #define ZC_IB_WR_RECV (2ull << 62)
 #define ZC_IB_WR_KIND (3ull << 62)
-_Static_assert(ZC_MAX_RANKS <= (1u << 22), "wr_id holds a rank in 22 bits");
-static inline uint64_t zc__ib_wr_id(uint64_t kind, uint32_t peer, uint32_t j, uint64_t n) {
-    return kind | (uint64_t)peer << 40 | (uint64_t)j << 32 | (n & 0xffffffffu);
+_Static_assert(ZC_MAX_RANKS <= (1u << 22), "wr_id holds a connection index in 22 bits");
+static inline uint64_t zc__ib_wr_id(uint64_t kind, uint32_t i, uint32_t j, uint64_t n) {
+    return kind | (uint64_t)i << 40 | (uint64_t)j << 32 | (n & 0xffffffffu);
 }
 
 /* path.c: the data-path ops of zc_wire_ib (contracts in provider/wire.h) */
@@ -183,8 +194,9 @@ zc_status zc__ib_peer_alive(void *state, uint32_t peer, char *err, size_t cap);
 /* Takes one batch of completions (arrivals, finished sends, errors) and posts credits that
  * were waiting for send-queue room. */
 void zc__ib_poll(zc_ib *s);
-/* Marks peer lost (the first reason wins) with a sentence from fmt (zc__fmt's conversions). */
-void zc__ib_lose(zc_ib *s, uint32_t peer, const char *fmt, ...)
+/* Marks connection i lost (the first reason wins) with a sentence from fmt (zc__fmt's
+ * conversions). */
+void zc__ib_lose(zc_ib *s, uint32_t i, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 zc_status zc__ib_put(void *state, uint32_t lane, uint32_t peer, uint32_t slot, uint64_t tag,
                      const void *src, const zc_wire_mr *mr, size_t bytes, uint64_t raddr,

@@ -13,6 +13,10 @@
  * signalled, so put_done can tell when the source may change again.
  * Must not: block (every poll takes at most one batch of completions), or allocate.
  *
+ * Everything here is per connection: a peer named by rank (the ops' argument) is its index i
+ * in the connection table (g.conn), which indexes the state, the staging and this rank's
+ * window; in the peer's window this rank is the index the peer's blob named (peer->back).
+ *
  * Send queue accounting: request w of a queue pair is signalled when w % signal_every is
  * signal_every - 1; a polled completion of w finishes every request up to w. A request is
  * only posted while fewer than sq_depth are unfinished (one poll is tried when full; still
@@ -20,25 +24,32 @@
  * that finds its queue full waits in credit_want and goes with the next poll. */
 #include "ib.h"
 
-static zc_ib_peer *zc_peer(zc_ib *s, uint32_t peer) { return &s->peers[peer]; }
+/* The connection index of rank peer (the core names connected ranks only). */
+static uint32_t zc_ci(const zc_ib *s, uint32_t peer) { return s->g.conn[peer]; }
 
-static uint8_t *zc_staging(const zc_ib *s, uint32_t lane, uint32_t peer, uint32_t slot) {
-    size_t ring = (size_t)lane * s->g.nranks + peer;
+static uint8_t *zc_staging(const zc_ib *s, uint32_t lane, uint32_t i, uint32_t slot) {
+    size_t ring = (size_t)lane * s->g.nconn + i;
     return s->loc + (ring * s->g.slots + slot) * s->g.stride;
 }
 
-/* The posted word that send request w of queue pair (peer, j) uses. */
-static uint64_t *zc_word(const zc_ib *s, uint32_t peer, uint32_t j, uint64_t w) {
+/* The posted word that send request w of queue pair (i, j) uses. */
+static uint64_t *zc_word(const zc_ib *s, uint32_t i, uint32_t j, uint64_t w) {
     uint64_t *words = (uint64_t *)(void *)(s->loc + s->words_off);
-    return words + ((size_t)peer * s->qps + j) * s->sq_depth + w % s->sq_depth;
+    return words + ((size_t)i * s->qps + j) * s->sq_depth + w % s->sq_depth;
 }
 
-static uint64_t zc_credit_off(const zc_ib *s, uint32_t lane, uint32_t peer) {
-    return zc__ib_credits_off() + ((uint64_t)lane * s->g.nranks + peer) * 64u;
+/* Where connection i's credit record of lane is in this rank's window. */
+static uint64_t zc_credit_off(const zc_ib *s, uint32_t lane, uint32_t i) {
+    return zc__ib_credits_off() + ((uint64_t)lane * s->g.conn_cap + i) * 64u;
 }
 
-void zc__ib_lose(zc_ib *s, uint32_t peer, const char *fmt, ...) {
-    zc_ib_peer *p = zc_peer(s, peer);
+/* Where this rank's credit record of lane is in peer p's window. */
+static uint64_t zc_credit_at(const zc_ib *s, const zc_ib_peer *p, uint32_t lane) {
+    return p->window + zc__ib_credits_off() + ((uint64_t)lane * s->g.conn_cap + p->back) * 64u;
+}
+
+void zc__ib_lose(zc_ib *s, uint32_t i, const char *fmt, ...) {
+    zc_ib_peer *p = &s->peers[i];
     if (p->lost) return;
     p->lost = ZC_PEER_LOST;
     va_list ap;
@@ -49,8 +60,8 @@ void zc__ib_lose(zc_ib *s, uint32_t peer, const char *fmt, ...) {
 
 /* ---- completions ---------------------------------------------------------------------------- */
 
-/* A data message arrived on queue pair j of peer: check its sequence, mark its slot, and put
- * back the receive it used (before its credit can be returned). */
+/* A data message arrived on queue pair j of connection peer: check its sequence, mark its
+ * slot, and put back the receive it used (before its credit can be returned). */
 static void zc_arrived(zc_ib *s, uint32_t peer, uint32_t j, uint32_t imm) {
     uint32_t lane = imm >> 30, slot = (imm >> 20) & 0x3ffu, seq = imm & ZC_IB_SEQ_MASK;
     if (lane >= ZC_WIRE_LANES) {
@@ -58,7 +69,7 @@ static void zc_arrived(zc_ib *s, uint32_t peer, uint32_t j, uint32_t imm) {
                     j, imm);
         return;
     }
-    uint64_t *next = &s->rx_next[((size_t)lane * s->g.nranks + peer) * s->qps + j];
+    uint64_t *next = &s->rx_next[((size_t)lane * s->g.nconn + peer) * s->qps + j];
     uint64_t m = *next;
     uint32_t want_slot = (uint32_t)(m & (s->g.slots - 1u));
     if (((uint32_t)m & ZC_IB_SEQ_MASK) != seq || slot != want_slot) {
@@ -67,7 +78,7 @@ static void zc_arrived(zc_ib *s, uint32_t peer, uint32_t j, uint32_t imm) {
                     j, seq, slot, (unsigned)(m & ZC_IB_SEQ_MASK), want_slot);
         return;
     }
-    s->rx_tag[((size_t)lane * s->g.nranks + peer) * s->g.slots + slot] = m + 1u;
+    s->rx_tag[((size_t)lane * s->g.nconn + peer) * s->g.slots + slot] = m + 1u;
     *next = m + s->qps;
     zc_ib_qp *q = zc__ib_qp(s, peer, j);
     int e = zc__ib_post_recv(q->qp, zc__ib_wr_id(ZC_IB_WR_RECV, peer, j, 0));
@@ -83,7 +94,7 @@ static void zc_arrived(zc_ib *s, uint32_t peer, uint32_t j, uint32_t imm) {
 static void zc_completed(zc_ib *s, const zc_ib_wc *c) {
     uint32_t peer = (uint32_t)(c->wr_id >> 40) & 0x3fffffu, j = (uint32_t)(c->wr_id >> 32) & 0xffu;
     uint64_t kind = c->wr_id & ZC_IB_WR_KIND;
-    if (peer >= s->g.nranks || peer == s->g.rank || j >= s->qps) return; /* not ours */
+    if (peer >= s->g.nconn || peer == s->self || j >= s->qps) return; /* not ours */
     zc_ib_qp *q = zc__ib_qp(s, peer, j);
     const char *what = kind == ZC_IB_WR_RECV ? "a receive" : "a write";
     if (kind == ZC_IB_WR_RECV) q->rq_out--;
@@ -110,9 +121,9 @@ static void zc_reap(zc_ib *s) {
     if (!s->dev.cq) return;
     int n = zc__ib_poll_cq(&s->dev, wc, (int)ZC_IB_POLL_BATCH);
     if (n < 0) {
-        for (uint32_t p = 0; p < s->g.nranks; p++)
-            if (p != s->g.rank)
-                zc__ib_lose(s, p, "ib: polling the completion queue of %s failed",
+        for (uint32_t i = 0; i < s->g.nconn; i++)
+            if (i != s->self)
+                zc__ib_lose(s, i, "ib: polling the completion queue of %s failed",
                             s->dev.name);
         return;
     }
@@ -132,9 +143,10 @@ static int zc_signal(const zc_ib *s, const zc_ib_qp *q) {
 
 /* ---- credits --------------------------------------------------------------------------------- */
 
-/* Writes peer's pending credit of lane if any; 0 when it has to wait for send-queue room. */
+/* Writes connection peer's pending credit of lane if any; 0 when it has to wait for
+ * send-queue room. */
 static int zc_send_credit(zc_ib *s, uint32_t lane, uint32_t peer) {
-    zc_ib_peer *p = zc_peer(s, peer);
+    zc_ib_peer *p = &s->peers[peer];
     if (p->lost || p->credit_want[lane] == p->credit_sent[lane]) return 1;
     uint32_t j = lane % s->qps;
     zc_ib_qp *q = zc__ib_qp(s, peer, j);
@@ -143,7 +155,7 @@ static int zc_send_credit(zc_ib *s, uint32_t lane, uint32_t peer) {
     *w = zc__ib_credit_record(p->credit_want[lane]);
     int e = zc__ib_post_write(q->qp, zc__ib_wr_id(ZC_IB_WR_SEND, peer, j, q->sq_posted),
                               zc_signal(s, q), w, s->dev.loc_lkey, 8u,
-                              p->window + zc_credit_off(s, lane, s->g.rank), p->rkey, 0, 0);
+                              zc_credit_at(s, p, lane), p->rkey, 0, 0);
     if (e) {
         char why[128];
         zc__ib_lose(s, peer, "ib: posting a credit write failed (%s)",
@@ -157,9 +169,9 @@ static int zc_send_credit(zc_ib *s, uint32_t lane, uint32_t peer) {
 
 static void zc_send_backlog(zc_ib *s) {
     s->credit_backlog = 0;
-    for (uint32_t p = 0; p < s->g.nranks; p++)
-        for (uint32_t lane = 0; lane < ZC_WIRE_LANES && p != s->g.rank; lane++)
-            if (!zc_send_credit(s, lane, p)) s->credit_backlog = 1;
+    for (uint32_t i = 0; i < s->g.nconn; i++)
+        for (uint32_t lane = 0; lane < ZC_WIRE_LANES && i != s->self; lane++)
+            if (!zc_send_credit(s, lane, i)) s->credit_backlog = 1;
 }
 
 void zc__ib_poll(zc_ib *s) {
@@ -169,16 +181,18 @@ void zc__ib_poll(zc_ib *s) {
 
 void zc__ib_credit(void *state, uint32_t lane, uint32_t peer, uint64_t consumed) {
     zc_ib *s = state;
-    zc_ib_peer *p = zc_peer(s, peer);
+    uint32_t i = zc_ci(s, peer);
+    zc_ib_peer *p = &s->peers[i];
     if (consumed > p->credit_want[lane]) p->credit_want[lane] = consumed;
-    if (!zc_send_credit(s, lane, peer)) s->credit_backlog = 1;
+    if (!zc_send_credit(s, lane, i)) s->credit_backlog = 1;
 }
 
 uint64_t zc__ib_credits(void *state, uint32_t lane, uint32_t peer) {
     zc_ib *s = state;
-    zc_ib_peer *p = zc_peer(s, peer);
+    uint32_t i = zc_ci(s, peer);
+    zc_ib_peer *p = &s->peers[i];
     zc__ib_poll(s);
-    uint64_t rec = __atomic_load_n((uint64_t *)(void *)(s->win + zc_credit_off(s, lane, peer)),
+    uint64_t rec = __atomic_load_n((uint64_t *)(void *)(s->win + zc_credit_off(s, lane, i)),
                                    __ATOMIC_ACQUIRE);
     uint32_t low = (uint32_t)rec;
     /* Not written yet, or caught half written: the last good count stands. The count moves
@@ -191,13 +205,14 @@ uint64_t zc__ib_credits(void *state, uint32_t lane, uint32_t peer) {
 /* ---- messages -------------------------------------------------------------------------------- */
 
 void *zc__ib_tx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot) {
-    return zc_staging(state, lane, peer, slot);
+    return zc_staging(state, lane, zc_ci(state, peer), slot);
 }
 
-zc_status zc__ib_post(void *state, uint32_t lane, uint32_t peer, uint32_t slot, size_t bytes,
+zc_status zc__ib_post(void *state, uint32_t lane, uint32_t rank, uint32_t slot, size_t bytes,
                       uint64_t tag) {
     zc_ib *s = state;
-    zc_ib_peer *p = zc_peer(s, peer);
+    uint32_t peer = zc_ci(s, rank);
+    zc_ib_peer *p = &s->peers[peer];
     if (p->lost) return (zc_status)p->lost;
     uint8_t *src = zc_staging(s, lane, peer, slot);
     __builtin_memcpy(src + ZC_SLOT_HDR_BYTES - 8u, &tag, sizeof tag); /* as shm: the tag last */
@@ -208,8 +223,7 @@ zc_status zc__ib_post(void *state, uint32_t lane, uint32_t peer, uint32_t slot, 
     zc_ib_qp *q = zc__ib_qp(s, peer, j);
     if (!zc_room(s, q)) return p->lost ? (zc_status)p->lost : ZC_AGAIN;
     if (p->lost) return (zc_status)p->lost; /* the poll in zc_room may have found it gone */
-    size_t ring = (size_t)lane * s->g.nranks + s->g.rank;
-    uint64_t raddr = p->window + zc__ib_rings_off(&s->g) + (ring * s->g.slots + slot) * s->g.stride;
+    uint64_t raddr = p->ring[lane] + (uint64_t)slot * s->g.stride;
     uint32_t imm = lane << 30 | slot << 20 | ((uint32_t)m & ZC_IB_SEQ_MASK);
     int e = zc__ib_post_write(q->qp, zc__ib_wr_id(ZC_IB_WR_SEND, peer, j, q->sq_posted),
                               zc_signal(s, q), src, s->dev.loc_lkey, (uint32_t)bytes, raddr,
@@ -225,11 +239,12 @@ zc_status zc__ib_post(void *state, uint32_t lane, uint32_t peer, uint32_t slot, 
     return ZC_OK;
 }
 
-zc_status zc__ib_put(void *state, uint32_t lane, uint32_t peer, uint32_t slot, uint64_t tag,
+zc_status zc__ib_put(void *state, uint32_t lane, uint32_t rank, uint32_t slot, uint64_t tag,
                      const void *src, const zc_wire_mr *mr, size_t bytes, uint64_t raddr,
                      uint64_t rkey) {
     zc_ib *s = state;
-    zc_ib_peer *p = zc_peer(s, peer);
+    uint32_t peer = zc_ci(s, rank);
+    zc_ib_peer *p = &s->peers[peer];
     if (p->lost) return (zc_status)p->lost;
     uint64_t m = tag - 1u;
     if ((m & (s->g.slots - 1u)) != slot || bytes > UINT32_MAX ||
@@ -264,9 +279,10 @@ zc_status zc__ib_put(void *state, uint32_t lane, uint32_t peer, uint32_t slot, u
     return ZC_OK;
 }
 
-bool zc__ib_put_done(void *state, uint32_t peer) {
+bool zc__ib_put_done(void *state, uint32_t rank) {
     zc_ib *s = state;
-    zc_ib_peer *p = zc_peer(s, peer);
+    uint32_t peer = zc_ci(s, rank);
+    zc_ib_peer *p = &s->peers[peer];
     for (int pass = 0; pass < 2; pass++) {
         uint32_t j = 0;
         while (j < s->qps && p->put_wr[j] <= zc__ib_qp(s, peer, j)->sq_done) j++;
@@ -277,17 +293,18 @@ bool zc__ib_put_done(void *state, uint32_t peer) {
     return false;
 }
 
-const void *zc__ib_rx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
+const void *zc__ib_rx_slot(void *state, uint32_t lane, uint32_t rank, uint32_t slot,
                            uint64_t tag, uint32_t lines) {
     (void)lines; /* the NIC writes the slot: the completion says when, no prefetch helps */
     zc_ib *s = state;
-    const uint64_t *have = &s->rx_tag[((size_t)lane * s->g.nranks + peer) * s->g.slots + slot];
+    uint32_t peer = zc_ci(s, rank);
+    const uint64_t *have = &s->rx_tag[((size_t)lane * s->g.nconn + peer) * s->g.slots + slot];
     if (*have != tag) {
         zc__ib_poll(s);
         if (*have != tag) return 0;
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the completion came first: the data is there */
-    size_t ring = (size_t)lane * s->g.nranks + peer;
+    size_t ring = (size_t)lane * s->g.nconn + peer;
     const uint8_t *in = s->win + zc__ib_rings_off(&s->g) + (ring * s->g.slots + slot) * s->g.stride;
     uint64_t written;
     __builtin_memcpy(&written, in + ZC_SLOT_HDR_BYTES - 8u, sizeof written);
@@ -307,10 +324,10 @@ void zc__ib_alarm(void *state, uint64_t word) {
     if (s->win)
         __atomic_compare_exchange_n((uint64_t *)(void *)(s->win + zc__ib_alarm_off()), &none,
                                     word, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-    for (uint32_t peer = 0; peer < s->g.nranks && s->attached; peer++) {
-        zc_ib_peer *p = zc_peer(s, peer);
+    for (uint32_t peer = 0; peer < s->g.nconn && s->attached; peer++) {
+        zc_ib_peer *p = &s->peers[peer];
         zc_ib_qp *q = zc__ib_qp(s, peer, 0);
-        if (peer == s->g.rank || p->lost || !zc_room(s, q)) continue; /* best effort */
+        if (peer == s->self || p->lost || !zc_room(s, q)) continue; /* best effort */
         uint64_t *w = zc_word(s, peer, 0, q->sq_posted), id;
         id = zc__ib_wr_id(ZC_IB_WR_SEND, peer, 0, q->sq_posted);
         uint64_t raddr = p->window + zc__ib_alarm_off();
@@ -338,16 +355,15 @@ uint64_t zc__ib_alarmed(void *state) {
  * keep one signalled probe in flight towards it, a rewrite of the last credit record sent on
  * lane 0 (same queue pair as every lane-0 credit, so it never overtakes a newer one). */
 static void zc_probe(zc_ib *s, uint32_t peer) {
-    zc_ib_peer *p = zc_peer(s, peer);
+    zc_ib_peer *p = &s->peers[peer];
     zc_ib_qp *q = zc__ib_qp(s, peer, 0);
-    if (!s->attached || peer == s->g.rank || p->lost || (p->probe && p->probe > q->sq_done) ||
+    if (!s->attached || peer == s->self || p->lost || (p->probe && p->probe > q->sq_done) ||
         !zc_room(s, q))
         return;
     uint64_t *w = zc_word(s, peer, 0, q->sq_posted);
     *w = zc__ib_credit_record(p->credit_sent[0]);
     int e = zc__ib_post_write(q->qp, zc__ib_wr_id(ZC_IB_WR_SEND, peer, 0, q->sq_posted), 1, w,
-                              s->dev.loc_lkey, 8u, p->window + zc_credit_off(s, 0, s->g.rank),
-                              p->rkey, 0, 0);
+                              s->dev.loc_lkey, 8u, zc_credit_at(s, p, 0), p->rkey, 0, 0);
     if (e) {
         char why[128];
         zc__ib_lose(s, peer, "ib: posting a liveness probe failed (%s)",
@@ -357,9 +373,11 @@ static void zc_probe(zc_ib *s, uint32_t peer) {
     p->probe = ++q->sq_posted;
 }
 
-zc_status zc__ib_peer_alive(void *state, uint32_t peer, char *err, size_t cap) {
+zc_status zc__ib_peer_alive(void *state, uint32_t rank, char *err, size_t cap) {
     zc_ib *s = state;
-    zc_ib_peer *p = zc_peer(s, peer);
+    uint32_t peer = zc_ci(s, rank);
+    if (peer == ZC_NO_PEER) return ZC_OK; /* not a connection: nothing to watch here */
+    zc_ib_peer *p = &s->peers[peer];
     zc__ib_poll(s);
     /* On one host the peer's process is watched too (as shm does): that is immediate. */
     if (!p->lost && p->pid && p->host == s->host &&

@@ -189,9 +189,11 @@ static uint32_t zc_shm_find(const zc_shm *s, const uint8_t *w) {
                                                                                  : UINT32_MAX;
 }
 
-/* Maps (processes) or finds (in-process) rank p's window into *w. */
-static zc_status zc_shm_reach(zc_shm *s, const void *addrs, uint32_t p, uint8_t **w, char *err,
+/* Maps (processes: its reference is connection i's entry of addrs) or finds (in-process)
+ * rank p = conn_peer[i]'s window into *w. */
+static zc_status zc_shm_reach(zc_shm *s, const void *addrs, uint32_t i, uint8_t **w, char *err,
                               size_t cap) {
+    uint32_t p = s->g.conn_peer[i];
     if (p == s->g.rank) {
         *w = s->mine;
         return ZC_OK;
@@ -203,7 +205,7 @@ static zc_status zc_shm_reach(zc_shm *s, const void *addrs, uint32_t p, uint8_t 
     char name[ZC_SHM_NAME_BYTES];
     void *addr = 0;
     zc_plat_shm_ref ref;
-    __builtin_memcpy(&ref, (const uint8_t *)addrs + (size_t)p * sizeof ref, sizeof ref);
+    __builtin_memcpy(&ref, (const uint8_t *)addrs + (size_t)i * sizeof ref, sizeof ref);
     zc_shm_name(name, s->g.comm_id, p);
     zc_plat_rc rc = zc_plat_shm_open(&ref, s->bytes, &addr);
     if (rc != ZC_PLAT_OK) {
@@ -218,7 +220,7 @@ static zc_status zc_shm_attach(void *state, const void *addrs, char *err, size_t
     zc_shm *s = state;
     for (uint32_t i = 0; i < s->g.nconn; i++) {
         uint32_t p = s->g.conn_peer[i];
-        zc_status st = zc_shm_reach(s, addrs, p, &s->peers[i], err, cap);
+        zc_status st = zc_shm_reach(s, addrs, i, &s->peers[i], err, cap);
         if (st != ZC_OK) return st;
         const zc_shm_head *h = (const zc_shm_head *)(const void *)s->peers[i];
         if (h->magic != ZC_SHM_MAGIC || h->comm_id != s->g.comm_id || h->rank != p ||

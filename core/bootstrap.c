@@ -122,7 +122,6 @@
 #define ZC_STAGE_BYTES 8192u /* a note and a small payload leave in one send (no Nagle stall) */
 
 /* Larger payloads than the stage leave in a second send (wire address blobs, init only). */
-_Static_assert((uint64_t)ZC_MESH_MAX_RANKS * ZC_BOOT_MAX_BLOB <= UINT32_MAX, "lengths fit u32");
 _Static_assert(ZC_SECRET_BYTES == 16u, "SipHash takes a 128-bit key");
 
 enum {
@@ -497,7 +496,7 @@ static void zc_unadmit(zc__boot *b, zc__boot_pending *p, bool again) {
         (void)zc_plat_tcp_send_all(p->sock, note, sizeof note, 0);
     }
     zc_plat_tcp_close(p->sock);
-    if (p->rank < ZC_MESH_MAX_RANKS) b->where[p->rank] &= ~ZC_WHERE_JOINED;
+    if (p->rank < b->nranks) b->where[p->rank] &= ~ZC_WHERE_JOINED;
     p->sock = -1;
 }
 
@@ -1132,6 +1131,11 @@ static zc_status zc_join(zc__boot *b, const char *host, uint16_t port) {
 
 zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t deadline_ns, char *err,
                         size_t err_cap) {
+    return zc__boot_open_where(b, cfg, NULL, deadline_ns, err, err_cap);
+}
+
+zc_status zc__boot_open_where(zc__boot *b, const zc_config *cfg, uint64_t *where,
+                              uint64_t deadline_ns, char *err, size_t err_cap) {
     char host[ZC_ADDR_BYTES];
     uint16_t port = 0;
     if (err && err_cap) err[0] = '\0';
@@ -1147,9 +1151,13 @@ zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t deadline_ns,
     for (uint32_t k = 0; k < ZC_BOOT_KIDS; k++) b->kids[k] = -1;
     for (uint32_t i = 0; i < ZC_BOOT_PENDING; i++) b->pending[i].sock = -1;
     if (!cfg) return zc_fail(b, ZC_INVALID_ARG, "cfg is NULL");
-    if (cfg->nranks < 1 || cfg->nranks > ZC_MESH_MAX_RANKS || cfg->rank >= cfg->nranks)
+    uint32_t most = where ? ZC_MAX_RANKS : ZC_MESH_MAX_RANKS;
+    if (cfg->nranks < 1 || cfg->nranks > most || cfg->rank >= cfg->nranks)
         return zc_fail(b, ZC_INVALID_ARG, "cfg->rank %u / cfg->nranks %u: need rank < nranks "
-                       "<= %u", cfg->rank, cfg->nranks, ZC_MESH_MAX_RANKS);
+                       "<= %u", cfg->rank, cfg->nranks, most);
+    if (!where && cfg->rank == 0) where = b->where_small;
+    if (where && cfg->rank == 0) __builtin_memset(where, 0, (size_t)cfg->nranks * 8u);
+    b->where = where;
     if (deadline_ns == 0) return zc_fail(b, ZC_INVALID_ARG, "deadline_ns is 0");
     b->rank = cfg->rank;
     b->nranks = cfg->nranks;
@@ -1305,7 +1313,7 @@ static zc_status zc_exchange(zc__boot *b, uint32_t kind, const uint8_t *mine, ui
 
 /* Checks that b is open; the common entry of allgather and barrier. */
 static zc_status zc_check_open(zc__boot *b, const char *call) {
-    if (b->nranks < 1 || b->nranks > ZC_MESH_MAX_RANKS || b->rank >= b->nranks)
+    if (b->nranks < 1 || b->nranks > ZC_MAX_RANKS || b->rank >= b->nranks)
         return zc_fail(b, ZC_INVALID_STATE, "%s on a bootstrap that was never opened", call);
     if (!b->open)
         return zc_fail(b, ZC_INVALID_STATE, "%s on a bootstrap that is closed or failed to "
@@ -1319,9 +1327,10 @@ zc_status zc__boot_allgather(zc__boot *b, const void *mine, void *all, size_t by
     if (st != ZC_OK) return st;
     if (!mine || !all)
         return zc_fail(b, ZC_INVALID_ARG, "allgather: %s is NULL", mine ? "all" : "mine");
-    if (bytes_each < 1 || bytes_each > ZC_BOOT_MAX_BLOB)
-        return zc_fail(b, ZC_INVALID_ARG, "allgather: bytes_each is %zu, must be 1..%u",
-                       bytes_each, ZC_BOOT_MAX_BLOB);
+    if (bytes_each < 1 || bytes_each > ZC_BOOT_MAX_BLOB ||
+        (uint64_t)bytes_each * b->nranks > UINT32_MAX)
+        return zc_fail(b, ZC_INVALID_ARG, "allgather: bytes_each is %zu, must be 1..%u and "
+                       "%u ranks' worth at most 4 GiB", bytes_each, ZC_BOOT_MAX_BLOB, b->nranks);
     uint32_t bytes = (uint32_t)bytes_each;
     if (b->nranks == 1) {
         __builtin_memmove(all, mine, bytes);
@@ -1331,11 +1340,10 @@ zc_status zc__boot_allgather(zc__boot *b, const void *mine, void *all, size_t by
 }
 
 zc_status zc__boot_barrier(zc__boot *b) {
-    uint8_t one = 1, all[ZC_MESH_MAX_RANKS];
     if (!b) return ZC_INVALID_ARG;
     zc_status st = zc_check_open(b, "barrier");
     if (st != ZC_OK || b->nranks == 1) return st;
-    return zc_exchange(b, ZC_KIND_BARRIER, &one, all, 1);
+    return zc_exchange(b, ZC_KIND_BARRIER, NULL, NULL, 0); /* the wave, no payload */
 }
 
 /* Reads what has already arrived, then closes: a socket closed with unread bytes sends a

@@ -500,7 +500,11 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
     zc__boot *boot = (zc__boot *)(void *)c->scratch; /* too large for small stacks */
     zc_hello *all = (zc_hello *)(void *)(c->scratch + sizeof(zc__boot));
     uint64_t deadline = zc__deadline_after(zc_plat_now_ns(), c->cfg.init_timeout_ns);
-    st = zc__boot_open(boot, cfg, deadline, c->err, sizeof c->err);
+    zc__arena_map L;
+    ZC_ASSERT(zc__layout(cfg, &L));
+    uint64_t *where = (uint64_t *)(void *)(c->scratch + L.bytes[ZC_R_SCRATCH] -
+                                           (size_t)cfg->nranks * 8u); /* rank 0's table */
+    st = zc__boot_open_where(boot, cfg, where, deadline, c->err, sizeof c->err);
     if (st != ZC_OK) {
         zc__set_init_error("%s", c->err);
         return st;

@@ -142,10 +142,6 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
                 "cfg->overlay_min_ranks is %u but cfg->log_min_ranks is %u: overlay mode runs "
                 "only the log-depth algorithms, so log_min_ranks must be 1..overlay_min_ranks",
                 cfg->overlay_min_ranks, cfg->log_min_ranks);
-    ZC_REQUIRE_(cfg->transport == ZC_TRANSPORT_INPROC || cfg->nranks <= ZC_MESH_MAX_RANKS,
-                "cfg->nranks is %u: the bootstrap between processes takes at most %u ranks "
-                "(in-process groups take up to %u in overlay mode)", cfg->nranks,
-                ZC_MESH_MAX_RANKS, ZC_MAX_RANKS);
     ZC_REQUIRE_(zc_has_nul(cfg->root_addr, sizeof cfg->root_addr),
                 "cfg->root_addr is not NUL-terminated");
     if (cfg->nranks > 1 && cfg->transport != ZC_TRANSPORT_INPROC) {
@@ -198,12 +194,21 @@ static bool zc_env_ranks(zc_config *c, zc_env_err *err) {
         uint64_t rank = 0, size = 0, local = 0;
         if (!zc_env_u64(l->rank, UINT32_MAX, &has_rank, &rank, err)) return false;
         if (!has_rank) continue;
-        /* processes: a full mesh */
-        if (!zc_env_u64(l->size, ZC_MESH_MAX_RANKS, &has_size, &size, err)) return false;
+        /* processes: above ZC_MESH_MAX_RANKS in overlay mode only (zc__config_check) */
+        if (!zc_env_u64(l->size, ZC_MAX_RANKS, &has_size, &size, err)) return false;
         if (!zc_env_u64(l->local, UINT32_MAX, &has_local, &local, err)) return false;
         if (!has_size || size == 0) {
             zc__fmt(err->text, err->cap, "%s is %s: it must be 1..%u when %s is set", l->size,
-                    has_size ? "0" : "unset", ZC_MESH_MAX_RANKS, l->rank);
+                    has_size ? "0" : "unset", ZC_MAX_RANKS, l->rank);
+            return false;
+        }
+        bool has_ov;
+        uint64_t ov = 0;
+        if (!zc_env_u64("ZC_OVERLAY_MIN_RANKS", UINT32_MAX, &has_ov, &ov, err)) return false;
+        if (size > ZC_MESH_MAX_RANKS && (!ov || ov > size)) {
+            zc__fmt(err->text, err->cap, "%s=%llu: more than %u ranks need overlay mode "
+                    "(ZC_OVERLAY_MIN_RANKS 1..%llu)", l->size, (unsigned long long)size,
+                    ZC_MESH_MAX_RANKS, (unsigned long long)size);
             return false;
         }
         if (rank >= size) {

@@ -129,7 +129,7 @@ static void zc_rows(const zc_config *cfg, const zc__arena_map *L, size_t state,
     zc_gpu_rows(cfg, bytes);
     bytes[ZC_R_SCRATCH] = inproc ? n * ZC_SCRATCH_INPROC_RANK_BYTES + addr
                                  : sizeof(zc__boot) + n * ZC_SCRATCH_VERDICT_BYTES +
-                                       n * ZC_SCRATCH_RANK_BYTES + addr;
+                                       n * ZC_SCRATCH_RANK_BYTES + addr + n * 8u;
     /* In-process ranks keep their inbound window in the arena; processes map theirs. */
     bytes[ZC_R_WINDOW] = inproc ? zc__wire_for(cfg)->window_bytes(&L->geom) : 0;
 }

@@ -287,7 +287,9 @@ typedef struct zc_config {
                                   * and its recursive-doubling partners, plus its own host's
                                   * ranks; collectives without an algorithm over those peers
                                   * return ZC_UNSUPPORTED. Needs log_min_ranks 1..this value.
-                                  * Must be equal on every rank */
+                                  * Every transport; between processes a rank's own host is
+                                  * the ranks of its real host or ZC_HOST_ID's claim. Must be
+                                  * equal on every rank (init checks) */
 } zc_config;
 
 /* Writes the defaults: one rank (rank 0 of 1), no rendezvous, no secret. */
@@ -309,7 +311,10 @@ void zc_config_default(zc_config *cfg);
  * or an ordinal), ZC_GPU_STREAM_SLOTS, ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES,
  * ZC_GPU_PROVIDER (auto|cuda|sim), ZC_GPU_PATH (auto|ipc|staged|direct), ZC_GPU_STAGE_BYTES,
  * ZC_SYM_BYTES, ZC_THREADS (multi|serial), ZC_INPROC_RANKS_PER_HOST (in-process groups only: set
- * with another transport it is refused). No launcher variables at all leaves the single-rank
+ * with another transport it is refused). ZC_HOST_ID (read by zc_comm_init, not here; for tests
+ * and simulations): the host this process claims for its connection set in overlay mode
+ * (ranks claiming the same string are one host's ranks), so that processes on one machine
+ * can act as ranks of several hosts; the wire still follows the real host. No launcher variables at all leaves the single-rank
  * default. Malformed values (non-numeric, rank >= size, size 0, more than one rank without a
  * rendezvous address, a secret that is not 32 hex digits, an unreadable ZC_SECRET_FILE, both
  * ZC_SECRET and ZC_SECRET_FILE) return ZC_INVALID_ARG with a sentence naming the variable in

@@ -141,10 +141,13 @@ void ib_config_errors_name_the_field(void) {
 /* ---- the wire's sizes ------------------------------------------------------------------------ */
 
 #ifdef ZC_HAVE_IB
+/* A full mesh's geometry: every rank is a connection, connection i is rank i. */
 static zc_wire_geom ib_geom(uint32_t rank, uint32_t n, uint32_t slots, uint32_t slot_bytes,
                             const zc_config *cfg) {
+    static uint32_t ident[ZC_MESH_MAX_RANKS];
+    for (uint32_t i = 0; i < ZC_MESH_MAX_RANKS; i++) ident[i] = i;
     zc_wire_geom g = {7, rank, n, slots, slot_bytes, ZC_SLOT_HDR_BYTES + slot_bytes, n, n, 0,
-                      NULL, NULL, NULL, cfg};
+                      ident, ident, NULL, cfg};
     return g;
 }
 

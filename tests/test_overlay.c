@@ -270,11 +270,16 @@ void overlay_config_refusals_say_why(void) {
     ZT_CHECK(!zc__config_check(&cfg, why, sizeof why));
     ZT_CHECK(strstr(why, "log_min_ranks") != NULL);
     cfg.log_min_ranks = 1;
-    cfg.transport = ZC_TRANSPORT_SHM; /* processes: overlay mode up to the bootstrap's limit */
+    cfg.transport = ZC_TRANSPORT_SHM; /* processes: overlay mode too, past the full mesh's */
+    strcpy(cfg.root_addr, "127.0.0.1:1");
+    cfg.secret_set = true;
     ZT_CHECK(zc__config_check(&cfg, why, sizeof why));
-    cfg.nranks = ZC_MESH_MAX_RANKS + 1u;
+    cfg.nranks = ZC_MAX_RANKS;
+    ZT_CHECK(zc__config_check(&cfg, why, sizeof why));
+    cfg.overlay_min_ranks = 0;
     ZT_CHECK(!zc__config_check(&cfg, why, sizeof why));
-    ZT_CHECK(strstr(why, "bootstrap") != NULL);
+    ZT_CHECK(strstr(why, "overlay mode") != NULL);
+    cfg.overlay_min_ranks = 9;
     cfg.transport = ZC_TRANSPORT_INPROC;
     cfg.nranks = ZC_MESH_MAX_RANKS + 1u;
     cfg.overlay_min_ranks = 0; /* a full mesh this large is refused */

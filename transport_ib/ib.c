@@ -247,6 +247,11 @@ static zc_status zc_ib_create(void *state, const zc_wire_geom *g, void *window, 
                    "shared-memory wire");
         return ZC_UNSUPPORTED;
     }
+    if (!g->conn || !g->conn_peer || !g->nconn || g->nconn > g->conn_cap ||
+        g->conn[g->rank] >= g->nconn) {
+        zc__fmt(err, cap, "ib: the geometry names no connection table of this rank");
+        return ZC_INVALID_ARG;
+    }
     zc_ib_size z;
     zc_ib_sizes(g, qps, &z);
     s->qps = qps;

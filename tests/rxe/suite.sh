@@ -472,6 +472,12 @@ run_test ib/mp_registered_buffers_put_in_place_n3 t_mp 3 mp_rank_sweep 150 MP_RE
 run_test ib/mp_persistent_plans_restart t_mp 3 mp_rank_plans 240
 run_test ib/mp_split_children_work_concurrently_with_parent t_mp 4 mp_rank_split 120
 run_test ib/mp_misuse_leaves_comm_usable t_mp 2 mp_rank_misuse 60
+run_test ib/mp_overlay_processes_match_reference_n9 t_mp 9 mp_rank_overlay 300 MP_PER_HOST=3 \
+    MP_BATCHES=6
+run_test ib/mp_overlay_processes_match_reference_n17 t_mp 17 mp_rank_overlay 400 MP_PER_HOST=4 \
+    MP_BATCHES=3
+run_test ib/mp_overlay_misuse_fails_init_on_every_rank t_zctest \
+    mp_overlay_misuse_fails_init_on_every_rank 0
 run_test ib/mp_fini_returns_promptly_after_small_calls_n3 t_mp 3 mp_rank_fini_prompt 60
 run_test ib/mp_allocation_free_after_init t_alloc_free
 run_test zcbench/all_collectives_checked_over_ib_n3 t_zcbench

@@ -23,6 +23,23 @@ const char *zr_coll_name(zr_coll c) {
 
 bool zr_coll_reduces(zr_coll c) { return c == ZR_ALLREDUCE || c == ZR_REDUCE || c == ZR_RS; }
 
+bool zr_overlay_member(uint32_t n, uint32_t per, uint32_t r, uint32_t q) {
+    uint32_t P = 1, e;
+    while (P * 2u <= n) P *= 2u;
+    e = n - P;
+    if (q == r || q / per == r / per) return true;
+    for (uint32_t d = 1; d < n; d *= 2u)
+        if (q == (r + d) % n || q == (r + n - d) % n) return true;
+    if (r < 2u * e && q == (r ^ 1u)) return true;
+    if (r < 2u * e && (r & 1u)) return false; /* folded: no partners of its own */
+    uint32_t u = r < 2u * e ? r / 2u : r - e;
+    for (uint32_t d = 1; d < P; d *= 2u) {
+        uint32_t v = u ^ d;
+        if (q == (v < e ? 2u * v : v + e)) return true;
+    }
+    return false;
+}
+
 void zr_group_config(zc_config *cfg, uint32_t n, uint32_t slot_bytes, uint32_t slots,
                      uint64_t small_max, uint64_t timeout_ns) {
     zc_config_default(cfg);

@@ -44,6 +44,10 @@ typedef struct zr_case {
     bool in_place;
 } zr_case;
 
+/* Whether q is one of rank r's connections in overlay mode on n ranks, per to a host (ranks
+ * 0..per-1 are host 0, ...), from core/layout.h's definition written again: r +- 2^k mod n,
+ * the recursive-doubling partners of the folded virtual ranks, the fold partner, r's host. */
+bool zr_overlay_member(uint32_t n, uint32_t per, uint32_t r, uint32_t q);
 /* A configuration for an in-process group of n ranks: slots rings of slot_bytes, every
  * small-message threshold (one-shot allreduce, direct reduce, tree broadcast) at small_max
  * bytes, and timeout_ns as the deadline (0: the default). */

@@ -726,6 +726,22 @@ static void mp_wait_ops(const mp_ctx *m, zc_comm *comm, mp_op *ops, size_t k, zt
     }
 }
 
+/* Issues ops[0..k) on m's communicator in order, then waits for them (mp_wait_ops); where
+ * names the batch in a failure. */
+static void mp_issue_and_wait(const mp_ctx *m, mp_op *ops, size_t k, zt_rng *g,
+                              const char *where) {
+    for (size_t j = 0; j < k; j++) {
+        zc_status st = mp_op_issue(m->comm, &ops[j]);
+        if (st != ZC_OK) {
+            char name[256];
+            mp_op_name(&ops[j], name, sizeof name);
+            mp_die(m, __FILE__, __LINE__, "%s: issuing %s returned %s", where, name,
+                   zc_status_name(st));
+        }
+    }
+    mp_wait_ops(m, m->comm, ops, k, g, where);
+}
+
 /* ---- 1. the sweep -------------------------------------------------------------------------- */
 
 /* Ring geometry and algorithm thresholds per rank count, so that the runs together cover
@@ -892,18 +908,9 @@ int mp_rank_sweep(void) {
             mp_op_fill(&ops[j], ops[j].sbuf, ops[j].rbuf);
             if (reg) mp_register(&m, &ops[j], &local);
         }
-        for (size_t j = 0; j < k; j++) {
-            zc_status st = mp_op_issue(m.comm, &ops[j]);
-            if (st != ZC_OK) {
-                char name[256];
-                mp_op_name(&ops[j], name, sizeof name);
-                mp_die(&m, __FILE__, __LINE__, "batch %u: issuing %s returned %s", b, name,
-                       zc_status_name(st));
-            }
-        }
         char where[64];
         snprintf(where, sizeof where, "batch %u of %zu calls", b, k);
-        mp_wait_ops(&m, m.comm, ops, k, &local, where);
+        mp_issue_and_wait(&m, ops, k, &local, where);
         for (size_t j = 0; j < k; j++) {
             mp_op_check(&m, &ops[j], where);
             calls++;
@@ -1977,26 +1984,6 @@ static uint32_t mp_claim_host(void) {
     return per ? per : 1u;
 }
 
-/* Whether q is one of rank r's connections in overlay mode (core/layout.h's definition, again
- * here): r +- 2^k mod n, the recursive-doubling partners of the folded virtual ranks, the fold
- * partner, and the ranks of r's claimed host. */
-static bool mp_ov_member(uint32_t n, uint32_t per, uint32_t r, uint32_t q) {
-    uint32_t P = 1, e;
-    while (P * 2u <= n) P *= 2u;
-    e = n - P;
-    if (q == r || q / per == r / per) return true;
-    for (uint32_t d = 1; d < n; d *= 2u)
-        if (q == (r + d) % n || q == (r + n - d) % n) return true;
-    if (r < 2u * e && q == (r ^ 1u)) return true;
-    if (r < 2u * e && (r & 1u)) return false;
-    uint32_t u = r < 2u * e ? r / 2u : r - e;
-    for (uint32_t d = 1; d < P; d *= 2u) {
-        uint32_t v = u ^ d;
-        if (q == (v < e ? 2u * v : v + e)) return true;
-    }
-    return false;
-}
-
 /* This rank's connections are exactly the definition's, and the address table the wire
  * attached with holds its connections' blobs only, in connection order (transport_ib's blob
  * names its rank 16 bytes in). */
@@ -2004,7 +1991,7 @@ static void mp_ov_check_conns(const mp_ctx *m, uint32_t per) {
     const zc_comm *c = m->comm;
     uint32_t k = 0;
     for (uint32_t q = 0; q < m->n; q++) {
-        bool want = mp_ov_member(m->n, per, m->rank, q);
+        bool want = zr_overlay_member(m->n, per, m->rank, q);
         MP_CHECK(m, (c->conn[q] != ZC_NO_CONN) == want, "rank %u %s a connection", q,
                  want ? "is not" : "is");
         if (!want) continue;
@@ -2058,18 +2045,9 @@ int mp_rank_overlay(void) {
             mp_op_alloc(&ops[j]);
             mp_op_fill(&ops[j], ops[j].sbuf, ops[j].rbuf);
         }
-        for (size_t j = 0; j < k; j++) {
-            zc_status st = mp_op_issue(m.comm, &ops[j]);
-            if (st != ZC_OK) {
-                char name[256];
-                mp_op_name(&ops[j], name, sizeof name);
-                mp_die(&m, __FILE__, __LINE__, "batch %u: issuing %s returned %s", b, name,
-                       zc_status_name(st));
-            }
-        }
         char where[64];
         snprintf(where, sizeof where, "overlay batch %u of %zu calls", b, k);
-        mp_wait_ops(&m, m.comm, ops, k, &local, where);
+        mp_issue_and_wait(&m, ops, k, &local, where);
         for (size_t j = 0; j < k; j++) {
             mp_op_check(&m, &ops[j], where);
             mp_op_free(&ops[j]);
@@ -2094,8 +2072,11 @@ int mp_rank_overlay(void) {
     o.uid = mp_mix(mp_seed ^ 0xc41dull ^ (m.rank % 2u));
     mp_op_alloc(&o);
     mp_op_fill(&o, o.sbuf, o.rbuf);
-    MP_ST(&m, mp_op_issue(child, &o), ZC_OK);
-    MP_ST(&m, zc_wait(child, &o.req[0]), ZC_OK);
+    zc_status st = mp_op_issue(child, &o);
+    if (st == ZC_OK) st = zc_wait(child, &o.req[0]);
+    MP_CHECK(&m, st == ZC_OK, "the child's allreduce (child rank %u of %u) returned %s: %s",
+             zc_comm_rank(child), zc_comm_size(child), zc_status_name(st),
+             zc_comm_error_text(child));
     mp_op_check(&m, &o, "child allreduce");
     mp_op_free(&o);
     MP_CHECK(&m, child->nconn <= child->nranks, "the child has %u connections", child->nconn);

@@ -37,24 +37,9 @@ static void ov_open(ov_group *g, uint32_t n, uint32_t overlay_min) {
     zt_inproc_open(&cfg, g->arenas, g->c);
 }
 
-/* Whether q is one of rank r's connections, from the definition (layout.h): r +- 2^k mod n,
- * the recursive-doubling partners of the folded virtual ranks, the fold partner, r's host. */
+/* Whether q is one of rank r's connections, from the definition (ref.c). */
 static bool ov_member(uint32_t n, uint32_t r, uint32_t q) {
-    uint32_t P = 1, e;
-    while (P * 2u <= n) P *= 2u;
-    e = n - P;
-    if (q == r || q / OV_PER_HOST == r / OV_PER_HOST) return true;
-    for (uint32_t d = 1; d < n; d *= 2u)
-        if (q == (r + d) % n || q == (r + n - d) % n) return true;
-    if (r < 2u * e && q == (r ^ 1u)) return true;
-    bool folded = r < 2u * e && (r & 1u);
-    if (folded) return false;
-    uint32_t u = r < 2u * e ? r / 2u : r - e;
-    for (uint32_t d = 1; d < P; d *= 2u) {
-        uint32_t v = u ^ d, real = v < e ? 2u * v : v + e;
-        if (q == real) return true;
-    }
-    return false;
+    return zr_overlay_member(n, OV_PER_HOST, r, q);
 }
 
 static void ov_check_set(const ov_group *g, bool overlay) {

@@ -104,6 +104,7 @@
 #define ZC_KIND_PARENT ZC_FOURCC('Z', 'C', 'P', 'A')
 #define ZC_KIND_ALLGATHER ZC_FOURCC('Z', 'C', 'A', 'G')
 #define ZC_KIND_BARRIER ZC_FOURCC('Z', 'C', 'B', 'R')
+#define ZC_KIND_SPARSE ZC_FOURCC('Z', 'C', 'S', 'P')
 
 #define ZC_HELLO_BYTES 24u
 #define ZC_PROOF_BYTES 40u
@@ -1337,6 +1338,153 @@ zc_status zc__boot_allgather(zc__boot *b, const void *mine, void *all, size_t by
         return ZC_OK;
     }
     return zc_exchange(b, ZC_KIND_ALLGATHER, (const uint8_t *)mine, (uint8_t *)all, bytes);
+}
+
+/* ---- the sparse exchange ----
+ * Up the tree as allgather's (each rank's subtree's blobs, at their ranks' places in all);
+ * down, a parent sends each child only the blobs its subtree needs from outside it: the ranks
+ * that need() names for any rank of that subtree, as (rank, blob) entries in rank order. A
+ * rank's needs lie in its subtree or in what its parent sent it, so every rank ends with the
+ * blobs of its own needs (and of its subtree's) at their ranks' places in all. */
+
+static void zc_bit_set(uint8_t *map, uint32_t i) { map[i >> 3] |= (uint8_t)(1u << (i & 7u)); }
+static bool zc_bit(const uint8_t *map, uint32_t i) { return map[i >> 3] >> (i & 7u) & 1u; }
+
+/* Marks in map the ranks outside [c, end) that ranks c..end-1 need; returns how many. */
+static uint32_t zc_mark_needs(const zc__boot *b, uint32_t c, uint32_t end, zc__boot_need need,
+                              void *ctx, uint8_t *map) {
+    uint32_t set[ZC_BOOT_NEED_MAX], count = 0;
+    __builtin_memset(map, 0, (b->nranks + 7u) / 8u);
+    for (uint32_t r = c; r < end; r++) {
+        uint32_t k = need(ctx, r, set, ZC_BOOT_NEED_MAX);
+        for (uint32_t i = 0; i < k && i < ZC_BOOT_NEED_MAX; i++) {
+            uint32_t u = set[i];
+            if (u >= b->nranks || (u >= c && u < end) || zc_bit(map, u)) continue;
+            zc_bit_set(map, u);
+            count++;
+        }
+    }
+    return count;
+}
+
+/* Sends child k the entries its subtree needs from outside it (blobs from all), staged. */
+static zc_plat_rc zc_send_needs(zc__boot *b, uint32_t k, const uint8_t *all, uint32_t bytes,
+                                zc__boot_need need, void *ctx, uint8_t *map) {
+    uint32_t c = b->rank + (1u << k), end = zc_subtree_end(c, b->nranks);
+    uint32_t count = zc_mark_needs(b, c, end, need, ctx, map);
+    uint8_t note[ZC_NOTE_BYTES], stage[ZC_STAGE_BYTES];
+    zc_outcome o = {ZC_CODE_OK, b->rank, bytes, count, b->rank};
+    zc_note_put(note, ZC_KIND_SPARSE, &o, count * (4u + bytes));
+    zc_plat_rc rc = zc_plat_tcp_send_all(b->kids[k], note, sizeof note, b->deadline_ns);
+    size_t held = 0;
+    for (uint32_t u = 0; u < b->nranks && rc == ZC_PLAT_OK; u++) {
+        if (!zc_bit(map, u)) continue;
+        if (held + 4u + bytes > sizeof stage) {
+            rc = zc_plat_tcp_send_all(b->kids[k], stage, held, b->deadline_ns);
+            held = 0;
+        }
+        zc_put32(stage + held, u);
+        if (4u + bytes <= sizeof stage) {
+            __builtin_memcpy(stage + held + 4u, all + (size_t)u * bytes, bytes);
+            held += 4u + bytes;
+        } else if (rc == ZC_PLAT_OK) { /* a blob larger than the stage goes by itself */
+            rc = zc_plat_tcp_send_all(b->kids[k], stage, 4u, b->deadline_ns);
+            if (rc == ZC_PLAT_OK)
+                rc = zc_plat_tcp_send_all(b->kids[k], all + (size_t)u * bytes, bytes,
+                                          b->deadline_ns);
+        }
+    }
+    if (rc == ZC_PLAT_OK && held) rc = zc_plat_tcp_send_all(b->kids[k], stage, held,
+                                                             b->deadline_ns);
+    return rc;
+}
+
+/* Rank > 0: sends its subtree's blobs up, then reads the entries its parent sends (checked:
+ * ranks ascending, outside its subtree) into all at their ranks' places. */
+static zc_status zc_sparse_up(zc__boot *b, const uint8_t *all_in, uint8_t *all, uint32_t bytes,
+                              zc_outcome *o) {
+    uint8_t note[ZC_NOTE_BYTES];
+    uint32_t end = zc_subtree_end(b->rank, b->nranks), got_kind, len;
+    *o = (zc_outcome){ZC_CODE_OK, b->rank, bytes, 0, b->rank};
+    zc_note_put(note, ZC_KIND_SPARSE, o, (end - b->rank) * bytes);
+    zc_plat_rc rc = zc_send_note(b->up_sock, note, all_in + (size_t)b->rank * bytes,
+                                 (size_t)(end - b->rank) * bytes, b->deadline_ns);
+    if (rc == ZC_PLAT_OK)
+        rc = zc_plat_tcp_recv_all(b->up_sock, note, sizeof note, b->deadline_ns);
+    if (rc != ZC_PLAT_OK) {
+        *o = (zc_outcome){zc_rc_code(rc), b->parent, 0, 0, b->rank};
+        return zc_io_fail(b, rc, b->parent, ZC_KIND_SPARSE);
+    }
+    zc_note_get(note, &got_kind, o, &len);
+    if (o->code != ZC_CODE_OK) return zc_outcome_fail(b, ZC_KIND_SPARSE, o);
+    uint32_t count = o->expect;
+    *o = (zc_outcome){ZC_CODE_FAILED, b->rank, 0, 0, b->rank};
+    if (got_kind != ZC_KIND_SPARSE || count > b->nranks - (end - b->rank) ||
+        (uint64_t)count * (4u + bytes) != len)
+        return zc_fail(b, ZC_MISMATCH, "rank %u answered the sparse exchange with a malformed "
+                       "reply (kind 0x%x, %u entries in %u bytes)", b->parent, got_kind, count,
+                       len);
+    uint32_t prev = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint8_t head[4];
+        rc = zc_plat_tcp_recv_all(b->up_sock, head, sizeof head, b->deadline_ns);
+        if (rc != ZC_PLAT_OK) return zc_io_fail(b, rc, b->parent, ZC_KIND_SPARSE);
+        uint32_t u = zc_get32(head);
+        if (u >= b->nranks || (u >= b->rank && u < end) || (i && u <= prev))
+            return zc_fail(b, ZC_MISMATCH, "rank %u sent an entry for rank %u out of order or "
+                           "place in the sparse exchange", b->parent, u);
+        prev = u;
+        rc = zc_plat_tcp_recv_all(b->up_sock, all + (size_t)u * bytes, bytes, b->deadline_ns);
+        if (rc != ZC_PLAT_OK) return zc_io_fail(b, rc, b->parent, ZC_KIND_SPARSE);
+    }
+    *o = (zc_outcome){ZC_CODE_OK, b->rank, 0, 0, b->rank};
+    return ZC_OK;
+}
+
+static zc_status zc_sparse_tree(zc__boot *b, const uint8_t *mine, uint8_t *all, uint32_t bytes,
+                                zc__boot_need need, void *ctx, uint8_t *map) {
+    zc_outcome o = {ZC_CODE_OK, b->rank, 0, 0, b->rank};
+    __builtin_memmove(all + (size_t)b->rank * bytes, mine, bytes);
+    for (uint32_t k = 0; k < b->kid_count; k++) {
+        zc_status st = zc_gather_kid(b, ZC_KIND_SPARSE, k, all, bytes, &o);
+        if (st != ZC_OK) return zc_exchange_fail(b, ZC_KIND_SPARSE, &o, st);
+    }
+    if (b->rank != 0) {
+        zc_status st = zc_sparse_up(b, all, all, bytes, &o);
+        if (st != ZC_OK) return zc_exchange_fail(b, ZC_KIND_SPARSE, &o, st);
+    }
+    for (uint32_t k = 0; k < b->kid_count; k++) {
+        zc_plat_rc rc = zc_send_needs(b, k, all, bytes, need, ctx, map);
+        if (rc != ZC_PLAT_OK) {
+            uint32_t c = b->rank + (1u << k);
+            zc_status st = zc_io_fail(b, rc, c, ZC_KIND_SPARSE);
+            o = (zc_outcome){zc_rc_code(rc), c, 0, 0, b->rank};
+            return zc_exchange_fail(b, ZC_KIND_SPARSE, &o, st);
+        }
+    }
+    return ZC_OK;
+}
+
+zc_status zc__boot_sparse(zc__boot *b, const void *mine, void *all, size_t bytes_each,
+                          zc__boot_need need, void *ctx, uint8_t *map) {
+    if (!b) return ZC_INVALID_ARG;
+    zc_status st = zc_check_open(b, "sparse exchange");
+    if (st != ZC_OK) return st;
+    if (!mine || !all || !need || !map)
+        return zc_fail(b, ZC_INVALID_ARG, "sparse exchange: an argument is NULL");
+    if (bytes_each < 1 || bytes_each > ZC_BOOT_MAX_BLOB ||
+        (uint64_t)bytes_each * b->nranks > UINT32_MAX)
+        return zc_fail(b, ZC_INVALID_ARG, "sparse exchange: bytes_each is %zu, must be 1..%u "
+                       "and %u ranks' worth at most 4 GiB", bytes_each, ZC_BOOT_MAX_BLOB,
+                       b->nranks);
+    if (b->nranks == 1) {
+        __builtin_memmove(all, mine, bytes_each);
+        return ZC_OK;
+    }
+    st = zc_sparse_tree(b, (const uint8_t *)mine, (uint8_t *)all, (uint32_t)bytes_each, need,
+                        ctx, map);
+    if (st != ZC_OK) zc__boot_close(b);
+    return st;
 }
 
 zc_status zc__boot_barrier(zc__boot *b) {

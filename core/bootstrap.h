@@ -84,6 +84,19 @@ zc_status zc__boot_open_where(zc__boot *b, const zc_config *cfg, uint64_t *where
  * (to rank 0 or to their parent), unchanged as far as they are honest (the stream after the
  * handshake carries no tag). */
 zc_status zc__boot_allgather(zc__boot *b, const void *mine, void *all, size_t bytes_each);
+/* The ranks whose blobs rank r needs (its connections), at most cap of them, into out;
+ * returns how many. The same function of r on every rank. */
+#define ZC_BOOT_NEED_MAX 256u
+typedef uint32_t (*zc__boot_need)(void *ctx, uint32_t r, uint32_t *out, uint32_t cap);
+/* A sparse all-gather (collective): rank r's mine (bytes_each, as allgather's) reaches only the
+ * ranks that need it (need(ctx, q, ...) names r) and the ranks above them in the bootstrap
+ * tree: on return all[u * bytes_each ..] holds rank u's blob for every u this rank needs
+ * (other places: whatever passed through or was there). Up the tree each rank's subtree's
+ * blobs, down only what a child's subtree needs from outside it: every blob travels at most
+ * 2 log2 n hops, a rank receives its subtree's blobs and its subtree's needs. map: scratch
+ * of (nranks + 7) / 8 bytes. Failures as allgather's. */
+zc_status zc__boot_sparse(zc__boot *b, const void *mine, void *all, size_t bytes_each,
+                          zc__boot_need need, void *ctx, uint8_t *map);
 /* Returns once every rank has entered (collective). */
 zc_status zc__boot_barrier(zc__boot *b);
 /* Closes every socket. Safe to call twice. */

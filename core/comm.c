@@ -431,11 +431,32 @@ void zc__addrs_compact(const zc_comm *c, uint8_t *addrs, size_t ab) {
             __builtin_memmove(addrs + (size_t)i * ab, addrs + (size_t)c->conn_peer[i] * ab, ab);
 }
 
-/* Wire setup between processes, synchronised through the bootstrap: create, all-gather the
+/* The sparse exchange's need (bootstrap.h): rank r's connections, from every rank's place. */
+typedef struct zc_need_ctx {
+    const zc_comm *c;
+    const zc_hello *all;
+} zc_need_ctx;
+
+static uint32_t zc_need(void *ctx, uint32_t r, uint32_t *out, uint32_t cap) {
+    const zc_need_ctx *x = ctx;
+    return zc__conn_set(x->c, &x->all[0].place, sizeof *x->all, r, out, cap);
+}
+
+/* The address blobs (ab bytes each) into c->addrs at their ranks' places: in overlay mode only
+ * the connections' (and what passes through this rank) by the sparse exchange, else all. */
+static zc_status zc_exchange_addrs(zc_comm *c, zc__boot *b, const zc_hello *all, size_t ab) {
+    uint8_t *mine = c->addrs + (size_t)c->rank * ab;
+    if (!zc__overlay(&c->cfg)) return zc__boot_allgather(b, mine, c->addrs, ab);
+    zc_need_ctx x = {c, all};
+    uint8_t *map = c->scratch + sizeof(zc__boot) + (size_t)c->nranks * ZC_SCRATCH_RANK_BYTES;
+    return zc__boot_sparse(b, mine, c->addrs, ab, zc_need, &x, map); /* verdicts come later */
+}
+
+/* Wire setup between processes, synchronised through the bootstrap: create, exchange the
  * address blobs (or just meet), attach, agree on the outcome, seal. pre: a failure this rank
  * met before (its sentence in comm->err): it creates nothing but still joins every exchange,
- * so every rank ends with that verdict instead of waiting for it. */
-static zc_status zc_open_wire(zc_comm *c, zc__boot *b, zc_status pre) {
+ * so every rank ends with that verdict instead of waiting for it. all: every rank's hello. */
+static zc_status zc_open_wire(zc_comm *c, zc__boot *b, const zc_hello *all, zc_status pre) {
     zc_wire_geom g = zc__geom(c, c->comm_id, 0);
     size_t ab = c->wire->addr_bytes(&g);
     ZC_ASSERT(ab <= c->addr_bytes && ab <= ZC_BOOT_MAX_BLOB);
@@ -446,7 +467,7 @@ static zc_status zc_open_wire(zc_comm *c, zc__boot *b, zc_status pre) {
     uint32_t step = 1;
     uint8_t failed = 0xff; /* a rank whose create failed publishes a blob of 0xff bytes */
     if (st != ZC_OK && ab) __builtin_memset(mine, failed, ab);
-    zc_status sync = ab ? zc__boot_allgather(b, mine, c->addrs, ab) : zc__boot_barrier(b);
+    zc_status sync = ab ? zc_exchange_addrs(c, b, all, ab) : zc__boot_barrier(b);
     if (st == ZC_OK && sync != ZC_OK) { /* the bootstrap failed: no verdict to share */
         c->wire->close(c->wire_state);
         return sync;
@@ -533,7 +554,7 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
     if (st == ZC_OK && !cfg->spin_polls) zc_auto_spin(c, all);
     if (st == ZC_OK) {
         c->comm_id = zc__siphash(cfg->secret, &all[0].nonce, sizeof all[0].nonce);
-        st = zc_open_wire(c, boot, conns);
+        st = zc_open_wire(c, boot, all, conns);
     }
     if (st == ZC_OK) st = zc_open_device(c, boot);
     zc__boot_close(boot);

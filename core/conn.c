@@ -80,6 +80,21 @@ uint32_t zc__conn_count(const zc_config *cfg, uint32_t per_host) {
     return k;
 }
 
+uint32_t zc__conn_set(const zc_comm *c, const uint64_t *hosts, size_t stride, uint32_t r,
+                      uint32_t *out, uint32_t cap) {
+    uint32_t n = c->nranks, k = 0;
+    if (!zc__overlay(&c->cfg)) {
+        for (uint32_t p = 0; p < n && k < cap; p++) out[k++] = p;
+        return k;
+    }
+    uint32_t room = zc__conn_cap(&c->cfg) < cap ? zc__conn_cap(&c->cfg) : cap;
+    k = zc__overlay_set(n, r, out, room);
+    uint64_t its = zc_host(c, hosts, stride, r);
+    for (uint32_t p = 0; p < n; p++) /* bounded by n; a host past the room is cut short */
+        if (zc_host(c, hosts, stride, p) == its && !zc_add(out, &k, room, p)) break;
+    return k;
+}
+
 bool zc__conn_fill(zc_comm *c, const uint64_t *hosts, size_t stride) {
     uint32_t n = c->nranks, cap = zc__conn_cap(&c->cfg), k = 0;
     uint32_t *set = c->conn_peer;

@@ -100,6 +100,11 @@ uint32_t zc__conn_count(const zc_config *cfg, uint32_t per_host);
  * (a uint64_t every stride bytes; NULL: cfg->inproc_ranks_per_host's simulated hosts). False
  * with a sentence in c->err when the host's ranks do not fit the table. */
 bool zc__conn_fill(struct zc_comm *c, const uint64_t *hosts, size_t stride);
+/* Rank r's connection set in c's communicator (hosts as zc__conn_fill's), ascending, at most
+ * cap entries into out; returns how many (a host with more ranks than overlay mode allows is
+ * cut short: zc__conn_fill refuses it on its own ranks). O(n) for the host scan. */
+uint32_t zc__conn_set(const struct zc_comm *c, const uint64_t *hosts, size_t stride, uint32_t r,
+                      uint32_t *out, uint32_t cap);
 
 /* The one function that decides the arena's regions; false if cfg is invalid. */
 bool zc__layout(const zc_config *cfg, zc__arena_map *out);

@@ -1,6 +1,6 @@
 /* test_bootstrap.c: the init-time rendezvous (core/bootstrap.c): SipHash against the paper's
- * vectors, argument checks, the single-rank shortcut, allgather and barrier across real
- * processes under zcrun, imposters (wrong secret, silent, garbage) that must not disturb the
+ * vectors, argument checks, the single-rank shortcut, allgather, the sparse exchange and
+ * barrier across real processes under zcrun, imposters (wrong secret, silent, garbage) that must not disturb the
  * job, a fake rank 0 that checks the documented wire format byte by byte and one without the
  * secret, deadlines, and every ZC_MISMATCH / ZC_PEER_LOST a rank can cause. Loopback only. */
 #ifndef _GNU_SOURCE
@@ -488,6 +488,68 @@ void boot_allgather_collects_every_rank_blob(void) {
     static const uint32_t ns[] = {1, 2, 4, 8, 13};
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
         zt_boot_job(ns[i], "boot_rank_allgather", 30, NULL, out, sizeof out);
+        ZT_CHECK_EQ(zt_count(out, "boot ok rank"), ns[i]);
+    }
+}
+
+/* The sparse exchange's test need: rank r wants itself, r + 1 and 7 r + 3 (mod n), a set
+ * that is neither symmetric nor near r in the tree. */
+static uint32_t zt_need(void *ctx, uint32_t r, uint32_t *out, uint32_t cap) {
+    uint32_t n = *(const uint32_t *)ctx, k = 0, want[3] = {r, (r + 1u) % n, (7u * r + 3u) % n};
+    for (uint32_t i = 0; i < 3 && k < cap; i++) out[k++] = want[i];
+    return k;
+}
+
+static bool zt_needs(uint32_t n, uint32_t r, uint32_t u) {
+    return u == r || u == (r + 1u) % n || u == (7u * r + 3u) % n;
+}
+
+/* zc__boot_sparse with small blobs and blobs larger than the stage: every rank gets each blob
+ * it needs, intact, and a rank without children (odd) gets no other. */
+int boot_rank_sparse(void) {
+    static uint8_t all[64 * 20000], map[8];
+    zc_config cfg;
+    zc__boot b;
+    char err[256];
+    zt_boot_cfg(&cfg);
+    ZT_CHECK(cfg.nranks <= 64);
+    zc_status st = zc__boot_open(&b, &cfg, zc_plat_now_ns() + 20000 * ZT_MS, err, sizeof err);
+    if (st != ZC_OK) printf("open: %s\n", err);
+    ZT_CHECK_ST(st, ZC_OK);
+    static const size_t sizes[2] = {40, 20000};
+    for (int t = 0; t < 2; t++) {
+        size_t bytes = sizes[t];
+        static uint8_t mine[20000];
+        memset(all, 0, sizeof all);
+        for (size_t i = 0; i < bytes; i++) mine[i] = (uint8_t)(cfg.rank * 29u + i * 11u + 1u);
+        st = zc__boot_sparse(&b, mine, all, bytes, zt_need, &cfg.nranks, map);
+        if (st != ZC_OK) printf("sparse: %s\n", err);
+        ZT_CHECK_ST(st, ZC_OK);
+        uint32_t got = 0;
+        for (uint32_t u = 0; u < cfg.nranks; u++) {
+            const uint8_t *blob = all + u * bytes;
+            bool any = false;
+            for (size_t i = 0; i < bytes; i++) any = any || blob[i];
+            got += any;
+            if (zt_needs(cfg.nranks, cfg.rank, u))
+                for (size_t i = 0; i < bytes; i += 7)
+                    ZT_CHECK_EQ(blob[i], (uint8_t)(u * 29u + i * 11u + 1u));
+            else if (cfg.rank & 1u)
+                ZT_CHECK(!any);
+        }
+        printf("sparse rank %u: %u of %u blobs\n", cfg.rank, got, cfg.nranks);
+    }
+    ZT_CHECK_ST(zc__boot_barrier(&b), ZC_OK);
+    zc__boot_close(&b);
+    printf("boot ok rank %u of %u\n", cfg.rank, cfg.nranks);
+    return 0;
+}
+
+void boot_sparse_exchange_gives_each_rank_its_needs(void) {
+    static char out[1 << 16];
+    static const uint32_t ns[] = {1, 2, 5, 13, 16};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        zt_boot_job(ns[i], "boot_rank_sparse", 30, NULL, out, sizeof out);
         ZT_CHECK_EQ(zt_count(out, "boot ok rank"), ns[i]);
     }
 }

@@ -1192,6 +1192,14 @@ static zc_status zc_exchange_fail(zc__boot *b, uint32_t kind, zc_outcome *o, zc_
     return st;
 }
 
+/* Sending to child k failed (rc) during kind: said and told to every neighbour. */
+static zc_status zc_kid_failed(zc__boot *b, uint32_t kind, uint32_t k, zc_plat_rc rc) {
+    uint32_t c = b->rank + (1u << k);
+    zc_status st = zc_io_fail(b, rc, c, kind);
+    zc_outcome o = {zc_rc_code(rc), c, 0, 0, b->rank};
+    return zc_exchange_fail(b, kind, &o, st);
+}
+
 /* Reads child k's note and its subtree's blobs into all. */
 static zc_status zc_gather_kid(zc__boot *b, uint32_t kind, uint32_t k, uint8_t *all,
                                uint32_t bytes, zc_outcome *o) {
@@ -1248,11 +1256,13 @@ static zc_status zc_recv_reply(zc__boot *b, uint32_t kind, const uint8_t *mine, 
     return ZC_OK;
 }
 
-/* A rank > 0 sends its subtree's blobs up and reads the whole table from its parent. */
-static zc_status zc_up_and_back(zc__boot *b, uint32_t kind, const uint8_t *mine, uint8_t *all,
-                                uint32_t bytes, zc_outcome *o) {
+/* A rank > 0 sends its subtree's blobs (at their ranks' places in all) up and reads its
+ * parent's answer note into *got_kind, *len and *o; a failure it names, or one on the way, is
+ * told and returned. */
+static zc_status zc_up_note(zc__boot *b, uint32_t kind, const uint8_t *all, uint32_t bytes,
+                            uint32_t *got_kind, uint32_t *len, zc_outcome *o) {
     uint8_t note[ZC_NOTE_BYTES];
-    uint32_t end = zc_subtree_end(b->rank, b->nranks), total = b->nranks * bytes, got_kind, len;
+    uint32_t end = zc_subtree_end(b->rank, b->nranks);
     *o = (zc_outcome){ZC_CODE_OK, b->rank, bytes, 0, b->rank};
     zc_note_put(note, kind, o, (end - b->rank) * bytes);
     zc_plat_rc rc = zc_send_note(b->up_sock, note, bytes ? all + (size_t)b->rank * bytes : NULL,
@@ -1263,8 +1273,17 @@ static zc_status zc_up_and_back(zc__boot *b, uint32_t kind, const uint8_t *mine,
         *o = (zc_outcome){zc_rc_code(rc), b->parent, 0, 0, b->rank};
         return zc_io_fail(b, rc, b->parent, kind);
     }
-    zc_note_get(note, &got_kind, o, &len);
+    zc_note_get(note, got_kind, o, len);
     if (o->code != ZC_CODE_OK) return zc_outcome_fail(b, kind, o);
+    return ZC_OK;
+}
+
+/* A rank > 0 sends its subtree's blobs up and reads the whole table from its parent. */
+static zc_status zc_up_and_back(zc__boot *b, uint32_t kind, const uint8_t *mine, uint8_t *all,
+                                uint32_t bytes, zc_outcome *o) {
+    uint32_t total = b->nranks * bytes, got_kind, len;
+    zc_status st = zc_up_note(b, kind, all, bytes, &got_kind, &len, o);
+    if (st != ZC_OK) return st;
     *o = (zc_outcome){ZC_CODE_FAILED, b->rank, 0, 0, b->rank};
     if (got_kind != kind || len != total)
         return zc_fail(b, ZC_MISMATCH, "rank %u answered %s with a malformed reply (kind 0x%x, "
@@ -1294,12 +1313,7 @@ static zc_status zc_tree_exchange(zc__boot *b, uint32_t kind, const uint8_t *min
     zc_note_put(note, kind, &o, total);
     for (uint32_t k = 0; k < b->kid_count; k++) {
         zc_plat_rc rc = zc_send_note(b->kids[k], note, all, total, b->deadline_ns);
-        if (rc != ZC_PLAT_OK) {
-            uint32_t c = b->rank + (1u << k);
-            zc_status st = zc_io_fail(b, rc, c, kind);
-            o = (zc_outcome){zc_rc_code(rc), c, 0, 0, b->rank};
-            return zc_exchange_fail(b, kind, &o, st);
-        }
+        if (rc != ZC_PLAT_OK) return zc_kid_failed(b, kind, k, rc);
     }
     return ZC_OK;
 }
@@ -1322,16 +1336,24 @@ static zc_status zc_check_open(zc__boot *b, const char *call) {
     return ZC_OK;
 }
 
+/* The blob arguments of allgather and the sparse exchange (call names which). */
+static zc_status zc_check_blobs(zc__boot *b, const char *call, const void *mine,
+                                const void *all, size_t bytes_each) {
+    if (!mine || !all)
+        return zc_fail(b, ZC_INVALID_ARG, "%s: %s is NULL", call, mine ? "all" : "mine");
+    if (bytes_each < 1 || bytes_each > ZC_BOOT_MAX_BLOB ||
+        (uint64_t)bytes_each * b->nranks > UINT32_MAX)
+        return zc_fail(b, ZC_INVALID_ARG, "%s: bytes_each is %zu, must be 1..%u and %u ranks' "
+                       "worth at most 4 GiB", call, bytes_each, ZC_BOOT_MAX_BLOB, b->nranks);
+    return ZC_OK;
+}
+
 zc_status zc__boot_allgather(zc__boot *b, const void *mine, void *all, size_t bytes_each) {
     if (!b) return ZC_INVALID_ARG;
     zc_status st = zc_check_open(b, "allgather");
     if (st != ZC_OK) return st;
-    if (!mine || !all)
-        return zc_fail(b, ZC_INVALID_ARG, "allgather: %s is NULL", mine ? "all" : "mine");
-    if (bytes_each < 1 || bytes_each > ZC_BOOT_MAX_BLOB ||
-        (uint64_t)bytes_each * b->nranks > UINT32_MAX)
-        return zc_fail(b, ZC_INVALID_ARG, "allgather: bytes_each is %zu, must be 1..%u and "
-                       "%u ranks' worth at most 4 GiB", bytes_each, ZC_BOOT_MAX_BLOB, b->nranks);
+    st = zc_check_blobs(b, "allgather", mine, all, bytes_each);
+    if (st != ZC_OK) return st;
     uint32_t bytes = (uint32_t)bytes_each;
     if (b->nranks == 1) {
         __builtin_memmove(all, mine, bytes);
@@ -1401,23 +1423,12 @@ static zc_plat_rc zc_send_needs(zc__boot *b, uint32_t k, const uint8_t *all, uin
 
 /* Rank > 0: sends its subtree's blobs up, then reads the entries its parent sends (checked:
  * ranks ascending, outside its subtree) into all at their ranks' places. */
-static zc_status zc_sparse_up(zc__boot *b, const uint8_t *all_in, uint8_t *all, uint32_t bytes,
-                              zc_outcome *o) {
-    uint8_t note[ZC_NOTE_BYTES];
+static zc_status zc_sparse_up(zc__boot *b, uint8_t *all, uint32_t bytes, zc_outcome *o) {
     uint32_t end = zc_subtree_end(b->rank, b->nranks), got_kind, len;
-    *o = (zc_outcome){ZC_CODE_OK, b->rank, bytes, 0, b->rank};
-    zc_note_put(note, ZC_KIND_SPARSE, o, (end - b->rank) * bytes);
-    zc_plat_rc rc = zc_send_note(b->up_sock, note, all_in + (size_t)b->rank * bytes,
-                                 (size_t)(end - b->rank) * bytes, b->deadline_ns);
-    if (rc == ZC_PLAT_OK)
-        rc = zc_plat_tcp_recv_all(b->up_sock, note, sizeof note, b->deadline_ns);
-    if (rc != ZC_PLAT_OK) {
-        *o = (zc_outcome){zc_rc_code(rc), b->parent, 0, 0, b->rank};
-        return zc_io_fail(b, rc, b->parent, ZC_KIND_SPARSE);
-    }
-    zc_note_get(note, &got_kind, o, &len);
-    if (o->code != ZC_CODE_OK) return zc_outcome_fail(b, ZC_KIND_SPARSE, o);
+    zc_status st = zc_up_note(b, ZC_KIND_SPARSE, all, bytes, &got_kind, &len, o);
+    if (st != ZC_OK) return st;
     uint32_t count = o->expect;
+    zc_plat_rc rc;
     *o = (zc_outcome){ZC_CODE_FAILED, b->rank, 0, 0, b->rank};
     if (got_kind != ZC_KIND_SPARSE || count > b->nranks - (end - b->rank) ||
         (uint64_t)count * (4u + bytes) != len)
@@ -1450,17 +1461,12 @@ static zc_status zc_sparse_tree(zc__boot *b, const uint8_t *mine, uint8_t *all, 
         if (st != ZC_OK) return zc_exchange_fail(b, ZC_KIND_SPARSE, &o, st);
     }
     if (b->rank != 0) {
-        zc_status st = zc_sparse_up(b, all, all, bytes, &o);
+        zc_status st = zc_sparse_up(b, all, bytes, &o);
         if (st != ZC_OK) return zc_exchange_fail(b, ZC_KIND_SPARSE, &o, st);
     }
     for (uint32_t k = 0; k < b->kid_count; k++) {
         zc_plat_rc rc = zc_send_needs(b, k, all, bytes, need, ctx, map);
-        if (rc != ZC_PLAT_OK) {
-            uint32_t c = b->rank + (1u << k);
-            zc_status st = zc_io_fail(b, rc, c, ZC_KIND_SPARSE);
-            o = (zc_outcome){zc_rc_code(rc), c, 0, 0, b->rank};
-            return zc_exchange_fail(b, ZC_KIND_SPARSE, &o, st);
-        }
+        if (rc != ZC_PLAT_OK) return zc_kid_failed(b, ZC_KIND_SPARSE, k, rc);
     }
     return ZC_OK;
 }
@@ -1470,13 +1476,9 @@ zc_status zc__boot_sparse(zc__boot *b, const void *mine, void *all, size_t bytes
     if (!b) return ZC_INVALID_ARG;
     zc_status st = zc_check_open(b, "sparse exchange");
     if (st != ZC_OK) return st;
-    if (!mine || !all || !need || !map)
-        return zc_fail(b, ZC_INVALID_ARG, "sparse exchange: an argument is NULL");
-    if (bytes_each < 1 || bytes_each > ZC_BOOT_MAX_BLOB ||
-        (uint64_t)bytes_each * b->nranks > UINT32_MAX)
-        return zc_fail(b, ZC_INVALID_ARG, "sparse exchange: bytes_each is %zu, must be 1..%u "
-                       "and %u ranks' worth at most 4 GiB", bytes_each, ZC_BOOT_MAX_BLOB,
-                       b->nranks);
+    if (!need || !map) return zc_fail(b, ZC_INVALID_ARG, "sparse exchange: need or map is NULL");
+    st = zc_check_blobs(b, "sparse exchange", mine, all, bytes_each);
+    if (st != ZC_OK) return st;
     if (b->nranks == 1) {
         __builtin_memmove(all, mine, bytes_each);
         return ZC_OK;

@@ -167,7 +167,8 @@ static void la_case(la_group *lg, la_group *dg, const zr_case *k, uint32_t alg, 
     for (uint32_t r = 0; r < n; r++) {
         uint64_t pc = (uint64_t)__builtin_popcountll(la_seen.peers[r]);
         most_peers = pc > most_peers ? pc : most_peers;
-        for (uint32_t p = 0; p < n && (alg == ZC_ALG_RH || alg == ZC_ALG_RAB); p++)
+        for (uint32_t p = 0; p < n && (alg == ZC_ALG_RH || alg == ZC_ALG_RAB ||
+                                       alg == ZC_ALG_VTREE); p++)
             if (la_seen.peers[r] >> p & 1u && !la_overlay_bc(n, r, p)) {
                 printf("    rank %u sent to %u, not an overlay peer (b)+(c)\n", r, p);
                 outside++;
@@ -190,9 +191,11 @@ static void la_case(la_group *lg, la_group *dg, const zr_case *k, uint32_t alg, 
     if (n > 1 && k->count) {
         if (algs != 1u << alg) printf("    algorithms seen 0x%x, want 1 << %u\n", algs, alg);
         ZT_CHECK_EQ(algs, 1u << alg);
-        ZT_CHECK(most_peers <= la_ceil_log2(n) + 1u);
-        ZT_CHECK(most_peers >= 1u);
-        if (alg == ZC_ALG_BRUCK || alg == ZC_ALG_BINOMIAL) la_check_ring(n);
+        /* van de Geijn sends to its children (+2^j) and Bruck's peers (-2^k) */
+        ZT_CHECK(most_peers <= (alg == ZC_ALG_SCAG ? 2u : 1u) * la_ceil_log2(n) + 1u);
+        ZT_CHECK(most_peers >= 1u || (alg == ZC_ALG_VTREE && n == 1));
+        if (alg == ZC_ALG_BRUCK || alg == ZC_ALG_BINOMIAL || alg == ZC_ALG_SCAG)
+            la_check_ring(n);
     }
     for (uint32_t r = 0; r < n; r++)
         free(send[r]), free(work[r]), free(recv[r]), free(want[r]), free(other[r]);
@@ -230,12 +233,32 @@ static void la_sweep_trees(la_group *og, la_group *lg, la_group *dg, zt_rng *rng
     }
 }
 
+/* Reduce (the canonical tree toward the root: forced by log_min_ranks, and in overlay mode)
+ * and the large broadcast of overlay mode (van de Geijn) from every root: dtype x op in turn,
+ * ragged counts (fewer than n, not divisible by n, several chunks), in place and not. */
+static void la_sweep_rooted(la_group *og, la_group *lg, la_group *rg, la_group *dg, zt_rng *rng,
+                            uint32_t *i) {
+    uint32_t n = lg->n;
+    for (uint32_t root = 0; root < n; root++) {
+        zc_dtype t = (zc_dtype)((root * 3u + *i) % ZC_DTYPE_COUNT_);
+        zc_op op = (zc_op)((root + *i) % ZC_OP_COUNT_);
+        size_t count = la_count(n, (*i)++);
+        zr_case k = {ZR_REDUCE, n, count, t, op, root, zt_rng_below(rng, 2)};
+        la_case(root & 1u ? og : lg, dg, &k, ZC_ALG_VTREE, zt_seed() + *i);
+        size_t bc = root == 2 ? 0 : la_count(n, (*i)++) + (root & 1u ? 3u * n : 0u);
+        zr_case b = {ZR_BCAST, n, bc, (zc_dtype)((root + *i) % ZC_DTYPE_COUNT_), ZC_SUM, root,
+                     zt_rng_below(rng, 2)};
+        la_case(rg, dg, &b, ZC_ALG_SCAG, zt_seed() + *i);
+    }
+}
+
 static void la_sweep(uint32_t n, bool full) {
     la_group og, lg, dg, rg;
     la_open_overlay(&og, n, 256, 1024);
     la_open(&lg, n, 256, 1u << 30, 1);
     la_open(&dg, n, 256, 1024, 0);
-    la_open_overlay(&rg, n, 256, 0); /* all_reduce of count >= n: Rabenseifner */
+    la_open_overlay(&rg, n, 256, 0); /* all_reduce of count >= n: Rabenseifner; broadcast:
+                                      * van de Geijn */
     zc__test_forge = la_hook;
     zt_rng rng = {zt_seed() ^ (n * 7919u)};
     uint32_t i = 0;
@@ -253,6 +276,7 @@ static void la_sweep(uint32_t n, bool full) {
         la_case(&lg, &dg, &k, ZC_ALG_BRUCK, zt_seed() + i);
     }
     la_sweep_trees(&og, &lg, &dg, &rng, full, &i);
+    la_sweep_rooted(&og, &lg, &rg, &dg, &rng, &i);
     for (int t = 0; t < ZC_DTYPE_COUNT_; t++)
         for (int op = 0; op < ZC_OP_COUNT_; op++) {
             if (!full && zt_rng_below(&rng, 4)) continue;
@@ -427,4 +451,45 @@ void logalg_rh_rab_concurrent_calls_match_sums(void) {
                 ZT_CHECK_EQ(out[r][k][i], (int32_t)(78u * 1000u + N * (uint32_t)at));
             }
     la_close(&g);
+}
+
+/* Reduce toward every root on inputs whose sum in the rank tree differs from the linear order's
+ * (zr_fill_order, fp32 on 5, 7 and 8 ranks: folded pairs and none): the canonical tree's steps
+ * toward the root give the reference's bits at every root, with recv NULL off the root. */
+void logalg_vtree_reduce_keeps_the_tree_order_at_every_root(void) {
+    enum { CNT = 24 };
+    static const uint32_t ns[] = {5, 7, 8};
+    for (uint32_t ni = 0; ni < 3; ni++) {
+        uint32_t n = ns[ni];
+        la_group g;
+        la_open_overlay(&g, n, 256, 1024);
+        float in[8][CNT], out[CNT], want[CNT], lin[CNT];
+        uint8_t *ins[8];
+        for (uint32_t r = 0; r < n; r++) {
+            ZT_CHECK(zr_fill_order(in[r], CNT, n, r));
+            ins[r] = (uint8_t *)in[r];
+        }
+        zr_reduce((uint8_t *)want, ins, n, CNT, ZC_FLOAT32, ZC_SUM);
+        bool differs = false;
+        for (uint32_t i = 0; i < CNT; i++) {
+            lin[i] = 0;
+            for (uint32_t r = 0; r < n; r++) lin[i] += in[r][i];
+            differs = differs || memcmp(&lin[i], &want[i], sizeof lin[i]) != 0;
+        }
+        ZT_CHECK(differs); /* the inputs tell the orders apart */
+        zc__test_forge = la_hook;
+        for (uint32_t root = 0; root < n; root++) {
+            zc_req reqs[8];
+            la_seen_reset(&g);
+            memset(out, 0xA5, sizeof out);
+            for (uint32_t r = 0; r < n; r++)
+                ZT_CHECK_ST(zc_reduce(g.c[r], in[r], r == root ? out : NULL, CNT, ZC_FLOAT32,
+                                      ZC_SUM, root, &reqs[r]), ZC_OK);
+            for (uint32_t r = 0; r < n; r++) ZT_CHECK_ST(zc_wait(g.c[r], &reqs[r]), ZC_OK);
+            ZT_CHECK_EQ(la_seen.algs, 1u << ZC_ALG_VTREE);
+            ZT_CHECK(memcmp(out, want, sizeof out) == 0);
+        }
+        zc__test_forge = NULL;
+        la_close(&g);
+    }
 }

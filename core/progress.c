@@ -251,8 +251,9 @@ __attribute__((noinline, cold)) static void zc_alarmed(zc_comm *comm, uint64_t w
     }
     /* The whole communicator fails, older calls in flight included: a peer that failed stops
      * serving every call, so finishing them could only end in a timeout. */
-    zc__fail(comm, st, seq, (int32_t)who, 0, "rank %u detected %s at sequence %llu (%s); this "
-             "communicator has failed", who, zc_status_name(st), (unsigned long long)seq, mine);
+    zc__fail_relayed(comm, st, seq, who, "rank %u detected %s at sequence %llu (%s); this "
+                     "communicator has failed", who, zc_status_name(st), (unsigned long long)seq,
+                     mine);
 }
 
 /* A failure a peer reported into our window, if any. */

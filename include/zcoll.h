@@ -435,6 +435,10 @@ void zc_comm_gpu_staged(const zc_comm *comm, uint64_t *calls, uint64_t *rounds);
  * NIC wrote from this rank into peers' device memory for them (0 and 0 for NULL or a
  * communicator without a gpu provider). */
 void zc_comm_gpu_direct(const zc_comm *comm, uint64_t *calls, uint64_t *bytes);
+/* Messages this rank posted to and consumed from its peers since init, every connection and
+ * lane together (0 and 0 for NULL): what a call costs in messages is the difference across it.
+ * Reads counters only; O(connections). */
+void zc_comm_messages(const zc_comm *comm, uint64_t *sent, uint64_t *received);
 /* What this machine offers device-memory collectives and what zcoll would do with it, one line
  * at a time through emit (each line without its newline; user passed back): the CUDA driver and
  * runtime versions; every GPU (name, compute capability, multiprocessors, memory, PCI bus id,

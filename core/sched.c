@@ -469,7 +469,8 @@ static void zc_place_handshake(zc_comm *comm, zc__req *r, uint32_t *budget) {
 
 /* Overlay mode: only the algorithms whose peers are connections (layout.h's overlay: ranks at
  * distance 2^k, recursive-doubling partners): binomial gather and scatter, Bruck all_to_all at
- * every size, recursive halving (reduce_scatter) and Rabenseifner (large all_reduce); a full
+ * every size, recursive halving (reduce_scatter), Rabenseifner (large all_reduce), reduce down
+ * the canonical tree toward the root, van de Geijn broadcast above bcast_tree_max_bytes; a full
  * mesh takes the direct ones, cheaper in CPU (zc__choose); ZC_ALG_COUNT_ for a call that has
  * none. */
 static zc__alg zc_choose_overlay(const zc_comm *c, uint32_t kind, uint64_t count,
@@ -512,9 +513,10 @@ zc__alg zc__choose(const zc_comm *c, uint32_t kind, uint64_t count, uint64_t byt
                          * about 1 KiB (per-message cost against copy bandwidth at 64 ranks) */
         return logn && bytes <= 1024u ? ZC_ALG_BRUCK : ZC_ALG_DIRECT;
     case ZC_K_REDUCE: /* at 2 ranks direct at every size: the root reduces the input once,
-                       * where RS + gather has it reduce half, copy half out and wait between */
-        if (logn && (bytes <= cfg->reduce_direct_max_bytes || count < c->nranks))
-            return ZC_ALG_VTREE;
+                       * where RS + gather has it reduce half, copy half out and wait between.
+                       * A full mesh keeps direct below reduce_direct_max_bytes: the canonical
+                       * tree toward the root (overlay mode's) sends as many messages, and costs
+                       * 2-3x the CPU in process (8 B to 16 KiB at 16-256 ranks) */
         return bytes <= cfg->reduce_direct_max_bytes || count < c->nranks || c->nranks == 2
                    ? ZC_ALG_DIRECT : ZC_ALG_RSGATHER;
     case ZC_K_BROADCAST: return bytes <= cfg->bcast_tree_max_bytes ? ZC_ALG_TREE : ZC_ALG_CHAIN;

@@ -1,5 +1,6 @@
 /* test_logalg.c: the log-depth host algorithms (recursive-doubling all_reduce, Bruck
- * all_gather and all_to_all, binomial gather and scatter from every root) forced by
+ * all_gather and all_to_all, binomial gather and scatter, reduce down the canonical tree and van
+ * de Geijn broadcast from every root) forced by
  * cfg->log_min_ranks (the binomial tree by overlay mode, cfg->overlay_min_ranks), in process on n = 1..17, 31, 33 and 64 ranks: every
  * dtype x op, ragged counts (fewer than n, not divisible by n, several accumulator chunks), in
  * place and not; each result checked bitwise against tests/ref.c (the canonical reduction order)
@@ -233,18 +234,17 @@ static void la_sweep_trees(la_group *og, la_group *lg, la_group *dg, zt_rng *rng
     }
 }
 
-/* Reduce (the canonical tree toward the root: forced by log_min_ranks, and in overlay mode)
- * and the large broadcast of overlay mode (van de Geijn) from every root: dtype x op in turn,
- * ragged counts (fewer than n, not divisible by n, several chunks), in place and not. */
-static void la_sweep_rooted(la_group *og, la_group *lg, la_group *rg, la_group *dg, zt_rng *rng,
-                            uint32_t *i) {
-    uint32_t n = lg->n;
+/* Reduce (the canonical tree toward the root) and the large broadcast (van de Geijn), forced
+ * by overlay mode, from every root: dtype x op in turn, ragged counts (fewer than n, not
+ * divisible by n, several chunks), in place and not. */
+static void la_sweep_rooted(la_group *og, la_group *rg, la_group *dg, zt_rng *rng, uint32_t *i) {
+    uint32_t n = og->n;
     for (uint32_t root = 0; root < n; root++) {
         zc_dtype t = (zc_dtype)((root * 3u + *i) % ZC_DTYPE_COUNT_);
         zc_op op = (zc_op)((root + *i) % ZC_OP_COUNT_);
         size_t count = la_count(n, (*i)++);
         zr_case k = {ZR_REDUCE, n, count, t, op, root, zt_rng_below(rng, 2)};
-        la_case(root & 1u ? og : lg, dg, &k, ZC_ALG_VTREE, zt_seed() + *i);
+        la_case(root & 1u ? og : rg, dg, &k, ZC_ALG_VTREE, zt_seed() + *i);
         size_t bc = root == 2 ? 0 : la_count(n, (*i)++) + (root & 1u ? 3u * n : 0u);
         zr_case b = {ZR_BCAST, n, bc, (zc_dtype)((root + *i) % ZC_DTYPE_COUNT_), ZC_SUM, root,
                      zt_rng_below(rng, 2)};
@@ -276,7 +276,7 @@ static void la_sweep(uint32_t n, bool full) {
         la_case(&lg, &dg, &k, ZC_ALG_BRUCK, zt_seed() + i);
     }
     la_sweep_trees(&og, &lg, &dg, &rng, full, &i);
-    la_sweep_rooted(&og, &lg, &rg, &dg, &rng, &i);
+    la_sweep_rooted(&og, &rg, &dg, &rng, &i);
     for (int t = 0; t < ZC_DTYPE_COUNT_; t++)
         for (int op = 0; op < ZC_OP_COUNT_; op++) {
             if (!full && zt_rng_below(&rng, 4)) continue;
@@ -492,4 +492,41 @@ void logalg_vtree_reduce_keeps_the_tree_order_at_every_root(void) {
         zc__test_forge = NULL;
         la_close(&g);
     }
+}
+
+/* Reduces down the canonical tree and van de Geijn broadcasts from different roots in flight
+ * together on 13 ranks (a folded pair, ragged blocks, a count of 0 among them), waited in
+ * reverse order: each call's streams take only their own messages. */
+void logalg_vtree_scag_concurrent_calls_match(void) {
+    enum { N = 13, K = 8, MAXC = 700 };
+    la_group g;
+    la_open_overlay(&g, N, 256, 0);
+    static int32_t in[N][K][MAXC], out[N][K][MAXC];
+    zc_req reqs[N][K];
+    size_t cnt[K];
+    la_counts(cnt, K, MAXC);
+    cnt[5] = 0;
+    for (uint32_t r = 0; r < N; r++)
+        for (int k = 0; k < K; k++) {
+            uint32_t root = (uint32_t)(k * 5 + 1) % N;
+            for (size_t i = 0; i < cnt[k]; i++) in[r][k][i] = (int32_t)(r * 1000u + (uint32_t)i);
+            memset(out[r][k], 0, sizeof out[r][k]);
+            zc_status st = k % 2 ? zc_broadcast(g.c[r], in[r][k], out[r][k], cnt[k], ZC_INT32,
+                                                root, &reqs[r][k])
+                                 : zc_reduce(g.c[r], in[r][k], out[r][k], cnt[k], ZC_INT32,
+                                             ZC_SUM, root, &reqs[r][k]);
+            ZT_CHECK_ST(st, ZC_OK);
+        }
+    for (int k = K - 1; k >= 0; k--)
+        for (uint32_t r = 0; r < N; r++) ZT_CHECK_ST(zc_wait(g.c[r], &reqs[r][k]), ZC_OK);
+    for (uint32_t r = 0; r < N; r++)
+        for (int k = 0; k < K; k++) {
+            uint32_t root = (uint32_t)(k * 5 + 1) % N;
+            for (size_t i = 0; i < cnt[k]; i++) {
+                if (k % 2) ZT_CHECK_EQ(out[r][k][i], in[root][k][i]);
+                else if (r == root) /* sum over ranks of p * 1000 + i */
+                    ZT_CHECK_EQ(out[r][k][i], (int32_t)(78u * 1000u + N * (uint32_t)i));
+            }
+        }
+    la_close(&g);
 }

@@ -894,23 +894,6 @@ static bool zc_rd_virtual(zc_ctx *x, const zc_vr *v, uint64_t c, uint64_t elems,
     return true;
 }
 
-static bool zc_step_rd(zc_ctx *x) {
-    const zc__sched *s = &x->r->s;
-    zc_vr v = zc_vr_of(x->n);
-    uint64_t E = zc_rd_elems(x->comm, s), C = zc__msgs(s->count, (uint32_t)E);
-    size_t ab = zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op);
-    bool folded = zc_vr_folded(&v, x->me);
-    while (*x->budget && x->r->a < C) {
-        uint64_t c = x->r->a, elems = zc_min(E, s->count - c * E);
-        const uint8_t *in = s->send + c * E * x->es;
-        uint8_t *out = s->recv + c * E * x->es;
-        bool moved = folded ? zc_rd_folded(x, c, elems, in, out, ab, true)
-                            : zc_rd_virtual(x, &v, c, elems, in, out, ab);
-        if (!moved) break;
-    }
-    return zc_all_moved(x->r) && x->r->a == C;
-}
-
 /* ZC_ALG_VTREE at a virtual rank, chunk c: r->b = 0 the leaf (as recursive doubling's), 1..steps
  * step b - 1 (send the partial and be done with the chunk, or receive and combine), steps + 1
  * the result stored (the root) or sent to the folded root. */
@@ -964,21 +947,25 @@ static bool zc_vt_virtual(zc_ctx *x, const zc_vr *v, uint32_t ur, uint64_t c, ui
     return true;
 }
 
-/* r->a = chunk, r->b = its phase (zc_vt_virtual, or zc_rd_folded's: a folded rank that is not
- * the root only sends). recv is the root's alone (NULL elsewhere). */
-static bool zc_step_vtree(zc_ctx *x) {
+/* Recursive doubling (all_reduce) and the canonical tree toward the root (ZC_ALG_VTREE,
+ * reduce), chunk by chunk: r->a = chunk, r->b = its phase (zc_rd_virtual's or zc_vt_virtual's,
+ * or zc_rd_folded's: a folded rank gets the result back unless it is a reduce's non-root). A
+ * reduce's recv is the root's alone (NULL elsewhere). */
+static bool zc_step_rd(zc_ctx *x) {
     const zc__sched *s = &x->r->s;
     zc_vr v = zc_vr_of(x->n);
     uint64_t E = zc_rd_elems(x->comm, s), C = zc__msgs(s->count, (uint32_t)E);
     size_t ab = zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op);
-    bool folded = zc_vr_folded(&v, x->me), root = x->me == s->root;
+    bool folded = zc_vr_folded(&v, x->me), tree = s->alg == ZC_ALG_VTREE;
+    bool result = !tree || x->me == s->root;
     uint32_t ur = zc_vr_virt(&v, s->root);
     while (*x->budget && x->r->a < C) {
         uint64_t c = x->r->a, elems = zc_min(E, s->count - c * E);
         const uint8_t *in = s->send + c * E * x->es;
-        uint8_t *out = root ? s->recv + c * E * x->es : 0;
-        bool moved = folded ? zc_rd_folded(x, c, elems, in, out, ab, root)
-                            : zc_vt_virtual(x, &v, ur, c, elems, in, out, ab);
+        uint8_t *out = result ? s->recv + c * E * x->es : 0;
+        bool moved = folded ? zc_rd_folded(x, c, elems, in, out, ab, result)
+                     : tree ? zc_vt_virtual(x, &v, ur, c, elems, in, out, ab)
+                            : zc_rd_virtual(x, &v, c, elems, in, out, ab);
         if (!moved) break;
     }
     return zc_all_moved(x->r) && x->r->a == C;
@@ -1883,7 +1870,7 @@ static const zc_host_alg zc_host_algs[ZC_ALG_SCAG + 1] = {
     [ZC_ALG_BINOMIAL] = {zc_links_binomial, zc_step_binomial},
     [ZC_ALG_RH] = {zc_links_rh, zc_step_rh},
     [ZC_ALG_RAB] = {zc_links_rh, zc_step_rh},
-    [ZC_ALG_VTREE] = {zc_links_vtree, zc_step_vtree},
+    [ZC_ALG_VTREE] = {zc_links_vtree, zc_step_rd},
     [ZC_ALG_SCAG] = {zc_links_scag, zc_step_scag},
 };
 

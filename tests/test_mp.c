@@ -2030,9 +2030,9 @@ static void mp_ov_check_conns(const mp_ctx *m, uint32_t per) {
 }
 
 /* Overlay mode (overlay_min_ranks 2) on every rank, hosts claimed through ZC_HOST_ID: the
- * connection set, then batches of the collectives overlay mode runs (no reduce; broadcasts up
- * to bcast_tree_max_bytes; the send/recv ring, whose neighbours are connections) against the
- * reference, then a split into two overlay children that all_reduce. */
+ * connection set, then batches of every collective (broadcasts above bcast_tree_max_bytes by
+ * van de Geijn; the send/recv ring, whose neighbours are connections) against the reference,
+ * then a split into two overlay children that all_reduce. */
 int mp_rank_overlay(void) {
     uint32_t per = mp_claim_host();
     mp_ctx m;
@@ -2051,10 +2051,7 @@ int mp_rank_overlay(void) {
         size_t k = 1 + (size_t)zt_rng_below(&g, 4);
         for (size_t j = 0; j < k; j++) {
             mp_draw_op(&g, &m, &ops[j]);
-            if (ops[j].kind == MP_REDUCE) ops[j].kind = MP_ALLREDUCE; /* none in overlay mode */
             if (ops[j].count > 3000) ops[j].count = 3000 - (size_t)zt_rng_below(&g, 7);
-            size_t most = m.cfg.bcast_tree_max_bytes / zc_dtype_bytes(ops[j].dt);
-            if (ops[j].kind == MP_BCAST && ops[j].count > most) ops[j].count = most;
             ops[j].uid = mp_mix(mp_seed ^ ((uint64_t)b << 20) ^ (j << 4) ^ m.n ^ 0x0eull);
             mp_op_alloc(&ops[j]);
             mp_op_fill(&ops[j], ops[j].sbuf, ops[j].rbuf);

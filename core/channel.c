@@ -194,24 +194,31 @@ static uint64_t zc_get_word(const void *at) {
 void (*zc__test_forge)(const zc_comm *comm, uint32_t peer, zc__hdr *h, uint8_t *payload);
 #endif
 
-/* Fills the header h of message k (number m on channel c) of r to peer and posts it. A request
- * sends only messages it reserved at issue (paired with progress.c's zc_reserve), into a slot
- * the peer's credit freed. */
-ZC_HOT zc_status zc_post_msg(zc_comm *comm, zc__req *r, uint32_t peer, zc__chan *c, zc__hdr *h,
-                             uint64_t k, uint64_t m, size_t bytes, uint32_t placed) {
-    ZC_ASSERT(r->tx_left > 0 && m < c->tx_reserved && m - c->tx_credit < comm->cfg.slots);
+/* Fills the header h of message k of r with its fingerprint. */
+ZC_HOT void zc_fill_hdr(const zc_comm *comm, const zc__req *r, zc__hdr *h, uint64_t k,
+                        size_t bytes, uint32_t placed) {
     h->comm_id = comm->comm_id;
     h->seq = r->seq;
     h->count = r->s.count;
     zc_put_word(&h->kind, zc_call_word(r)); /* a receive never sends */
     zc_put_word(&h->step, zc_pair_word((uint32_t)k, (uint32_t)bytes));
     zc_put_word(&h->src, zc_pair_word(comm->rank, placed));
+}
+
+/* Posts message k (number m on channel c) of r to peer, its header h filled (zc_fill_hdr) and
+ * its payload written: post bytes go to the wire. A request sends only messages it reserved at
+ * issue (paired with progress.c's zc_reserve), into a slot the peer's credit freed. */
+ZC_HOT zc_status zc_post_msg(zc_comm *comm, zc__req *r, uint32_t peer, zc__chan *c, zc__hdr *h,
+                             uint64_t k, uint64_t m, size_t bytes, size_t post) {
+    ZC_ASSERT(r->tx_left > 0 && m < c->tx_reserved && m - c->tx_credit < comm->cfg.slots);
 #ifdef ZC_TEST_HOOKS
     if (zc__test_forge) zc__test_forge(comm, peer, h, zc_payload(h, bytes));
+#else
+    (void)h;
+    (void)bytes;
 #endif
     zc_status st = comm->wire->post(comm->wire_state, r->lane, peer,
-                                    (uint32_t)(m & (comm->cfg.slots - 1u)),
-                                    zc_post_bytes(bytes, placed), m + 1u);
+                                    (uint32_t)(m & (comm->cfg.slots - 1u)), post, m + 1u);
     if (st != ZC_OK && st != ZC_AGAIN)
         return zc_post_failed(comm, r->s.kind, r->seq, peer, k, "post", st);
     if (st == ZC_AGAIN) { /* back-pressure: it goes again before anything else to peer */
@@ -231,25 +238,38 @@ static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
      * begins another: the header found there is this message's. */
     ZC_ASSERT(c->tx_count == m && bytes <= comm->cfg.slot_bytes && comm->tx_begun == c);
     comm->tx_begun = 0;
-    return zc_post_msg(comm, r, peer, c, comm->tx_hdr, k, m, bytes, placed);
+    zc_fill_hdr(comm, r, comm->tx_hdr, k, bytes, placed);
+    return zc_post_msg(comm, r, peer, c, comm->tx_hdr, k, m, bytes,
+                       zc_post_bytes(bytes, placed));
 }
 
 zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes) {
     return zc_publish(comm, r, peer, k, bytes, 0);
 }
 
+static void zc_lines_write(uint8_t *lines, const uint8_t *src, size_t bytes, uint64_t fp,
+                           uint64_t tag);
+static uint64_t zc_hdr_fp(const zc__hdr *h);
+
 zc_status zc__tx_line(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
                       size_t bytes) {
-    ZC_ASSERT(bytes <= ZC_INLINE_BYTES);
     zc__chan *c = zc_chan(comm, r->lane, peer);
     uint64_t m = r->tx_base[zc__ci(comm, peer)] + k;
     zc__hdr *h = zc_turn(comm, r, peer, c, m);
     if (!h) return ZC_AGAIN;
     const uint8_t *from = src;
+    zc_fill_hdr(comm, r, h, k, bytes, 0);
+    if (bytes > ZC_INLINE_BYTES) { /* flagged lines after the header, which goes first */
+        ZC_ASSERT(bytes <= zc__lines_max(comm));
+        zc_lines_write((uint8_t *)h + ZC_SLOT_HDR_BYTES, from, bytes, zc_hdr_fp(h), m + 1u);
+        return zc_post_msg(comm, r, peer, c, h, k, m, bytes,
+                           ZC_SLOT_HDR_BYTES + (bytes + ZC_LINE_DATA_BYTES - 1u) /
+                                                   ZC_LINE_DATA_BYTES * 64u);
+    }
     if (bytes == ZC_INLINE_BYTES) zc__memcpy(h->inl, from, ZC_INLINE_BYTES);
     else
         for (size_t i = 0; i < bytes; i++) h->inl[i] = from[i];
-    return zc_post_msg(comm, r, peer, c, h, k, m, bytes, 0);
+    return zc_post_msg(comm, r, peer, c, h, k, m, bytes, ZC_SLOT_HDR_BYTES);
 }
 
 zc_status zc__tx_end_placed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
@@ -379,3 +399,192 @@ void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer) {
     if ((c->rx_count & ((comm->cfg.slots >> 1) - 1u)) == 0 || r->s.alg == ZC_ALG_SYM)
         comm->wire->credit(comm->wire_state, r->lane, peer, c->rx_count);
 }
+
+/* ---- flagged lines (proto.h) ----
+ * The memory-model argument. The sender writes a line's seven data words, then its flag word
+ * with a release store; the receiver reads the flag with an acquire load and only then the
+ * data. A release store that an acquire load reads from makes every store before it (this
+ * line's data, the earlier lines, the header) visible to every load after it (C11 7.17.4; on
+ * x86-64, TSO orders store after store and load after load, so both are plain moves and the
+ * compiler keeps their order). The receiver thus never sees a flag before its data, and the
+ * sender writes a slot again only after the receiver's credit said it consumed it (zc_turn).
+ * The data words are read and written as relaxed atomics: a receiver that reads a line whose
+ * old flag only looks current (below) reads while the sender may write, and discards it. */
+
+size_t zc__lines_max(const zc_comm *comm) {
+    size_t fit = (size_t)(comm->cfg.slot_bytes / 128u) * ZC_LINE_DATA_BYTES; /* lines + scratch */
+    if (!comm->wire->rx_mem) return ZC_INLINE_BYTES;
+    return fit < ZC_LINES_MAX_BYTES ? fit : ZC_LINES_MAX_BYTES;
+}
+
+static uint64_t zc_fmix(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+/* The fingerprint of a message: the header's words (communicator, sequence, count, the call's
+ * word, message and bytes, sender) folded into one. */
+static uint64_t zc_fp(uint64_t comm_id, uint64_t seq, uint64_t count, uint64_t call,
+                      uint64_t step, uint32_t src) {
+    uint64_t f = zc_fmix(comm_id ^ 0x6c696e6573ull) + seq;
+    f = zc_fmix(f) ^ count;
+    f = zc_fmix(f) + call;
+    f = zc_fmix(f) ^ step;
+    return zc_fmix(f + src);
+}
+
+static uint64_t zc_hdr_fp(const zc__hdr *h) {
+    return zc_fp(h->comm_id, h->seq, h->count, zc_get_word(&h->kind), zc_get_word(&h->step),
+                 h->src);
+}
+
+/* The flag word of line i holding the data words w under fingerprint fp and tag: any change of
+ * a word moves the sum (every multiplier is odd), and the mix spreads it over the check's 32
+ * bits. */
+static inline uint64_t zc_line_flag(const uint64_t w[7], uint32_t i, uint64_t fp, uint64_t tag) {
+    uint64_t s = w[0] * 0x9e3779b97f4a7c15ull + w[1] * 0xbf58476d1ce4e5b9ull +
+                 w[2] * 0x94d049bb133111ebull + w[3] * 0xd6e8feb86659fd93ull +
+                 w[4] * 0xa0761d6478bd642full + w[5] * 0xe7037ed1a0b428dbull +
+                 w[6] * 0x8ebc6af09c88c6e3ull;
+    uint64_t x = zc_fmix(s ^ (fp + (uint64_t)i * 0x589965cc75374cc3ull));
+    return (x & 0xffffffff00000000ull) | (uint32_t)tag;
+}
+
+static uint32_t zc_nlines(size_t bytes) {
+    return (uint32_t)((bytes + ZC_LINE_DATA_BYTES - 1u) / ZC_LINE_DATA_BYTES);
+}
+
+/* Writes bytes of src as flagged lines from lines on (proto.h), each line's flag last. */
+static void zc_lines_write(uint8_t *lines, const uint8_t *src, size_t bytes, uint64_t fp,
+                           uint64_t tag) {
+    uint32_t n = zc_nlines(bytes);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t w[7] = {0, 0, 0, 0, 0, 0, 0};
+        size_t at = (size_t)i * ZC_LINE_DATA_BYTES;
+        if (bytes - at >= ZC_LINE_DATA_BYTES) zc__memcpy(w, src + at, ZC_LINE_DATA_BYTES);
+        else zc__memcpy(w, src + at, bytes - at);
+        uint64_t *line = (uint64_t *)(void *)(lines + (size_t)i * 64u);
+        for (uint32_t j = 0; j < 7u; j++) __atomic_store_n(&line[j], w[j], __ATOMIC_RELAXED);
+        __atomic_store_n(&line[7], zc_line_flag(w, i, fp, tag), __ATOMIC_RELEASE);
+    }
+}
+
+/* Line i of lines: 0 when its flag carries tag and its check holds (its data words in w), 1
+ * while its flag carries another tag (not written yet), 2 when the tag is there but the check
+ * fails. */
+static inline int zc_line_take(const uint8_t *lines, uint32_t i, uint64_t fp, uint64_t tag,
+                               uint64_t w[7]) {
+    const uint64_t *line = (const uint64_t *)(const void *)(lines + (size_t)i * 64u);
+    uint64_t f = __atomic_load_n(&line[7], __ATOMIC_ACQUIRE);
+    if ((uint32_t)f != (uint32_t)tag) return 1;
+    for (uint32_t j = 0; j < 7u; j++) w[j] = __atomic_load_n(&line[j], __ATOMIC_RELAXED);
+    return zc_line_flag(w, i, fp, tag) == f ? 0 : 2;
+}
+
+/* Line i of message k from peer carries its tag but fails its check: the header (written
+ * before any line's flag, so visible now) says whether the peer sent another call (a
+ * mismatch, named as zc__rx_peek names it) or this one with a line whose data is not the
+ * check's (torn or forged): either way r fails and nothing of it is taken. */
+__attribute__((noinline, cold)) static void
+zc_lines_failed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
+                const zc__hdr *h, uint32_t i) {
+    if (!zc_matches(comm, r, h, peer, k, bytes)) {
+        zc_mismatch(comm, r, h, peer, k, bytes);
+        return;
+    }
+    char mine[96];
+    zc__describe(mine, sizeof mine, r->s.kind, r->s.count, r->s.dtype, r->s.op, zc_hdr_root(r));
+    zc__fail(comm, ZC_MISMATCH, r->seq, (int32_t)peer, 0,
+             "%s sequence %llu: line %u of the message from rank %u carries the message's tag "
+             "but data its check does not match (a torn or forged line): not taken", mine,
+             (unsigned long long)r->seq, i, peer);
+}
+
+/* A message's lines are not all there: every 32nd such poll of the channel reads the header,
+ * in case the peer posted another call's message, whose lines never come (it chose the header
+ * protocol, or sent fewer lines): once its tag is there, a header that does not match fails r. */
+static void zc_lines_absent(zc_comm *comm, zc__req *r, zc__chan *c, uint32_t peer, uint64_t k,
+                            size_t bytes, const uint8_t *slot, uint64_t m) {
+    if (++c->rx_waits & 31u) return;
+    const zc__hdr *h = (const zc__hdr *)(const void *)slot;
+    if (__atomic_load_n(&h->tag, __ATOMIC_ACQUIRE) == m + 1u &&
+        !zc_matches(comm, r, h, peer, k, bytes))
+        zc_mismatch(comm, r, h, peer, k, bytes);
+}
+
+/* Copies the data words of a line into out, the payload's bytes [at, at + ZC_LINE_DATA_BYTES)
+ * clipped to bytes. */
+static inline void zc_line_out(uint8_t *out, const uint64_t w[7], size_t at, size_t bytes) {
+    size_t left = bytes - at;
+    zc__memcpy(out + at, w, left < ZC_LINE_DATA_BYTES ? left : ZC_LINE_DATA_BYTES);
+}
+
+/* The receive. Line 0 is read first: it is written by every message of the slot, so its tag
+ * is this message's or an older one's by less than 2^32, and a failed check there means what
+ * zc_lines_failed says. A later line may hold a message older by a multiple of 2^32 whose
+ * tag looks current (once the channel carried that many): the last line's failed check is
+ * taken for "not there yet" then, and is final below that; once the last line holds, the
+ * sender wrote them all, and any failed check is final. */
+const uint8_t *zc__rx_lines(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
+                            uint8_t *dst) {
+    zc__chan *c = zc_chan(comm, r->lane, peer);
+    uint64_t m = r->rx_base[zc__ci(comm, peer)] + k, tag = m + 1u;
+    if (c->rx_count != m) return 0;
+    const uint8_t *slot = comm->wire->rx_mem(comm->wire_state, r->lane, peer,
+                                             (uint32_t)(m & (comm->cfg.slots - 1u)));
+    const uint8_t *lines = slot + ZC_SLOT_HDR_BYTES;
+    uint32_t n = zc_nlines(bytes), last = n - 1u;
+    const uint64_t *f0 = (const uint64_t *)(const void *)(lines + 56u);
+    const uint64_t *fl = (const uint64_t *)(const void *)(lines + (size_t)last * 64u + 56u);
+    if ((uint32_t)__atomic_load_n(f0, __ATOMIC_ACQUIRE) != (uint32_t)tag ||
+        (uint32_t)__atomic_load_n(fl, __ATOMIC_ACQUIRE) != (uint32_t)tag) {
+        zc_lines_absent(comm, r, c, peer, k, bytes, slot, m);
+        return 0;
+    }
+    uint64_t fp = zc_fp(comm->comm_id, r->seq, r->s.count, zc_call_word(r),
+                        zc_pair_word((uint32_t)k, (uint32_t)bytes), peer);
+    uint64_t w0[7], wl[7], w[7];
+    int st = zc_line_take(lines, 0, fp, tag, w0);
+    if (st == 2) zc_lines_failed(comm, r, peer, k, bytes, (const zc__hdr *)(const void *)slot, 0);
+    if (st) return 0;
+    st = last ? zc_line_take(lines, last, fp, tag, wl) : 0;
+    if (st == 2 && (m + 1u) >> 32 == 0) /* no older message's tag can look like this one's */
+        zc_lines_failed(comm, r, peer, k, bytes, (const zc__hdr *)(const void *)slot, last);
+    if (st) return 0;
+    uint8_t *out = dst ? dst : (uint8_t *)(uintptr_t)(lines + (size_t)n * 64u);
+    for (uint32_t i = 1; i < last; i++) {
+        if (zc_line_take(lines, i, fp, tag, w)) {
+            zc_lines_failed(comm, r, peer, k, bytes, (const zc__hdr *)(const void *)slot, i);
+            return 0;
+        }
+        zc_line_out(out, w, (size_t)i * ZC_LINE_DATA_BYTES, bytes);
+    }
+    zc_line_out(out, w0, 0, bytes);
+    if (last) zc_line_out(out, wl, (size_t)last * ZC_LINE_DATA_BYTES, bytes);
+    return out;
+}
+
+#ifdef ZC_TEST_HOOKS
+uint64_t zc__lines_fp(const zc__hdr *h) { return zc_hdr_fp(h); }
+
+uint64_t zc__lines_flag(const uint8_t *line, uint32_t i, uint64_t fp, uint64_t tag) {
+    uint64_t w[7];
+    zc__memcpy(w, line, sizeof w);
+    return zc_line_flag(w, i, fp, tag);
+}
+
+void zc__test_numbers(zc_comm *comm, uint64_t base, uint64_t seq) {
+    ZC_ASSERT(base % comm->cfg.slots == 0 && comm->nreqs_active == 0);
+    for (uint32_t lane = 0; lane < ZC_WIRE_LANES; lane++)
+        for (uint32_t i = 0; i < comm->nconn; i++) {
+            zc__chan *c = &comm->chans[(size_t)lane * comm->nconn + i];
+            c->tx_count = c->tx_reserved = c->rx_count = c->rx_reserved = c->tx_credit = base;
+            if (comm->conn_peer[i] != comm->rank)
+                comm->wire->credit(comm->wire_state, lane, comm->conn_peer[i], base);
+        }
+    comm->seq = seq;
+}
+#endif

@@ -273,10 +273,14 @@ static zc_status zc_shm_post(void *state, uint32_t lane, uint32_t peer, uint32_t
     return ZC_OK;
 }
 
+static const void *zc_shm_rx_mem(void *state, uint32_t lane, uint32_t peer, uint32_t slot) {
+    zc_shm *s = state;
+    return s->rx[lane * s->g.conn_cap + zc_shm_ci(s, peer)] + (size_t)slot * s->g.stride;
+}
+
 static const void *zc_shm_rx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
                                   uint64_t tag, uint32_t lines) {
-    zc_shm *s = state;
-    uint8_t *p = s->rx[lane * s->g.conn_cap + zc_shm_ci(s, peer)] + (size_t)slot * s->g.stride;
+    const uint8_t *p = zc_shm_rx_mem(state, lane, peer, slot);
     uint64_t have = __atomic_load_n((uint64_t *)(void *)(p + ZC_SLOT_HDR_BYTES - 8u),
                                     __ATOMIC_ACQUIRE);
     if (have == tag) return p;
@@ -355,4 +359,5 @@ const zc_wire_ops zc_wire_shm = {
     zc_shm_sym_base,
     zc_shm_takes,
     zc_shm_links,
+    zc_shm_rx_mem,
 };

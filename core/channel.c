@@ -484,13 +484,14 @@ static inline int zc_line_take(const uint8_t *lines, uint32_t i, uint64_t fp, ui
     return zc_line_flag(w, i, fp, tag) == f ? 0 : 2;
 }
 
-/* Line i of message k from peer carries its tag but fails its check: the header (written
- * before any line's flag, so visible now) says whether the peer sent another call (a
- * mismatch, named as zc__rx_peek names it) or this one with a line whose data is not the
- * check's (torn or forged): either way r fails and nothing of it is taken. */
+/* Line i of message k from peer fails where the sender wrote it (zc_line_take's st): its tag
+ * there but its check failing (2), or an older tag where the sender's later lines are there
+ * already (1). The header (written before any line's flag, so visible now) says whether the
+ * peer sent another call (a mismatch, named as zc__rx_peek names it) or this one with a line
+ * that is not what it wrote: either way r fails and nothing of it is taken. */
 __attribute__((noinline, cold)) static void
 zc_lines_failed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
-                const zc__hdr *h, uint32_t i) {
+                const zc__hdr *h, uint32_t i, int st) {
     if (!zc_matches(comm, r, h, peer, k, bytes)) {
         zc_mismatch(comm, r, h, peer, k, bytes);
         return;
@@ -498,9 +499,11 @@ zc_lines_failed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t byt
     char mine[96];
     zc__describe(mine, sizeof mine, r->s.kind, r->s.count, r->s.dtype, r->s.op, zc_hdr_root(r));
     zc__fail(comm, ZC_MISMATCH, r->seq, (int32_t)peer, 0,
-             "%s sequence %llu: line %u of the message from rank %u carries the message's tag "
-             "but data its check does not match (a torn or forged line): not taken", mine,
-             (unsigned long long)r->seq, i, peer);
+             "%s sequence %llu: line %u of the message from rank %u %s: not taken", mine,
+             (unsigned long long)r->seq, i, peer,
+             st == 2 ? "carries the message's tag but data its check does not match (a torn "
+                       "or forged line)"
+                     : "is an older message's (a stale line) where its later lines are there");
 }
 
 /* A message's lines are not all there: every 32nd such poll of the channel reads the header,
@@ -527,7 +530,8 @@ static inline void zc_line_out(uint8_t *out, const uint64_t w[7], size_t at, siz
  * zc_lines_failed says. A later line may hold a message older by a multiple of 2^32 whose
  * tag looks current (once the channel carried that many): the last line's failed check is
  * taken for "not there yet" then, and is final below that; once the last line holds, the
- * sender wrote them all, and any failed check is final. */
+ * sender wrote them all, and any line between that fails its check or shows an older tag is
+ * final (a line of an older message cannot pass the check of this one's fingerprint). */
 const uint8_t *zc__rx_lines(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
                             uint8_t *dst) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
@@ -548,16 +552,17 @@ const uint8_t *zc__rx_lines(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
                         zc_pair_word((uint32_t)k, (uint32_t)bytes), peer);
     uint64_t w0[7], wl[7], w[7];
     int st = zc_line_take(lines, 0, fp, tag, w0);
-    if (st == 2) zc_lines_failed(comm, r, peer, k, bytes, (const zc__hdr *)(const void *)slot, 0);
+    if (st == 2) zc_lines_failed(comm, r, peer, k, bytes, (const zc__hdr *)(const void *)slot, 0, 2);
     if (st) return 0;
     st = last ? zc_line_take(lines, last, fp, tag, wl) : 0;
     if (st == 2 && (m + 1u) >> 32 == 0) /* no older message's tag can look like this one's */
-        zc_lines_failed(comm, r, peer, k, bytes, (const zc__hdr *)(const void *)slot, last);
+        zc_lines_failed(comm, r, peer, k, bytes, (const zc__hdr *)(const void *)slot, last, 2);
     if (st) return 0;
     uint8_t *out = dst ? dst : (uint8_t *)(uintptr_t)(lines + (size_t)n * 64u);
     for (uint32_t i = 1; i < last; i++) {
-        if (zc_line_take(lines, i, fp, tag, w)) {
-            zc_lines_failed(comm, r, peer, k, bytes, (const zc__hdr *)(const void *)slot, i);
+        st = zc_line_take(lines, i, fp, tag, w);
+        if (st) {
+            zc_lines_failed(comm, r, peer, k, bytes, (const zc__hdr *)(const void *)slot, i, st);
             return 0;
         }
         zc_line_out(out, w, (size_t)i * ZC_LINE_DATA_BYTES, bytes);

@@ -292,6 +292,9 @@ ZT_TEST(hostile_alarm_words_fail_the_communicator_never_abort, 20)
 ZT_TEST(hostile_landing_records_out_of_range_are_refused, 10)
 ZT_TEST(hostile_ready_addresses_out_of_range_are_refused, 10)
 ZT_TEST(hostile_stale_line_is_a_mismatch_never_consumed, 10)
+ZT_TEST(hostile_torn_flagged_line_is_never_taken, 10)
+ZT_TEST(hostile_stale_flagged_line_is_never_taken, 10)
+ZT_TEST(hostile_flagged_line_tags_cross_2_to_the_32, 10)
 
 /* tests/test_limits.c */
 ZT_RANK(limits_rank_init)

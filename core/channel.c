@@ -408,8 +408,9 @@ void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer) {
  * x86-64, TSO orders store after store and load after load, so both are plain moves and the
  * compiler keeps their order). The receiver thus never sees a flag before its data, and the
  * sender writes a slot again only after the receiver's credit said it consumed it (zc_turn).
- * The data words are read and written as relaxed atomics: a receiver that reads a line whose
- * old flag only looks current (below) reads while the sender may write, and discards it. */
+ * The data words are plain copies (vector moves), read only after the flag's acquire load:
+ * the one read that may meet a write is of a line whose old flag only looks current
+ * (zc__rx_lines), whose words the check then refuses. */
 
 size_t zc__lines_max(const zc_comm *comm) {
     size_t fit = (size_t)(comm->cfg.slot_bytes / 128u) * ZC_LINE_DATA_BYTES; /* lines + scratch */
@@ -441,15 +442,20 @@ static uint64_t zc_hdr_fp(const zc__hdr *h) {
                  h->src);
 }
 
-/* The flag word of line i holding the data words w under fingerprint fp and tag: any change of
- * a word moves the sum (every multiplier is odd), and the mix spreads it over the check's 32
- * bits. */
-static inline uint64_t zc_line_flag(const uint64_t w[7], uint32_t i, uint64_t fp, uint64_t tag) {
-    uint64_t s = w[0] * 0x9e3779b97f4a7c15ull + w[1] * 0xbf58476d1ce4e5b9ull +
-                 w[2] * 0x94d049bb133111ebull + w[3] * 0xd6e8feb86659fd93ull +
-                 w[4] * 0xa0761d6478bd642full + w[5] * 0xe7037ed1a0b428dbull +
-                 w[6] * 0x8ebc6af09c88c6e3ull;
-    uint64_t x = zc_fmix(s ^ (fp + (uint64_t)i * 0x589965cc75374cc3ull));
+/* The key of line i of a message of fingerprint fp. */
+static inline uint64_t zc_line_key(uint64_t fp, uint32_t i) {
+    return fp + (uint64_t)i * 0x589965cc75374cc3ull;
+}
+
+/* The flag word of a line holding the data words w under key (zc_line_key) and tag: any change
+ * of one word moves the sum (every multiplier is odd), and the multiply by an odd constant
+ * carries the change into the check's 32 bits (the product's high half). Cheap on purpose:
+ * seven multiplies by 32-bit constants and one more, per 56 bytes, on each side. */
+static inline uint64_t zc_line_flag(const uint64_t w[7], uint64_t key, uint64_t tag) {
+    uint64_t s = w[0] * 0x2545f491u + w[1] * 0x4f6cdd1du + w[2] * 0x6c8e9cf5u +
+                 w[3] * 0x1b873593u + w[4] * 0x5bd1e995u + w[5] * 0x7feb352du +
+                 w[6] * 0x3c6ef373u;
+    uint64_t x = (s ^ key) * 0x9e3779b97f4a7c15ull;
     return (x & 0xffffffff00000000ull) | (uint32_t)tag;
 }
 
@@ -466,9 +472,10 @@ static void zc_lines_write(uint8_t *lines, const uint8_t *src, size_t bytes, uin
         size_t at = (size_t)i * ZC_LINE_DATA_BYTES;
         if (bytes - at >= ZC_LINE_DATA_BYTES) zc__memcpy(w, src + at, ZC_LINE_DATA_BYTES);
         else zc__memcpy(w, src + at, bytes - at);
-        uint64_t *line = (uint64_t *)(void *)(lines + (size_t)i * 64u);
-        for (uint32_t j = 0; j < 7u; j++) __atomic_store_n(&line[j], w[j], __ATOMIC_RELAXED);
-        __atomic_store_n(&line[7], zc_line_flag(w, i, fp, tag), __ATOMIC_RELEASE);
+        uint8_t *line = lines + (size_t)i * 64u;
+        zc__memcpy(line, w, ZC_LINE_DATA_BYTES);
+        __atomic_store_n((uint64_t *)(void *)(line + ZC_LINE_DATA_BYTES),
+                         zc_line_flag(w, zc_line_key(fp, i), tag), __ATOMIC_RELEASE);
     }
 }
 
@@ -477,11 +484,12 @@ static void zc_lines_write(uint8_t *lines, const uint8_t *src, size_t bytes, uin
  * fails. */
 static inline int zc_line_take(const uint8_t *lines, uint32_t i, uint64_t fp, uint64_t tag,
                                uint64_t w[7]) {
-    const uint64_t *line = (const uint64_t *)(const void *)(lines + (size_t)i * 64u);
-    uint64_t f = __atomic_load_n(&line[7], __ATOMIC_ACQUIRE);
+    const uint8_t *line = lines + (size_t)i * 64u;
+    uint64_t f = __atomic_load_n((const uint64_t *)(const void *)(line + ZC_LINE_DATA_BYTES),
+                                 __ATOMIC_ACQUIRE);
     if ((uint32_t)f != (uint32_t)tag) return 1;
-    for (uint32_t j = 0; j < 7u; j++) w[j] = __atomic_load_n(&line[j], __ATOMIC_RELAXED);
-    return zc_line_flag(w, i, fp, tag) == f ? 0 : 2;
+    zc__memcpy(w, line, ZC_LINE_DATA_BYTES);
+    return zc_line_flag(w, zc_line_key(fp, i), tag) == f ? 0 : 2;
 }
 
 /* Line i of message k from peer fails where the sender wrote it (zc_line_take's st): its tag
@@ -521,8 +529,8 @@ static void zc_lines_absent(zc_comm *comm, zc__req *r, zc__chan *c, uint32_t pee
 /* Copies the data words of a line into out, the payload's bytes [at, at + ZC_LINE_DATA_BYTES)
  * clipped to bytes. */
 static inline void zc_line_out(uint8_t *out, const uint64_t w[7], size_t at, size_t bytes) {
-    size_t left = bytes - at;
-    zc__memcpy(out + at, w, left < ZC_LINE_DATA_BYTES ? left : ZC_LINE_DATA_BYTES);
+    if (bytes - at >= ZC_LINE_DATA_BYTES) zc__memcpy(out + at, w, ZC_LINE_DATA_BYTES);
+    else zc__memcpy(out + at, w, bytes - at);
 }
 
 /* The receive. Line 0 is read first: it is written by every message of the slot, so its tag
@@ -578,7 +586,7 @@ uint64_t zc__lines_fp(const zc__hdr *h) { return zc_hdr_fp(h); }
 uint64_t zc__lines_flag(const uint8_t *line, uint32_t i, uint64_t fp, uint64_t tag) {
     uint64_t w[7];
     zc__memcpy(w, line, sizeof w);
-    return zc_line_flag(w, i, fp, tag);
+    return zc_line_flag(w, zc_line_key(fp, i), tag);
 }
 
 void zc__test_numbers(zc_comm *comm, uint64_t base, uint64_t seq) {

@@ -412,10 +412,18 @@ void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer) {
  * the one read that may meet a write is of a line whose old flag only looks current
  * (zc__rx_lines), whose words the check then refuses. */
 
+#ifdef ZC_TEST_HOOKS
+size_t zc__test_lines_max;
+#endif
+
 size_t zc__lines_max(const zc_comm *comm) {
     size_t fit = (size_t)(comm->cfg.slot_bytes / 128u) * ZC_LINE_DATA_BYTES; /* lines + scratch */
+    size_t most = ZC_LINES_MAX_BYTES;
+#ifdef ZC_TEST_HOOKS
+    if (zc__test_lines_max) most = zc__test_lines_max;
+#endif
     if (!comm->wire->rx_mem) return ZC_INLINE_BYTES;
-    return fit < ZC_LINES_MAX_BYTES ? fit : ZC_LINES_MAX_BYTES;
+    return fit < most ? fit : most;
 }
 
 static uint64_t zc_fmix(uint64_t x) {

@@ -522,7 +522,8 @@ void hostile_stale_line_is_a_mismatch_never_consumed(void) {
 
 /* ---- in process: flagged lines ---- */
 
-#define HX_LL_COUNT 250u /* float32: 1,000 bytes, 18 flagged lines of 56 data bytes */
+#define HX_LL_COUNT 250u /* float32: 1,000 bytes, 18 flagged lines of 56 data bytes (the test
+                          * build's override of the largest, zc__test_lines_max) */
 #define HX_LL_LINES 18u
 
 static const zc_comm *hx_ll_from;  /* the rank that forges */
@@ -561,6 +562,7 @@ static void hx_ll_run(hx_group *g, uint64_t until, zc_status st[2], float *out0)
     static float in[2][HX_LL_COUNT], out[2][HX_LL_COUNT];
     hx_ll_from = g->c[1];
     zc__test_forge = hx_ll_forge;
+    zc__test_lines_max = 4096;
     for (uint64_t call = 0; call <= until; call++) {
         zc_req q[2];
         for (uint32_t r = 0; r < 2; r++)
@@ -576,6 +578,7 @@ static void hx_ll_run(hx_group *g, uint64_t until, zc_status st[2], float *out0)
         }
     }
     zc__test_forge = NULL;
+    zc__test_lines_max = 0;
     memcpy(out0, out[0], sizeof out[0]);
 }
 
@@ -644,6 +647,7 @@ void hostile_flagged_line_tags_cross_2_to_the_32(void) {
     const uint64_t base = (1ull << 32) - 32u;
     for (uint32_t r = 0; r < 2; r++) zc__test_numbers(g.c[r], base, base + 8u);
     static int32_t in[2][448], out[2][448];
+    zc__test_lines_max = 4096;
     for (uint32_t call = 0; call < 64; call++) {
         uint32_t count = 3u + call * 7u; /* 12 .. 1,776 bytes */
         zc_req q[2];

@@ -945,13 +945,15 @@ int mp_rank_sweep(void) {
 /* ---- 1a. messages of flagged lines ---------------------------------------------------------- */
 
 /* Every collective (and send/recv around the ring, and a barrier) at sizes on both sides of a
- * flagged line's 56 data bytes up to 4 KiB per message (default 64 KiB slots: all of them
- * flagged lines), the dtypes and ops in turn, in place and not, rooted at every rank, one
- * call at a time, against the reference. */
+ * flagged line's 56 data bytes up to 4 KiB per message (MP_LINES_MAX=4096, the test build's
+ * override, with the default 64 KiB slots: all of them flagged lines; else one line), the
+ * dtypes and ops in turn, in place and not, rooted at every rank, one call at a time, against
+ * the reference. */
 int mp_rank_lines(void) {
     static const size_t sizes[] = {9, 24, 56, 57, 200, 1000, 2048, 4096};
     mp_ctx m;
     mp_config(&m, "mp_rank_lines");
+    zc__test_lines_max = mp_env_u32("MP_LINES_MAX", 0);
     mp_init(&m);
     zt_rng local = {mp_seed ^ 0x11e5ull ^ ((uint64_t)m.rank << 40)};
     uint32_t i = 0, calls = 0;
@@ -1399,9 +1401,11 @@ static void mp_kill_mid_lines(const zc_comm *c, uint32_t peer, zc__hdr *h, uint8
 int mp_rank_killed(void) {
     mp_ctx m;
     mp_config(&m, "mp_rank_killed");
+    zc__test_lines_max = mp_env_u32("MP_LINES_MAX", 0);
     m.cfg.timeout_ns = 5000 * MP_MS;
     mp_init(&m);
-    /* 4 MiB, or MP_COUNT floats (2: one line per peer; 1,000: flagged lines) */
+    /* 4 MiB, or MP_COUNT floats (2: one line per peer; 12 or, with MP_LINES_MAX, 1,000:
+     * flagged lines) */
     mp_op o = {.kind = MP_ALLREDUCE, .dt = ZC_FLOAT32, .op = ZC_SUM,
                .count = mp_env_u32("MP_COUNT", 1u << 20), .n = m.n, .me = m.rank};
     o.uid = 77;
@@ -2076,10 +2080,12 @@ void mp_collectives_match_reference_n8(void) { mp_job(8, "mp_rank_sweep", 50, NU
 
 /* Processes under zcrun, every collective at 9 B to 4 KiB per message (flagged lines). */
 void mp_flagged_line_calls_match_reference(void) {
-    for (uint32_t n = 2; n <= 5; n += 3) {
-        mp_job(n, "mp_rank_lines", 60, NULL, 0);
-        ZT_CHECK(strstr(mp_out, "flagged-line calls on") != NULL);
-    }
+    static const char *const wide[] = {"MP_LINES_MAX=4096", NULL};
+    for (uint32_t n = 2; n <= 5; n += 3)
+        for (int w = 0; w < 2; w++) {
+            mp_job(n, "mp_rank_lines", 60, w ? wide : NULL, 0);
+            ZT_CHECK(strstr(mp_out, "flagged-line calls on") != NULL);
+        }
 }
 
 void mp_allreduce_64mib_float32_matches_reference_n2(void) {
@@ -2168,15 +2174,18 @@ static void mp_killed_peer_case(const char *const env[]) {
 }
 
 /* A rank killed in the middle of a 4 MiB all_reduce, in a run of 8-byte ones (one line per
- * peer, the line steps), of 4,000-byte ones (flagged lines), and inside the send of a
- * 4,000-byte one with its last line unwritten: the survivors get ZC_PEER_LOST (or
- * ZC_TIMED_OUT) within 1 s. */
+ * peer, the line steps), of 48-byte ones (one flagged line), of 4,000-byte ones (72 flagged
+ * lines: the test build's override), and inside the send of a 4,000-byte one with its last
+ * line unwritten: the survivors get ZC_PEER_LOST (or ZC_TIMED_OUT) within 1 s. */
 void mp_killed_peer_is_reported_as_peer_lost(void) {
     static const char *const line[] = {"MP_COUNT=2", NULL};
-    static const char *const lines[] = {"MP_COUNT=1000", NULL};
-    static const char *const cut[] = {"MP_COUNT=1000", "MP_MID_LINES=1", NULL};
+    static const char *const one[] = {"MP_COUNT=12", NULL};
+    static const char *const lines[] = {"MP_COUNT=1000", "MP_LINES_MAX=4096", NULL};
+    static const char *const cut[] = {"MP_COUNT=1000", "MP_LINES_MAX=4096", "MP_MID_LINES=1",
+                                      NULL};
     mp_killed_peer_case(NULL);
     mp_killed_peer_case(line);
+    mp_killed_peer_case(one);
     mp_killed_peer_case(lines);
     mp_killed_peer_case(cut);
 }

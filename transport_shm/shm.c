@@ -2,7 +2,9 @@
  * mapped by all ranks of the communicator (processes), or a region of its arena (in-process
  * mode, where peers are in the same address space). A put is a store of header and payload
  * into the peer's window followed by a release-store of the tag; arrival is an acquire-load of
- * the tag. Credits and the alarm word are single 8-byte stores into the peer's window.
+ * the tag. The sender's stores reach the receiver's window directly, in order, so the core may
+ * send flagged lines (core/proto.h) that the receiver polls where rx_mem says they land.
+ * Credits and the alarm word are single 8-byte stores into the peer's window.
  * Must not: allocate, or touch the OS except through platform.h at create/attach/seal/close.
  *
  * Window layout (64-byte lines): [0] header {magic, comm_id, rank, nranks, pid, slots,

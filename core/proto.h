@@ -18,6 +18,8 @@ typedef struct zc__chan {
     uint64_t tx_unposted;  /* tag of the last message, written but refused by the wire for now
                             * (ZC_AGAIN): posted again before anything else; 0: none */
     uint64_t rx_waits;     /* polls of flagged lines that found them not there (channel.c) */
+    uint64_t rx_fp_of;     /* flagged lines: the tag of the message whose fingerprint ... */
+    uint64_t rx_fp;        /* ... this is (channel.c) */
 } zc__chan;
 
 /* The 64-byte header of every slot: the fingerprint of the call that sent the message. */

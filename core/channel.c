@@ -292,7 +292,7 @@ static bool zc_same_call(const zc__req *r, const zc__hdr *h) {
 
 /* Whether h is message k of r's call from peer with a payload of expect_bytes (at most
  * slot_bytes, so it fits the header's 32 bits). */
-static bool zc_matches(const zc_comm *comm, const zc__req *r, const zc__hdr *h, uint32_t peer,
+ZC_HOT bool zc_matches(const zc_comm *comm, const zc__req *r, const zc__hdr *h, uint32_t peer,
                        uint64_t k, size_t expect_bytes) {
     return ((h->comm_id ^ comm->comm_id) | (h->seq ^ r->seq) | (h->count ^ r->s.count) |
             (zc_get_word(&h->kind) ^ zc_call_word(r)) |
@@ -521,17 +521,17 @@ zc_lines_failed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t byt
                      : "is an older message's (a stale line) where its later lines are there");
 }
 
-/* A message's last line is not there: every 32nd such poll of the channel reads the header,
+/* A message's last line is not there: every 32nd such poll on comm reads the header,
  * which fails r, once its tag is there (the sender posts it after the lines), if it is another
  * call's: one whose last line never comes (the peer chose the header protocol, or sent fewer
  * lines). Otherwise the message's lines are prefetched (at most ZC_PREFETCH_LINES), as the
  * header protocol prefetches a small payload while it waits. */
-static void zc_lines_absent(zc_comm *comm, zc__req *r, zc__chan *c, uint32_t peer, uint64_t k,
-                            size_t bytes, const uint8_t *slot, uint64_t m) {
+static void zc_lines_absent(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
+                            const uint8_t *slot, uint64_t m) {
     uint32_t n = zc_nlines(bytes) - 1u;
     for (uint32_t i = 0; i < n && i < ZC_PREFETCH_LINES; i++)
         __builtin_prefetch(slot + ZC_SLOT_HDR_BYTES + (size_t)i * 64u, 0, 3);
-    if (++c->rx_waits & 31u) return;
+    if (++comm->lines_waits & 31u) return;
     const zc__hdr *h = (const zc__hdr *)(const void *)slot;
     if (__atomic_load_n(&h->tag, __ATOMIC_ACQUIRE) == m + 1u &&
         !zc_matches(comm, r, h, peer, k, bytes))
@@ -543,16 +543,6 @@ static void zc_lines_absent(zc_comm *comm, zc__req *r, zc__chan *c, uint32_t pee
 static inline void zc_line_out(uint8_t *out, const uint64_t w[7], size_t at, size_t bytes) {
     if (bytes - at >= ZC_LINE_DATA_BYTES) zc__memcpy(out + at, w, ZC_LINE_DATA_BYTES);
     else zc__memcpy(out + at, w, bytes - at);
-}
-
-/* The fingerprint the lines of message k (tag) from peer must carry, kept in the channel: a
- * receive that polls before the message is there computes it then, not after its arrival. */
-static uint64_t zc_lines_fp_of(const zc_comm *comm, const zc__req *r, zc__chan *c,
-                               uint32_t peer, uint64_t k, size_t bytes, uint64_t tag) {
-    c->rx_fp = zc_fp(comm->comm_id, r->seq, r->s.count, zc_call_word(r),
-                     zc_pair_word((uint32_t)k, (uint32_t)bytes), peer);
-    c->rx_fp_of = tag;
-    return c->rx_fp;
 }
 
 /* The receive polls one line, the last (the sender writes it last): polling lines while the
@@ -577,11 +567,11 @@ const uint8_t *zc__rx_lines(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
     uint32_t n = zc_nlines(bytes), last = n - 1u;
     const uint64_t *fl = (const uint64_t *)(const void *)(lines + (size_t)last * 64u + 56u);
     if ((uint32_t)__atomic_load_n(fl, __ATOMIC_ACQUIRE) != (uint32_t)tag) {
-        if (c->rx_fp_of != tag) (void)zc_lines_fp_of(comm, r, c, peer, k, bytes, tag);
-        zc_lines_absent(comm, r, c, peer, k, bytes, slot, m);
+        zc_lines_absent(comm, r, peer, k, bytes, slot, m);
         return 0;
     }
-    uint64_t fp = c->rx_fp_of == tag ? c->rx_fp : zc_lines_fp_of(comm, r, c, peer, k, bytes, tag);
+    uint64_t fp = zc_fp(comm->comm_id, r->seq, r->s.count, zc_call_word(r),
+                        zc_pair_word((uint32_t)k, (uint32_t)bytes), peer);
     uint64_t w[7], wl[7];
     int st = zc_line_take(lines, last, fp, tag, wl);
     if (st == 2 && (m + 1u) >> 32 != 0) return 0; /* maybe a line 2^32 messages old */

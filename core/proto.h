@@ -17,10 +17,8 @@ typedef struct zc__chan {
     uint64_t p2p_recvd;    /* lane 1: receive operations issued from the peer */
     uint64_t tx_unposted;  /* tag of the last message, written but refused by the wire for now
                             * (ZC_AGAIN): posted again before anything else; 0: none */
-    uint64_t rx_waits;     /* polls of flagged lines that found them not there (channel.c) */
-    uint64_t rx_fp_of;     /* flagged lines: the tag of the message whose fingerprint ... */
-    uint64_t rx_fp;        /* ... this is (channel.c) */
 } zc__chan;
+_Static_assert(sizeof(zc__chan) == 64, "a channel's counters are one cache line");
 
 /* The 64-byte header of every slot: the fingerprint of the call that sent the message. */
 typedef struct zc__hdr {

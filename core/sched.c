@@ -1137,7 +1137,8 @@ static void zc_host_begin(zc_comm *comm, zc__req *r) {
     const zc__sched *s = &r->s;
     r->line = s->alg <= ZC_ALG_BRUCK && zc_line_algs[s->alg] && !r->place &&
               comm->nranks >= 2 && comm->nranks <= ZC_LINE_MAX_RANKS &&
-              s->count * s->esize <= zc__lines_max(comm);
+              (s->count * s->esize <= ZC_INLINE_BYTES ||
+               s->count * s->esize <= zc__lines_max(comm));
 }
 
 /* Bruck's all_to_all works in recv: the block for rank me + i (its index i) sits at block

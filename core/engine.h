@@ -132,6 +132,7 @@ struct zc_comm {
     uint64_t placed_bytes; /* payload bytes peers put straight into this rank's buffers */
     uint64_t sym_used;     /* bytes of the symmetric region zc_sym_alloc has carved (sym.c) */
     uint64_t unposted;     /* channels with a message the wire refused for now (tx_unposted) */
+    uint64_t lines_waits;  /* polls for flagged lines that found them not there (channel.c) */
     zc__chan *tx_begun;    /* the channel whose next message zc__tx_begin_n returned last ... */
     struct zc__hdr *tx_hdr; /* ... and that message's slot header (NULL: none since the
                             * channel's last publish), which its publish reuses */

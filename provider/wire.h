@@ -149,6 +149,12 @@ typedef struct zc_wire_ops {
     /* The peers, queue pairs and completion queue entries create makes for g (its cfg named,
      * as for takes), and whether what takes counts is shared memory. */
     void (*links)(const zc_wire_geom *g, zc_wire_links *out);
+    /* ---- flagged lines: NULL in wires without them ---- */
+    /* The inbound slot (lane, peer, slot) as the peer's stores reach it, whatever its tag says:
+     * a wire whose sender writes the receiver's memory directly, in the order of its stores
+     * (shm, in process), returns it, and the core may then send a small message as flagged
+     * lines that the receiver polls in place (core/proto.h). */
+    const void *(*rx_mem)(void *state, uint32_t lane, uint32_t peer, uint32_t slot);
 } zc_wire_ops;
 
 extern const zc_wire_ops zc_wire_shm;

@@ -29,7 +29,7 @@
 #include "fmt.h"
 #include "zcoll.h"
 
-#define ZC_WIRE_VERSION 7u
+#define ZC_WIRE_VERSION 8u
 #define ZC_WIRE_LANES 2u      /* lane 0: collectives; lane 1: send/recv */
 #define ZC_SLOT_HDR_BYTES 64u /* the header part of every slot; its last 8 bytes hold the tag */
 #define ZC_WIRE_MAX_ADDR_BYTES 65536u /* ceiling of a rank's address blob (see addr_bytes) */

@@ -128,6 +128,9 @@ struct zc_comm {
     uint64_t empty_polls;  /* zc_progress calls in a row that moved nothing */
     uint64_t clock_polls;  /* zc_progress calls since it last read the clock */
     uint64_t liveness_ns;  /* last time peers' liveness was checked */
+    uint64_t suspect_ns;   /* when a stalled request first found rank suspect - 1 gone */
+    uint32_t suspect;      /* that rank + 1 (0: none): it fails a request only if a step pass
+                            * after suspect_ns did not move it (progress.c) */
     uint64_t put_min;      /* the wire's put_min (0: nothing is written in place) */
     uint64_t placed_bytes; /* payload bytes peers put straight into this rank's buffers */
     uint64_t sym_used;     /* bytes of the symmetric region zc_sym_alloc has carved (sym.c) */

@@ -116,6 +116,10 @@ static inline bool zc__rx_placed(const uint8_t *payload, size_t bytes) {
  * just before the wire posts it; it may change any byte (tests/test_hostile.c plays a hostile
  * rank with it). */
 extern void (*zc__test_forge)(const zc_comm *comm, uint32_t peer, zc__hdr *h, uint8_t *payload);
+/* Test builds only (progress.c is compiled so for zctest too): when set, called by zc_progress
+ * between its step pass and the clock read that checks deadlines and liveness, where a test
+ * stalls as a descheduled rank would. */
+extern void (*zc__test_clock)(const zc_comm *comm);
 /* Test builds only: the fingerprint a message's flagged lines are checked with (from its
  * header's words), and the flag word line i (its 56 data bytes at line) carries for it under
  * tag: what a test needs to forge a line that passes, or one that must not. */

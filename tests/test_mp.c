@@ -2204,6 +2204,44 @@ int mp_rank_overlay_misuse(void) {
     return 0;
 }
 
+/* A peer that sends its last message and exits while this rank is descheduled between its
+ * step pass and its clock read (zc__test_clock sleeps there, once): rank 0 must take the
+ * message waiting in its window, not call rank 1 lost. */
+static uint32_t mp_clock_calls;
+static void mp_stall_at_clock(const zc_comm *comm) {
+    (void)comm;
+    if (++mp_clock_calls == 2) mp_sleep_ms(400); /* rank 1 sends and exits meanwhile */
+}
+
+int mp_rank_late_exit(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_late_exit");
+    mp_init(&m);
+    uint32_t v = 0;
+    zc_req r;
+    if (m.rank == 1) {
+        v = 1234567u;
+        mp_sleep_ms(100);
+        MP_ST(&m, zc_send(m.comm, &v, 1, ZC_UINT32, 0, &r), ZC_OK);
+        MP_ST(&m, zc_wait(m.comm, &r), ZC_OK);
+        printf("mp-result: rank 1: sent and exits\n");
+    } else {
+        zc__test_clock = mp_stall_at_clock;
+        MP_ST(&m, zc_recv(m.comm, &v, 1, ZC_UINT32, 1, &r), ZC_OK);
+        zc_status st = zc_wait(m.comm, &r);
+        zc__test_clock = NULL;
+        MP_CHECK(&m, st == ZC_OK, "zc_recv: %s (%s)", zc_status_name(st),
+                 zc_comm_error_text(m.comm));
+        MP_CHECK(&m, v == 1234567u && mp_clock_calls >= 2, "received %u, %u clock reads", v,
+                 mp_clock_calls);
+        printf("mp-result: rank 0: took the message of a rank that exited (%u clock reads)\n",
+               mp_clock_calls);
+    }
+    fflush(stdout);
+    mp_fini(&m);
+    return 0;
+}
+
 /* ---- the tests: start the rank programs --------------------------------------------------- */
 
 static char mp_out[1 << 20];
@@ -2438,6 +2476,12 @@ void mp_oversubscribed_8_ranks_stay_fast(void) {
 void mp_fini_returns_promptly_after_small_calls(void) {
     mp_job(3, "mp_rank_fini_prompt", 30, NULL, 0);
     ZT_CHECK(strstr(mp_out, "zc_comm_fini took") != NULL);
+}
+
+/* A message that arrived before its sender exited is taken, not reported as ZC_PEER_LOST. */
+void mp_message_of_an_exited_peer_is_taken(void) {
+    mp_job(2, "mp_rank_late_exit", 30, NULL, 0);
+    ZT_CHECK(strstr(mp_out, "took the message of a rank that exited") != NULL);
 }
 
 void mp_misuse_leaves_comm_usable(void) {

@@ -264,6 +264,9 @@ typedef struct zc__family {
     bool (*step)(zc_comm *c, zc__req *r, uint32_t *budget);
 } zc__family;
 extern const zc__family zc__fam_host;   /* sched.c: host memory */
+/* The host family's step of a request whose r->line its begin set: what zc__fam_host.step
+ * runs for it, which progress.c calls without the family's dispatch. */
+bool zc__line_step(zc_comm *c, zc__req *r, uint32_t *budget);
 extern const zc__family zc__fam_sym;    /* sym.c: buffers in the symmetric region */
 extern const zc__family zc__fam_staged; /* sched_stage.c: device memory through host staging */
 extern const zc__family zc__fam_ipc;    /* sched_gpu.c: device memory, peers' buffers mapped */

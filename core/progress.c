@@ -105,8 +105,12 @@ static bool zc_gate(zc_comm *comm, zc__req *r, uint32_t *budget) {
 static inline __attribute__((always_inline)) bool zc_step(zc_comm *comm, zc__req *r,
                                                           uint32_t *budget) {
     if (r->held && !zc_gate(comm, r, budget)) return false;
-    /* zc__issue found r's family (zc__family_of checks the table there). */
-    if (!*budget || !zc_alg_family[r->s.alg]->step(comm, r, budget)) return false;
+    /* zc__issue found r's family (zc__family_of checks the table there); a one-line call
+     * (the host family's) goes to its line step straight. */
+    if (!*budget) return false;
+    if (!(r->line ? zc__line_step(comm, r, budget)
+                  : zc_alg_family[r->s.alg]->step(comm, r, budget)))
+        return false;
     ZC_ASSERT(r->tx_left == 0 && r->rx_left == 0);
     r->status = ZC_OK;
     return true;

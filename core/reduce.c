@@ -192,8 +192,8 @@ ZC_INLINE zc_quad zc_leaf_pair(const void *const *in, uint32_t e, uint32_t j) {
      * element by element: the p leaves, then each level's pairs combined left to right down    \
      * to the root, the block code's tree and operations without its loops over blocks. */      \
     ZC_INLINE A name##_leaf(const void *const *in, zc_tree tr, uint32_t i, size_t j) {          \
-        if (i < tr.e) return OP(LOAD(((const T *)in[2u * i])[j]), LOAD(((const T *)in[2u * i + 1u])[j])); \
-        return LOAD(((const T *)in[i + tr.e])[j]);                                              \
+        if (i >= tr.e) return LOAD(((const T *)in[i + tr.e])[j]);                               \
+        return OP(LOAD(((const T *)in[2u * i])[j]), LOAD(((const T *)in[2u * i + 1u])[j]));     \
     }                                                                                           \
     ZC_INLINE void name##_tiny(T *out, const void *const *in, uint32_t n, zc_tree tr,           \
                                size_t count) {                                                  \

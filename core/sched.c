@@ -985,14 +985,12 @@ static inline void zc_line_own(zc__req *r, uint32_t me, uint8_t *dst, const uint
 static bool zc_line_reduce(zc_comm *comm, zc__req *r, uint32_t *budget, const uint8_t *mine,
                            uint8_t *out, size_t bytes) {
     const void *ins[ZC_LINE_MAX_RANKS];
-    uint32_t me = comm->rank, n = comm->nranks;
+    uint32_t me = comm->rank, n = comm->nranks; /* 2..ZC_LINE_MAX_RANKS: zc_host_begin's rule */
     if (r->a) return true;
-    ZC_ASSERT(n >= 2 && n <= ZC_LINE_MAX_RANKS); /* zc_host_begin's rule */
-    for (uint32_t p = 0; p < n; p++) {
-        ins[p] = p == me ? mine : zc__rx_peek(comm, r, p, 0, bytes);
-        if (!ins[p]) return false;
-    }
     if (!*budget) return false;
+    ins[me] = mine;
+    for (uint32_t p = 0; p < n; p++)
+        if (p != me && !(ins[p] = zc__rx_peek(comm, r, p, 0, bytes))) return false;
     zc__reduce(out, ins, n, r->s.count, (zc_dtype)r->s.dtype, (zc_op)r->s.op);
     for (uint32_t p = 0; p < n; p++)
         if (p != me) zc__rx_consume(comm, r, p);
@@ -1671,8 +1669,12 @@ __attribute__((noinline)) static bool zc_stream_step(zc_comm *comm, zc__req *r,
     return !(r->place & ZC_PLACE_DIRECT) || zc__tx_puts_done(comm, r);
 }
 
+bool zc__line_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    return zc_line_algs[r->s.alg](comm, r, budget);
+}
+
 static bool zc_host_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
-    return r->line ? zc_line_algs[r->s.alg](comm, r, budget) : zc_stream_step(comm, r, budget);
+    return r->line ? zc__line_step(comm, r, budget) : zc_stream_step(comm, r, budget);
 }
 
 const zc__family zc__fam_host = {"host", ZC_FAM_EAGER | ZC_FAM_PLACE, zc_host_links,

@@ -130,6 +130,13 @@ struct zc_comm {
     uint64_t placed_bytes; /* payload bytes peers put straight into this rank's buffers */
     uint64_t sym_used;     /* bytes of the symmetric region zc_sym_alloc has carved (sym.c) */
     uint64_t unposted;     /* channels with a message the wire refused for now (tx_unposted) */
+    /* The reservation of the last host call that reserved one message at most each way with
+     * each peer, all below rank 64 (progress.c's zc_reserve replays it for a call of the same
+     * schedule): the schedule's call word (kind, dtype, op, alg, root), count and chunk, and
+     * the ranks it sends one message to and receives one from (bit p: rank p). */
+    uint64_t links_word, links_count, links_tx, links_rx;
+    uint32_t links_chunk;
+    uint32_t links_ok;     /* 1: the fields above hold such a reservation */
     zc__chan *tx_begun;    /* the channel whose next message zc__tx_begin_n returned last ... */
     struct zc__hdr *tx_hdr; /* ... and that message's slot header (NULL: none since the
                             * channel's last publish), which its publish reuses */

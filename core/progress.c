@@ -48,12 +48,12 @@ const zc__family *zc__family_of(uint32_t alg) { return zc_family(alg); }
 
 /* Reserves, on its lane's channel with peer, the tx messages r sends to peer and the rx it
  * receives from it (zc__link_fn over the family's links): a ready message first where a stream
- * is written in place (sched.c), then the schedule's. While links_ok, it also records the
- * reservation as comm's links_tx / links_rx bits, which only one message each way with each
- * peer, each peer named once, below rank 64, can be (else links_ok is cleared). */
+ * is written in place (sched.c), then the schedule's. With a memo (not NULL), it also records
+ * the reservation there while it is one a memo can hold (else the memo's ok is cleared). */
 typedef struct zc_resv {
     zc_comm *comm;
     zc__req *r;
+    zc__links_memo *memo;
 } zc_resv;
 
 static inline void zc_reserve_chan(zc_comm *comm, zc__req *r, uint32_t i, uint64_t tx,
@@ -70,6 +70,7 @@ static inline void zc_reserve_chan(zc_comm *comm, zc__req *r, uint32_t i, uint64
 static void zc_reserve_peer(void *ctx, uint32_t p, uint64_t tx, uint64_t rx) {
     zc_comm *comm = ((zc_resv *)ctx)->comm;
     zc__req *r = ((zc_resv *)ctx)->r;
+    zc__links_memo *memo = ((zc_resv *)ctx)->memo;
     ZC_ASSERT(p < comm->nranks && p != comm->rank);
     uint32_t i = zc__ci(comm, p);
     ZC_ASSERT(i != ZC_NO_CONN); /* a call names only connected peers (zc__choose) */
@@ -78,14 +79,14 @@ static void zc_reserve_peer(void *ctx, uint32_t p, uint64_t tx, uint64_t rx) {
     zc_reserve_chan(comm, r, i, tx + ready_tx, rx + ready_rx);
     r->tx_base[i] += ready_tx;
     r->rx_base[i] += ready_rx;
-    if (!comm->links_ok) return;
+    if (!memo || !memo->ok) return;
     uint64_t bit = p < 64u ? 1ull << p : 0u;
-    if (!bit || tx > 1u || rx > 1u || ((comm->links_tx | comm->links_rx) & bit)) {
-        comm->links_ok = 0;
+    if (!bit || tx > 1u || rx > 1u || ((memo->tx | memo->rx) & bit)) {
+        memo->ok = 0;
         return;
     }
-    comm->links_tx |= tx ? bit : 0u;
-    comm->links_rx |= rx ? bit : 0u;
+    memo->tx |= tx ? bit : 0u;
+    memo->rx |= rx ? bit : 0u;
 }
 
 /* The call word (kind, dtype, op, alg, root) that opens a schedule. */
@@ -97,30 +98,27 @@ static uint64_t zc_sched_word(const zc__sched *s) {
 
 /* Reserves the message numbers r will use on the channels of its lane with the peers it
  * exchanges messages with. A host call with nothing written in place whose schedule's links
- * answered as comm's links_* record says (the same call word, count and chunk: links are a
- * function of the schedule alone) takes that answer again without asking them. */
+ * answered as its kind's memo says (the same call word, count and chunk: links are a function
+ * of the schedule alone) takes that answer again without asking them. */
 static void zc_reserve(zc_comm *comm, zc__req *r, const zc__family *f) {
     r->tx_left = r->rx_left = 0;
     r->place = 0;
     if ((f->flags & ZC_FAM_PLACE) && comm->put_min && r->s.count * r->s.esize >= comm->put_min)
         zc__place_plan(comm, r);
-    bool host = f == &zc__fam_host && !r->place;
+    zc__links_memo *memo = f == &zc__fam_host && !r->place && r->s.kind <= ZC_K_BARRIER
+                               ? &comm->links[r->s.kind] : 0;
     uint64_t word = zc_sched_word(&r->s);
-    if (host && comm->links_ok && comm->links_word == word &&
-        comm->links_count == r->s.count && comm->links_chunk == r->s.chunk) {
-        for (uint64_t tx = comm->links_tx, rx = comm->links_rx, m = tx | rx; m; m &= m - 1u) {
+    if (memo && memo->ok && memo->word == word && memo->count == r->s.count &&
+        memo->chunk == r->s.chunk) {
+        for (uint64_t tx = memo->tx, rx = memo->rx, m = tx | rx; m; m &= m - 1u) {
             uint32_t p = (uint32_t)__builtin_ctzll(m);
             zc_reserve_chan(comm, r, zc__ci(comm, p), (tx >> p) & 1u, (rx >> p) & 1u);
         }
         return;
     }
-    comm->links_ok = host;
-    comm->links_tx = comm->links_rx = 0;
-    zc_resv v = {comm, r};
+    if (memo) *memo = (zc__links_memo){word, r->s.count, 0, 0, r->s.chunk, 1};
+    zc_resv v = {comm, r, memo};
     f->links(comm, &r->s, zc_reserve_peer, &v);
-    comm->links_word = word;
-    comm->links_count = r->s.count;
-    comm->links_chunk = r->s.chunk;
 }
 
 /* A stream-ordered call's gate (stream slot r->bind - 1): open once its stream wrote the start

@@ -192,9 +192,10 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
                          "%u) connects this rank to %u of them and has no algorithm for this "
                          "call over those connections (%s)", zc__kind_name(a->kind), c->nranks,
                          c->cfg.overlay_min_ranks, c->nconn - 1u,
-                         alg == ZC_ALG_P2P ? "the peer is not one of them"
-                                           : "it runs every collective but reduce and a "
-                                             "broadcast above bcast_tree_max_bytes");
+                         alg == ZC_ALG_P2P ? "the peer is not one of them: send/recv "
+                                             "reach only connected ranks (the overlay's "
+                                             "ranks at distance 2^k and this host's)"
+                                           : "no overlay algorithm for this kind");
     s->alg = (uint8_t)alg;
     if (any) /* matched later (progress.c), then a receive from that peer, on host memory */
         return zc_any_source_host(c, s);

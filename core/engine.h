@@ -307,12 +307,15 @@ bool zc__sym_fits(const zc_comm *c, const zc__sched *s);
 
 /* ---- fail.c: the failure record (the one place it is written) ---- */
 /* One failure as its detector knows it: status, collective sequence, the peer it concerns (-1:
- * none) and a foreign error code (errno, ibv_wc_status, cudaError_t; 0: none). */
+ * none), a foreign error code (errno, ibv_wc_status, cudaError_t; 0: none) and the rank that
+ * detected it (-1: this rank; a peer's rank when this is its report, passed on). */
 typedef struct zc__failure {
     zc_status status;
     int32_t peer;
     int64_t vendor;
     uint64_t seq;
+    int32_t origin;
+    uint32_t pad_;
 } zc__failure;
 /* Fails the communicator. The first failure records status, sentence, peer and vendor code
  * together and reports it to the peers; a later one records nothing (first failure wins).
@@ -320,6 +323,11 @@ typedef struct zc__failure {
 zc_status zc__fail(zc_comm *comm, zc_status status, uint64_t seq, int32_t peer, int64_t vendor,
                    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 zc_status zc__vfail(zc_comm *comm, const zc__failure *f, const char *fmt, va_list ap);
+/* zc__fail for a failure peer `origin` reported: the report this rank passes on to its own
+ * connections names origin as the detector, so that ranks with no connection to it still learn
+ * who failed (the overlay relays it hop by hop). */
+zc_status zc__fail_relayed(zc_comm *comm, zc_status status, uint64_t seq, uint32_t origin,
+                           const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* zc_comm_abort: fails with ZC_ABORTED; from then on calls return ZC_ABORTED (docs/api.md) even
  * when an earlier failure is recorded, whose sentence, peer and code stay. */
 void zc__abort(zc_comm *comm);

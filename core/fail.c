@@ -39,8 +39,9 @@ static void zc_record(zc_comm *comm, const zc__failure *f) {
     comm->fail_peer = f->peer;
     comm->fail_code = f->vendor;
     comm->fail_seq = f->seq;
+    uint32_t detector = f->origin >= 0 ? (uint32_t)f->origin : comm->rank;
     uint64_t word = (uint64_t)(uint32_t)(-(int32_t)f->status) << 56 |
-                    (uint64_t)(comm->rank & 0xffffffu) << 32 | (f->seq & 0xffffffffu);
+                    (uint64_t)(detector & 0xffffffu) << 32 | (f->seq & 0xffffffffu);
     comm->wire->alarm(comm->wire_state, word);
 }
 
@@ -64,7 +65,17 @@ zc_status zc__vfail(zc_comm *comm, const zc__failure *f, const char *fmt, va_lis
 
 zc_status zc__fail(zc_comm *comm, zc_status status, uint64_t seq, int32_t peer, int64_t vendor,
                    const char *fmt, ...) {
-    zc__failure f = {status, peer, vendor, seq};
+    zc__failure f = {status, peer, vendor, seq, -1, 0};
+    va_list ap;
+    va_start(ap, fmt);
+    zc_status st = zc__vfail(comm, &f, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+zc_status zc__fail_relayed(zc_comm *comm, zc_status status, uint64_t seq, uint32_t origin,
+                           const char *fmt, ...) {
+    zc__failure f = {status, (int32_t)origin, 0, seq, (int32_t)origin, 0};
     va_list ap;
     va_start(ap, fmt);
     zc_status st = zc__vfail(comm, &f, fmt, ap);

@@ -31,6 +31,7 @@ static const zc__family *const zc_alg_family[ZC_ALG_COUNT_] = {
     [ZC_ALG_P2P] = &zc__fam_host,       [ZC_ALG_RD] = &zc__fam_host,
     [ZC_ALG_BRUCK] = &zc__fam_host,     [ZC_ALG_BINOMIAL] = &zc__fam_host,
     [ZC_ALG_RH] = &zc__fam_host,        [ZC_ALG_RAB] = &zc__fam_host,
+    [ZC_ALG_VTREE] = &zc__fam_host,     [ZC_ALG_SCAG] = &zc__fam_host,
     [ZC_ALG_SYM] = &zc__fam_sym,
     [ZC_ALG_STAGED] = &zc__fam_staged,  [ZC_ALG_GPU_ONESHOT] = &zc__fam_ipc,
     [ZC_ALG_GPU_RSAG] = &zc__fam_ipc,   [ZC_ALG_GPU_DIRECT] = &zc__fam_ipc,
@@ -291,8 +292,9 @@ __attribute__((noinline, cold)) static void zc_alarmed(zc_comm *comm, uint64_t w
     }
     /* The whole communicator fails, older calls in flight included: a peer that failed stops
      * serving every call, so finishing them could only end in a timeout. */
-    zc__fail(comm, st, seq, (int32_t)who, 0, "rank %u detected %s at sequence %llu (%s); this "
-             "communicator has failed", who, zc_status_name(st), (unsigned long long)seq, mine);
+    zc__fail_relayed(comm, st, seq, who, "rank %u detected %s at sequence %llu (%s); this "
+                     "communicator has failed", who, zc_status_name(st), (unsigned long long)seq,
+                     mine);
 }
 
 /* A failure a peer reported into our window, if any. */

@@ -38,6 +38,10 @@ typedef enum zc__alg {
                         * ranks at distances 1, 2, 4, ..., one column at a time */
     ZC_ALG_RAB,        /* all_reduce (large): recursive halving, then recursive-doubling
                         * all-gather of the reduced blocks (Rabenseifner) */
+    ZC_ALG_VTREE,      /* reduce: the canonical tree's own steps as a binomial tree toward the
+                        * root's virtual rank, one accumulator chunk at a time */
+    ZC_ALG_SCAG,       /* broadcast (large): binomial scatter of the n balanced blocks, then
+                        * Bruck's all-gather of them (van de Geijn) */
     ZC_ALG_SYM,        /* buffers in the symmetric region: single copy, peers' buffers read
                         * and written directly (sym.c) */
     ZC_ALG_STAGED,     /* device memory through host staging (sched_stage.c): per round,

@@ -222,6 +222,30 @@ static void zc_links_rd(const zc_comm *c, const zc__sched *s, uint64_t C_slots, 
     for (uint32_t k = 0; k < v.steps; k++) fn(ctx, zc_vr_real(&v, u ^ (1u << k)), C, C);
 }
 
+/* The canonical tree as a reduction toward the root (ZC_ALG_VTREE): virtual rank u's place
+ * relative to the root's virtual rank ur is u ^ ur; in step k the ranks whose relative place
+ * has its low k bits clear are still in, and of each pair u, u ^ 2^k the one with bit k set
+ * sends its partial (message c per chunk c) to the other, which combines the lower virtual
+ * rank's on the left: the tree's order at every element. A folded odd rank hands its input to
+ * its even rank; when it is the root, the even rank sends it the result back. */
+static void zc_links_vtree(const zc_comm *c, const zc__sched *s, uint64_t C_slots,
+                           zc__link_fn fn, void *ctx) {
+    zc_vr v = zc_vr_of(c->nranks);
+    uint32_t me = c->rank, root = s->root;
+    uint64_t C = zc__msgs(s->count, zc_rd_elems(c, s));
+    (void)C_slots;
+    if (me < 2u * v.e) {
+        if (me & 1u) fn(ctx, me - 1u, C, me == root ? C : 0);
+        else fn(ctx, me + 1u, me + 1u == root ? C : 0, C);
+    }
+    if (zc_vr_folded(&v, me)) return;
+    uint32_t u = zc_vr_virt(&v, me), rel = u ^ zc_vr_virt(&v, root);
+    for (uint32_t k = 0; k < v.steps && !(rel & ((1u << k) - 1u)); k++) {
+        bool up = rel >> k & 1u;
+        fn(ctx, zc_vr_real(&v, u ^ (1u << k)), up ? C : 0, up ? 0 : C);
+    }
+}
+
 /* Bruck's all_gather: in round k (distance d = 2^k) a rank sends the blocks it holds of ranks
  * me .. me + min(d, n - d) - 1 to me - d and gets those of me + d .. from me + d. Bytes of
  * round k in blocks: */
@@ -359,7 +383,8 @@ void zc__place_plan(zc_comm *comm, zc__req *r) {
     r->place = 0;
     if (s->alg == ZC_ALG_STAGED) return; /* its rounds' streams go through the slots */
     if (s->alg == ZC_ALG_RD || s->alg == ZC_ALG_BRUCK || s->alg == ZC_ALG_BINOMIAL ||
-        s->alg == ZC_ALG_RH || s->alg == ZC_ALG_RAB)
+        s->alg == ZC_ALG_RH || s->alg == ZC_ALG_RAB || s->alg == ZC_ALG_VTREE ||
+        s->alg == ZC_ALG_SCAG)
         return; /* their streams go through the slots; no O(n) scan */
     for (uint32_t i = 0; i < comm->nconn; i++) {
         uint32_t p = comm->conn_peer[i];
@@ -444,7 +469,8 @@ static void zc_place_handshake(zc_comm *comm, zc__req *r, uint32_t *budget) {
 
 /* Overlay mode: only the algorithms whose peers are connections (layout.h's overlay: ranks at
  * distance 2^k, recursive-doubling partners): binomial gather and scatter, Bruck all_to_all at
- * every size, recursive halving (reduce_scatter) and Rabenseifner (large all_reduce); a full
+ * every size, recursive halving (reduce_scatter), Rabenseifner (large all_reduce), reduce down
+ * the canonical tree toward the root, van de Geijn broadcast above bcast_tree_max_bytes; a full
  * mesh takes the direct ones, cheaper in CPU (zc__choose); ZC_ALG_COUNT_ for a call that has
  * none. */
 static zc__alg zc_choose_overlay(const zc_comm *c, uint32_t kind, uint64_t count,
@@ -459,7 +485,8 @@ static zc__alg zc_choose_overlay(const zc_comm *c, uint32_t kind, uint64_t count
     case ZC_K_ALLTOALL: return ZC_ALG_BRUCK;
     case ZC_K_GATHER:
     case ZC_K_SCATTER: return ZC_ALG_BINOMIAL;
-    case ZC_K_BROADCAST: return bytes <= cfg->bcast_tree_max_bytes ? ZC_ALG_TREE : ZC_ALG_COUNT_;
+    case ZC_K_REDUCE: return ZC_ALG_VTREE;
+    case ZC_K_BROADCAST: return bytes <= cfg->bcast_tree_max_bytes ? ZC_ALG_TREE : ZC_ALG_SCAG;
     case ZC_K_SEND:
     case ZC_K_RECV: return ZC_ALG_P2P; /* coll.c checks the peer is a connection */
     default: return ZC_ALG_COUNT_;
@@ -486,7 +513,10 @@ zc__alg zc__choose(const zc_comm *c, uint32_t kind, uint64_t count, uint64_t byt
                          * about 1 KiB (per-message cost against copy bandwidth at 64 ranks) */
         return logn && bytes <= 1024u ? ZC_ALG_BRUCK : ZC_ALG_DIRECT;
     case ZC_K_REDUCE: /* at 2 ranks direct at every size: the root reduces the input once,
-                       * where RS + gather has it reduce half, copy half out and wait between */
+                       * where RS + gather has it reduce half, copy half out and wait between.
+                       * A full mesh keeps direct below reduce_direct_max_bytes: the canonical
+                       * tree toward the root (overlay mode's) sends as many messages, and costs
+                       * 2-3x the CPU in process (8 B to 16 KiB at 16-256 ranks) */
         return bytes <= cfg->reduce_direct_max_bytes || count < c->nranks || c->nranks == 2
                    ? ZC_ALG_DIRECT : ZC_ALG_RSGATHER;
     case ZC_K_BROADCAST: return bytes <= cfg->bcast_tree_max_bytes ? ZC_ALG_TREE : ZC_ALG_CHAIN;
@@ -793,7 +823,7 @@ static bool zc_step_local(zc_ctx *x) {
  * so), steps + 1 the store into recv, steps + 2 the result to the odd rank of a pair. A folded
  * odd rank: phase 0 sends, phase 1 copies the result in. */
 static bool zc_rd_folded(zc_ctx *x, uint64_t c, uint64_t elems, const uint8_t *in, uint8_t *out,
-                         size_t ab) {
+                         size_t ab, bool back) {
     const zc__sched *s = &x->r->s;
     uint32_t even = x->me - 1u;
     if (x->r->b == 0) {
@@ -801,7 +831,8 @@ static bool zc_rd_folded(zc_ctx *x, uint64_t c, uint64_t elems, const uint8_t *i
         if (!d) return false;
         zc__acc_load(d, in, elems, (zc_dtype)s->dtype, (zc_op)s->op);
         if (zc__tx_end(x->comm, x->r, even, c, elems * ab) != ZC_OK) return false;
-        x->r->b = 1;
+        x->r->b = back;
+        x->r->a += !back; /* no result comes back: the chunk is done */
     } else {
         const uint8_t *res = zc__rx_peek(x->comm, x->r, even, c, elems * x->es);
         if (!res) return false;
@@ -863,17 +894,77 @@ static bool zc_rd_virtual(zc_ctx *x, const zc_vr *v, uint64_t c, uint64_t elems,
     return true;
 }
 
+/* ZC_ALG_VTREE at a virtual rank, chunk c: r->b = 0 the leaf (as recursive doubling's), 1..steps
+ * step b - 1 (send the partial and be done with the chunk, or receive and combine), steps + 1
+ * the result stored (the root) or sent to the folded root. */
+static bool zc_vt_virtual(zc_ctx *x, const zc_vr *v, uint32_t ur, uint64_t c, uint64_t elems,
+                          const uint8_t *in, uint8_t *out, size_t ab) {
+    zc__req *r = x->r;
+    zc_dtype t = (zc_dtype)r->s.dtype;
+    zc_op op = (zc_op)r->s.op;
+    uint32_t u = zc_vr_virt(v, x->me), rel = u ^ ur, fold = x->me + 1u;
+    if (r->b == 0) {
+        bool pair = x->me < 2u * v->e;
+        const uint8_t *w = pair ? zc__rx_peek(x->comm, r, fold, c, elems * ab) : in;
+        if (!w) return false;
+        zc__acc_load(r->acc, in, elems, t, op);
+        if (pair) {
+            zc__acc_combine(r->acc, r->acc, w, elems, t, op);
+            zc__rx_consume(x->comm, r, fold);
+            (*x->budget)--;
+        }
+        r->b = 1;
+        return true;
+    }
+    if (r->b <= v->steps) {
+        uint32_t k = (uint32_t)r->b - 1u, q = u ^ (1u << k), peer = zc_vr_real(v, q);
+        if (rel >> k & 1u) {
+            uint8_t *d = zc__tx_begin_n(x->comm, r, peer, c, elems * ab);
+            if (!d) return false;
+            zc__memcpy(d, r->acc, elems * ab);
+            if (zc__tx_end(x->comm, r, peer, c, elems * ab) != ZC_OK) return false;
+            r->b = 0, r->a++;
+        } else {
+            const uint8_t *w = zc__rx_peek(x->comm, r, peer, c, elems * ab);
+            if (!w) return false;
+            zc__acc_combine(r->acc, u < q ? r->acc : w, u < q ? w : r->acc, elems, t, op);
+            zc__rx_consume(x->comm, r, peer);
+            r->b++;
+        }
+        (*x->budget)--;
+        return true;
+    }
+    if (x->me == r->s.root) {
+        zc__acc_store(out, r->acc, elems, t, op, x->n);
+    } else { /* the root is this rank's folded odd partner */
+        uint8_t *d = zc__tx_begin_n(x->comm, r, fold, c, elems * x->es);
+        if (!d) return false;
+        zc__acc_store(d, r->acc, elems, t, op, x->n);
+        if (zc__tx_end(x->comm, r, fold, c, elems * x->es) != ZC_OK) return false;
+        (*x->budget)--;
+    }
+    r->b = 0, r->a++;
+    return true;
+}
+
+/* Recursive doubling (all_reduce) and the canonical tree toward the root (ZC_ALG_VTREE,
+ * reduce), chunk by chunk: r->a = chunk, r->b = its phase (zc_rd_virtual's or zc_vt_virtual's,
+ * or zc_rd_folded's: a folded rank gets the result back unless it is a reduce's non-root). A
+ * reduce's recv is the root's alone (NULL elsewhere). */
 static bool zc_step_rd(zc_ctx *x) {
     const zc__sched *s = &x->r->s;
     zc_vr v = zc_vr_of(x->n);
     uint64_t E = zc_rd_elems(x->comm, s), C = zc__msgs(s->count, (uint32_t)E);
     size_t ab = zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op);
-    bool folded = zc_vr_folded(&v, x->me);
+    bool folded = zc_vr_folded(&v, x->me), tree = s->alg == ZC_ALG_VTREE;
+    bool result = !tree || x->me == s->root;
+    uint32_t ur = zc_vr_virt(&v, s->root);
     while (*x->budget && x->r->a < C) {
         uint64_t c = x->r->a, elems = zc_min(E, s->count - c * E);
         const uint8_t *in = s->send + c * E * x->es;
-        uint8_t *out = s->recv + c * E * x->es;
-        bool moved = folded ? zc_rd_folded(x, c, elems, in, out, ab)
+        uint8_t *out = result ? s->recv + c * E * x->es : 0;
+        bool moved = folded ? zc_rd_folded(x, c, elems, in, out, ab, result)
+                     : tree ? zc_vt_virtual(x, &v, ur, c, elems, in, out, ab)
                             : zc_rd_virtual(x, &v, c, elems, in, out, ab);
         if (!moved) break;
     }
@@ -884,9 +975,9 @@ static bool zc_step_rd(zc_ctx *x) {
  * round k sends the ring's first min(d, n - d) blocks and receives the next ones, so no rotation
  * is needed at the end. Chunk j of a stream starting at element `at` of the ring (n * count
  * elements) may wrap around its end once. */
-static void zc_ring_copy(const zc_ctx *x, uint64_t at, uint64_t elems, uint8_t *flat,
+static void zc_ring_copy(const zc_ctx *x, uint64_t N, uint64_t at, uint64_t elems, uint8_t *flat,
                          bool into_ring) {
-    uint64_t N = (uint64_t)x->n * x->r->s.count, head = zc_min(elems, N - at);
+    uint64_t head = zc_min(elems, N - at);
     uint8_t *ring = x->r->s.recv;
     if (into_ring) {
         zc__memcpy(ring + at * x->es, flat, head * x->es);
@@ -910,7 +1001,7 @@ static bool zc_bruck_round(zc_ctx *x, uint32_t k) {
         uint64_t elems = zc_chunk_len(x, len, k_tx), at = mine + k_tx * x->E;
         uint8_t *dst = zc__tx_begin_n(x->comm, x->r, to, k_tx, elems * x->es);
         if (!dst) break;
-        zc_ring_copy(x, at >= N ? at - N : at, elems, dst, false);
+        zc_ring_copy(x, N, at >= N ? at - N : at, elems, dst, false);
         if (zc__tx_end(x->comm, x->r, to, k_tx, elems * x->es) != ZC_OK) return false;
         (*x->budget)--;
     }
@@ -918,7 +1009,7 @@ static bool zc_bruck_round(zc_ctx *x, uint32_t k) {
         uint64_t elems = zc_chunk_len(x, len, k_rx), at = mine + d * s->count + k_rx * x->E;
         const uint8_t *src = zc__rx_peek(x->comm, x->r, from, k_rx, elems * x->es);
         if (!src) break;
-        zc_ring_copy(x, at >= N ? at - N : at, elems, (uint8_t *)(uintptr_t)src, true);
+        zc_ring_copy(x, N, at >= N ? at - N : at, elems, (uint8_t *)(uintptr_t)src, true);
         zc__rx_consume(x->comm, x->r, from);
         (*x->budget)--;
     }
@@ -1622,6 +1713,139 @@ static void zc_links_rh(const zc_comm *c, const zc__sched *s, uint64_t C_slots, 
     }
 }
 
+/* ---- van de Geijn broadcast (ZC_ALG_SCAG) ----
+ * The buffer is n balanced blocks (zc__block_lo) in the order of the ranks relative to the
+ * root: relative rank v ends up owning block v. First a binomial scatter: v's subtree (v ..
+ * v + size - 1, zc_bino_size) owns one contiguous range of the buffer, which v receives from its
+ * parent into recv and passes on in its children's ranges as it arrives. Then Bruck's all-gather
+ * over the relative ranks with unequal blocks: the buffer read as a ring of count elements
+ * starting at block v, round k (d = 2^k) sends the ring's blocks v .. v + min(d, n - d) - 1 to
+ * v - d and receives blocks v + d .. from v + d, in place in recv. On a channel the scatter's
+ * messages come first, the one Bruck stream after them. Per rank about 2 count elements in and
+ * out, 2 ceil(log2 n) steps, peers at ring distances 2^k only. */
+static uint64_t zc_scag_lo(const zc__sched *s, uint32_t n, uint32_t b) {
+    return zc__block_lo(s->count, n, b);
+}
+
+/* Elements of the m blocks from relative block b on, around the ring. */
+static uint64_t zc_scag_span(const zc__sched *s, uint32_t n, uint32_t b, uint32_t m) {
+    uint64_t lo = zc_scag_lo(s, n, b);
+    return b + m <= n ? zc_scag_lo(s, n, b + m) - lo : s->count - lo + zc_scag_lo(s, n, b + m - n);
+}
+
+/* Messages of the scatter stream into relative rank v (its subtree's range). */
+static uint64_t zc_scag_sc_msgs(const zc__sched *s, uint32_t n, uint32_t v) {
+    return zc__msgs(zc_scag_span(s, n, v, zc_bino_size(n, v)), s->chunk);
+}
+
+/* Per-peer sums: the links' peers (parent, children, Bruck's to and from), each once. */
+typedef struct zc_scag_link {
+    uint32_t k;
+    uint32_t peer[4u * 32u];
+    uint64_t tx[4u * 32u], rx[4u * 32u];
+} zc_scag_link;
+
+static void zc_scag_add(zc_scag_link *l, uint32_t peer, uint64_t tx, uint64_t rx) {
+    uint32_t i = 0;
+    while (i < l->k && l->peer[i] != peer) i++;
+    ZC_ASSERT(i < 4u * 32u);
+    if (i == l->k) l->peer[l->k++] = peer, l->tx[i] = 0, l->rx[i] = 0;
+    l->tx[i] += tx, l->rx[i] += rx;
+}
+
+static void zc_links_scag(const zc_comm *c, const zc__sched *s, uint64_t C_slots,
+                          zc__link_fn fn, void *ctx) {
+    uint32_t n = c->nranks, me = c->rank, v = zc_rel(me, s->root, n);
+    uint32_t rounds = zc_barrier_rounds(n);
+    zc_scag_link l;
+    (void)C_slots;
+    l.k = 0;
+    if (v) zc_scag_add(&l, zc__add_mod(zc_parent(s, v), s->root, n), 0, zc_scag_sc_msgs(s, n, v));
+    for (uint32_t k = zc_first_child(s, n, v); k < n; k = zc_next_child(s, n, v, k))
+        zc_scag_add(&l, zc__add_mod(k, s->root, n), zc_scag_sc_msgs(s, n, k), 0);
+    for (uint32_t k = 0; k < rounds; k++) {
+        uint32_t d = 1u << k, m = zc_bruck_blocks(n, k), from = zc__add_mod(v, d, n);
+        zc_scag_add(&l, zc__add_mod(me, n - d, n), zc__msgs(zc_scag_span(s, n, v, m), s->chunk),
+                    0);
+        zc_scag_add(&l, zc__add_mod(me, d, n), 0, zc__msgs(zc_scag_span(s, n, from, m), s->chunk));
+    }
+    for (uint32_t i = 0; i < l.k; i++) fn(ctx, l.peer[i], l.tx[i], l.rx[i]);
+}
+
+/* The scatter: true once this rank's subtree range is in recv (the root: copied) and every
+ * child's range went. */
+static bool zc_scag_scatter(zc_ctx *x, uint32_t v) {
+    const zc__sched *s = &x->r->s;
+    uint32_t n = x->n;
+    uint64_t lo = zc_scag_lo(s, n, v), len = zc_scag_span(s, n, v, zc_bino_size(n, v));
+    uint64_t got = len;
+    bool done = true;
+    const uint8_t *src = s->send;
+    if (v == 0) {
+        done = zc_copy_own(x, s->recv, s->send, s->count);
+    } else {
+        uint32_t parent = zc__add_mod(zc_parent(s, v), s->root, n);
+        zc_recv_chunks(x, parent, s->recv + lo * x->es, len, 0);
+        got = zc_min(zc__rx_done(x->comm, x->r, parent) * x->E, len);
+        done = got == len;
+        src = s->recv;
+    }
+    for (uint32_t c = zc_first_child(s, n, v); c < n; c = zc_next_child(s, n, v, c)) {
+        uint32_t p = zc__add_mod(c, s->root, n);
+        uint64_t clo = zc_scag_lo(s, n, c), clen = zc_scag_span(s, n, c, zc_bino_size(n, c));
+        uint64_t off = clo - lo, ready = got >= off + clen ? UINT64_MAX
+                                         : got > off ? (got - off) / x->E : 0;
+        zc_send_chunks(x, p, src + clo * x->es, clen, 0, ready, false);
+        done = done && zc__tx_done(x->comm, x->r, p) >= zc__msgs(clen, x->E);
+    }
+    return done;
+}
+
+/* Bruck's round k: true once both its streams are complete. The streams start after the
+ * scatter's messages on their channels. */
+static bool zc_scag_round(zc_ctx *x, uint32_t v, uint32_t k) {
+    const zc__sched *s = &x->r->s;
+    uint32_t n = x->n, d = 1u << k, m = zc_bruck_blocks(n, k), vf = zc__add_mod(v, d, n);
+    uint32_t to = zc__add_mod(x->me, n - d, n), from = zc__add_mod(x->me, d, n);
+    uint32_t tv = zc__add_mod(v, n - d, n);
+    uint64_t tx0 = tv > v && zc_is_child(s, n, v, tv) ? zc_scag_sc_msgs(s, n, tv) : 0;
+    uint64_t rx0 = v && vf == zc_parent(s, v) ? zc_scag_sc_msgs(s, n, v) : 0;
+    uint64_t tlen = zc_scag_span(s, n, v, m), rlen = zc_scag_span(s, n, vf, m);
+    uint64_t tat = zc_scag_lo(s, n, v), rat = zc_scag_lo(s, n, vf);
+    uint64_t k_tx = zc__tx_done(x->comm, x->r, to), k_rx = zc__rx_done(x->comm, x->r, from);
+    uint64_t T = zc__msgs(tlen, x->E), R = zc__msgs(rlen, x->E);
+    for (; *x->budget && k_tx - tx0 < T; k_tx++) {
+        uint64_t elems = zc_chunk_len(x, tlen, k_tx - tx0), at = tat + (k_tx - tx0) * x->E;
+        uint8_t *dst = zc__tx_begin_n(x->comm, x->r, to, k_tx, elems * x->es);
+        if (!dst) break;
+        zc_ring_copy(x, s->count, at >= s->count ? at - s->count : at, elems, dst, false);
+        if (zc__tx_end(x->comm, x->r, to, k_tx, elems * x->es) != ZC_OK) return false;
+        (*x->budget)--;
+    }
+    for (; *x->budget && k_rx - rx0 < R; k_rx++) {
+        uint64_t elems = zc_chunk_len(x, rlen, k_rx - rx0), at = rat + (k_rx - rx0) * x->E;
+        const uint8_t *src = zc__rx_peek(x->comm, x->r, from, k_rx, elems * x->es);
+        if (!src) break;
+        zc_ring_copy(x, s->count, at >= s->count ? at - s->count : at, elems,
+                     (uint8_t *)(uintptr_t)src, true);
+        zc__rx_consume(x->comm, x->r, from);
+        (*x->budget)--;
+    }
+    return k_tx - tx0 >= T && k_rx - rx0 >= R;
+}
+
+/* r->a: the root's own copy (chunks); r->b: 0 the scatter, then 1 + Bruck's round. */
+static bool zc_step_scag(zc_ctx *x) {
+    uint32_t v = zc_rel(x->me, x->r->s.root, x->n), rounds = zc_barrier_rounds(x->n);
+    if (x->r->b == 0) {
+        if (!zc_scag_scatter(x, v)) return false;
+        x->r->b = 1;
+    }
+    while (*x->budget && x->r->b <= rounds && zc_scag_round(x, v, (uint32_t)x->r->b - 1u))
+        x->r->b++;
+    return x->r->b > rounds && zc_all_moved(x->r);
+}
+
 /* ---- the host family: one row per algorithm ---- */
 
 typedef struct zc_host_alg {
@@ -1629,7 +1853,7 @@ typedef struct zc_host_alg {
     bool (*step)(zc_ctx *x); /* moves it within the budget; true once its work is done */
 } zc_host_alg;
 
-static const zc_host_alg zc_host_algs[ZC_ALG_RAB + 1] = {
+static const zc_host_alg zc_host_algs[ZC_ALG_SCAG + 1] = {
     [ZC_ALG_LOCAL] = {zc_links_none, zc_step_local},
     [ZC_ALG_ONESHOT] = {zc_links_all_c, zc_step_oneshot},
     [ZC_ALG_RSAG] = {zc_links_rsag, zc_step_rs},
@@ -1644,10 +1868,12 @@ static const zc_host_alg zc_host_algs[ZC_ALG_RAB + 1] = {
     [ZC_ALG_BINOMIAL] = {zc_links_binomial, zc_step_binomial},
     [ZC_ALG_RH] = {zc_links_rh, zc_step_rh},
     [ZC_ALG_RAB] = {zc_links_rh, zc_step_rh},
+    [ZC_ALG_VTREE] = {zc_links_vtree, zc_step_rd},
+    [ZC_ALG_SCAG] = {zc_links_scag, zc_step_scag},
 };
 
 static const zc_host_alg *zc_host_alg_of(uint32_t alg) {
-    ZC_ASSERT(alg <= ZC_ALG_RAB && zc_host_algs[alg].step);
+    ZC_ASSERT(alg <= ZC_ALG_SCAG && zc_host_algs[alg].step);
     return &zc_host_algs[alg];
 }
 
@@ -1679,3 +1905,12 @@ static bool zc_host_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
 
 const zc__family zc__fam_host = {"host", ZC_FAM_EAGER | ZC_FAM_PLACE, zc_host_links,
                                  zc_host_begin, zc_host_step};
+
+void zc_comm_messages(const zc_comm *comm, uint64_t *sent, uint64_t *received) {
+    uint64_t tx = 0, rx = 0;
+    bool ok = zc__comm_ok(comm);
+    for (uint32_t i = 0; ok && i < ZC_WIRE_LANES * comm->nconn; i++)
+        tx += comm->chans[i].tx_count, rx += comm->chans[i].rx_count;
+    if (sent) *sent = tx;
+    if (received) *received = rx;
+}

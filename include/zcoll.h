@@ -137,13 +137,16 @@ typedef enum zc_mem_kind { ZC_MEM_HOST, ZC_MEM_CUDA } zc_mem_kind;
  * 2 ranks every size goes direct (the root's work is one reduction of the input there, against
  * half a reduction, half a copy and a wait between the two phases: 2x faster from 512 KiB). */
 #define ZC_DEFAULT_REDUCE_DIRECT_MAX_BYTES 16384u
-/* broadcast: at most this many bytes go down a binomial tree; above, a pipelined chain. */
+/* broadcast: at most this many bytes go down a binomial tree; above, a pipelined chain (in
+ * overlay mode binomial scatter + Bruck all-gather). */
 #define ZC_DEFAULT_BCAST_TREE_MAX_BYTES 65536u
 /* Host collectives of a communicator of at least this many ranks take the log-depth algorithms
  * (all_reduce: recursive doubling up to allreduce_oneshot_max_bytes; all_gather: Bruck;
  * all_to_all: Bruck up to blocks of 1 KiB; in overlay mode also gather and scatter down a
- * binomial tree, all_to_all by Bruck at every size, reduce_scatter by recursive halving and a
- * larger all_reduce by Rabenseifner), whose steps grow as log2(n); smaller ones keep the direct
+ * binomial tree, all_to_all by Bruck at every size, reduce_scatter by recursive halving, a
+ * larger all_reduce by Rabenseifner, reduce down the canonical tree toward the root and a
+ * broadcast above ZC_DEFAULT_BCAST_TREE_MAX_BYTES by van de Geijn), whose steps grow as
+ * log2(n); smaller ones keep the direct
  * algorithms above, fastest at a few ranks. */
 #define ZC_DEFAULT_LOG_MIN_RANKS 9u
 
@@ -285,8 +288,9 @@ typedef struct zc_config {
     uint32_t overlay_min_ranks;  /* overlay mode from this many ranks up (0 = never, the
                                   * default): a rank connects only to ranks at distance 2^k
                                   * and its recursive-doubling partners, plus its own host's
-                                  * ranks; collectives without an algorithm over those peers
-                                  * return ZC_UNSUPPORTED. Needs log_min_ranks 1..this value.
+                                  * ranks; every collective runs over those peers, send and
+                                  * recv naming another rank return ZC_UNSUPPORTED. Needs
+                                  * log_min_ranks 1..this value.
                                   * Must be equal on every rank */
 } zc_config;
 
@@ -435,6 +439,10 @@ void zc_comm_gpu_staged(const zc_comm *comm, uint64_t *calls, uint64_t *rounds);
  * NIC wrote from this rank into peers' device memory for them (0 and 0 for NULL or a
  * communicator without a gpu provider). */
 void zc_comm_gpu_direct(const zc_comm *comm, uint64_t *calls, uint64_t *bytes);
+/* Messages this rank posted to and consumed from its peers since init, every connection and
+ * lane together (0 and 0 for NULL): what a call costs in messages is the difference across it.
+ * Reads counters only; O(connections). */
+void zc_comm_messages(const zc_comm *comm, uint64_t *sent, uint64_t *received);
 /* What this machine offers device-memory collectives and what zcoll would do with it, one line
  * at a time through emit (each line without its newline; user passed back): the CUDA driver and
  * runtime versions; every GPU (name, compute capability, multiprocessors, memory, PCI bus id,

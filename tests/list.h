@@ -141,6 +141,8 @@ ZT_TEST(logalg_default_choice_switches_at_nine_ranks, 30)
 ZT_TEST(logalg_concurrent_calls_complete_in_any_wait_order, 60)
 ZT_TEST(logalg_tree_and_bruck_calls_in_flight_complete_in_any_wait_order, 60)
 ZT_TEST(logalg_rh_rab_concurrent_calls_match_sums, 60)
+ZT_TEST(logalg_vtree_reduce_keeps_the_tree_order_at_every_root, 60)
+ZT_TEST(logalg_vtree_scag_concurrent_calls_match, 60)
 
 /* tests/test_anysource.c */
 ZT_TEST(any_source_takes_every_peer_once_in_order, 30)

@@ -205,7 +205,7 @@ bool zr_fill_order(float *buf, size_t count, uint32_t n, uint32_t r) {
     const float *x = n == 4 ? x4 : n == 5 ? x5 : n == 7 ? x7 : n == 8 ? x8 : 0;
     uint8_t big = n == 4 ? big4 : n == 5 ? big5 : n == 7 ? big7 : big8;
     if (!x || r >= n) return false;
-    float v = (big >> r) & 1u ? x[r] * B : x[r];
+    float v = ((unsigned)big >> r) & 1u ? x[r] * B : x[r];
     for (size_t i = 0; i < count; i++) buf[i] = v * (float)(1u << (i % 8u)); /* exact scaling */
     return true;
 }

@@ -1,5 +1,6 @@
 /* test_logalg.c: the log-depth host algorithms (recursive-doubling all_reduce, Bruck
- * all_gather and all_to_all, binomial gather and scatter from every root) forced by
+ * all_gather and all_to_all, binomial gather and scatter, reduce down the canonical tree and van
+ * de Geijn broadcast from every root) forced by
  * cfg->log_min_ranks (the binomial tree by overlay mode, cfg->overlay_min_ranks), in process on n = 1..17, 31, 33 and 64 ranks: every
  * dtype x op, ragged counts (fewer than n, not divisible by n, several accumulator chunks), in
  * place and not; each result checked bitwise against tests/ref.c (the canonical reduction order)
@@ -167,7 +168,8 @@ static void la_case(la_group *lg, la_group *dg, const zr_case *k, uint32_t alg, 
     for (uint32_t r = 0; r < n; r++) {
         uint64_t pc = (uint64_t)__builtin_popcountll(la_seen.peers[r]);
         most_peers = pc > most_peers ? pc : most_peers;
-        for (uint32_t p = 0; p < n && (alg == ZC_ALG_RH || alg == ZC_ALG_RAB); p++)
+        for (uint32_t p = 0; p < n && (alg == ZC_ALG_RH || alg == ZC_ALG_RAB ||
+                                       alg == ZC_ALG_VTREE); p++)
             if (la_seen.peers[r] >> p & 1u && !la_overlay_bc(n, r, p)) {
                 printf("    rank %u sent to %u, not an overlay peer (b)+(c)\n", r, p);
                 outside++;
@@ -190,9 +192,11 @@ static void la_case(la_group *lg, la_group *dg, const zr_case *k, uint32_t alg, 
     if (n > 1 && k->count) {
         if (algs != 1u << alg) printf("    algorithms seen 0x%x, want 1 << %u\n", algs, alg);
         ZT_CHECK_EQ(algs, 1u << alg);
-        ZT_CHECK(most_peers <= la_ceil_log2(n) + 1u);
-        ZT_CHECK(most_peers >= 1u);
-        if (alg == ZC_ALG_BRUCK || alg == ZC_ALG_BINOMIAL) la_check_ring(n);
+        /* van de Geijn sends to its children (+2^j) and Bruck's peers (-2^k) */
+        ZT_CHECK(most_peers <= (alg == ZC_ALG_SCAG ? 2u : 1u) * la_ceil_log2(n) + 1u);
+        ZT_CHECK(most_peers >= 1u || (alg == ZC_ALG_VTREE && n == 1));
+        if (alg == ZC_ALG_BRUCK || alg == ZC_ALG_BINOMIAL || alg == ZC_ALG_SCAG)
+            la_check_ring(n);
     }
     for (uint32_t r = 0; r < n; r++)
         free(send[r]), free(work[r]), free(recv[r]), free(want[r]), free(other[r]);
@@ -230,12 +234,31 @@ static void la_sweep_trees(la_group *og, la_group *lg, la_group *dg, zt_rng *rng
     }
 }
 
+/* Reduce (the canonical tree toward the root) and the large broadcast (van de Geijn), forced
+ * by overlay mode, from every root: dtype x op in turn, ragged counts (fewer than n, not
+ * divisible by n, several chunks), in place and not. */
+static void la_sweep_rooted(la_group *og, la_group *rg, la_group *dg, zt_rng *rng, uint32_t *i) {
+    uint32_t n = og->n;
+    for (uint32_t root = 0; root < n; root++) {
+        zc_dtype t = (zc_dtype)((root * 3u + *i) % ZC_DTYPE_COUNT_);
+        zc_op op = (zc_op)((root + *i) % ZC_OP_COUNT_);
+        size_t count = la_count(n, (*i)++);
+        zr_case k = {ZR_REDUCE, n, count, t, op, root, zt_rng_below(rng, 2)};
+        la_case(root & 1u ? og : rg, dg, &k, ZC_ALG_VTREE, zt_seed() + *i);
+        size_t bc = root == 2 ? 0 : la_count(n, (*i)++) + (root & 1u ? 3u * n : 0u);
+        zr_case b = {ZR_BCAST, n, bc, (zc_dtype)((root + *i) % ZC_DTYPE_COUNT_), ZC_SUM, root,
+                     zt_rng_below(rng, 2)};
+        la_case(rg, dg, &b, ZC_ALG_SCAG, zt_seed() + *i);
+    }
+}
+
 static void la_sweep(uint32_t n, bool full) {
     la_group og, lg, dg, rg;
     la_open_overlay(&og, n, 256, 1024);
     la_open(&lg, n, 256, 1u << 30, 1);
     la_open(&dg, n, 256, 1024, 0);
-    la_open_overlay(&rg, n, 256, 0); /* all_reduce of count >= n: Rabenseifner */
+    la_open_overlay(&rg, n, 256, 0); /* all_reduce of count >= n: Rabenseifner; broadcast:
+                                      * van de Geijn */
     zc__test_forge = la_hook;
     zt_rng rng = {zt_seed() ^ (n * 7919u)};
     uint32_t i = 0;
@@ -253,6 +276,7 @@ static void la_sweep(uint32_t n, bool full) {
         la_case(&lg, &dg, &k, ZC_ALG_BRUCK, zt_seed() + i);
     }
     la_sweep_trees(&og, &lg, &dg, &rng, full, &i);
+    la_sweep_rooted(&og, &rg, &dg, &rng, &i);
     for (int t = 0; t < ZC_DTYPE_COUNT_; t++)
         for (int op = 0; op < ZC_OP_COUNT_; op++) {
             if (!full && zt_rng_below(&rng, 4)) continue;
@@ -426,5 +450,83 @@ void logalg_rh_rab_concurrent_calls_match_sums(void) {
                 size_t at = k % 2 ? r * cnt[k] + i : i;
                 ZT_CHECK_EQ(out[r][k][i], (int32_t)(78u * 1000u + N * (uint32_t)at));
             }
+    la_close(&g);
+}
+
+/* Reduce toward every root on inputs whose sum in the rank tree differs from the linear order's
+ * (zr_fill_order, fp32 on 5, 7 and 8 ranks: folded pairs and none): the canonical tree's steps
+ * toward the root give the reference's bits at every root, with recv NULL off the root. */
+void logalg_vtree_reduce_keeps_the_tree_order_at_every_root(void) {
+    enum { CNT = 24 };
+    static const uint32_t ns[] = {5, 7, 8};
+    for (uint32_t ni = 0; ni < 3; ni++) {
+        uint32_t n = ns[ni];
+        la_group g;
+        la_open_overlay(&g, n, 256, 1024);
+        float in[8][CNT], out[CNT], want[CNT], lin[CNT];
+        uint8_t *ins[8];
+        for (uint32_t r = 0; r < n; r++) {
+            ZT_CHECK(zr_fill_order(in[r], CNT, n, r));
+            ins[r] = (uint8_t *)in[r];
+        }
+        zr_reduce((uint8_t *)want, ins, n, CNT, ZC_FLOAT32, ZC_SUM);
+        bool differs = false;
+        for (uint32_t i = 0; i < CNT; i++) {
+            lin[i] = 0;
+            for (uint32_t r = 0; r < n; r++) lin[i] += in[r][i];
+            differs = differs || memcmp(&lin[i], &want[i], sizeof lin[i]) != 0;
+        }
+        ZT_CHECK(differs); /* the inputs tell the orders apart */
+        zc__test_forge = la_hook;
+        for (uint32_t root = 0; root < n; root++) {
+            zc_req reqs[8];
+            la_seen_reset(&g);
+            memset(out, 0xA5, sizeof out);
+            for (uint32_t r = 0; r < n; r++)
+                ZT_CHECK_ST(zc_reduce(g.c[r], in[r], r == root ? out : NULL, CNT, ZC_FLOAT32,
+                                      ZC_SUM, root, &reqs[r]), ZC_OK);
+            for (uint32_t r = 0; r < n; r++) ZT_CHECK_ST(zc_wait(g.c[r], &reqs[r]), ZC_OK);
+            ZT_CHECK_EQ(la_seen.algs, 1u << ZC_ALG_VTREE);
+            ZT_CHECK(memcmp(out, want, sizeof out) == 0);
+        }
+        zc__test_forge = NULL;
+        la_close(&g);
+    }
+}
+
+/* Reduces down the canonical tree and van de Geijn broadcasts from different roots in flight
+ * together on 13 ranks (a folded pair, ragged blocks, a count of 0 among them), waited in
+ * reverse order: each call's streams take only their own messages. */
+void logalg_vtree_scag_concurrent_calls_match(void) {
+    enum { N = 13, K = 8, MAXC = 700 };
+    la_group g;
+    la_open_overlay(&g, N, 256, 0);
+    static int32_t in[N][K][MAXC], out[N][K][MAXC];
+    zc_req reqs[N][K];
+    size_t cnt[K];
+    la_counts(cnt, K, MAXC);
+    cnt[5] = 0;
+    for (uint32_t r = 0; r < N; r++)
+        for (int k = 0; k < K; k++) {
+            uint32_t root = (uint32_t)(k * 5 + 1) % N;
+            for (size_t i = 0; i < cnt[k]; i++) in[r][k][i] = (int32_t)(r * 1000u + (uint32_t)i);
+            memset(out[r][k], 0, sizeof out[r][k]);
+            zc_status st = k % 2 ? zc_broadcast(g.c[r], in[r][k], out[r][k], cnt[k], ZC_INT32,
+                                                root, &reqs[r][k])
+                                 : zc_reduce(g.c[r], in[r][k], out[r][k], cnt[k], ZC_INT32,
+                                             ZC_SUM, root, &reqs[r][k]);
+            ZT_CHECK_ST(st, ZC_OK);
+        }
+    for (int k = K - 1; k >= 0; k--)
+        for (uint32_t r = 0; r < N; r++) ZT_CHECK_ST(zc_wait(g.c[r], &reqs[r][k]), ZC_OK);
+    for (uint32_t r = 0; r < N; r++)
+        for (int k = 0; k < K; k++) {
+            uint32_t root = (uint32_t)(k * 5 + 1) % N;
+            for (size_t i = 0; i < cnt[k]; i++) {
+                if (k % 2) ZT_CHECK_EQ(out[r][k][i], in[root][k][i]);
+                else if (r == root) /* sum over ranks of p * 1000 + i */
+                    ZT_CHECK_EQ(out[r][k][i], (int32_t)(78u * 1000u + N * (uint32_t)i));
+            }
+        }
     la_close(&g);
 }

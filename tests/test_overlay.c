@@ -2,11 +2,11 @@
  * simulated host: each rank's connections are exactly the set core/layout.h defines (computed
  * here again from the definition, symmetric, and every rank when the mode is off); the calls
  * with an algorithm over them (recursive-doubling all_reduce, Bruck all_gather and all_to_all,
- * binomial-tree broadcast, gather and scatter from several roots, recursive-halving
- * reduce_scatter, Rabenseifner all_reduce, dissemination barrier) match
- * tests/ref.c bitwise, in place and
- * not, at ragged counts; the others, and a send to a rank without a connection, return
- * ZC_UNSUPPORTED with a sentence naming overlay mode and leave the communicator usable. */
+ * binomial-tree broadcast, van de Geijn broadcast above bcast_tree_max_bytes, gather, scatter
+ * and reduce (the canonical tree toward the root) from several roots, recursive-halving
+ * reduce_scatter, Rabenseifner all_reduce, dissemination barrier) match tests/ref.c bitwise, in
+ * place and not, at ragged counts; a send or receive naming a rank without a connection returns
+ * ZC_UNSUPPORTED with a sentence naming overlay mode and leaves the communicator usable. */
 #include "zt.h"
 
 #include "../core/engine.h"
@@ -112,7 +112,7 @@ static void ov_case(ov_group *g, const zr_case *k, uint64_t seed) {
     for (uint32_t r = 0; r < n; r++) free(send[r]), free(recv[r]), free(want[r]);
 }
 
-/* A call without an algorithm over the overlay: ZC_UNSUPPORTED with the sentence on rank 0. */
+/* A call without a way over the overlay: ZC_UNSUPPORTED with the sentence on rank 0. */
 static void ov_refused(ov_group *g, zc_status st) {
     ZT_CHECK_ST(st, ZC_UNSUPPORTED);
     ZT_CHECK(strstr(zc_comm_error_text(g->c[0]), "overlay mode") != NULL);
@@ -121,16 +121,15 @@ static void ov_refused(ov_group *g, zc_status st) {
 static void ov_unsupported(ov_group *g) {
     zc_comm *c = g->c[0];
     uint32_t n = g->n;
-    static int32_t a[OV_MAXR * 64], b[OV_MAXR * 64];
+    static int32_t a[OV_MAXR * 64];
     zc_req q;
-    ov_refused(g, zc_reduce(c, a, b, 4, ZC_INT32, ZC_SUM, 0, &q));
-    ov_refused(g, zc_broadcast(c, a, b, 64u * n, ZC_INT32, 0, &q));      /* > 1 KiB: chain */
     uint32_t far = 0;
     for (uint32_t p = 1; p < n && !far; p++)
         if (c->conn[p] == ZC_NO_CONN) far = p;
     ZT_CHECK(far != 0);
     ov_refused(g, zc_send(c, a, 4, ZC_INT32, far, &q));
     ov_refused(g, zc_recv(c, a, 4, ZC_INT32, far, &q));
+    ZT_CHECK(strstr(zc_comm_error_text(c), "not one of them") != NULL);
 }
 
 static void ov_sweep(uint32_t n) {
@@ -166,6 +165,11 @@ static void ov_sweep(uint32_t n) {
         ov_case(&g, &rs, seed++);
         zr_case big = {ZR_ALLREDUCE, n, 64u * n + i, t, op, 0, in_place}; /* Rabenseifner > 1 KiB */
         ov_case(&g, &big, seed++);
+        zr_case re = {ZR_REDUCE, n, count, t, op, (uint32_t)(i * 3u + 2u) % n, in_place};
+        ov_case(&g, &re, seed++);
+        zr_case vg = {ZR_BCAST, n, 1024u / zc_dtype_bytes(t) + 1u + i * n, t, ZC_SUM,
+                      (uint32_t)(i * 5u + 3u) % n, in_place}; /* > 1 KiB: van de Geijn */
+        ov_case(&g, &vg, seed++);
     }
     zc_req reqs[OV_MAXR];
     for (uint32_t r = 0; r < n; r++) ZT_CHECK_ST(zc_barrier(g.c[r], &reqs[r]), ZC_OK);

@@ -1,10 +1,12 @@
 /* test_scale.c: overlay mode at scale, in process: groups of ZC_SCALE_RANKS ranks (a comma list;
  * default 1024; `ninja check-scale` runs 512 and 4096), 8 per simulated host, slots of 1 KiB x
  * 2: all_reduce (recursive doubling) at ragged counts, in place and not, all_gather (Bruck),
- * broadcast from several roots, barrier; every result checked bitwise against tests/ref.c's
+ * broadcast from several roots (binomial tree; van de Geijn above bcast_tree_max_bytes), reduce
+ * (the canonical tree toward the root), barrier; every result checked bitwise against tests/ref.c's
  * documented order. Prints per rank the arena bytes and connections, and the CPU time of one
  * 8-byte all_reduce over all ranks (median of 5), with the ratio to the first size's; the arena
- * stays within 512 KiB per rank and each rank's connections within the overlay's bound. */
+ * stays within 512 KiB per rank and each rank's connections within the overlay's bound. Last a
+ * rank aborts mid-call: every other fails before its deadline, naming it (sc_killed_rank). */
 #include "zt.h"
 
 #include "../core/engine.h"
@@ -81,11 +83,12 @@ static void sc_case(sc_group *g, const zr_case *k, uint64_t seed) {
         memset(recv[r], 0xA5, bb);
     }
     memset(want, 0xA5, bb);
-    zr_want(k, send, 0, want); /* all_reduce, all_gather, broadcast: the same at every rank */
+    zr_want(k, send, k->root, want); /* the same at every rank (reduce: the root's only) */
     for (uint32_t r = 0; r < n; r++)
         ZT_CHECK_ST(zr_issue(k, g->c[r], r, send[r], recv[r], &g->reqs[r]), ZC_OK);
     sc_wait_all(g);
     for (uint32_t r = 0; r < n; r++) {
+        if (k->c == ZR_REDUCE && r != k->root) continue;
         const uint8_t *got = zr_result(k, r, send[r], recv[r], &bytes);
         if (zr_first_diff(got, want, bytes) != bytes) {
             char d[160];
@@ -123,6 +126,48 @@ static double sc_time_allreduce(sc_group *g) {
     return ms[3];
 }
 
+static double sc_wall_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* One rank aborts while every other one waits on an all_reduce (last, the group is failed
+ * after it): every other rank fails with ZC_PEER_LOST, ZC_ABORTED or ZC_TIMED_OUT before its
+ * deadline, though most have no connection to the dead rank (the report travels the overlay),
+ * and each one's failure names the dead rank, not the rank that passed the report on. */
+static void sc_killed_rank(sc_group *g) {
+    uint32_t n = g->n, dead = n / 2u + 5u, unconnected = 0, named = 0;
+    for (uint32_t r = 0; r < n; r++) unconnected += g->c[dead]->conn[r] == ZC_NO_CONN;
+    ZT_CHECK(unconnected > n / 2u);
+    float *in = calloc(2u * n, sizeof *in), *out = calloc(2u * n, sizeof *out);
+    ZT_CHECK(in && out);
+    for (uint32_t r = 0; r < n; r++)
+        if (r != dead)
+            ZT_CHECK_ST(zc_allreduce(g->c[r], in + 2u * r, out + 2u * r, 2, ZC_FLOAT32, ZC_SUM,
+                                     &g->reqs[r]), ZC_OK);
+    double t0 = sc_wall_ms(), most = 0.0;
+    ZT_CHECK_ST(zc_comm_abort(g->c[dead]), ZC_OK);
+    for (uint32_t r = 0; r < n; r++) {
+        if (r == dead) continue;
+        zc_status st = zc_wait(g->c[r], &g->reqs[r]);
+        double t = sc_wall_ms() - t0;
+        most = t > most ? t : most;
+        if (st != ZC_PEER_LOST && st != ZC_ABORTED && st != ZC_TIMED_OUT)
+            printf("    rank %u: %s\n", r, zc_comm_error_text(g->c[r]));
+        ZT_CHECK(st == ZC_PEER_LOST || st == ZC_ABORTED || st == ZC_TIMED_OUT);
+        named += g->c[r]->fail_peer == (int32_t)dead;
+    }
+    double deadline_ms = (double)g->c[0]->cfg.timeout_ns / 1e6;
+    printf("    %u ranks: rank %u aborted; all %u others failed within %.3f ms wall (deadline "
+           "%.0f ms), %u of them unconnected to it, %u naming it as the failed rank\n", n, dead,
+           n - 1u, most, deadline_ms, unconnected, named);
+    fflush(stdout);
+    ZT_CHECK(most < deadline_ms);
+    ZT_CHECK_EQ(named, n - 1u);
+    free(in), free(out);
+}
+
 static void sc_one(uint32_t n, double *ms_first) {
     sc_group g;
     sc_open(&g, n);
@@ -150,6 +195,13 @@ static void sc_one(uint32_t n, double *ms_first) {
         zr_case bc = {ZR_BCAST, n, 5u + i * 100u, ZC_INT32, ZC_SUM, roots[i], i == 2};
         sc_case(&g, &bc, seed++);
     }
+    zr_case vg = {ZR_BCAST, n, ZC_DEFAULT_BCAST_TREE_MAX_BYTES / 4u + 3u + n / 8u, ZC_INT32,
+                  ZC_SUM, n / 2u + 3u, false}; /* above the tree's bytes: van de Geijn */
+    sc_case(&g, &vg, seed++);
+    zr_case re = {ZR_REDUCE, n, 7, ZC_INT32, ZC_SUM, n - 1u, false}; /* the tree to the root */
+    sc_case(&g, &re, seed++);
+    zr_case re2 = {ZR_REDUCE, n, 300, ZC_FLOAT32, ZC_MAX, 3, true};
+    sc_case(&g, &re2, seed++);
     for (uint32_t r = 0; r < n; r++) ZT_CHECK_ST(zc_barrier(g.c[r], &g.reqs[r]), ZC_OK);
     sc_wait_all(&g);
     double ms = sc_time_allreduce(&g);
@@ -158,6 +210,7 @@ static void sc_one(uint32_t n, double *ms_first) {
            "rank (bound %u), 8-byte all_reduce %.2f ms CPU over all ranks (x%.1f the first "
            "size)\n", n, g.arena, most, bound, ms, ms / *ms_first);
     fflush(stdout);
+    sc_killed_rank(&g);
     sc_close(&g);
 }
 

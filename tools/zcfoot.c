@@ -9,11 +9,16 @@
  *     [--log-min-ranks K] (cfg->log_min_ranks: 0 = one-shot at every n, 1 = recursive doubling)
  *     [--overlay K] (both forms: cfg->overlay_min_ranks, overlay mode from K ranks; log_min_ranks
  *     1 unless it is 1..K)
- *     [--coll allreduce|alltoall|gather|scatter]
- *     per N: an in-process group (zc_comm_init_inproc) and the CPU time of one 8-byte float32
- *     all_reduce over all ranks driven by this thread (issue on every rank, then zc_wait on
- *     each), median and minimum of R calls after one warm-up, with the arena per rank; --coll
- *     times an all_to_all, gather or scatter (root 0) of one int64 per rank and block instead.
+ *     [--coll allreduce|reduce|broadcast|reduce_scatter|allgather|alltoall|gather|scatter]
+ *     [--bytes B]
+ *     per N: an in-process group (zc_comm_init_inproc) and the CPU time of one call over all
+ *     ranks driven by this thread (issue on every rank, then zc_wait on each), median and
+ *     minimum of R calls after one warm-up, with the arena per rank. The call is --coll (default
+ *     allreduce; rooted ones at root 0) of B bytes of float32 per rank (per block for
+ *     reduce_scatter, allgather, alltoall, gather, scatter; default 8), results checked. Also per
+ *     call: the messages each rank sent (mean and most, from zc_comm_messages), and the
+ *     algorithm zc__choose takes for host memory with its message rounds (steps) and its mean
+ *     messages per rank by formula (docs/algorithms.md; "-" where it has none here).
  * A tool, not library code: it uses libc directly. */
 #define _GNU_SOURCE
 
@@ -34,8 +39,21 @@ typedef struct zf_opts {
     uint32_t overlay; /* cfg->overlay_min_ranks */
     zc_transport transport;
     bool time, raw, no_gpu;
-    const char *coll; /* --time: "allreduce", "alltoall", "gather" or "scatter" */
+    const char *coll; /* --time: one of zf_colls */
+    uint64_t bytes;   /* --time: bytes per rank (per block), float32 */
 } zf_opts;
+
+/* --coll's names, in zf_call's order. */
+static const char *const zf_colls[] = {"allreduce", "reduce", "broadcast", "reduce_scatter",
+                                       "allgather", "alltoall", "gather", "scatter"};
+enum { ZF_AR, ZF_RE, ZF_BC, ZF_RS, ZF_AG, ZF_A2A, ZF_GA, ZF_SC, ZF_NCOLLS };
+
+static int zf_coll_index(const char *c) {
+    if (strcmp(c, "all_reduce") == 0) return ZF_AR;
+    for (int i = 0; i < ZF_NCOLLS; i++)
+        if (strcmp(c, zf_colls[i]) == 0) return i;
+    return -1;
+}
 
 static void zf_usage(const char *why) {
     FILE *f = why ? stderr : stdout;
@@ -44,7 +62,8 @@ static void zf_usage(const char *why) {
             "[--transport auto|shm|ib|inproc] [--slot-bytes B] [--slots S] [--qps Q] "
             "[--no-gpu] [--raw]\n       zcfoot --time [--ranks N,...] [--slot-bytes B] "
             "[--slots S] [--reps R] [--no-gpu] [--log-min-ranks K]\n"
-            "       [--coll allreduce|alltoall|gather|scatter]\n       both: [--overlay K]\n");
+            "       [--coll allreduce|reduce|broadcast|reduce_scatter|allgather|alltoall|gather|"
+            "scatter] [--bytes B]\n       both: [--overlay K]\n");
     exit(why ? 2 : 0);
 }
 
@@ -80,7 +99,7 @@ static void zf_parse(zf_opts *o, int argc, char **argv) {
     static const char defaults[] = "8,64,512,1024,4096,65536";
     *o = (zf_opts){.per_host = 8, .slot_bytes = ZC_DEFAULT_SLOT_BYTES, .slots = ZC_DEFAULT_SLOTS,
                    .qps = ZC_DEFAULT_IB_QPS_PER_PEER, .reps = 9, .transport = ZC_TRANSPORT_AUTO,
-                   .log_min = ZC_DEFAULT_LOG_MIN_RANKS, .coll = "allreduce"};
+                   .log_min = ZC_DEFAULT_LOG_MIN_RANKS, .coll = "allreduce", .bytes = 8};
     zf_ranks(o, defaults);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -100,13 +119,15 @@ static void zf_parse(zf_opts *o, int argc, char **argv) {
         else if (strcmp(a, "--log-min-ranks") == 0) o->log_min = zf_u32(v, "--log-min-ranks: K");
         else if (strcmp(a, "--overlay") == 0) o->overlay = zf_u32(v, "--overlay: K");
         else if (strcmp(a, "--coll") == 0) o->coll = v;
+        else if (strcmp(a, "--bytes") == 0) o->bytes = zf_u32(v, "--bytes: a number of bytes");
         else zf_usage("unknown option (zcfoot --help for the list)");
         if (value) i++;
     }
     if (!o->reps || o->reps > ZF_MAX_REPS) zf_usage("--reps: 1..101");
-    if (strcmp(o->coll, "allreduce") && strcmp(o->coll, "alltoall") && strcmp(o->coll, "gather") &&
-        strcmp(o->coll, "scatter"))
-        zf_usage("--coll: allreduce, alltoall, gather or scatter");
+    if (zf_coll_index(o->coll) < 0)
+        zf_usage("--coll: allreduce, reduce, broadcast, reduce_scatter, allgather, alltoall, "
+                 "gather or scatter");
+    if (o->bytes < 4) zf_usage("--bytes: at least 4 (one float32)");
 }
 
 /* The configuration of rank 0 of an n-rank job (a rendezvous address and a secret as a job
@@ -187,62 +208,169 @@ static int zf_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* One 8-byte all_reduce on every rank of the group; its CPU milliseconds (<0: it failed). */
-static double zf_one_call(zc_comm **c, uint32_t n, float *send, float *recv, zc_req *reqs) {
-    double t0 = zf_cpu_ms();
+/* The call k (zf_colls) of count float32 per rank (per block) on rank r: rank p's input is
+ * p + 1 everywhere, so every result is known (reductions: sums of small integers, exact). */
+static zc_status zf_issue(int k, zc_comm *c, uint32_t r, size_t count, float *in, float *out,
+                          zc_req *req) {
+    switch (k) {
+    case ZF_AR: return zc_allreduce(c, in, out, count, ZC_FLOAT32, ZC_SUM, req);
+    case ZF_RE: return zc_reduce(c, in, r == 0 ? out : NULL, count, ZC_FLOAT32, ZC_SUM, 0, req);
+    case ZF_BC: return zc_broadcast(c, in, out, count, ZC_FLOAT32, 0, req);
+    case ZF_RS: return zc_reduce_scatter(c, in, out, count, ZC_FLOAT32, ZC_SUM, req);
+    case ZF_AG: return zc_allgather(c, in, out, count, ZC_FLOAT32, req);
+    case ZF_A2A: return zc_alltoall(c, in, out, count, ZC_FLOAT32, req);
+    case ZF_GA: return zc_gather(c, in, out, count, ZC_FLOAT32, 0, req);
+    default: return zc_scatter(c, in, out, count, ZC_FLOAT32, 0, req);
+    }
+}
+
+/* Whether rank r's result of call k is right (elements [0, len) of out). */
+static bool zf_right(int k, uint32_t n, uint32_t r, size_t count, const float *out) {
+    size_t len = k == ZF_AG || k == ZF_A2A || (k == ZF_GA && r == 0) ? count * n : count;
+    if ((k == ZF_RE || k == ZF_GA) && r != 0) return true; /* the root's alone */
+    for (size_t i = 0; i < len; i++) {
+        float want = k == ZF_AR || k == ZF_RE || k == ZF_RS ? (float)n * ((float)n + 1.0f) / 2.0f
+                     : k == ZF_AG || k == ZF_A2A || k == ZF_GA ? (float)(i / count + 1u)
+                                                               : 1.0f;
+        if (out[i] != want) return false;
+    }
+    return true;
+}
+
+typedef struct zf_msgs {
+    uint64_t sum, most; /* messages sent in the calls, over all ranks; the most by one rank */
+} zf_msgs;
+
+/* One call k on every rank of the group; its CPU milliseconds (<0: it failed or a result is
+ * wrong). in and out: n * stride floats each. Adds the messages each rank sent to *m. */
+static double zf_one(int k, zc_comm **c, uint32_t n, size_t count, size_t stride, float *in,
+                     float *out, zc_req *reqs, zf_msgs *m) {
+    uint64_t *before = calloc(n, sizeof *before);
+    if (!before) return -1.0;
+    for (uint32_t r = 0; r < n; r++) zc_comm_messages(c[r], &before[r], NULL);
+    double t0 = zf_cpu_ms(), ms = -1.0;
     for (uint32_t r = 0; r < n; r++)
-        if (zc_allreduce(c[r], send + 2u * r, recv + 2u * r, 2, ZC_FLOAT32, ZC_SUM, &reqs[r]) !=
-            ZC_OK)
-            return -1.0;
+        if (zf_issue(k, c[r], r, count, in + r * stride, out + r * stride, &reqs[r]) != ZC_OK)
+            goto out;
     for (uint32_t r = 0; r < n; r++)
-        if (zc_wait(c[r], &reqs[r]) != ZC_OK) return -1.0;
-    double ms = zf_cpu_ms() - t0;
-    for (uint32_t r = 0; r < n; r++)
-        if (recv[2u * r] != (float)n || recv[2u * r + 1] != (float)(2u * n)) return -1.0;
+        if (zc_wait(c[r], &reqs[r]) != ZC_OK) goto out;
+    ms = zf_cpu_ms() - t0;
+    for (uint32_t r = 0; r < n; r++) {
+        uint64_t now;
+        zc_comm_messages(c[r], &now, NULL);
+        m->sum += now - before[r];
+        m->most = now - before[r] > m->most ? now - before[r] : m->most;
+        if (!zf_right(k, n, r, count, out + r * stride)) ms = -1.0;
+    }
+out:
+    free(before);
     return ms;
 }
 
-/* One all_to_all, gather or scatter (root 0) of one int64 per rank and block on every rank;
- * its CPU milliseconds (<0: it failed or a result is wrong). send and recv: n * n each. */
-static double zf_one_copy(const char *coll, zc_comm **c, uint32_t n, int64_t *send,
-                          int64_t *recv, zc_req *reqs) {
-    char k = coll[0]; /* 'a'lltoall, 'g'ather, 's'catter */
-    double t0 = zf_cpu_ms();
-    for (uint32_t r = 0; r < n; r++) {
-        int64_t *in = send + (size_t)r * n, *out = recv + (size_t)r * n;
-        zc_status st = k == 'a' ? zc_alltoall(c[r], in, out, 1, ZC_INT64, &reqs[r])
-                       : k == 'g' ? zc_gather(c[r], in, out, 1, ZC_INT64, 0, &reqs[r])
-                                  : zc_scatter(c[r], in, out, 1, ZC_INT64, 0, &reqs[r]);
-        if (st != ZC_OK) return -1.0;
-    }
-    for (uint32_t r = 0; r < n; r++)
-        if (zc_wait(c[r], &reqs[r]) != ZC_OK) return -1.0;
-    double ms = zf_cpu_ms() - t0;
-    for (uint32_t r = 0; r < n; r++) /* send[p][q] = p * n + q */
-        for (uint32_t q = 0; q < (k == 's' ? 1u : n) && (k != 'g' || r == 0); q++) {
-            int64_t want = k == 'a' ? (int64_t)q * n + r : k == 'g' ? (int64_t)q * n : r;
-            if (recv[(size_t)r * n + q] != want) return -1.0;
+/* ---- the algorithm zc__choose takes (host memory), and its cost by formula ---- */
+
+static uint32_t zf_log2c(uint32_t n) {
+    uint32_t l = 0;
+    while ((1ull << l) < n) l++;
+    return l;
+}
+static uint64_t zf_msgs_of(uint64_t elems, uint64_t per) { return (elems + per - 1u) / per; }
+static uint64_t zf_lo(uint64_t count, uint32_t n, uint32_t b) {
+    return b * (count / n) + (b < count % n ? b : count % n);
+}
+static uint32_t zf_lowbit(uint32_t v) { return v & (~v + 1u); }
+static uint32_t zf_bsize(uint32_t n, uint32_t v) {
+    return v == 0 ? n : zf_lowbit(v) < n - v ? zf_lowbit(v) : n - v;
+}
+
+typedef struct zf_cost {
+    const char *alg;
+    uint32_t steps;  /* message rounds one after another (chunks pipelined) */
+    double msgs;     /* mean messages a rank sends per call; < 0: no formula here */
+} zf_cost;
+
+/* The choice of core/sched.c's zc__choose for a host call of count elements per rank (per
+ * block) and its cost: E elements per slot, A per accumulator chunk (float32 sum: 4-byte
+ * accumulators in a slice of min(slot, 8 KiB)). */
+static zf_cost zf_cost_of(const zc_config *cfg, int k, uint32_t n, uint64_t count) {
+    uint64_t bytes = count * 4u, E = cfg->slot_bytes / 4u;
+    uint64_t A = (cfg->slot_bytes < 8192u ? cfg->slot_bytes : 8192u) / 4u;
+    uint64_t C = zf_msgs_of(count, E), Ca = zf_msgs_of(count, A);
+    uint32_t L = zf_log2c(n), P = 1, steps = 0;
+    while (P * 2u <= n) P *= 2u, steps++;
+    uint32_t e = n - P;
+    bool logn = cfg->log_min_ranks && n >= cfg->log_min_ranks;
+    bool ov = cfg->overlay_min_ranks && n >= cfg->overlay_min_ranks;
+    double dn = (double)n, x = 0;
+    if (n == 1) return (zf_cost){"local", 0, 0};
+    switch (k) {
+    case ZF_AR:
+        if ((ov || logn) && (bytes <= cfg->allreduce_oneshot_max_bytes || count < n))
+            return (zf_cost){"rd", steps + (e ? 2u : 0u), ((double)P * steps + 2.0 * e) * (double)Ca / dn};
+        if (ov) return (zf_cost){"rabenseifner", 2u * steps + (e ? 2u : 0u), -1};
+        if (bytes <= cfg->allreduce_oneshot_max_bytes || count < n)
+            return (zf_cost){"oneshot", 1, (dn - 1) * (double)C};
+        return (zf_cost){"rs+ag", 2, -1};
+    case ZF_RE:
+        if (ov || (logn && (bytes <= cfg->reduce_direct_max_bytes || count < n)))
+            return (zf_cost){"vtree", steps + (e ? 1u : 0u), (dn - 1) * (double)Ca / dn};
+        if (bytes <= cfg->reduce_direct_max_bytes || count < n || n == 2)
+            return (zf_cost){"direct", 1, (dn - 1) * (double)C / dn};
+        return (zf_cost){"rs+gather", 2, -1};
+    case ZF_BC:
+        if (bytes <= cfg->bcast_tree_max_bytes)
+            return (zf_cost){"tree", L, (dn - 1) * (double)C / dn};
+        if (!ov) return (zf_cost){"chain", n - 1u, (dn - 1) * (double)C / dn};
+        for (uint32_t v = 1; v < n; v++) /* the scatter: each subtree's range into its root */
+            x += (double)zf_msgs_of(zf_lo(count, n, v + zf_bsize(n, v)) - zf_lo(count, n, v), E);
+        for (uint32_t v = 0; v < n; v++) /* Bruck: round j's min(2^j, n - 2^j) blocks from v */
+            for (uint32_t j = 0; j < L; j++) {
+                uint32_t d = 1u << j, m = d < n - d ? d : n - d, end = v + m;
+                uint64_t len = end <= n ? zf_lo(count, n, end) - zf_lo(count, n, v)
+                                        : count - zf_lo(count, n, v) + zf_lo(count, n, end - n);
+                x += (double)zf_msgs_of(len, E);
+            }
+        return (zf_cost){"van de geijn", 2u * L, x / dn};
+    case ZF_RS: return ov ? (zf_cost){"rh", steps + (e ? 1u : 0u), -1}
+                          : (zf_cost){"direct", 1, (dn - 1) * (double)C};
+    case ZF_AG:
+        if (!logn && !ov) return (zf_cost){"direct", 1, (dn - 1) * (double)C};
+        for (uint32_t j = 0; j < L; j++) {
+            uint32_t d = 1u << j;
+            x += (double)zf_msgs_of((d < n - d ? d : n - d) * count, E);
         }
-    return ms;
+        return (zf_cost){"bruck", L, x};
+    case ZF_A2A:
+        if (!ov && !(logn && bytes <= 1024u)) return (zf_cost){"direct", 1, (dn - 1) * (double)C};
+        for (uint32_t j = 0; j < L; j++) {
+            uint32_t d = 1u << j, rest = n % (2u * d);
+            x += (double)zf_msgs_of(((n / (2u * d)) * d + (rest > d ? rest - d : 0)) * count, E);
+        }
+        return (zf_cost){"bruck", L, x};
+    default: /* gather, scatter */
+        if (!ov) return (zf_cost){"direct", 1, (dn - 1) * (double)C / dn};
+        for (uint32_t v = 1; v < n; v++) x += (double)zf_bsize(n, v) * (double)C;
+        return (zf_cost){"binomial", L, x / dn};
+    }
 }
 
 /* The in-process baseline at n ranks; 1 when the group cannot be made or a call fails. */
 static int zf_time_one(const zf_opts *o, uint32_t n) {
     zc_config cfg = zf_config(o, n, ZC_TRANSPORT_INPROC);
-    size_t bytes = zc_comm_arena_bytes(&cfg);
+    size_t bytes = zc_comm_arena_bytes(&cfg), count = o->bytes / 4u;
+    int k = zf_coll_index(o->coll);
+    bool blocks = k == ZF_RS || k == ZF_AG || k == ZF_A2A || k == ZF_GA || k == ZF_SC;
+    size_t stride = blocks ? count * n : count;
     void **arenas = calloc(n, sizeof *arenas);
     zc_comm **c = calloc(n, sizeof *c);
-    float *send = calloc(2u * n, sizeof *send), *recv = calloc(2u * n, sizeof *recv);
-    bool copy = strcmp(o->coll, "allreduce") != 0;
-    int64_t *csend = copy ? calloc((size_t)n * n, sizeof *csend) : NULL;
-    int64_t *crecv = copy ? calloc((size_t)n * n, sizeof *crecv) : NULL;
+    float *in = calloc(stride * n, sizeof *in), *out = calloc(stride * n, sizeof *out);
     zc_req *reqs = calloc(n, sizeof *reqs);
     double ms[ZF_MAX_REPS + 1];
-    int rc = !bytes || !arenas || !c || !send || !recv || !reqs || (copy && (!csend || !crecv));
-    for (size_t i = 0; !rc && copy && i < (size_t)n * n; i++) csend[i] = (int64_t)i;
+    zf_msgs m = {0, 0};
+    int rc = !bytes || !arenas || !c || !in || !out || !reqs;
     for (uint32_t r = 0; !rc && r < n; r++) {
         rc = !(arenas[r] = aligned_alloc(64, bytes));
-        send[2u * r] = 1.0f, send[2u * r + 1] = 2.0f;
+        for (size_t i = 0; i < stride; i++) in[r * stride + i] = (float)(r + 1u);
     }
     if (!rc && zc_comm_init_inproc(&cfg, arenas, bytes, c) != ZC_OK) {
         printf("%8u refused: %s\n", n, zc_init_error_text());
@@ -250,32 +378,39 @@ static int zf_time_one(const zf_opts *o, uint32_t n) {
         n = 0; /* nothing to finish */
     }
     for (uint32_t i = 0; !rc && i <= o->reps; i++) /* call 0 warms up */
-        rc = (ms[i] = copy ? zf_one_copy(o->coll, c, n, csend, crecv, reqs)
-                           : zf_one_call(c, n, send, recv, reqs)) < 0.0;
+        rc = (ms[i] = zf_one(k, c, n, count, stride, in, out, reqs, &m)) < 0.0;
     if (!rc) {
+        zf_cost f = zf_cost_of(&cfg, k, n, count);
+        char formula[32] = "-";
+        if (f.msgs >= 0) snprintf(formula, sizeof formula, "%.1f", f.msgs);
         qsort(ms + 1, o->reps, sizeof ms[0], zf_cmp);
-        printf("%8u %12zu %12.3f %12.3f %12.4f\n", n, bytes, ms[1 + o->reps / 2], ms[1],
-               ms[1 + o->reps / 2] / n);
+        printf("%8u %12zu %12.3f %12.3f %12.4f %10.1f %9llu %13s %6u %11s\n", n, bytes,
+               ms[1 + o->reps / 2], ms[1], ms[1 + o->reps / 2] / n,
+               (double)m.sum / ((double)n * (o->reps + 1u)), (unsigned long long)m.most, f.alg,
+               f.steps, formula);
     } else if (n) {
         printf("%8u failed: %s\n", n, c && c[0] ? zc_comm_error_text(c[0]) : "out of memory");
     }
     for (uint32_t r = 0; c && r < n; r++)
         if (c[r]) zc_comm_fini(c[r]);
     for (uint32_t r = 0; arenas && r < cfg.nranks; r++) free(arenas[r]);
-    free(arenas), free(c), free(send), free(recv), free(reqs), free(csend), free(crecv);
+    free(arenas), free(c), free(in), free(out), free(reqs);
     fflush(stdout);
     return rc;
 }
 
 static int zf_time(const zf_opts *o) {
     int rc = 0;
-    printf("# in-process %s over all ranks, one thread; %u slots x %u B%s; log_min_ranks %u, "
-           "overlay_min_ranks %u, %u ranks per host; CPU ms of one call, median and min of %u\n",
-           strcmp(o->coll, "allreduce") ? o->coll : "8-byte float32 all_reduce", o->slots,
-           o->slot_bytes, o->no_gpu ? ", no gpu state" : "", o->log_min, o->overlay, o->per_host,
-           o->reps);
-    printf("%8s %12s %12s %12s %12s\n", "ranks", "arena_bytes", "median_ms", "min_ms",
-           "ms_per_rank");
+    printf("# in-process %s of %llu bytes of float32 per rank%s over all ranks, one thread; %u "
+           "slots x %u B%s; log_min_ranks %u, overlay_min_ranks %u, %u ranks per host; CPU ms of "
+           "one call, median and min of %u; messages sent per rank per call (mean, most), "
+           "the algorithm, its steps and mean messages by formula\n", o->coll,
+           (unsigned long long)o->bytes, strcmp(o->coll, "allreduce") && strcmp(o->coll, "reduce") &&
+           strcmp(o->coll, "broadcast") ? " and block" : "", o->slots, o->slot_bytes,
+           o->no_gpu ? ", no gpu state" : "", o->log_min, o->overlay, o->per_host, o->reps);
+    printf("%8s %12s %12s %12s %12s %10s %9s %13s %6s %11s\n", "ranks", "arena_bytes",
+           "median_ms", "min_ms", "ms_per_rank", "msgs_rank", "msgs_most", "alg", "steps",
+           "msgs_formula");
     for (uint32_t i = 0; i < o->nsizes; i++) rc |= zf_time_one(o, o->ranks[i]);
     return rc;
 }

@@ -194,24 +194,31 @@ static uint64_t zc_get_word(const void *at) {
 void (*zc__test_forge)(const zc_comm *comm, uint32_t peer, zc__hdr *h, uint8_t *payload);
 #endif
 
-/* Fills the header h of message k (number m on channel c) of r to peer and posts it. A request
- * sends only messages it reserved at issue (paired with progress.c's zc_reserve), into a slot
- * the peer's credit freed. */
-ZC_HOT zc_status zc_post_msg(zc_comm *comm, zc__req *r, uint32_t peer, zc__chan *c, zc__hdr *h,
-                             uint64_t k, uint64_t m, size_t bytes, uint32_t placed) {
-    ZC_ASSERT(r->tx_left > 0 && m < c->tx_reserved && m - c->tx_credit < comm->cfg.slots);
+/* Fills the header h of message k of r with its fingerprint. */
+ZC_HOT void zc_fill_hdr(const zc_comm *comm, const zc__req *r, zc__hdr *h, uint64_t k,
+                        size_t bytes, uint32_t placed) {
     h->comm_id = comm->comm_id;
     h->seq = r->seq;
     h->count = r->s.count;
     zc_put_word(&h->kind, zc_call_word(r)); /* a receive never sends */
     zc_put_word(&h->step, zc_pair_word((uint32_t)k, (uint32_t)bytes));
     zc_put_word(&h->src, zc_pair_word(comm->rank, placed));
+}
+
+/* Posts message k (number m on channel c) of r to peer, its header h filled (zc_fill_hdr) and
+ * its payload written: post bytes go to the wire. A request sends only messages it reserved at
+ * issue (paired with progress.c's zc_reserve), into a slot the peer's credit freed. */
+ZC_HOT zc_status zc_post_msg(zc_comm *comm, zc__req *r, uint32_t peer, zc__chan *c, zc__hdr *h,
+                             uint64_t k, uint64_t m, size_t bytes, size_t post) {
+    ZC_ASSERT(r->tx_left > 0 && m < c->tx_reserved && m - c->tx_credit < comm->cfg.slots);
 #ifdef ZC_TEST_HOOKS
     if (zc__test_forge) zc__test_forge(comm, peer, h, zc_payload(h, bytes));
+#else
+    (void)h;
+    (void)bytes;
 #endif
     zc_status st = comm->wire->post(comm->wire_state, r->lane, peer,
-                                    (uint32_t)(m & (comm->cfg.slots - 1u)),
-                                    zc_post_bytes(bytes, placed), m + 1u);
+                                    (uint32_t)(m & (comm->cfg.slots - 1u)), post, m + 1u);
     if (st != ZC_OK && st != ZC_AGAIN)
         return zc_post_failed(comm, r->s.kind, r->seq, peer, k, "post", st);
     if (st == ZC_AGAIN) { /* back-pressure: it goes again before anything else to peer */
@@ -231,25 +238,38 @@ static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
      * begins another: the header found there is this message's. */
     ZC_ASSERT(c->tx_count == m && bytes <= comm->cfg.slot_bytes && comm->tx_begun == c);
     comm->tx_begun = 0;
-    return zc_post_msg(comm, r, peer, c, comm->tx_hdr, k, m, bytes, placed);
+    zc_fill_hdr(comm, r, comm->tx_hdr, k, bytes, placed);
+    return zc_post_msg(comm, r, peer, c, comm->tx_hdr, k, m, bytes,
+                       zc_post_bytes(bytes, placed));
 }
 
 zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes) {
     return zc_publish(comm, r, peer, k, bytes, 0);
 }
 
+static void zc_lines_write(uint8_t *lines, const uint8_t *src, size_t bytes, uint64_t fp,
+                           uint64_t tag);
+static uint64_t zc_hdr_fp(const zc__hdr *h);
+
 zc_status zc__tx_line(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
                       size_t bytes) {
-    ZC_ASSERT(bytes <= ZC_INLINE_BYTES);
     zc__chan *c = zc_chan(comm, r->lane, peer);
     uint64_t m = r->tx_base[zc__ci(comm, peer)] + k;
     zc__hdr *h = zc_turn(comm, r, peer, c, m);
     if (!h) return ZC_AGAIN;
     const uint8_t *from = src;
+    zc_fill_hdr(comm, r, h, k, bytes, 0);
+    if (bytes > ZC_INLINE_BYTES) { /* flagged lines after the header, which goes first */
+        ZC_ASSERT(bytes <= zc__lines_max(comm));
+        zc_lines_write((uint8_t *)h + ZC_SLOT_HDR_BYTES, from, bytes, zc_hdr_fp(h), m + 1u);
+        return zc_post_msg(comm, r, peer, c, h, k, m, bytes,
+                           ZC_SLOT_HDR_BYTES + (bytes + ZC_LINE_DATA_BYTES - 1u) /
+                                                   ZC_LINE_DATA_BYTES * 64u);
+    }
     if (bytes == ZC_INLINE_BYTES) zc__memcpy(h->inl, from, ZC_INLINE_BYTES);
     else
         for (size_t i = 0; i < bytes; i++) h->inl[i] = from[i];
-    return zc_post_msg(comm, r, peer, c, h, k, m, bytes, 0);
+    return zc_post_msg(comm, r, peer, c, h, k, m, bytes, ZC_SLOT_HDR_BYTES);
 }
 
 zc_status zc__tx_end_placed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
@@ -272,7 +292,7 @@ static bool zc_same_call(const zc__req *r, const zc__hdr *h) {
 
 /* Whether h is message k of r's call from peer with a payload of expect_bytes (at most
  * slot_bytes, so it fits the header's 32 bits). */
-static bool zc_matches(const zc_comm *comm, const zc__req *r, const zc__hdr *h, uint32_t peer,
+ZC_HOT bool zc_matches(const zc_comm *comm, const zc__req *r, const zc__hdr *h, uint32_t peer,
                        uint64_t k, size_t expect_bytes) {
     return ((h->comm_id ^ comm->comm_id) | (h->seq ^ r->seq) | (h->count ^ r->s.count) |
             (zc_get_word(&h->kind) ^ zc_call_word(r)) |
@@ -379,3 +399,214 @@ void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer) {
     if ((c->rx_count & ((comm->cfg.slots >> 1) - 1u)) == 0 || r->s.alg == ZC_ALG_SYM)
         comm->wire->credit(comm->wire_state, r->lane, peer, c->rx_count);
 }
+
+/* ---- flagged lines (proto.h) ----
+ * The memory-model argument. The sender writes a line's seven data words, then its flag word
+ * with a release store; the receiver reads the flag with an acquire load and only then the
+ * data. A release store that an acquire load reads from makes every store before it (this
+ * line's data, the earlier lines, the header) visible to every load after it (C11 7.17.4; on
+ * x86-64, TSO orders store after store and load after load, so both are plain moves and the
+ * compiler keeps their order). The receiver thus never sees a flag before its data, and the
+ * sender writes a slot again only after the receiver's credit said it consumed it (zc_turn).
+ * The data words are plain copies (vector moves), read only after the flag's acquire load:
+ * the one read that may meet a write is of a line whose old flag only looks current
+ * (zc__rx_lines), whose words the check then refuses. */
+
+#ifdef ZC_TEST_HOOKS
+size_t zc__test_lines_max;
+#endif
+
+size_t zc__lines_max(const zc_comm *comm) {
+    size_t fit = (size_t)(comm->cfg.slot_bytes / 128u) * ZC_LINE_DATA_BYTES; /* lines + scratch */
+    size_t most = ZC_LINES_MAX_BYTES;
+#ifdef ZC_TEST_HOOKS
+    if (zc__test_lines_max) most = zc__test_lines_max;
+#endif
+    if (!comm->wire->rx_mem) return ZC_INLINE_BYTES;
+    return fit < most ? fit : most;
+}
+
+static uint64_t zc_fmix(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+/* The fingerprint of a message: the header's words (communicator, sequence, count, the call's
+ * word, message and bytes, sender), each multiplied by its own odd constant (independent
+ * multiplies: a short chain on the message's critical path), summed and mixed once. */
+static uint64_t zc_fp(uint64_t comm_id, uint64_t seq, uint64_t count, uint64_t call,
+                      uint64_t step, uint32_t src) {
+    return zc_fmix(comm_id * 0x9e3779b97f4a7c15ull + seq * 0xbf58476d1ce4e5b9ull +
+                   count * 0x94d049bb133111ebull + call * 0xd6e8feb86659fd93ull +
+                   step * 0xa0761d6478bd642full + (uint64_t)src * 0xe7037ed1a0b428dbull);
+}
+
+static uint64_t zc_hdr_fp(const zc__hdr *h) {
+    return zc_fp(h->comm_id, h->seq, h->count, zc_get_word(&h->kind), zc_get_word(&h->step),
+                 h->src);
+}
+
+/* The key of line i of a message of fingerprint fp. */
+static inline uint64_t zc_line_key(uint64_t fp, uint32_t i) {
+    return fp + (uint64_t)i * 0x589965cc75374cc3ull;
+}
+
+/* The flag word of a line holding the data words w under key (zc_line_key) and tag: any change
+ * of one word moves the sum (every multiplier is odd), and the multiply by an odd constant
+ * carries the change into the check's 32 bits (the product's high half). Cheap on purpose:
+ * seven multiplies by 32-bit constants and one more, per 56 bytes, on each side. */
+static inline uint64_t zc_line_flag(const uint64_t w[7], uint64_t key, uint64_t tag) {
+    uint64_t s = w[0] * 0x2545f491u + w[1] * 0x4f6cdd1du + w[2] * 0x6c8e9cf5u +
+                 w[3] * 0x1b873593u + w[4] * 0x5bd1e995u + w[5] * 0x7feb352du +
+                 w[6] * 0x3c6ef373u;
+    uint64_t x = (s ^ key) * 0x9e3779b97f4a7c15ull;
+    return (x & 0xffffffff00000000ull) | (uint32_t)tag;
+}
+
+static uint32_t zc_nlines(size_t bytes) {
+    return (uint32_t)((bytes + ZC_LINE_DATA_BYTES - 1u) / ZC_LINE_DATA_BYTES);
+}
+
+/* Writes bytes of src as flagged lines from lines on (proto.h), each line's flag last. */
+static void zc_lines_write(uint8_t *lines, const uint8_t *src, size_t bytes, uint64_t fp,
+                           uint64_t tag) {
+    uint32_t n = zc_nlines(bytes);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t w[7] = {0, 0, 0, 0, 0, 0, 0};
+        size_t at = (size_t)i * ZC_LINE_DATA_BYTES;
+        if (bytes - at >= ZC_LINE_DATA_BYTES) zc__memcpy(w, src + at, ZC_LINE_DATA_BYTES);
+        else zc__memcpy(w, src + at, bytes - at);
+        uint8_t *line = lines + (size_t)i * 64u;
+        zc__memcpy(line, w, ZC_LINE_DATA_BYTES);
+        __atomic_store_n((uint64_t *)(void *)(line + ZC_LINE_DATA_BYTES),
+                         zc_line_flag(w, zc_line_key(fp, i), tag), __ATOMIC_RELEASE);
+    }
+}
+
+/* Line i of lines: 0 when its flag carries tag and its check holds (its data words in w), 1
+ * while its flag carries another tag (not written yet), 2 when the tag is there but the check
+ * fails. */
+static inline int zc_line_take(const uint8_t *lines, uint32_t i, uint64_t fp, uint64_t tag,
+                               uint64_t w[7]) {
+    const uint8_t *line = lines + (size_t)i * 64u;
+    uint64_t f = __atomic_load_n((const uint64_t *)(const void *)(line + ZC_LINE_DATA_BYTES),
+                                 __ATOMIC_ACQUIRE);
+    if ((uint32_t)f != (uint32_t)tag) return 1;
+    zc__memcpy(w, line, ZC_LINE_DATA_BYTES);
+    return zc_line_flag(w, zc_line_key(fp, i), tag) == f ? 0 : 2;
+}
+
+/* Line i of message k from peer fails where the sender wrote it (zc_line_take's st): its tag
+ * there but its check failing (2), or an older tag where the sender's later lines are there
+ * already (1). The header (written before any line's flag, so visible now) says whether the
+ * peer sent another call (a mismatch, named as zc__rx_peek names it) or this one with a line
+ * that is not what it wrote: either way r fails and nothing of it is taken. */
+__attribute__((noinline, cold)) static void
+zc_lines_failed(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
+                const zc__hdr *h, uint32_t i, int st) {
+    if (!zc_matches(comm, r, h, peer, k, bytes)) {
+        zc_mismatch(comm, r, h, peer, k, bytes);
+        return;
+    }
+    char mine[96];
+    zc__describe(mine, sizeof mine, r->s.kind, r->s.count, r->s.dtype, r->s.op, zc_hdr_root(r));
+    zc__fail(comm, ZC_MISMATCH, r->seq, (int32_t)peer, 0,
+             "%s sequence %llu: line %u of the message from rank %u %s: not taken", mine,
+             (unsigned long long)r->seq, i, peer,
+             st == 2 ? "carries the message's tag but data its check does not match (a torn "
+                       "or forged line)"
+                     : "is an older message's (a stale line) where its later lines are there");
+}
+
+/* A message's last line is not there: every 32nd such poll on comm reads the header,
+ * which fails r, once its tag is there (the sender posts it after the lines), if it is another
+ * call's: one whose last line never comes (the peer chose the header protocol, or sent fewer
+ * lines). Otherwise the message's lines are prefetched (at most ZC_PREFETCH_LINES), as the
+ * header protocol prefetches a small payload while it waits. */
+static void zc_lines_absent(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
+                            const uint8_t *slot, uint64_t m) {
+    uint32_t n = zc_nlines(bytes) - 1u;
+    for (uint32_t i = 0; i < n && i < ZC_PREFETCH_LINES; i++)
+        __builtin_prefetch(slot + ZC_SLOT_HDR_BYTES + (size_t)i * 64u, 0, 3);
+    if (++comm->lines_waits & 31u) return;
+    const zc__hdr *h = (const zc__hdr *)(const void *)slot;
+    if (__atomic_load_n(&h->tag, __ATOMIC_ACQUIRE) == m + 1u &&
+        !zc_matches(comm, r, h, peer, k, bytes))
+        zc_mismatch(comm, r, h, peer, k, bytes);
+}
+
+/* Copies the data words of a line into out, the payload's bytes [at, at + ZC_LINE_DATA_BYTES)
+ * clipped to bytes. */
+static inline void zc_line_out(uint8_t *out, const uint64_t w[7], size_t at, size_t bytes) {
+    if (bytes - at >= ZC_LINE_DATA_BYTES) zc__memcpy(out + at, w, ZC_LINE_DATA_BYTES);
+    else zc__memcpy(out + at, w, bytes - at);
+}
+
+/* The receive polls one line, the last (the sender writes it last): polling lines while the
+ * sender writes them moves each back and forth between the two cores, one transfer at a time
+ * (measured: every line polled in turn cost 0.05-0.2 us more per line than one poll). Once the
+ * last line holds the message's tag and data, the sender wrote every line before it (the
+ * acquire), so the rest are read at once: a line there that fails its check, or shows an older
+ * tag (stale), is final, and zc_lines_failed says whether the peer sent another call or a line
+ * it did not write. A last line whose tag is there but whose check fails is final too, unless
+ * the channel carried 2^32 messages or more: then it may be a line left that many messages
+ * before whose tag looks current, and reads as "not there yet" (the sender's write will replace
+ * it; a forged one meets the deadline). */
+const uint8_t *zc__rx_lines(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
+                            uint8_t *dst) {
+    zc__chan *c = zc_chan(comm, r->lane, peer);
+    uint64_t m = r->rx_base[zc__ci(comm, peer)] + k, tag = m + 1u;
+    if (c->rx_count != m) return 0;
+    const uint8_t *slot = comm->wire->rx_mem(comm->wire_state, r->lane, peer,
+                                             (uint32_t)(m & (comm->cfg.slots - 1u)));
+    const uint8_t *lines = slot + ZC_SLOT_HDR_BYTES;
+    const zc__hdr *h = (const zc__hdr *)(const void *)slot;
+    uint32_t n = zc_nlines(bytes), last = n - 1u;
+    const uint64_t *fl = (const uint64_t *)(const void *)(lines + (size_t)last * 64u + 56u);
+    if ((uint32_t)__atomic_load_n(fl, __ATOMIC_ACQUIRE) != (uint32_t)tag) {
+        zc_lines_absent(comm, r, peer, k, bytes, slot, m);
+        return 0;
+    }
+    uint64_t fp = zc_fp(comm->comm_id, r->seq, r->s.count, zc_call_word(r),
+                        zc_pair_word((uint32_t)k, (uint32_t)bytes), peer);
+    uint64_t w[7], wl[7];
+    int st = zc_line_take(lines, last, fp, tag, wl);
+    if (st == 2 && (m + 1u) >> 32 != 0) return 0; /* maybe a line 2^32 messages old */
+    uint8_t *out = dst ? dst : (uint8_t *)(uintptr_t)(lines + (size_t)n * 64u);
+    for (uint32_t i = 0; i < last && !st; i++) {
+        st = zc_line_take(lines, i, fp, tag, w);
+        if (st) zc_lines_failed(comm, r, peer, k, bytes, h, i, st);
+        else zc_line_out(out, w, (size_t)i * ZC_LINE_DATA_BYTES, bytes);
+    }
+    if (st) {
+        if (!comm->failed) zc_lines_failed(comm, r, peer, k, bytes, h, last, st);
+        return 0;
+    }
+    zc_line_out(out, wl, (size_t)last * ZC_LINE_DATA_BYTES, bytes);
+    return out;
+}
+
+#ifdef ZC_TEST_HOOKS
+uint64_t zc__lines_fp(const zc__hdr *h) { return zc_hdr_fp(h); }
+
+uint64_t zc__lines_flag(const uint8_t *line, uint32_t i, uint64_t fp, uint64_t tag) {
+    uint64_t w[7];
+    zc__memcpy(w, line, sizeof w);
+    return zc_line_flag(w, zc_line_key(fp, i), tag);
+}
+
+void zc__test_numbers(zc_comm *comm, uint64_t base, uint64_t seq) {
+    ZC_ASSERT(base % comm->cfg.slots == 0 && comm->nreqs_active == 0);
+    for (uint32_t lane = 0; lane < ZC_WIRE_LANES; lane++)
+        for (uint32_t i = 0; i < comm->nconn; i++) {
+            zc__chan *c = &comm->chans[(size_t)lane * comm->nconn + i];
+            c->tx_count = c->tx_reserved = c->rx_count = c->rx_reserved = c->tx_credit = base;
+            if (comm->conn_peer[i] != comm->rank)
+                comm->wire->credit(comm->wire_state, lane, comm->conn_peer[i], base);
+        }
+    comm->seq = seq;
+}
+#endif

@@ -136,10 +136,14 @@ struct zc_comm {
     uint64_t empty_polls;  /* zc_progress calls in a row that moved nothing */
     uint64_t clock_polls;  /* zc_progress calls since it last read the clock */
     uint64_t liveness_ns;  /* last time peers' liveness was checked */
+    uint64_t suspect_ns;   /* when a stalled request first found rank suspect - 1 gone */
+    uint32_t suspect;      /* that rank + 1 (0: none): it fails a request only if a step pass
+                            * after suspect_ns did not move it (progress.c) */
     uint64_t put_min;      /* the wire's put_min (0: nothing is written in place) */
     uint64_t placed_bytes; /* payload bytes peers put straight into this rank's buffers */
     uint64_t sym_used;     /* bytes of the symmetric region zc_sym_alloc has carved (sym.c) */
     uint64_t unposted;     /* channels with a message the wire refused for now (tx_unposted) */
+    uint64_t lines_waits;  /* polls for flagged lines that found them not there (channel.c) */
     /* Per kind of call, the reservation of the last host call of that kind (progress.c's
      * zc_reserve replays it for a call of the same schedule). */
     struct zc__links_memo links[ZC_K_BARRIER + 1];

@@ -303,6 +303,34 @@ static void zc_check_alarm(zc_comm *comm) {
     if (word) zc_alarmed(comm, word);
 }
 
+/* The liveness check of r, stalled for ZC_LIVENESS_NS: true when it failed the communicator.
+ * A rank found gone is first only suspected: the clock is read after a step pass, and a peer
+ * may have sent its last message and exited while this rank was descheduled between the two,
+ * so r fails only if it is still stalled at a later check (a step pass ran between, and did
+ * not move it: a moved request restarts its stall clock and never gets here). */
+static bool zc_peer_gone(zc_comm *comm, zc__req *r, uint64_t now) {
+    comm->liveness_ns = now;
+    for (uint32_t k = 0; k < comm->nconn; k++) { /* the ranks the wire reaches */
+        char why[128];
+        uint32_t p = comm->conn_peer[k];
+        if (p == comm->rank ||
+            comm->wire->peer_alive(comm->wire_state, p, why, sizeof why) == ZC_OK)
+            continue;
+        if (comm->suspect != p + 1u || now == comm->suspect_ns || r->moved_ns > comm->suspect_ns) {
+            if (now != comm->suspect_ns) { /* not a second request of the same check */
+                comm->suspect = p + 1u;
+                comm->suspect_ns = now;
+            }
+            return false;
+        }
+        zc__fail(comm, ZC_PEER_LOST, r->seq, (int32_t)p, 0, "%s sequence %llu: rank %u is gone "
+                 "(%s)", zc__kind_name(r->s.kind), (unsigned long long)r->seq, p, why);
+        return true;
+    }
+    comm->suspect = 0;
+    return false;
+}
+
 static void zc_check_deadlines(zc_comm *comm, uint64_t now) {
     for (uint32_t i = 0; i < comm->nreqs_active; i++) {
         zc__req *r = &comm->reqs[comm->active[i]];
@@ -331,20 +359,8 @@ static void zc_check_deadlines(zc_comm *comm, uint64_t now) {
                      (unsigned long long)r->tx_left, (unsigned long long)r->rx_left);
             return;
         }
-        if (now - r->moved_ns > ZC_LIVENESS_NS && now - comm->liveness_ns > ZC_LIVENESS_NS) {
-            comm->liveness_ns = now;
-            for (uint32_t k = 0; k < comm->nconn; k++) { /* the ranks the wire reaches */
-                char why[128];
-                uint32_t p = comm->conn_peer[k];
-                if (p == comm->rank ||
-                    comm->wire->peer_alive(comm->wire_state, p, why, sizeof why) == ZC_OK)
-                    continue;
-                zc__fail(comm, ZC_PEER_LOST, r->seq, (int32_t)p, 0, "%s sequence %llu: rank %u "
-                         "is gone (%s)", zc__kind_name(r->s.kind), (unsigned long long)r->seq,
-                         p, why);
-                return;
-            }
-        }
+        bool due = comm->suspect || now - comm->liveness_ns > ZC_LIVENESS_NS;
+        if (now - r->moved_ns > ZC_LIVENESS_NS && due && zc_peer_gone(comm, r, now)) return;
     }
 }
 
@@ -440,6 +456,10 @@ zc_status zc__binds_fini(zc_comm *comm) {
                                                    : "waits for its stream to reach it");
 }
 
+#ifdef ZC_TEST_HOOKS
+void (*zc__test_clock)(const zc_comm *comm);
+#endif
+
 /* zc_progress's work, under the communicator's lock. */
 static zc_status zc_progress_locked(zc_comm *comm) {
     uint32_t budget = ZC_PROGRESS_BUDGET, finished = 0;
@@ -472,6 +492,9 @@ static zc_status zc_progress_locked(zc_comm *comm) {
     if (!comm->failed && comm->nreqs_active &&
         ++comm->clock_polls >= (idle ? ZC_CLOCK_IDLE_POLLS : ZC_CLOCK_BUSY_POLLS)) {
         comm->clock_polls = 0;
+#ifdef ZC_TEST_HOOKS
+        if (zc__test_clock) zc__test_clock(comm);
+#endif
         zc_check_deadlines(comm, zc_plat_now_ns());
     }
     if (idle) {

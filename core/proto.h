@@ -18,6 +18,7 @@ typedef struct zc__chan {
     uint64_t tx_unposted;  /* tag of the last message, written but refused by the wire for now
                             * (ZC_AGAIN): posted again before anything else; 0: none */
 } zc__chan;
+_Static_assert(sizeof(zc__chan) == 64, "a channel's counters are one cache line");
 
 /* The 64-byte header of every slot: the fingerprint of the call that sent the message. */
 typedef struct zc__hdr {
@@ -38,6 +39,24 @@ typedef struct zc__hdr {
 #define ZC_INLINE_BYTES 8u
 _Static_assert(sizeof(zc__hdr) == ZC_SLOT_HDR_BYTES, "slot header is 64 bytes");
 
+/* Flagged lines: on a wire whose sender's stores reach the receiver's memory directly
+ * (wire.h's rx_mem: shm, in process), a message of ZC_INLINE_BYTES + 1 up to zc__lines_max
+ * bytes travels in the slot as lines after its header. Line i (64 bytes at slot +
+ * ZC_SLOT_HDR_BYTES + 64 i) holds payload bytes [56 i, 56 i + 56) (the last line padded with
+ * zeros) and, in its last 8 bytes, a flag word: low 32 bits the message's tag (its number on
+ * the channel + 1, modulo 2^32), high 32 bits a check over the line's data, its index and the
+ * message's fingerprint (the header's words). The receiver polls the flags of the lines
+ * themselves, never the header (which the sender still fills, for mismatch diagnosis and for a
+ * peer that made another protocol choice). A slot of slot_bytes holds slot_bytes / 128 lines:
+ * the rest of it is the receiver's scratch for the payload in one piece. */
+#define ZC_LINE_DATA_BYTES 56u
+/* Flagged lines up to one line: measured (2 processes on 2 cores, p50, against the header
+ * protocol in the same run): 16-32 B all_reduce 0.95-0.97x, sendrecv 0.94-1.00x; two lines
+ * (64 B) 1.02-1.24x, 256 B 1.24-1.42x, 1 KiB 1.9x, 4 KiB 2.4x: each line's check and copy on
+ * both sides (about 50 instructions a side) cost more than the header line it saves. The
+ * protocol itself carries any number of lines the slot holds (tests run it up to 4 KiB). */
+#define ZC_LINES_MAX_BYTES ZC_LINE_DATA_BYTES
+
 /* ---- channel.c: moving one message ---- */
 /* Payload pointer of message k (0-based within r) to peer for a payload of bytes, or NULL when
  * it cannot be written yet (an earlier message on the channel is unsent, or no credit). */
@@ -49,12 +68,21 @@ uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k);
  * zc__tx_flush): it counts as sent. A wire that cannot post it for good fails the communicator
  * (status and sentence recorded); the status is returned. */
 zc_status zc__tx_end(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes);
-/* A message whose whole payload (bytes of src, at most ZC_INLINE_BYTES; none for src NULL and
- * bytes 0) travels in its header's line: zc__tx_begin_n, the copy and zc__tx_end in one call.
- * ZC_AGAIN: it cannot go yet (zc__tx_begin_n's NULL), nothing written; else zc__tx_end's
- * status. */
+/* A message whose whole payload (bytes of src; none for src NULL and bytes 0) travels in its
+ * header's line (at most ZC_INLINE_BYTES) or as flagged lines (up to zc__lines_max):
+ * zc__tx_begin_n, the copy and zc__tx_end in one call. ZC_AGAIN: it cannot go yet
+ * (zc__tx_begin_n's NULL), nothing written; else zc__tx_end's status. */
 zc_status zc__tx_line(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
                       size_t bytes);
+/* The largest message that travels as flagged lines on comm's wire (ZC_INLINE_BYTES on a
+ * wire without them): the same on every rank (the wire and slot_bytes are). */
+size_t zc__lines_max(const zc_comm *comm);
+/* Payload of message k from peer, of bytes (over ZC_INLINE_BYTES, at most zc__lines_max),
+ * sent by zc__tx_line as flagged lines: NULL while a line is not there (or on a mismatch or
+ * a line that fails its check, which failed the communicator); else its payload in one piece,
+ * copied into dst (NULL: into the slot's scratch, valid until zc__rx_consume). */
+const uint8_t *zc__rx_lines(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
+                            uint8_t *dst);
 /* True once the wire has read every put r made from the caller's memory (zc__place.direct
  * marks the peers it put to): the sources may change. */
 bool zc__tx_puts_done(zc_comm *comm, const zc__req *r);
@@ -88,6 +116,24 @@ static inline bool zc__rx_placed(const uint8_t *payload, size_t bytes) {
  * just before the wire posts it; it may change any byte (tests/test_hostile.c plays a hostile
  * rank with it). */
 extern void (*zc__test_forge)(const zc_comm *comm, uint32_t peer, zc__hdr *h, uint8_t *payload);
+/* Test builds only (progress.c is compiled so for zctest too): when set, called by zc_progress
+ * between its step pass and the clock read that checks deadlines and liveness, where a test
+ * stalls as a descheduled rank would. */
+extern void (*zc__test_clock)(const zc_comm *comm);
+/* Test builds only: the fingerprint a message's flagged lines are checked with (from its
+ * header's words), and the flag word line i (its 56 data bytes at line) carries for it under
+ * tag: what a test needs to forge a line that passes, or one that must not. */
+uint64_t zc__lines_fp(const zc__hdr *h);
+uint64_t zc__lines_flag(const uint8_t *line, uint32_t i, uint64_t fp, uint64_t tag);
+/* Test builds only: when not 0, the largest message zc__lines_max allows on a wire with flagged
+ * lines in place of ZC_LINES_MAX_BYTES (at most what the slot holds); the same in every
+ * process of a job, set before init. */
+extern size_t zc__test_lines_max;
+/* Test builds only: every channel's message numbers start at base (a multiple of the ring's
+ * slots; the credits every peer wrote say so too) and the collective sequence at seq, as
+ * after that many messages and calls: on a fresh communicator of an in-process group, for
+ * every rank of it, before its first call. */
+void zc__test_numbers(zc_comm *comm, uint64_t base, uint64_t seq);
 #endif
 /* Posts again the messages the wire refused for now (ZC_AGAIN), before the steps of every
  * zc_progress: a message the peer waits for must not wait on this rank's next send. */

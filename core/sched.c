@@ -1028,10 +1028,11 @@ static bool zc_step_bruck(zc_ctx *x) {
 
 /* ---- one-line calls ---- */
 
-/* A call whose every message carries at most ZC_INLINE_BYTES (its whole payload to a peer in
- * the header's line) runs its algorithm's line step instead of the chunk streams: the same
- * messages (the links reserved at issue, message 0 on each channel), the same headers and the
- * same reduction, in one pass without the chunk loops. Peers are bits of r->b (sent to) and
+/* A call whose every message is one line (at most ZC_INLINE_BYTES: its whole payload to a peer
+ * in the header's line) or, on a wire with them, flagged lines (up to zc__lines_max, proto.h)
+ * runs its algorithm's line step instead of the chunk streams: the same messages (the links
+ * reserved at issue, message 0 on each channel), the same reduction, in one pass without the
+ * chunk loops. Peers are bits of r->b (sent to) and
  * r->a (received from; bit me: this rank's own part copied or reduced), so at most
  * ZC_LINE_MAX_RANKS ranks. */
 #define ZC_LINE_MAX_RANKS 64u
@@ -1048,15 +1049,23 @@ static inline bool zc_line_send(zc_comm *comm, zc__req *r, uint32_t *budget, uin
     return true;
 }
 
-/* Copies p's one line of bytes into dst (NULL: nothing to copy) and consumes it, unless that
+/* p's message of bytes: its payload (copied into dst when that is not NULL and the message
+ * came as flagged lines), or NULL while it is not there (or on a mismatch). */
+static inline const uint8_t *zc_line_in(zc_comm *comm, zc__req *r, uint32_t p, uint8_t *dst,
+                                        size_t bytes) {
+    return bytes <= ZC_INLINE_BYTES ? zc__rx_peek(comm, r, p, 0, bytes)
+                                    : zc__rx_lines(comm, r, p, 0, bytes, dst);
+}
+
+/* Copies p's message of bytes into dst (NULL: nothing to copy) and consumes it, unless that
  * happened already; false: not there yet (or a mismatch, which failed the communicator). */
 static inline bool zc_line_recv(zc_comm *comm, zc__req *r, uint32_t *budget, uint32_t p,
                                 uint8_t *dst, size_t bytes) {
     uint64_t bit = 1ull << p;
     if (r->a & bit) return true;
-    const uint8_t *in = *budget ? zc__rx_peek(comm, r, p, 0, bytes) : 0;
+    const uint8_t *in = *budget ? zc_line_in(comm, r, p, dst, bytes) : 0;
     if (!in) return false;
-    if (dst) zc__memcpy(dst, in, bytes);
+    if (dst && in != dst) zc__memcpy(dst, in, bytes);
     zc__rx_consume(comm, r, p);
     r->a |= bit;
     (*budget)--;
@@ -1076,12 +1085,14 @@ static inline void zc_line_own(zc__req *r, uint32_t me, uint8_t *dst, const uint
 static bool zc_line_reduce(zc_comm *comm, zc__req *r, uint32_t *budget, const uint8_t *mine,
                            uint8_t *out, size_t bytes) {
     const void *ins[ZC_LINE_MAX_RANKS];
-    uint32_t me = comm->rank, n = comm->nranks; /* 2..ZC_LINE_MAX_RANKS: zc_host_begin's rule */
+    uint32_t me = comm->rank, n = comm->nranks;
     if (r->a) return true;
+    ZC_ASSERT(n >= 2 && n <= ZC_LINE_MAX_RANKS); /* zc_host_begin's rule */
+    for (uint32_t p = 0; p < n; p++) {
+        ins[p] = p == me ? mine : zc_line_in(comm, r, p, 0, bytes);
+        if (!ins[p]) return false;
+    }
     if (!*budget) return false;
-    ins[me] = mine;
-    for (uint32_t p = 0; p < n; p++)
-        if (p != me && !(ins[p] = zc__rx_peek(comm, r, p, 0, bytes))) return false;
     zc__reduce(out, ins, n, r->s.count, (zc_dtype)r->s.dtype, (zc_op)r->s.op);
     for (uint32_t p = 0; p < n; p++)
         if (p != me) zc__rx_consume(comm, r, p);
@@ -1210,13 +1221,15 @@ static const zc_line_fn zc_line_algs[ZC_ALG_BRUCK + 1] = {
 };
 
 /* The protocol choice, made once at issue for every host call (the family's begin): a line
- * step where its algorithm has one and every message fits one line, else the chunk streams.
- * Both ends of every message decide alike from the call alone. */
+ * step where its algorithm has one and every message fits the header's line or, on a wire
+ * with them, flagged lines; else the chunk streams (header, payload, credit). Both ends of
+ * every message decide alike from the call and the communicator's wire and slot size. */
 static void zc_host_begin(zc_comm *comm, zc__req *r) {
     const zc__sched *s = &r->s;
     r->line = s->alg <= ZC_ALG_BRUCK && zc_line_algs[s->alg] && !r->place &&
               comm->nranks >= 2 && comm->nranks <= ZC_LINE_MAX_RANKS &&
-              s->count * s->esize <= ZC_INLINE_BYTES;
+              (s->count * s->esize <= ZC_INLINE_BYTES ||
+               s->count * s->esize <= zc__lines_max(comm));
 }
 
 /* Bruck's all_to_all works in recv: the block for rank me + i (its index i) sits at block

@@ -29,7 +29,7 @@
 #include "fmt.h"
 #include "zcoll.h"
 
-#define ZC_WIRE_VERSION 6u
+#define ZC_WIRE_VERSION 7u
 #define ZC_WIRE_LANES 2u      /* lane 0: collectives; lane 1: send/recv */
 #define ZC_SLOT_HDR_BYTES 64u /* the header part of every slot; its last 8 bytes hold the tag */
 #define ZC_WIRE_MAX_ADDR_BYTES 65536u /* ceiling of a rank's address blob (see addr_bytes) */
@@ -149,6 +149,12 @@ typedef struct zc_wire_ops {
     /* The peers, queue pairs and completion queue entries create makes for g (its cfg named,
      * as for takes), and whether what takes counts is shared memory. */
     void (*links)(const zc_wire_geom *g, zc_wire_links *out);
+    /* ---- flagged lines: NULL in wires without them ---- */
+    /* The inbound slot (lane, peer, slot) as the peer's stores reach it, whatever its tag says:
+     * a wire whose sender writes the receiver's memory directly, in the order of its stores
+     * (shm, in process), returns it, and the core may then send a small message as flagged
+     * lines that the receiver polls in place (core/proto.h). */
+    const void *(*rx_mem)(void *state, uint32_t lane, uint32_t peer, uint32_t slot);
 } zc_wire_ops;
 
 extern const zc_wire_ops zc_wire_shm;

@@ -381,13 +381,17 @@ typedef struct hx_group {
     zc_comm *c[2];
 } hx_group;
 
-static void hx_open(hx_group *g) {
+/* Two ranks in process, 4 slots of 4 KiB (flagged lines up to 1,792 bytes), deadline
+ * timeout_ns (0: the default). */
+static void hx_open_for(hx_group *g, uint64_t timeout_ns) {
     zc_config cfg;
-    zr_group_config(&cfg, 2, 4096, 4, 16384, 0);
+    zr_group_config(&cfg, 2, 4096, 4, 16384, timeout_ns);
     size_t bytes = zc_comm_arena_bytes(&cfg);
     for (int r = 0; r < 2; r++) ZT_CHECK((g->arenas[r] = aligned_alloc(64, bytes)) != NULL);
     ZT_CHECK_ST(zc_comm_init_inproc(&cfg, g->arenas, bytes, g->c), ZC_OK);
 }
+
+static void hx_open(hx_group *g) { hx_open_for(g, 0); }
 
 static void hx_close(hx_group *g) {
     for (int r = 0; r < 2; r++) {
@@ -513,5 +517,157 @@ void hostile_stale_line_is_a_mismatch_never_consumed(void) {
     uint8_t stale[8];
     memset(stale, 0x77, sizeof stale);
     ZT_CHECK(memcmp(out[0], stale, sizeof stale) != 0);
+    hx_close(&g);
+}
+
+/* ---- in process: flagged lines ---- */
+
+#define HX_LL_COUNT 250u /* float32: 1,000 bytes, 18 flagged lines of 56 data bytes (the test
+                          * build's override of the largest, zc__test_lines_max) */
+#define HX_LL_LINES 18u
+
+static const zc_comm *hx_ll_from;  /* the rank that forges */
+static uint64_t hx_ll_seq;         /* the call whose lines it forges */
+static uint32_t hx_ll_line;        /* which line */
+static int hx_ll_how;              /* 0 torn data, 1 old line, 2 previous call's fingerprint */
+static uint8_t hx_ll_old[4][HX_LL_LINES * 64u]; /* its lines of each slot's last message */
+
+/* Keeps the lines rank hx_ll_from writes (one message per call on each channel: call s uses
+ * slot s mod 4), and in call hx_ll_seq, after they were written, forges line hx_ll_line: part of
+ * its data from the call 4 before (its flag new: a torn line), the whole line of that call
+ * (data and flag: a stale line), or every line sealed for the previous call's fingerprint. */
+static void hx_ll_forge(const zc_comm *c, uint32_t peer, zc__hdr *h, uint8_t *payload) {
+    (void)peer;
+    if (c != hx_ll_from || h->bytes != HX_LL_COUNT * 4u) return;
+    uint8_t *old = hx_ll_old[h->seq % 4u], *line = payload + hx_ll_line * 64u;
+    if (h->seq == hx_ll_seq && hx_ll_how == 0) memcpy(line + 16, old + hx_ll_line * 64u + 16, 8);
+    if (h->seq == hx_ll_seq && hx_ll_how == 1) memcpy(line, old + hx_ll_line * 64u, 64);
+    if (h->seq == hx_ll_seq && hx_ll_how == 2) {
+        uint64_t tag;
+        memcpy(&tag, payload + 56, sizeof tag); /* the low half: this message's tag */
+        h->seq--;
+        uint64_t fp = zc__lines_fp(h);
+        for (uint32_t i = 0; i < HX_LL_LINES; i++) {
+            uint64_t f = zc__lines_flag(payload + i * 64u, i, fp, tag);
+            memcpy(payload + i * 64u + 56, &f, sizeof f);
+        }
+    }
+    memcpy(old, payload, sizeof hx_ll_old[0]);
+}
+
+/* Runs 1,000-byte all_reduces (flagged lines) until call `until` with inputs that differ from
+ * call to call, rank 1 forging as hx_ll_forge says; the statuses of the last call in st, its
+ * result on rank 0 in out0 (preset to 0x5A bytes). */
+static void hx_ll_run(hx_group *g, uint64_t until, zc_status st[2], float *out0) {
+    static float in[2][HX_LL_COUNT], out[2][HX_LL_COUNT];
+    hx_ll_from = g->c[1];
+    zc__test_forge = hx_ll_forge;
+    zc__test_lines_max = 4096;
+    for (uint64_t call = 0; call <= until; call++) {
+        zc_req q[2];
+        for (uint32_t r = 0; r < 2; r++)
+            for (uint32_t i = 0; i < HX_LL_COUNT; i++) in[r][i] = (float)(call * 1000u + i + r);
+        memset(out, 0x5A, sizeof out);
+        for (uint32_t r = 0; r < 2; r++)
+            ZT_CHECK_ST(zc_allreduce(g->c[r], in[r], out[r], HX_LL_COUNT, ZC_FLOAT32, ZC_SUM,
+                                     &q[r]), ZC_OK);
+        for (uint32_t r = 0; r < 2; r++) st[r] = zc_wait(g->c[r], &q[r]);
+        if (call < until) {
+            ZT_CHECK_ST(st[0], ZC_OK);
+            ZT_CHECK(out[0][7] == (float)(2u * (call * 1000u + 7u) + 1u));
+        }
+    }
+    zc__test_forge = NULL;
+    zc__test_lines_max = 0;
+    memcpy(out0, out[0], sizeof out[0]);
+}
+
+/* A torn line (its flag this message's, 8 of its data bytes the previous use of the slot's)
+ * is never taken, whichever line it is: the first, one between, the last. The receiver fails
+ * with ZC_MISMATCH saying so, and writes no result. */
+void hostile_torn_flagged_line_is_never_taken(void) {
+    static const uint32_t which[] = {0, 7, HX_LL_LINES - 1u};
+    for (size_t w = 0; w < sizeof which / sizeof which[0]; w++) {
+        hx_group g;
+        zc_status st[2];
+        float out0[HX_LL_COUNT], none[HX_LL_COUNT];
+        hx_open(&g);
+        hx_ll_seq = 9, hx_ll_line = which[w], hx_ll_how = 0;
+        hx_ll_run(&g, 9, st, out0);
+        ZT_CHECK_ST(st[0], ZC_MISMATCH);
+        const char *t = zc_comm_error_text(g.c[0]);
+        char says[64];
+        snprintf(says, sizeof says, "line %u of the message from rank 1", which[w]);
+        if (!strstr(t, says) || !strstr(t, "torn or forged")) printf("    %s\n", t);
+        ZT_CHECK(strstr(t, says) != NULL && strstr(t, "torn or forged") != NULL);
+        memset(none, 0x5A, sizeof none);
+        ZT_CHECK(memcmp(out0, none, sizeof none) == 0);
+        hx_close(&g);
+    }
+}
+
+/* Lines from a previous call are never taken: a line left from the slot's previous message
+ * (its old flag) among lines of the current one is a stale line, and lines sealed with the
+ * previous call's fingerprint (and a header that says so) a mismatch naming both sequences:
+ * both fail with ZC_MISMATCH, and write no result. */
+void hostile_stale_flagged_line_is_never_taken(void) {
+    for (int how = 1; how <= 2; how++) {
+        hx_group g;
+        zc_status st[2];
+        float out0[HX_LL_COUNT], none[HX_LL_COUNT];
+        hx_open(&g);
+        hx_ll_seq = 9, hx_ll_line = 5, hx_ll_how = how;
+        hx_ll_run(&g, 9, st, out0);
+        const char *t = zc_comm_error_text(g.c[0]);
+        ZT_CHECK_ST(st[0], ZC_MISMATCH);
+        if (how == 1) {
+            if (!strstr(t, "line 5 of the message from rank 1 is an older message's (a stale"))
+                printf("    %s\n", t);
+            ZT_CHECK(strstr(t, "line 5 of the message from rank 1 is an older message's (a "
+                               "stale") != NULL);
+        } else {
+            if (!strstr(t, "sequence 9") || !strstr(t, "its sequence 8")) printf("    %s\n", t);
+            ZT_CHECK(strstr(t, "sequence 9") != NULL && strstr(t, "its sequence 8") != NULL);
+        }
+        memset(none, 0x5A, sizeof none);
+        ZT_CHECK(memcmp(out0, none, sizeof none) == 0);
+        hx_close(&g);
+    }
+}
+
+/* Flags carry the low 32 bits of a message's number: with every channel's numbers and the
+ * call sequence started just below 2^32 (the test hook), 64 calls of every size of flagged
+ * line across the crossing on the 4-slot ring give the right sums; then a torn last line past
+ * the crossing is still never taken: there a failed check of the last line may be a line left
+ * 2^32 messages before whose tag looks current, so it reads as "not there yet" and the call
+ * ends at its deadline. */
+void hostile_flagged_line_tags_cross_2_to_the_32(void) {
+    hx_group g;
+    hx_open_for(&g, 300000000ull);
+    const uint64_t base = (1ull << 32) - 32u;
+    for (uint32_t r = 0; r < 2; r++) zc__test_numbers(g.c[r], base, base + 8u);
+    static int32_t in[2][448], out[2][448];
+    zc__test_lines_max = 4096;
+    for (uint32_t call = 0; call < 64; call++) {
+        uint32_t count = 3u + call * 7u; /* 12 .. 1,776 bytes */
+        zc_req q[2];
+        for (uint32_t r = 0; r < 2; r++)
+            for (uint32_t i = 0; i < count; i++) in[r][i] = (int32_t)(call * 7919u + i * 31u + r);
+        for (uint32_t r = 0; r < 2; r++)
+            ZT_CHECK_ST(zc_allreduce(g.c[r], in[r], out[r], count, ZC_INT32, ZC_SUM, &q[r]),
+                        ZC_OK);
+        for (uint32_t r = 0; r < 2; r++) ZT_CHECK_ST(zc_wait(g.c[r], &q[r]), ZC_OK);
+        for (uint32_t r = 0; r < 2; r++)
+            for (uint32_t i = 0; i < count; i++) ZT_CHECK_EQ(out[r][i], in[0][i] + in[1][i]);
+    }
+    ZT_CHECK(g.c[0]->chans[1].tx_count > (1ull << 32) && g.c[0]->seq > (1ull << 32));
+    zc_status st[2];
+    float out0[HX_LL_COUNT], none[HX_LL_COUNT];
+    hx_ll_seq = g.c[0]->seq + 9u, hx_ll_line = HX_LL_LINES - 1u, hx_ll_how = 0;
+    memset(hx_ll_old, 0, sizeof hx_ll_old);
+    hx_ll_run(&g, 9, st, out0);
+    ZT_CHECK_ST(st[0], ZC_TIMED_OUT);
+    memset(none, 0x5A, sizeof none);
+    ZT_CHECK(memcmp(out0, none, sizeof none) == 0);
     hx_close(&g);
 }

@@ -405,6 +405,73 @@ void inproc_one_line_mismatch_names_both_calls(void) {
     }
 }
 
+/* The test build's override of the largest message of flagged lines (core/proto.h). */
+extern size_t zc__test_lines_max;
+
+/* Calls whose messages travel as flagged lines (over 8 bytes on the in-process wire: one line
+ * of 56 bytes as built, up to 4 KiB with the test build's override, core/proto.h): every
+ * collective at sizes on both sides of a line's 56 data bytes up to 4 KiB, the dtypes in
+ * turn, in place and not, rooted at every rank, on 2, 3, 5 and 8 ranks with 16 KiB slots
+ * (flagged lines up to 4 KiB) and 17 with 4 KiB ones (up to 1,792 bytes: the larger go
+ * header, payload and credit), back to back on a 4-slot ring whose tags wrap every 4
+ * messages, against the reference. */
+void inproc_flagged_line_calls_match_reference(void) {
+    static const uint32_t ns[] = {2, 3, 5, 8, 17};
+    static const size_t sizes[] = {9, 16, 55, 56, 57, 113, 255, 1000, 1792, 1800, 4096};
+    for (size_t ni = 0; ni < 2 * sizeof ns / sizeof ns[0]; ni++) {
+        zc__test_lines_max = ni & 1 ? 4096 : 0;
+        group g;
+        uint32_t n = ns[ni / 2], i = 0;
+        group_open(&g, n, n == 17 ? 4096 : 16384, 4, 1u << 20, 0);
+        for (int c = 0; c < ZR_COUNT; c++)
+            for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+                bool rooted = c == ZR_REDUCE || c == ZR_BCAST || c == ZR_GATHER ||
+                              c == ZR_SCATTER;
+                for (uint32_t root = 0; root < (rooted ? n : 1u); root++, i++) {
+                    zc_dtype t = (zc_dtype)(i % ZC_DTYPE_COUNT_);
+                    size_t es = zc_dtype_bytes(t), count = (sizes[si] + es - 1) / es;
+                    run_one(&g, (zr_coll)c, count, t, (zc_op)(i % ZC_OP_COUNT_),
+                            rooted ? root : i % n, c != ZR_A2A && (i & 1), zt_seed() + i);
+                }
+            }
+        group_close(&g);
+    }
+    zc__test_lines_max = 0;
+}
+
+/* Through flagged lines (up to 4 KiB: the test build's override) a peer's different call is a
+ * mismatch on every rank, its sentence naming both calls: another count (both in lines; lines
+ * against the header protocol, either way round), another dtype of the same bytes, another
+ * op. */
+void inproc_flagged_line_mismatch_names_both_calls(void) {
+    static const struct { size_t n0, n1; zc_dtype t1; zc_op op1; const char *theirs; } k[] = {
+        {100, 101, ZC_FLOAT32, ZC_SUM, "zc_allreduce(count 101, float32, sum)"},
+        {100, 5000, ZC_FLOAT32, ZC_SUM, "zc_allreduce(count 5000, float32, sum)"},
+        {5000, 100, ZC_FLOAT32, ZC_SUM, "zc_allreduce(count 100, float32, sum)"},
+        {100, 100, ZC_INT32, ZC_SUM, "zc_allreduce(count 100, int32, sum)"},
+        {100, 100, ZC_FLOAT32, ZC_MAX, "zc_allreduce(count 100, float32, max)"},
+    };
+    static float a[5000], b[5000];
+    zc__test_lines_max = 4096;
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        group g;
+        zc_req q[2];
+        group_open(&g, 2, 65536, 4, 1u << 20, 0);
+        ZT_CHECK_ST(zc_allreduce(g.c[0], a, b, k[i].n0, ZC_FLOAT32, ZC_SUM, &q[0]), ZC_OK);
+        ZT_CHECK_ST(zc_allreduce(g.c[1], a, b, k[i].n1, k[i].t1, k[i].op1, &q[1]), ZC_OK);
+        wait_all(&g, q, ZC_MISMATCH);
+        char mine[64];
+        snprintf(mine, sizeof mine, "zc_allreduce(count %zu, float32, sum)", k[i].n0);
+        const char *t0 = zc_comm_error_text(g.c[0]), *t1 = zc_comm_error_text(g.c[1]);
+        bool named = (strstr(t0, k[i].theirs) && strstr(t0, mine)) ||
+                     (strstr(t1, k[i].theirs) && strstr(t1, mine));
+        if (!named) printf("    case %zu: rank 0: %s\n    rank 1: %s\n", i, t0, t1);
+        ZT_CHECK(named);
+        group_close(&g);
+    }
+    zc__test_lines_max = 0;
+}
+
 void inproc_split_makes_independent_children(void) {
     group g;
     group_open(&g, 6, 512, 4, 1024, 0);

@@ -11,6 +11,7 @@
  * programs print "mp-info:" lines that the tests check and echo. */
 #include "zt.h"
 
+#define ZC_TEST_HOOKS 1 /* zc__test_forge: a rank that dies in the middle of a message */
 #include "../core/engine.h" /* zc_comm's placed_bytes: what the wire put in place */
 #include "../core/reduce.h"
 #include "ref.h"
@@ -941,6 +942,53 @@ int mp_rank_sweep(void) {
     return 0;
 }
 
+/* ---- 1a. messages of flagged lines ---------------------------------------------------------- */
+
+/* Every collective (and send/recv around the ring, and a barrier) at sizes on both sides of a
+ * flagged line's 56 data bytes up to 4 KiB per message (MP_LINES_MAX=4096, the test build's
+ * override, with the default 64 KiB slots: all of them flagged lines; else one line), the
+ * dtypes and ops in turn, in place and not, rooted at every rank, one call at a time, against
+ * the reference. */
+int mp_rank_lines(void) {
+    static const size_t sizes[] = {9, 24, 56, 57, 200, 1000, 2048, 4096};
+    mp_ctx m;
+    mp_config(&m, "mp_rank_lines");
+    zc__test_lines_max = mp_env_u32("MP_LINES_MAX", 0);
+    mp_init(&m);
+    zt_rng local = {mp_seed ^ 0x11e5ull ^ ((uint64_t)m.rank << 40)};
+    uint32_t i = 0, calls = 0;
+    for (int k = 0; k < MP_KIND_COUNT; k++)
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            bool rooted = k == MP_REDUCE || k == MP_BCAST || k == MP_GATHER || k == MP_SCATTER;
+            for (uint32_t root = 0; root < (rooted ? m.n : 1u); root++, i++) {
+                mp_op o;
+                memset(&o, 0, sizeof o);
+                o.kind = (mp_kind)k;
+                o.dt = (zc_dtype)(i % ZC_DTYPE_COUNT_);
+                o.op = (zc_op)(i % ZC_OP_COUNT_);
+                o.es = zc_dtype_bytes(o.dt);
+                o.count = (sizes[si] + zc_dtype_bytes(o.dt) - 1u) / zc_dtype_bytes(o.dt);
+                o.root = rooted ? root : i % m.n;
+                o.in_place = (i & 1) != 0;
+                o.spare = (i & 2) != 0;
+                o.n = m.n, o.me = m.rank;
+                o.uid = mp_mix(mp_seed ^ ((uint64_t)i << 20) ^ m.n);
+                mp_op_alloc(&o);
+                mp_op_fill(&o, o.sbuf, o.rbuf);
+                char where[64];
+                snprintf(where, sizeof where, "flagged-line call %u", i);
+                MP_ST(&m, mp_op_issue(m.comm, &o), ZC_OK);
+                mp_wait_ops(&m, m.comm, &o, 1, &local, where);
+                mp_op_check(&m, &o, where);
+                mp_op_free(&o);
+                calls++;
+            }
+        }
+    if (m.rank == 0) printf("mp-info: %u flagged-line calls on %u ranks match\n", calls, m.n);
+    mp_fini(&m);
+    return 0;
+}
+
 /* ---- 1b. one large allreduce --------------------------------------------------------------- */
 
 int mp_rank_allreduce_big(void) {
@@ -1326,12 +1374,38 @@ static void mp_kill_path(char *path, size_t cap) {
     snprintf(path, cap, "/tmp/zcoll_mp_kill_%s", secret ? secret : "nosecret");
 }
 
+/* Writes the time into path, then dies by SIGKILL (the survivors read when it died). */
+static _Noreturn void mp_die_killed(const char *path) {
+    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+    uint64_t t = mp_now_ns();
+    if (fd < 0 || write(fd, &t, sizeof t) != (ssize_t)sizeof t) _exit(3);
+    close(fd);
+    raise(SIGKILL);
+    _exit(3);
+}
+
+static char mp_kill_file[128];
+
+/* MP_MID_LINES=1: the dying rank's first message of flagged lines is cut short: its last
+ * line's flag is put back to an old tag (as if the process died before writing it), and the
+ * process dies right there, inside the send. */
+static void mp_kill_mid_lines(const zc_comm *c, uint32_t peer, zc__hdr *h, uint8_t *payload) {
+    (void)c, (void)peer;
+    if (h->bytes <= ZC_INLINE_BYTES) return;
+    uint32_t lines = (h->bytes + ZC_LINE_DATA_BYTES - 1u) / ZC_LINE_DATA_BYTES;
+    uint64_t old = 0;
+    memcpy(payload + (lines - 1u) * 64u + 56u, &old, sizeof old);
+    mp_die_killed(mp_kill_file);
+}
+
 int mp_rank_killed(void) {
     mp_ctx m;
     mp_config(&m, "mp_rank_killed");
+    zc__test_lines_max = mp_env_u32("MP_LINES_MAX", 0);
     m.cfg.timeout_ns = 5000 * MP_MS;
     mp_init(&m);
-    /* 4 MiB, or MP_COUNT floats (2: one line per peer) */
+    /* 4 MiB, or MP_COUNT floats (2: one line per peer; 12 or, with MP_LINES_MAX, 1,000:
+     * flagged lines) */
     mp_op o = {.kind = MP_ALLREDUCE, .dt = ZC_FLOAT32, .op = ZC_SUM,
                .count = mp_env_u32("MP_COUNT", 1u << 20), .n = m.n, .me = m.rank};
     o.uid = 77;
@@ -1339,16 +1413,14 @@ int mp_rank_killed(void) {
     mp_op_fill(&o, o.sbuf, o.rbuf);
     char path[128];
     mp_kill_path(path, sizeof path);
+    snprintf(mp_kill_file, sizeof mp_kill_file, "%s", path);
     for (uint32_t it = 0; it < 1000; it++) {
+        if (m.rank == 2 && it == 5 && mp_env_u32("MP_MID_LINES", 0))
+            zc__test_forge = mp_kill_mid_lines;
         MP_ST(&m, mp_op_issue(m.comm, &o), ZC_OK);
         if (m.rank == 2 && it == 5) {
             for (int i = 0; i < 20; i++) (void)zc_progress(m.comm); /* now mid-collective */
-            int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
-            uint64_t t = mp_now_ns();
-            MP_CHECK(&m, fd >= 0 && write(fd, &t, sizeof t) == (ssize_t)sizeof t,
-                     "cannot write %s", path);
-            close(fd);
-            raise(SIGKILL);
+            mp_die_killed(path);
         }
         zc_status st = zc_wait(m.comm, &o.req[0]);
         if (st == ZC_OK) continue;
@@ -1962,6 +2034,44 @@ int mp_rank_fini_prompt(void) {
     return 0;
 }
 
+/* A peer that sends its last message and exits while this rank is descheduled between its
+ * step pass and its clock read (zc__test_clock sleeps there, once): rank 0 must take the
+ * message waiting in its window, not call rank 1 lost. */
+static uint32_t mp_clock_calls;
+static void mp_stall_at_clock(const zc_comm *comm) {
+    (void)comm;
+    if (++mp_clock_calls == 2) mp_sleep_ms(400); /* rank 1 sends and exits meanwhile */
+}
+
+int mp_rank_late_exit(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_late_exit");
+    mp_init(&m);
+    uint32_t v = 0;
+    zc_req r;
+    if (m.rank == 1) {
+        v = 1234567u;
+        mp_sleep_ms(100);
+        MP_ST(&m, zc_send(m.comm, &v, 1, ZC_UINT32, 0, &r), ZC_OK);
+        MP_ST(&m, zc_wait(m.comm, &r), ZC_OK);
+        printf("mp-result: rank 1: sent and exits\n");
+    } else {
+        zc__test_clock = mp_stall_at_clock;
+        MP_ST(&m, zc_recv(m.comm, &v, 1, ZC_UINT32, 1, &r), ZC_OK);
+        zc_status st = zc_wait(m.comm, &r);
+        zc__test_clock = NULL;
+        MP_CHECK(&m, st == ZC_OK, "zc_recv: %s (%s)", zc_status_name(st),
+                 zc_comm_error_text(m.comm));
+        MP_CHECK(&m, v == 1234567u && mp_clock_calls >= 2, "received %u, %u clock reads", v,
+                 mp_clock_calls);
+        printf("mp-result: rank 0: took the message of a rank that exited (%u clock reads)\n",
+               mp_clock_calls);
+    }
+    fflush(stdout);
+    mp_fini(&m);
+    return 0;
+}
+
 /* ---- the tests: start the rank programs --------------------------------------------------- */
 
 static char mp_out[1 << 20];
@@ -2005,6 +2115,16 @@ void mp_registered_buffers_match_reference_n3(void) {
 void mp_collectives_match_reference_n4(void) { mp_job(4, "mp_rank_sweep", 50, NULL, 0); }
 void mp_collectives_match_reference_n5(void) { mp_job(5, "mp_rank_sweep", 50, NULL, 0); }
 void mp_collectives_match_reference_n8(void) { mp_job(8, "mp_rank_sweep", 50, NULL, 0); }
+
+/* Processes under zcrun, every collective at 9 B to 4 KiB per message (flagged lines). */
+void mp_flagged_line_calls_match_reference(void) {
+    static const char *const wide[] = {"MP_LINES_MAX=4096", NULL};
+    for (uint32_t n = 2; n <= 5; n += 3)
+        for (int w = 0; w < 2; w++) {
+            mp_job(n, "mp_rank_lines", 60, w ? wide : NULL, 0);
+            ZT_CHECK(strstr(mp_out, "flagged-line calls on") != NULL);
+        }
+}
 
 void mp_allreduce_64mib_float32_matches_reference_n2(void) {
     mp_job(2, "mp_rank_allreduce_big", 50, NULL, 0);
@@ -2091,12 +2211,21 @@ static void mp_killed_peer_case(const char *const env[]) {
     ZT_CHECK(strstr(mp_out, "mp FAILED") == NULL);
 }
 
-/* A rank killed in the middle of a 4 MiB all_reduce, and in a run of 8-byte ones (one line
- * per peer, the line steps): the survivors get ZC_PEER_LOST (or ZC_TIMED_OUT) within 1 s. */
+/* A rank killed in the middle of a 4 MiB all_reduce, in a run of 8-byte ones (one line per
+ * peer, the line steps), of 48-byte ones (one flagged line), of 4,000-byte ones (72 flagged
+ * lines: the test build's override), and inside the send of a 4,000-byte one with its last
+ * line unwritten: the survivors get ZC_PEER_LOST (or ZC_TIMED_OUT) within 1 s. */
 void mp_killed_peer_is_reported_as_peer_lost(void) {
     static const char *const line[] = {"MP_COUNT=2", NULL};
+    static const char *const one[] = {"MP_COUNT=12", NULL};
+    static const char *const lines[] = {"MP_COUNT=1000", "MP_LINES_MAX=4096", NULL};
+    static const char *const cut[] = {"MP_COUNT=1000", "MP_LINES_MAX=4096", "MP_MID_LINES=1",
+                                      NULL};
     mp_killed_peer_case(NULL);
     mp_killed_peer_case(line);
+    mp_killed_peer_case(one);
+    mp_killed_peer_case(lines);
+    mp_killed_peer_case(cut);
 }
 
 /* mp_rank_link on one host (tests/rxe/hosts.sh runs it across two guests): the loop ends on
@@ -2177,6 +2306,12 @@ void mp_oversubscribed_8_ranks_stay_fast(void) {
 void mp_fini_returns_promptly_after_small_calls(void) {
     mp_job(3, "mp_rank_fini_prompt", 30, NULL, 0);
     ZT_CHECK(strstr(mp_out, "zc_comm_fini took") != NULL);
+}
+
+/* A message that arrived before its sender exited is taken, not reported as ZC_PEER_LOST. */
+void mp_message_of_an_exited_peer_is_taken(void) {
+    mp_job(2, "mp_rank_late_exit", 30, NULL, 0);
+    ZT_CHECK(strstr(mp_out, "took the message of a rank that exited") != NULL);
 }
 
 void mp_misuse_leaves_comm_usable(void) {

@@ -460,4 +460,5 @@ const zc_wire_ops zc_wire_ib = {
     0, /* no symmetric region */
     zc_ib_takes,
     zc_ib_links,
+    0, /* no flagged lines: an RDMA write does not promise the order its bytes land in */
 };

@@ -2,7 +2,9 @@
  * mapped by all ranks of the communicator (processes), or a region of its arena (in-process
  * mode, where peers are in the same address space). A put is a store of header and payload
  * into the peer's window followed by a release-store of the tag; arrival is an acquire-load of
- * the tag. Credits and the alarm word are single 8-byte stores into the peer's window.
+ * the tag. The sender's stores reach the receiver's window directly, in order, so the core may
+ * send flagged lines (core/proto.h) that the receiver polls where rx_mem says they land.
+ * Credits and the alarm word are single 8-byte stores into the peer's window.
  * Must not: allocate, or touch the OS except through platform.h at create/attach/seal/close.
  *
  * Window layout (64-byte lines): [0] header {magic, comm_id, rank, nranks, pid, slots,
@@ -273,10 +275,14 @@ static zc_status zc_shm_post(void *state, uint32_t lane, uint32_t peer, uint32_t
     return ZC_OK;
 }
 
+static const void *zc_shm_rx_mem(void *state, uint32_t lane, uint32_t peer, uint32_t slot) {
+    zc_shm *s = state;
+    return s->rx[lane * s->g.conn_cap + zc_shm_ci(s, peer)] + (size_t)slot * s->g.stride;
+}
+
 static const void *zc_shm_rx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
                                   uint64_t tag, uint32_t lines) {
-    zc_shm *s = state;
-    uint8_t *p = s->rx[lane * s->g.conn_cap + zc_shm_ci(s, peer)] + (size_t)slot * s->g.stride;
+    const uint8_t *p = zc_shm_rx_mem(state, lane, peer, slot);
     uint64_t have = __atomic_load_n((uint64_t *)(void *)(p + ZC_SLOT_HDR_BYTES - 8u),
                                     __ATOMIC_ACQUIRE);
     if (have == tag) return p;
@@ -355,4 +361,5 @@ const zc_wire_ops zc_wire_shm = {
     zc_shm_sym_base,
     zc_shm_takes,
     zc_shm_links,
+    zc_shm_rx_mem,
 };

@@ -103,6 +103,16 @@ int32_t zc__mem_find(const zc_comm *comm, const void *p, uint64_t bytes, uint32_
 
 #include "proto.h"
 
+/* A host call's reservation as progress.c's zc_reserve keeps it: when its schedule's links
+ * named each peer once, below rank 64, with one message at most each way, the schedule's call
+ * word (kind, dtype, op, alg, root), count and chunk, and the ranks it sends one message to and
+ * receives one from (bit p: rank p). */
+typedef struct zc__links_memo {
+    uint64_t word, count, tx, rx;
+    uint32_t chunk;
+    uint32_t ok; /* 1: the fields above hold such a reservation */
+} zc__links_memo;
+
 struct zc_comm {
     uint64_t magic;
     uint32_t lock;         /* 1 while a thread is inside a public call (zc__lock) */
@@ -136,6 +146,9 @@ struct zc_comm {
     uint64_t sym_used;     /* bytes of the symmetric region zc_sym_alloc has carved (sym.c) */
     uint64_t unposted;     /* channels with a message the wire refused for now (tx_unposted) */
     uint64_t lines_waits;  /* polls for flagged lines that found them not there (channel.c) */
+    /* Per kind of call, the reservation of the last host call of that kind (progress.c's
+     * zc_reserve replays it for a call of the same schedule). */
+    struct zc__links_memo links[ZC_K_BARRIER + 1];
     zc__chan *tx_begun;    /* the channel whose next message zc__tx_begin_n returned last ... */
     struct zc__hdr *tx_hdr; /* ... and that message's slot header (NULL: none since the
                             * channel's last publish), which its publish reuses */
@@ -273,6 +286,9 @@ typedef struct zc__family {
     bool (*step)(zc_comm *c, zc__req *r, uint32_t *budget);
 } zc__family;
 extern const zc__family zc__fam_host;   /* sched.c: host memory */
+/* The host family's step of a request whose r->line its begin set: what zc__fam_host.step
+ * runs for it, which progress.c calls without the family's dispatch. */
+bool zc__line_step(zc_comm *c, zc__req *r, uint32_t *budget);
 extern const zc__family zc__fam_sym;    /* sym.c: buffers in the symmetric region */
 extern const zc__family zc__fam_staged; /* sched_stage.c: device memory through host staging */
 extern const zc__family zc__fam_ipc;    /* sched_gpu.c: device memory, peers' buffers mapped */

@@ -49,39 +49,76 @@ const zc__family *zc__family_of(uint32_t alg) { return zc_family(alg); }
 
 /* Reserves, on its lane's channel with peer, the tx messages r sends to peer and the rx it
  * receives from it (zc__link_fn over the family's links): a ready message first where a stream
- * is written in place (sched.c), then the schedule's. */
+ * is written in place (sched.c), then the schedule's. With a memo (not NULL), it also records
+ * the reservation there while it is one a memo can hold (else the memo's ok is cleared). */
 typedef struct zc_resv {
     zc_comm *comm;
     zc__req *r;
+    zc__links_memo *memo;
 } zc_resv;
 
-static void zc_reserve_peer(void *ctx, uint32_t p, uint64_t tx, uint64_t rx) {
-    zc_comm *comm = ((zc_resv *)ctx)->comm;
-    zc__req *r = ((zc_resv *)ctx)->r;
-    ZC_ASSERT(p < comm->nranks && p != comm->rank);
-    uint32_t i = zc__ci(comm, p);
-    ZC_ASSERT(i != ZC_NO_CONN); /* a call names only connected peers (zc__choose) */
+static inline void zc_reserve_chan(zc_comm *comm, zc__req *r, uint32_t i, uint64_t tx,
+                                   uint64_t rx) {
     zc__chan *c = &comm->chans[(size_t)r->lane * comm->nconn + i];
-    uint32_t ready_tx = r->place ? r->pl[i].ready_out : 0u;
-    uint32_t ready_rx = r->place ? r->pl[i].ready_in : 0u;
-    r->tx_base[i] = c->tx_reserved + ready_tx;
-    r->rx_base[i] = c->rx_reserved + ready_rx;
-    tx += ready_tx;
-    rx += ready_rx;
+    r->tx_base[i] = c->tx_reserved;
+    r->rx_base[i] = c->rx_reserved;
     c->tx_reserved += tx;
     c->rx_reserved += rx;
     r->tx_left += tx;
     r->rx_left += rx;
 }
 
+static void zc_reserve_peer(void *ctx, uint32_t p, uint64_t tx, uint64_t rx) {
+    zc_comm *comm = ((zc_resv *)ctx)->comm;
+    zc__req *r = ((zc_resv *)ctx)->r;
+    zc__links_memo *memo = ((zc_resv *)ctx)->memo;
+    ZC_ASSERT(p < comm->nranks && p != comm->rank);
+    uint32_t i = zc__ci(comm, p);
+    ZC_ASSERT(i != ZC_NO_CONN); /* a call names only connected peers (zc__choose) */
+    uint32_t ready_tx = r->place ? r->pl[i].ready_out : 0u;
+    uint32_t ready_rx = r->place ? r->pl[i].ready_in : 0u;
+    zc_reserve_chan(comm, r, i, tx + ready_tx, rx + ready_rx);
+    r->tx_base[i] += ready_tx;
+    r->rx_base[i] += ready_rx;
+    if (!memo || !memo->ok) return;
+    uint64_t bit = p < 64u ? 1ull << p : 0u;
+    if (!bit || tx > 1u || rx > 1u || ((memo->tx | memo->rx) & bit)) {
+        memo->ok = 0;
+        return;
+    }
+    memo->tx |= tx ? bit : 0u;
+    memo->rx |= rx ? bit : 0u;
+}
+
+/* The call word (kind, dtype, op, alg, root) that opens a schedule. */
+static uint64_t zc_sched_word(const zc__sched *s) {
+    uint64_t w;
+    __builtin_memcpy(&w, s, sizeof w);
+    return w;
+}
+
 /* Reserves the message numbers r will use on the channels of its lane with the peers it
- * exchanges messages with. */
+ * exchanges messages with. A host call with nothing written in place whose schedule's links
+ * answered as its kind's memo says (the same call word, count and chunk: links are a function
+ * of the schedule alone) takes that answer again without asking them. */
 static void zc_reserve(zc_comm *comm, zc__req *r, const zc__family *f) {
     r->tx_left = r->rx_left = 0;
     r->place = 0;
     if ((f->flags & ZC_FAM_PLACE) && comm->put_min && r->s.count * r->s.esize >= comm->put_min)
         zc__place_plan(comm, r);
-    zc_resv v = {comm, r};
+    zc__links_memo *memo = f == &zc__fam_host && !r->place && r->s.kind <= ZC_K_BARRIER
+                               ? &comm->links[r->s.kind] : 0;
+    uint64_t word = zc_sched_word(&r->s);
+    if (memo && memo->ok && memo->word == word && memo->count == r->s.count &&
+        memo->chunk == r->s.chunk) {
+        for (uint64_t tx = memo->tx, rx = memo->rx, m = tx | rx; m; m &= m - 1u) {
+            uint32_t p = (uint32_t)__builtin_ctzll(m);
+            zc_reserve_chan(comm, r, zc__ci(comm, p), (tx >> p) & 1u, (rx >> p) & 1u);
+        }
+        return;
+    }
+    if (memo) *memo = (zc__links_memo){word, r->s.count, 0, 0, r->s.chunk, 1};
+    zc_resv v = {comm, r, memo};
     f->links(comm, &r->s, zc_reserve_peer, &v);
 }
 
@@ -106,8 +143,12 @@ static bool zc_gate(zc_comm *comm, zc__req *r, uint32_t *budget) {
 static inline __attribute__((always_inline)) bool zc_step(zc_comm *comm, zc__req *r,
                                                           uint32_t *budget) {
     if (r->held && !zc_gate(comm, r, budget)) return false;
-    /* zc__issue found r's family (zc__family_of checks the table there). */
-    if (!*budget || !zc_alg_family[r->s.alg]->step(comm, r, budget)) return false;
+    /* zc__issue found r's family (zc__family_of checks the table there); a one-line call
+     * (the host family's) goes to its line step straight. */
+    if (!*budget) return false;
+    if (!(r->line ? zc__line_step(comm, r, budget)
+                  : zc_alg_family[r->s.alg]->step(comm, r, budget)))
+        return false;
     ZC_ASSERT(r->tx_left == 0 && r->rx_left == 0);
     r->status = ZC_OK;
     return true;

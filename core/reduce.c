@@ -67,6 +67,10 @@ uint8_t zc__f32_to_e5m2(float f) { return zc_e5m2_enc(f); }
 
 /* Bytes of partial blocks a kernel keeps on the stack. */
 #define ZC_STACK_BYTES 8192u
+/* The small calls' kernel: at most this many elements (a 64-bit word of the smallest type)
+ * from at most this many ranks (a one-line call's). */
+#define ZC_TINY_ELEMS 8u
+#define ZC_TINY_RANKS 64u
 
 /* The rank tree's shape for n >= 1 inputs. */
 typedef struct zc_tree {
@@ -172,9 +176,9 @@ ZC_INLINE zc_quad zc_leaf_pair(const void *const *in, uint32_t e, uint32_t j) {
             }                                                                                   \
         }                                                                                       \
     }                                                                                           \
-    static void name(void *out, const void *const *in, uint32_t n, size_t count) {              \
+    __attribute__((noinline)) static void name##_blocks(void *out, const void *const *in,       \
+                                                        uint32_t n, zc_tree tr, size_t count) { \
         A st[ZC_STACK_BYTES / sizeof(A)];                                                       \
-        zc_tree tr = zc_tree_of(n);                                                             \
         size_t len = ZC_BLOCK, full = 0;                                                        \
         if ((size_t)tr.depth * ZC_BLOCK > sizeof st / sizeof(A))                                \
             len = (sizeof st / sizeof(A) / tr.depth) & ~(size_t)7;                              \
@@ -183,6 +187,40 @@ ZC_INLINE zc_quad zc_leaf_pair(const void *const *in, uint32_t e, uint32_t j) {
                 name##_block((T *)out, in, n, tr, st, full, ZC_BLOCK);                          \
         for (size_t base = full; base < count; base += len)                                     \
             name##_block((T *)out, in, n, tr, st, base, count - base < len ? count - base : len); \
+    }                                                                                           \
+    /* A one-line call's count (at most ZC_TINY_ELEMS elements, at most ZC_TINY_RANKS inputs)  \
+     * element by element: the p leaves, then each level's pairs combined left to right down    \
+     * to the root, the block code's tree and operations without its loops over blocks. */      \
+    ZC_INLINE A name##_leaf(const void *const *in, zc_tree tr, uint32_t i, size_t j) {          \
+        if (i >= tr.e) return LOAD(((const T *)in[i + tr.e])[j]);                               \
+        return OP(LOAD(((const T *)in[2u * i])[j]), LOAD(((const T *)in[2u * i + 1u])[j]));     \
+    }                                                                                           \
+    ZC_INLINE void name##_tiny(T *out, const void *const *in, uint32_t n, zc_tree tr,           \
+                               size_t count) {                                                  \
+        uint32_t p = 2u * tr.pairs; /* >= 2: n >= 2 */                                          \
+        (void)n; /* STORE reads it where it divides */                                          \
+        for (size_t j = 0; j < count; j++) {                                                    \
+            A v[ZC_TINY_RANKS];                                                                 \
+            v[0] = name##_leaf(in, tr, 0, j);                                                   \
+            v[1] = name##_leaf(in, tr, 1, j);                                                   \
+            for (uint32_t i = 2; i < p; i++) v[i] = name##_leaf(in, tr, i, j);                  \
+            for (uint32_t w = p; w > 2u; w /= 2u)                                               \
+                for (uint32_t i = 0; i < w / 2u; i++) v[i] = OP(v[2u * i], v[2u * i + 1u]);      \
+            out[j] = STORE(OP(v[0], v[1]));                                                     \
+        }                                                                                       \
+    }                                                                                           \
+    static void name(void *out, const void *const *in, uint32_t n, size_t count) {              \
+        if (n == 2u && count <= ZC_TINY_ELEMS) { /* the tree of two: one pair, its root */      \
+            const T *a = (const T *)in[0], *b = (const T *)in[1];                               \
+            for (size_t j = 0; j < count; j++)                                                  \
+                ((T *)out)[j] = STORE(OP(LOAD(a[j]), LOAD(b[j])));                              \
+            return;                                                                             \
+        }                                                                                       \
+        zc_tree tr = zc_tree_of(n);                                                             \
+        if (count <= ZC_TINY_ELEMS && n >= 2u && n <= ZC_TINY_RANKS)                            \
+            name##_tiny((T *)out, in, n, tr, count);                                            \
+        else                                                                                    \
+            name##_blocks(out, in, n, tr, count);                                               \
     }
 
 /* ---- pairwise accumulator primitives ------------------------------------------------------

@@ -1908,8 +1908,12 @@ __attribute__((noinline)) static bool zc_stream_step(zc_comm *comm, zc__req *r,
     return !(r->place & ZC_PLACE_DIRECT) || zc__tx_puts_done(comm, r);
 }
 
+bool zc__line_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
+    return zc_line_algs[r->s.alg](comm, r, budget);
+}
+
 static bool zc_host_step(zc_comm *comm, zc__req *r, uint32_t *budget) {
-    return r->line ? zc_line_algs[r->s.alg](comm, r, budget) : zc_stream_step(comm, r, budget);
+    return r->line ? zc__line_step(comm, r, budget) : zc_stream_step(comm, r, budget);
 }
 
 const zc__family zc__fam_host = {"host", ZC_FAM_EAGER | ZC_FAM_PLACE, zc_host_links,

@@ -358,6 +358,27 @@ void inproc_one_line_calls_match_reference_2_to_8_and_17_ranks(void) {
     }
 }
 
+/* The same call over and over with only its root changing, then its count (two elements, one
+ * line; 300, several messages on 256-byte slots), two collectives interleaved: each call
+ * reserves its own peers' messages (the issue replays a reservation only for the same
+ * schedule), against the reference. */
+void inproc_repeated_calls_changing_only_root_or_count_match_reference(void) {
+    static const uint32_t ns[] = {2, 3, 5, 8};
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+        group g;
+        uint32_t n = ns[ni], i = 0;
+        group_open(&g, n, 256, 4, 1024, 2000000000ull);
+        for (int c = 0; c < ZR_COUNT; c++)
+            for (uint32_t rep = 0; rep < 3u * n; rep++, i++) {
+                size_t count = rep / n == 1 ? 300 : 2;
+                run_one(&g, (zr_coll)c, count, ZC_FLOAT32, ZC_SUM, rep % n, false, zt_seed() + i);
+                run_one(&g, (zr_coll)((c + 1) % ZR_COUNT), 2, ZC_FLOAT32, ZC_SUM, (rep + 1) % n,
+                        false, zt_seed() + i);
+            }
+        group_close(&g);
+    }
+}
+
 /* A one-line call against a peer's different call is a mismatch, with both calls named, on
  * every rank: a count that still fits the line, one that does not, another collective. */
 void inproc_one_line_mismatch_names_both_calls(void) {

@@ -669,6 +669,47 @@ void reduce_matches_reference_for_every_dtype_op_ranks_and_count(void) {
                 }
 }
 
+/* A few elements (a one-line call's count, which the kernels take element by element) reduce
+ * bitwise as the same elements of a long reduction (whole blocks), into a separate output and
+ * in place on the first and the last input, the element after them untouched. */
+void reduce_of_a_few_elements_equals_their_part_of_a_long_reduction(void) {
+    static const uint32_t ns[] = {1, 2, 3, 4, 5, 7, 8, 13, 31, 33, 64};
+    const size_t long_count = 300;
+    zt_rng r = test_rng(0x7e1);
+    for (int t = 0; t < ZC_DTYPE_COUNT_; t++)
+        for (int op = 0; op < ZC_OP_COUNT_; op++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+                uint32_t n = ns[ni];
+                size_t es = dtype_size[t];
+                case_bufs b;
+                fill_case(&b, &r, (zc_dtype)t, n, long_count);
+                void *all = malloc((long_count + 1u) * es), *saved = malloc(10u * es);
+                ZT_CHECK(all && saved);
+                zc__reduce(all, (const void *const *)b.in, n, long_count, (zc_dtype)t, (zc_op)op);
+                for (size_t count = 1; count <= 9; count++) {
+                    memcpy(b.want, all, count * es);
+                    memset((char *)b.want + count * es, 0xa5, es);
+                    memset(b.out, 0xa5, (count + 1u) * es);
+                    zc__reduce(b.out, (const void *const *)b.in, n, count, (zc_dtype)t,
+                               (zc_op)op);
+                    compare_case(&b, (zc_dtype)t, (zc_op)op, n, count, "a few elements");
+                    for (uint32_t k = 0; k < n; k += n - 1u > 0 ? n - 1u : 1u) {
+                        memcpy(saved, b.in[k], (count + 1u) * es);
+                        memset((char *)b.in[k] + count * es, 0xa5, es);
+                        zc__reduce(b.in[k], (const void *const *)b.in, n, count, (zc_dtype)t,
+                                   (zc_op)op);
+                        memcpy(b.out, b.in[k], (count + 1u) * es);
+                        compare_case(&b, (zc_dtype)t, (zc_op)op, n, count,
+                                     "a few elements in place");
+                        memcpy(b.in[k], saved, (count + 1u) * es);
+                    }
+                }
+                free(all);
+                free(saved);
+                free_case(&b, n);
+            }
+}
+
 /* out == in[k] for k first, middle and last, for 1 to 13 ranks (the kernels' paths for n = 1,
  * the root leaf pair of n = 2 and 3, and the leaf pairs of two to four inputs pushed and
  * combined), against a separate output. */

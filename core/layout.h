@@ -12,7 +12,8 @@
 /* The scratch region of a communicator's arena serves the calls that create communicators,
  * so that no static memory is shared between threads creating different ones: zc_comm_init
  * keeps its bootstrap state (zc__boot, processes only), ZC_SCRATCH_RANK_BYTES per rank of
- * hellos, the verdicts, and at its end rank 0's bootstrap table (8 bytes per rank) there; zc_comm_split and zc_comm_split_inproc use their parent's (per rank: colors,
+ * hellos, the verdicts, and at its end rank 0's bootstrap table (8 bytes per rank) there;
+ * zc_comm_split and zc_comm_split_inproc use their parent's (per rank: colors,
  * keys, sizes or arenas, communicators and hosts; then one address blob of the parent's
  * size), an in-process group its rank 0's (per rank: windows). */
 #define ZC_SCRATCH_RANK_BYTES 96u

@@ -318,8 +318,8 @@ void zc_config_default(zc_config *cfg);
  * with another transport it is refused). ZC_HOST_ID (read by zc_comm_init, not here; for tests
  * and simulations): the host this process claims for its connection set in overlay mode
  * (ranks claiming the same string are one host's ranks), so that processes on one machine
- * can act as ranks of several hosts; the wire still follows the real host. No launcher variables at all leaves the single-rank
- * default. Malformed values (non-numeric, rank >= size, size 0, more than one rank without a
+ * can act as ranks of several hosts; the wire still follows the real host. No launcher
+ * variables at all leaves the single-rank default. Malformed values (non-numeric, rank >= size, size 0, more than one rank without a
  * rendezvous address, a secret that is not 32 hex digits, an unreadable ZC_SECRET_FILE, both
  * ZC_SECRET and ZC_SECRET_FILE) return ZC_INVALID_ARG with a sentence naming the variable in
  * cfg->error_text; cfg is then unchanged but for error_text. */

@@ -83,10 +83,11 @@ typedef struct zc_wire_ops {
     size_t (*addr_bytes)(const zc_wire_geom *g);
     /* Init, step 1: set up state and this rank's inbound window (in-process: window is given,
      * in the arena; otherwise the wire maps one) and write this rank's address blob to addr
-     * (addr_bytes of it; NULL when addr_bytes is 0). The core then all-gathers the blobs.
+     * (addr_bytes of it; NULL when addr_bytes is 0). The core then exchanges the blobs.
      * Step 2, after every rank did step 1: reach the peers' windows; addrs holds the blobs of
      * this rank's connections, connection i's (rank conn_peer[i]) at addrs + i * addr_bytes
-     * (its own entry included; NULL when addr_bytes is 0; it stays valid until close). Step 3, after every rank did step 2: drop names others no longer need.
+     * (its own entry included; NULL when addr_bytes is 0; it stays valid until close).
+     * Step 3, after every rank did step 2: drop names others no longer need.
      * Failures return a status with a sentence in err. */
     zc_status (*create)(void *state, const zc_wire_geom *g, void *window, void *addr, char *err,
                         size_t cap);

@@ -10,7 +10,9 @@
  * wire, and each data-path function forwards to the instance that carries the peer's connection
  * (zc_hier_of: the one dispatch point). Calls that concern no peer (alarm, seal, close) go to
  * both instances. Its address blob is the two instances' blobs side by side; attach hands each
- * instance its connections' parts, in its own connection order.
+ * instance its connections' parts, in its own connection order: instance 0's (small: a shared
+ * memory reference each) copied into this state, instance 1's packed in place in the core's
+ * table, which is this wire's until close (wire.h) and never read by the core again.
  *
  * What the instances differ in stays per connection: only instance 1 may put (placement is
  * planned per connection, zc__hier_puts); neither flagged lines nor a symmetric region are
@@ -31,7 +33,8 @@ typedef struct zc_hier {
     void *st[2];             /* their states (in this state) */
     uint32_t *conn[2];       /* [nranks] rank -> the instance's connection index */
     uint32_t *peer[2];       /* [cap] the instance's connection index -> rank */
-    uint8_t *blobs[2];       /* [cap[k] * ab[k]] the instance's connections' blobs */
+    uint8_t *blobs[2];       /* the instance's connections' blobs, ab[k] bytes each: 0's in
+                              * this state, 1's packed in the core's table at attach */
     uint8_t *via;            /* [conn_cap] the communicator's connection -> its instance */
     const uint32_t *cconn;   /* the communicator's conn (rank -> connection), until close */
     size_t ab[2];            /* the instances' blob bytes (0: none) */
@@ -76,14 +79,12 @@ static size_t zc_sz_addr(const zc_wire_ops *w, const zc_wire_geom *g) {
 
 /* Where each part of the state starts (bytes from its beginning), from the communicator's
  * geometry; the total. Sized for the full connection cap: an instance never has more. */
-enum { ZC_HO_ST0, ZC_HO_ST1, ZC_HO_CONN, ZC_HO_PEER, ZC_HO_BLOB0, ZC_HO_BLOB1, ZC_HO_VIA,
-       ZC_HO_COUNT };
+enum { ZC_HO_ST0, ZC_HO_ST1, ZC_HO_CONN, ZC_HO_PEER, ZC_HO_BLOB0, ZC_HO_VIA, ZC_HO_COUNT };
 static size_t zc_hier_layout(const zc_wire_geom *g, size_t off[ZC_HO_COUNT]) {
     size_t n = g->nranks, cap = g->conn_cap, end = zc_hier_al(sizeof(zc_hier));
     size_t bytes[ZC_HO_COUNT] = {
         zc_wire_shm.state_bytes(g), zc_hier_max(zc_sz_state, g), 2u * n * sizeof(uint32_t),
-        2u * cap * sizeof(uint32_t), cap * zc_wire_shm.addr_bytes(g),
-        cap * zc_hier_max(zc_sz_addr, g), cap};
+        2u * cap * sizeof(uint32_t), cap * zc_wire_shm.addr_bytes(g), cap};
     for (uint32_t i = 0; i < ZC_HO_COUNT; i++) {
         off[i] = end;
         end += zc_hier_al(bytes[i]);
@@ -129,7 +130,7 @@ void zc__hier_prepare(void *state, const zc_wire_geom *cg, const uint64_t *place
     uint32_t *peers = (uint32_t *)(void *)(base + off[ZC_HO_PEER]);
     *h = (zc_hier){{&zc_wire_shm, zc_hier_inter()}, {base + off[ZC_HO_ST0], base + off[ZC_HO_ST1]},
                    {conns, conns + g.nranks}, {peers, peers + g.conn_cap},
-                   {base + off[ZC_HO_BLOB0], base + off[ZC_HO_BLOB1]}, base + off[ZC_HO_VIA],
+                   {base + off[ZC_HO_BLOB0], 0}, base + off[ZC_HO_VIA],
                    g.conn, {0, 0}, 0, 0, {0, 0}, {cap0, cap1}, g.comm_id, 0, 0};
     for (uint32_t p = 0; p < g.nranks; p++) h->conn[0][p] = h->conn[1][p] = ZC_NO_CONN;
     uint64_t mine = *(const uint64_t *)(const void *)((const uint8_t *)places + g.rank * stride);
@@ -172,16 +173,22 @@ static zc_status zc_hier_create(void *state, const zc_wire_geom *g, void *window
     return ZC_OK;
 }
 
-/* Each instance gets its connections' parts of the blobs (connection order: addrs holds the
- * communicator's connections' blobs, ab bytes each) in its own connection order. */
+/* Each instance gets its connections' parts of the blobs (addrs: the communicator's
+ * connections' blobs, connection order, h->whole bytes each) in its own connection order:
+ * instance 0's copied out first, then instance 1's packed from the front of the table (its
+ * j-th part moves from connection i >= j's place, never onto a part still to move). */
 static zc_status zc_hier_attach(void *state, const void *addrs, char *err, size_t cap) {
     zc_hier *h = state;
+    uint8_t *table = (uint8_t *)(uintptr_t)addrs; /* this wire's until close (wire.h) */
+    for (uint32_t j = 0; j < h->nconn[0] && h->ab[0] && table; j++)
+        zc__memcpy(h->blobs[0] + (size_t)j * h->ab[0],
+                   table + (size_t)h->cconn[h->peer[0][j]] * h->whole, h->ab[0]);
+    for (uint32_t j = 0; j < h->nconn[1] && h->ab[1] && table; j++)
+        __builtin_memmove(table + (size_t)j * h->ab[1],
+                          table + (size_t)h->cconn[h->peer[1][j]] * h->whole + h->part1,
+                          h->ab[1]);
+    h->blobs[1] = table;
     for (uint32_t k = 0; k < 2u; k++) {
-        for (uint32_t j = 0; j < h->nconn[k] && h->ab[k] && addrs; j++) {
-            uint32_t p = h->peer[k][j];
-            const uint8_t *src = (const uint8_t *)addrs + (size_t)h->cconn[p] * h->whole;
-            zc__memcpy(h->blobs[k] + (size_t)j * h->ab[k], src + (k ? h->part1 : 0), h->ab[k]);
-        }
         zc_status st = h->w[k]->attach(h->st[k], h->ab[k] ? h->blobs[k] : 0, err, cap);
         if (st != ZC_OK) return st;
     }

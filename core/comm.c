@@ -210,6 +210,10 @@ static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all) {
                 "on shared memory");
         zc_plat_log(ZC_PLAT_LOG_INFO, line);
     }
+    bool places = false; /* whether the ranks claim more than one place */
+    for (uint32_t r = 1; r < c->nranks && !places; r++) places = all[r].place != all[0].place;
+    if (t == ZC_TRANSPORT_HIER && !places && !other)
+        t = ZC_TRANSPORT_SHM; /* one place: the shm instance alone carries everything */
     if (t == ZC_TRANSPORT_HIER && !zc__hier_inter_name()) {
         zc__fmt(c->err, sizeof c->err, "ZC_TRANSPORT is hier: this build has no transport_ib "
                 "(configure.py found no libibverbs) to carry it between hosts");

@@ -9,6 +9,8 @@
 static bool zc_fp_pick(const zc_config *cfg, uint32_t per, uint32_t hosts, zc_config *picked) {
     *picked = *cfg;
     picked->transport = zc__transport_picked(cfg->transport, hosts > 1, per > 1);
+    if (picked->transport == ZC_TRANSPORT_HIER && hosts == 1)
+        picked->transport = ZC_TRANSPORT_SHM; /* as init: one host needs no second wire */
     if (picked->transport == ZC_TRANSPORT_HIER && !zc__hier_inter_name()) {
         zc__set_init_error("zc_comm_footprint: cfg->transport is hier: this build has no "
                            "transport_ib (configure.py found no libibverbs)");

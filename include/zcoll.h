@@ -402,10 +402,10 @@ zc_status zc_comm_init_inproc(const zc_config *cfg, void *const arenas[], size_t
  * suffices) and its own windows; usable concurrently with the parent. A negative color gives
  * *child_out == NULL for that rank. Blocks until done or the parent's init timeout. A child
  * runs on its parent's wire, except that a child whose ranks all share one host runs on shared
- * memory when the parent's cfg->transport was ZC_TRANSPORT_AUTO: one communicator runs on one
- * wire, so a job across hosts gets shared memory within each host by splitting with
- * zc_comm_node as the color (and, say, the ranks with zc_comm_node(c) == zc_comm_rank(c) as the
- * cross-host communicator). */
+ * memory when the parent's cfg->transport was ZC_TRANSPORT_AUTO, and a child of a hier
+ * communicator whose ranks share one host (or one ZC_HOST_ID claim) runs on shared memory too.
+ * Splitting with zc_comm_node as the color gives a communicator per host (and, say, the ranks
+ * with zc_comm_node(c) == zc_comm_rank(c) as the cross-host communicator). */
 zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t arena_bytes,
                         zc_comm **child_out);
 /* The same for every rank of an in-process group at once: parents[r], colors[r], keys[r],
@@ -433,7 +433,8 @@ uint32_t zc_comm_size(const zc_comm *comm);
 /* The lowest rank of comm on this rank's host: equal for the ranks that share a host, so it
  * serves as a zc_comm_split color for a communicator per host (0 for NULL). */
 uint32_t zc_comm_node(const zc_comm *comm);
-/* The wire this communicator runs on: "shm", "ib" (transport_ib), or "none" for NULL. */
+/* The wire this communicator runs on: "shm", "ib" (transport_ib), "hier" (shm within a host,
+ * transport_ib across hosts), or "none" for NULL. */
 const char *zc_comm_transport(const zc_comm *comm);
 /* Why this communicator failed, once it has (the first failure's sentence: later errors do not
  * replace it); before that, the sentence of the last call that failed ("" if none). Never

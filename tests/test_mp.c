@@ -158,7 +158,7 @@ static uint32_t mp_layout_host(uint32_t r) {
 
 /* Every rank program reads these before init: MP_LAYOUT claims hosts through ZC_HOST_ID, and
  * MP_HIER_SHM=1 makes the two-wire communicator's inter-host instance a second shm one (test
- * builds: no RDMA device on this machine). */
+ * builds: no RDMA device on this machine) unless MP_HIER_IB=1 (tests/rxe: ib there). */
 static void mp_hier_env(uint32_t rank) {
     if (getenv("MP_LAYOUT")) {
         char id[64];
@@ -166,7 +166,7 @@ static void mp_hier_env(uint32_t rank) {
         setenv("ZC_HOST_ID", id, 1);
     }
     const char *shm = getenv("MP_HIER_SHM");
-    zc__test_hier_shm = shm && !strcmp(shm, "1");
+    zc__test_hier_shm = shm && !strcmp(shm, "1") && !getenv("MP_HIER_IB");
 }
 
 static void mp_config(mp_ctx *m, const char *prog) {

@@ -161,16 +161,23 @@ void footprint_matches_the_shm_windows_of_a_job(void) {
 
 /* ---- transport_ib ---- */
 
+#ifdef ZC_HAVE_IB
+/* Rank 5 of 16 between processes, the default sizes. */
+static void fp_sixteen(zc_config *cfg) {
+    zc_config_default(cfg);
+    cfg->nranks = 16;
+    cfg->rank = 5;
+    strcpy(cfg->root_addr, "127.0.0.1:1");
+    cfg->secret_set = true;
+}
+#endif
+
 void footprint_over_ib_is_what_transport_ib_takes(void) {
 #ifndef ZC_HAVE_IB
     ZT_SKIP("this build has no transport_ib");
 #else
     zc_config cfg;
-    zc_config_default(&cfg);
-    cfg.nranks = 16;
-    cfg.rank = 5;
-    strcpy(cfg.root_addr, "127.0.0.1:1");
-    cfg.secret_set = true;
+    fp_sixteen(&cfg);
     for (uint32_t q = 1; q <= 4; q++) {
         cfg.ib_qps_per_peer = q;
         zc_footprint fp;
@@ -218,11 +225,7 @@ void footprint_of_the_two_wire_communicator_is_per_instance(void) {
     ZT_SKIP("this build has no transport_ib");
 #else
     zc_config cfg;
-    zc_config_default(&cfg);
-    cfg.nranks = 16;
-    cfg.rank = 5;
-    strcpy(cfg.root_addr, "127.0.0.1:1");
-    cfg.secret_set = true;
+    fp_sixteen(&cfg);
     for (uint32_t q = 1; q <= 2; q++) {
         cfg.ib_qps_per_peer = q;
         zc_footprint fp;

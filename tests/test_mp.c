@@ -2082,6 +2082,37 @@ static uint32_t mp_claim_host(void) {
     return per ? per : 1u;
 }
 
+/* MP_BATCHES (12) batches of 1 to 4 calls drawn by mp_draw_op (counts above cap, when not 0,
+ * cut to just below it) issued together and checked against the reference; the seeds' salts
+ * keep each job's draws its own. Returns the calls checked. */
+static uint64_t mp_batches(mp_ctx *m, uint64_t salt, uint64_t lsalt, uint64_t usalt, size_t cap,
+                           const char *what) {
+    uint32_t batches = mp_env_u32("MP_BATCHES", 12);
+    zt_rng g = {mp_seed ^ salt};
+    zt_rng local = {mp_seed ^ lsalt ^ ((uint64_t)m->rank << 40)};
+    uint64_t calls = 0;
+    mp_op ops[4];
+    for (uint32_t b = 0; b < batches; b++) {
+        size_t k = 1 + (size_t)zt_rng_below(&g, 4);
+        for (size_t j = 0; j < k; j++) {
+            mp_draw_op(&g, m, &ops[j]);
+            if (cap && ops[j].count > cap) ops[j].count = cap - (size_t)zt_rng_below(&g, 7);
+            ops[j].uid = mp_mix(mp_seed ^ ((uint64_t)b << 20) ^ (j << 4) ^ m->n ^ usalt);
+            mp_op_alloc(&ops[j]);
+            mp_op_fill(&ops[j], ops[j].sbuf, ops[j].rbuf);
+        }
+        char where[64];
+        snprintf(where, sizeof where, "%s batch %u of %zu calls", what, b, k);
+        mp_issue_and_wait(m, ops, k, &local, where);
+        for (size_t j = 0; j < k; j++) {
+            mp_op_check(m, &ops[j], where);
+            mp_op_free(&ops[j]);
+            calls++;
+        }
+    }
+    return calls;
+}
+
 /* This rank's connections are exactly the definition's, and the address table the wire
  * attached with holds its connections' blobs only, in connection order (transport_ib's blob
  * names its rank 16 bytes in). */
@@ -2140,29 +2171,9 @@ int mp_rank_overlay(void) {
     m.cfg.bcast_tree_max_bytes = 4096;
     mp_init(&m);
     mp_ov_check_conns(&m, per);
-    uint32_t batches = mp_env_u32("MP_BATCHES", 12);
-    zt_rng g = {mp_seed ^ (0x0e1aull << 32) ^ m.n};
-    zt_rng local = {mp_seed ^ 0x10ca1ull ^ ((uint64_t)m.rank << 40)};
-    uint64_t calls = 0, t0 = mp_now_ns();
-    mp_op ops[4];
-    for (uint32_t b = 0; b < batches; b++) {
-        size_t k = 1 + (size_t)zt_rng_below(&g, 4);
-        for (size_t j = 0; j < k; j++) {
-            mp_draw_op(&g, &m, &ops[j]);
-            if (ops[j].count > 3000) ops[j].count = 3000 - (size_t)zt_rng_below(&g, 7);
-            ops[j].uid = mp_mix(mp_seed ^ ((uint64_t)b << 20) ^ (j << 4) ^ m.n ^ 0x0eull);
-            mp_op_alloc(&ops[j]);
-            mp_op_fill(&ops[j], ops[j].sbuf, ops[j].rbuf);
-        }
-        char where[64];
-        snprintf(where, sizeof where, "overlay batch %u of %zu calls", b, k);
-        mp_issue_and_wait(&m, ops, k, &local, where);
-        for (size_t j = 0; j < k; j++) {
-            mp_op_check(&m, &ops[j], where);
-            mp_op_free(&ops[j]);
-            calls++;
-        }
-    }
+    uint64_t t0 = mp_now_ns();
+    uint64_t calls = mp_batches(&m, (0x0e1aull << 32) ^ m.n, 0x10ca1ull, 0x0eull, 3000,
+                                "overlay");
     /* Two children (even and odd ranks), each in overlay mode from 2 ranks. */
     zc_comm *child = NULL;
     size_t cb = 0;
@@ -2278,28 +2289,8 @@ int mp_rank_hier(void) {
     if (mp_env_u32("MP_OVERLAY", 0)) m.cfg.log_min_ranks = 1, m.cfg.overlay_min_ranks = 2;
     mp_init(&m);
     mp_hier_check(&m);
-    uint32_t batches = mp_env_u32("MP_BATCHES", 12);
-    zt_rng g = {mp_seed ^ (0x41e4ull << 32) ^ m.n};
-    zt_rng local = {mp_seed ^ 0x10ca2ull ^ ((uint64_t)m.rank << 40)};
-    uint64_t calls = 0, t0 = mp_now_ns();
-    mp_op ops[4];
-    for (uint32_t b = 0; b < batches; b++) {
-        size_t k = 1 + (size_t)zt_rng_below(&g, 4);
-        for (size_t j = 0; j < k; j++) {
-            mp_draw_op(&g, &m, &ops[j]);
-            ops[j].uid = mp_mix(mp_seed ^ ((uint64_t)b << 20) ^ (j << 4) ^ m.n ^ 0x41ull);
-            mp_op_alloc(&ops[j]);
-            mp_op_fill(&ops[j], ops[j].sbuf, ops[j].rbuf);
-        }
-        char where[64];
-        snprintf(where, sizeof where, "hier batch %u of %zu calls", b, k);
-        mp_issue_and_wait(&m, ops, k, &local, where);
-        for (size_t j = 0; j < k; j++) {
-            mp_op_check(&m, &ops[j], where);
-            mp_op_free(&ops[j]);
-            calls++;
-        }
-    }
+    uint64_t t0 = mp_now_ns();
+    uint64_t calls = mp_batches(&m, (0x41e4ull << 32) ^ m.n, 0x10ca2ull, 0x41ull, 0, "hier");
     uint32_t who[64], size = 0, crank = 0, host = mp_layout_host(m.rank);
     bool spans = false;
     for (uint32_t r = 0; r < m.n && size < 64u; r++)

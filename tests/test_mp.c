@@ -2243,7 +2243,12 @@ static void mp_hier_check(const mp_ctx *m) {
                                        : fp.qps > 0 && fp.registered_bytes > 0),
              "the footprint says transport %u, %zu shared, %zu registered bytes, %u qps",
              (unsigned)fp.transport, fp.shared_bytes, fp.registered_bytes, fp.qps);
-    if (mp_layout_host(m->rank) == 0 && m->rank == 0)
+    /* Rank 0's host is the layout's first, as the footprint's uniform hosts make it. */
+    uint32_t qps = zc__test_hier_shm ? 0u : remote * m->cfg.ib_qps_per_peer;
+    MP_CHECK(m, m->rank != 0 || (fp.peers == local + remote && fp.qps == qps),
+             "the footprint says %u peers and %u qps, rank 0 has %u peers, %u of them across "
+             "hosts (%u qps)", fp.peers, fp.qps, local + remote, remote, qps);
+    if (m->rank == 0)
         printf("mp-info: rank 0: %u + %u connections (shm, %s), footprint at %u per host: "
                "%zu shared, %zu registered bytes, %u qps, %u peers\n", local, remote,
                zc__test_hier_shm ? "shm" : "ib", per, fp.shared_bytes, fp.registered_bytes,

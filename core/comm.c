@@ -266,23 +266,52 @@ zc_status zc__room_check(zc_comm *c, uint32_t who, uint32_t k, uint64_t room, ui
     return ZC_LIMIT;
 }
 
-/* The number of ranks whose place (at stride bytes) is the one of rank r, counted only when r
- * is the lowest of them (0 otherwise). */
-static uint32_t zc_place_size(const uint8_t *places, size_t stride, uint32_t n, uint32_t r) {
-    uint64_t its = *(const uint64_t *)(const void *)(places + r * stride);
-    uint32_t k = 0;
-    for (uint32_t p = 0; p < n; p++) {
-        if (*(const uint64_t *)(const void *)(places + p * stride) != its) continue;
-        if (p < r) return 0;
-        k++;
+/* Sifts v[i] down the max-heap v[0..n) (a heapsort step; bounded by log2 n swaps). */
+static void zc_sift(uint64_t *v, uint32_t i, uint32_t n) {
+    for (uint32_t k = 0; k < 32u; k++) {
+        uint32_t big = i, l = 2u * i + 1u, r = l + 1u;
+        if (l < n && v[l] > v[big]) big = l;
+        if (r < n && v[r] > v[big]) big = r;
+        if (big == i) return;
+        uint64_t t = v[i];
+        v[i] = v[big];
+        v[big] = t;
+        i = big;
     }
-    return k;
+}
+
+/* The largest and smallest number of ranks sharing a place (places at stride bytes), in
+ * O(n log n): the places copied into c's scratch (its verdict area, free until the wire is
+ * set up), heap-sorted, and their runs counted. */
+static void zc_place_sizes(zc_comm *c, const uint8_t *places, size_t stride, uint32_t *most,
+                           uint32_t *least) {
+    _Static_assert(ZC_SCRATCH_VERDICT_BYTES >= sizeof(uint64_t), "a place per rank fits");
+    uint32_t n = c->nranks, run = 0;
+    uint64_t *v = (uint64_t *)(void *)(c->scratch + sizeof(zc__boot) +
+                                       (size_t)n * ZC_SCRATCH_RANK_BYTES);
+    for (uint32_t r = 0; r < n; r++) v[r] = *(const uint64_t *)(const void *)(places + r * stride);
+    for (uint32_t i = n / 2u; i-- > 0;) zc_sift(v, i, n);
+    for (uint32_t end = n; end-- > 1u;) {
+        uint64_t t = v[0];
+        v[0] = v[end];
+        v[end] = t;
+        zc_sift(v, 0, end);
+    }
+    *most = 0;
+    *least = n;
+    for (uint32_t r = 0; r < n; r++) {
+        run++;
+        if (r + 1u < n && v[r + 1u] == v[r]) continue;
+        *most = run > *most ? run : *most;
+        *least = run < *least ? run : *least;
+        run = 0;
+    }
 }
 
 zc_status zc__hier_caps(zc_comm *c, const uint64_t *places, const uint64_t *hosts,
                         size_t stride) {
     const uint8_t *at = (const uint8_t *)places;
-    uint32_t n = c->nranks, most = 0, least = n;
+    uint32_t n = c->nranks, most = 0, least = n, cap = zc__conn_cap(&c->cfg);
     for (uint32_t p = 0; p < n && hosts; p++) /* this rank's place mates share its host */
         if (*(const uint64_t *)(const void *)(at + p * stride) == c->place &&
             *(const uint64_t *)(const void *)((const uint8_t *)hosts + p * stride) !=
@@ -293,20 +322,9 @@ zc_status zc__hier_caps(zc_comm *c, const uint64_t *places, const uint64_t *host
                     "claims of their own", c->rank, p);
             return ZC_UNSUPPORTED;
         }
-    if (zc__overlay(&c->cfg)) { /* bounds, not an O(n^2) count */
-        uint32_t cap = zc__conn_cap(&c->cfg);
-        c->hier_cap[0] = cap < ZC_OVERLAY_MAX_LOCAL ? cap : ZC_OVERLAY_MAX_LOCAL;
-        c->hier_cap[1] = cap;
-        return ZC_OK;
-    }
-    for (uint32_t r = 0; r < n; r++) { /* full mesh: n is small enough for n^2 compares */
-        uint32_t k = zc_place_size(at, stride, n, r);
-        if (!k) continue;
-        most = k > most ? k : most;
-        least = k < least ? k : least;
-    }
-    c->hier_cap[0] = most;
-    c->hier_cap[1] = n - least + 1u;
+    zc_place_sizes(c, at, stride, &most, &least);
+    c->hier_cap[0] = most < cap ? most : cap; /* overlay mode: conn_fill refused a larger one */
+    c->hier_cap[1] = zc__overlay(&c->cfg) ? cap : n - least + 1u;
     return ZC_OK;
 }
 

@@ -237,8 +237,8 @@ zc_status zc__room_check(zc_comm *c, uint32_t who, uint32_t k, uint64_t room, ui
 /* The two-wire communicator's instance caps into c->hier_cap from every rank's place
  * (places[r] at stride bytes), and whether this rank's place mates run on its host (a claim
  * shared across hosts cannot be one shm instance): ZC_OK, or ZC_UNSUPPORTED with the sentence
- * in c->err. Full mesh: the largest place, and n minus the smallest place plus 1; overlay
- * mode: ZC_OVERLAY_MAX_LOCAL and the connection cap. hosts: every rank's host (NULL: not
+ * in c->err. The largest place's rank count, and n minus the smallest place's plus 1 (overlay
+ * mode: the connection cap); O(n log n) in c's scratch. hosts: every rank's host (NULL: not
  * checked). */
 zc_status zc__hier_caps(zc_comm *c, const uint64_t *places, const uint64_t *hosts,
                         size_t stride);

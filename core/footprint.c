@@ -40,10 +40,7 @@ static void zc_fp_hier(const zc_config *cfg, const zc_wire_geom *g, uint32_t per
                        zc_footprint *out, zc_wire_links *links) {
     uint32_t n = cfg->nranks, least = n % per ? n % per : per, cap = zc__conn_cap(cfg);
     uint32_t nconn[2] = {per, g->nconn - per + 1u}, caps[2] = {per, n - least + 1u};
-    if (zc__overlay(cfg)) {
-        caps[0] = cap < ZC_OVERLAY_MAX_LOCAL ? cap : ZC_OVERLAY_MAX_LOCAL;
-        caps[1] = cap;
-    }
+    if (zc__overlay(cfg)) caps[1] = cap;
     zc__hier_cost cost;
     zc__hier_need(cfg, g, nconn, caps, &cost);
     *links = (zc_wire_links){0};

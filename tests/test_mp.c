@@ -2230,11 +2230,16 @@ static void mp_hier_check(const mp_ctx *m) {
                  "rank %u (%s host) %s be placed", p, same ? "this" : "another",
                  same ? "must not" : "may");
     }
+    uint32_t most = 0; /* the largest claimed host: the shm instance's cap, on every rank */
+    for (uint32_t r = 0, k = 0; r < m->n; r++, k = 0) {
+        for (uint32_t p = 0; p < m->n; p++) k += mp_layout_host(p) == mp_layout_host(r);
+        most = k > most ? k : most;
+    }
     zc__hier_shape(c->wire_state, nconn, cap);
-    MP_CHECK(m, nconn[0] == local + 1u && nconn[1] == remote + 1u && nconn[0] <= cap[0] &&
+    MP_CHECK(m, nconn[0] == local + 1u && nconn[1] == remote + 1u && cap[0] == most &&
                     nconn[1] <= cap[1],
-             "instances hold %u and %u connections (caps %u, %u), expected %u and %u", nconn[0],
-             nconn[1], cap[0], cap[1], local + 1u, remote + 1u);
+             "instances hold %u and %u connections (caps %u, %u), expected %u and %u (shm cap "
+             "%u)", nconn[0], nconn[1], cap[0], cap[1], local + 1u, remote + 1u, most);
     zc_footprint fp;
     uint32_t per = (uint32_t)strtoul(getenv("MP_LAYOUT"), NULL, 10);
     MP_ST(m, zc_comm_footprint(&m->cfg, per, &fp), ZC_OK);

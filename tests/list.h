@@ -137,6 +137,7 @@ ZT_TEST(overlay_off_keeps_the_full_mesh, 30)
 ZT_TEST(overlay_split_children_keep_hosts_and_run, 30)
 ZT_TEST(overlay_failure_report_reaches_unconnected_ranks, 30)
 ZT_TEST(overlay_config_refusals_say_why, 10)
+ZT_TEST(overlay_relayed_send_recv_every_pair, 120)
 /* tests/test_logalg.c */
 ZT_TEST(logalg_forced_match_reference_and_direct_1_to_9_ranks, 120)
 ZT_TEST(logalg_forced_match_reference_and_direct_10_to_17_ranks, 120)

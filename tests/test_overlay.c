@@ -357,3 +357,109 @@ void overlay_relayed_send_recv_every_pair(void) {
     ov_every_pair(17);
     ov_every_pair(33);
 }
+
+/* A 33-rank group, 2 ranks per simulated host, with timeout_ns (0: the default). */
+static void ov_open_relay(ov_group *g, uint32_t n, uint64_t timeout_ns) {
+    zc_config cfg;
+    memset(g, 0, sizeof *g);
+    g->n = n;
+    zr_group_config(&cfg, n, 256, 2, 1024, timeout_ns);
+    cfg.log_min_ranks = 1, cfg.overlay_min_ranks = 1, cfg.inproc_ranks_per_host = 2;
+    zt_inproc_open(&cfg, g->arenas, g->c);
+}
+
+/* 24 sends of 5 slots each from rank 0 to rank 15 (4 hops: 0, 8, 12, 14, 15) before rank 15
+ * issues any receive: the relay rings fill (2 slots each) and the sends wait on credits; then
+ * the receives take them all, in order, byte for byte. The relays have no call in flight and
+ * only zc_progress runs on every rank; rank 12, a relay, waits meanwhile in a receive of its
+ * own from rank 13 that comes last. */
+void overlay_relay_backpressure_and_polling_relays(void) {
+    ov_group g;
+    ov_open_relay(&g, 33, 0);
+    const uint32_t s = 0, d = 15, M = 24, B = 5u * 256u;
+    ZT_CHECK_EQ(g.c[s]->conn[d], ZC_NO_CONN);
+    ZT_CHECK_EQ(ov_hops(33, s, d), 4u);
+    static uint8_t out[24][5 * 256], in[24][5 * 256], own[8];
+    zc_req sq[24], rq[24], wq, oq;
+    uint64_t own_v = 0x1122334455667788ull;
+    ZT_CHECK_ST(zc_recv(g.c[12], own, 8, ZC_UINT8, 13, &wq), ZC_OK);
+    for (uint32_t m = 0; m < M; m++) {
+        ov_pattern(out[m], B, s, d, m);
+        ZT_CHECK_ST(zc_send(g.c[s], out[m], B, ZC_UINT8, d, &sq[m]), ZC_OK);
+    }
+    for (uint32_t pass = 0; pass < 2000; pass++)
+        for (uint32_t r = 0; r < g.n; r++) (void)zc_progress(g.c[r]);
+    ZT_CHECK_ST(zc_test(g.c[s], &sq[M - 1u]), ZC_IN_PROGRESS); /* held back by credits */
+    for (uint32_t m = 0; m < M; m++)
+        ZT_CHECK_ST(zc_recv(g.c[d], in[m], B, ZC_UINT8, s, &rq[m]), ZC_OK);
+    uint32_t left = 2u * M;
+    for (uint32_t pass = 0; pass < 200000 && left; pass++) {
+        for (uint32_t r = 0; r < g.n; r++) (void)zc_progress(g.c[r]);
+        left = 0;
+        for (uint32_t m = 0; m < M; m++) {
+            left += sq[m].opaque_[0] && zc_test(g.c[s], &sq[m]) == ZC_IN_PROGRESS;
+            left += rq[m].opaque_[0] && zc_test(g.c[d], &rq[m]) == ZC_IN_PROGRESS;
+        }
+    }
+    ZT_CHECK_EQ(left, 0u);
+    for (uint32_t m = 0; m < M; m++) ZT_CHECK(memcmp(in[m], out[m], B) == 0);
+    ZT_CHECK_ST(zc_send(g.c[13], &own_v, 8, ZC_UINT8, 12, &oq), ZC_OK);
+    ZT_CHECK_ST(zc_wait(g.c[12], &wq), ZC_OK);
+    ZT_CHECK_ST(zc_wait(g.c[13], &oq), ZC_OK);
+    ZT_CHECK(memcmp(own, &own_v, 8) == 0);
+    zt_inproc_close(g.n, g.arenas, g.c);
+}
+
+/* A receive from any source takes a relayed message and names its sender; a receive whose
+ * count differs from the relayed send's fails with ZC_MISMATCH naming both calls. */
+void overlay_relayed_any_source_and_mismatch(void) {
+    ov_group g;
+    ov_open_relay(&g, 17, 0);
+    const uint32_t s = 3, d = 14; /* distance 6 the short way: 2 hops */
+    ZT_CHECK_EQ(g.c[s]->conn[d], ZC_NO_CONN);
+    int32_t a[40], b[40];
+    uint32_t source = 99;
+    for (int32_t i = 0; i < 40; i++) a[i] = 1000 + i, b[i] = 0;
+    zc_req q[2];
+    ZT_CHECK_ST(zc_recv_tagged(g.c[d], b, 40, ZC_INT32, ZC_ANY_SOURCE, 5, &source, &q[1]), ZC_OK);
+    ZT_CHECK_ST(zc_send_tagged(g.c[s], a, 40, ZC_INT32, d, 5, &q[0]), ZC_OK);
+    ZT_CHECK_ST(zc_wait(g.c[s], &q[0]), ZC_OK);
+    ZT_CHECK_ST(zc_wait(g.c[d], &q[1]), ZC_OK);
+    ZT_CHECK_EQ(source, s);
+    ZT_CHECK(memcmp(a, b, sizeof a) == 0);
+    ZT_CHECK_ST(zc_send(g.c[s], a, 40, ZC_INT32, d, &q[0]), ZC_OK);
+    ZT_CHECK_ST(zc_recv(g.c[d], b, 39, ZC_INT32, s, &q[1]), ZC_OK);
+    ZT_CHECK_ST(zc_wait(g.c[d], &q[1]), ZC_MISMATCH);
+    ZT_CHECK(strstr(zc_comm_error_text(g.c[d]), "relayed") != NULL);
+    zt_inproc_close(g.n, g.arenas, g.c);
+}
+
+/* A relay on the route that stops (never progressed again: a stalled process) while a message
+ * is on its way: the receive ends with ZC_TIMED_OUT at its deadline; a relay that aborts: the
+ * sender's and receiver's calls end with its failure report (ZC_ABORTED), long before it. */
+void overlay_relay_stalled_or_aborted_fails_within_deadline(void) {
+    for (uint32_t mode = 0; mode < 2; mode++) {
+        ov_group g;
+        ov_open_relay(&g, 17, 300000000ull); /* 300 ms */
+        const uint32_t s = 0, d = 7, relay = 6; /* 0 -> 4 -> 6 -> 7 */
+        ZT_CHECK_EQ(zc__relay_next(17, 4, d), relay);
+        ZT_CHECK_EQ(g.c[s]->conn[d], ZC_NO_CONN);
+        static uint8_t a[700], b[700];
+        zc_req q[2];
+        if (mode == 0)
+            for (uint32_t r = 0; r < g.n; r++) g.c[r]->group[relay] = NULL;
+        else
+            ZT_CHECK_ST(zc_comm_abort(g.c[relay]), ZC_OK);
+        uint64_t t0 = zt_now_ms();
+        ZT_CHECK_ST(zc_send(g.c[s], a, sizeof a, ZC_UINT8, d, &q[0]), ZC_OK);
+        ZT_CHECK_ST(zc_recv(g.c[d], b, sizeof b, ZC_UINT8, s, &q[1]), ZC_OK);
+        zc_status got = zc_wait(g.c[d], &q[1]);
+        ZT_CHECK_ST(got, mode == 0 ? ZC_TIMED_OUT : ZC_ABORTED);
+        zc_status sent = zc_wait(g.c[s], &q[0]);
+        ZT_CHECK(sent == ZC_OK || sent == ZC_TIMED_OUT || sent == ZC_ABORTED);
+        ZT_CHECK(zt_now_ms() - t0 < 5000u);
+        if (mode == 1) ZT_CHECK(zt_now_ms() - t0 < 250u);
+        for (uint32_t r = 0; r < g.n; r++) g.c[r]->group[relay] = g.c[relay];
+        zt_inproc_close(g.n, g.arenas, g.c);
+    }
+}

@@ -463,3 +463,28 @@ void overlay_relay_stalled_or_aborted_fails_within_deadline(void) {
         zt_inproc_close(g.n, g.arenas, g.c);
     }
 }
+
+/* A relay-lane message no rank sends (a destination outside the communicator, a payload larger
+ * than a slot) fails the rank that takes it with ZC_MISMATCH and a sentence, nothing copied. */
+void overlay_forged_relay_header_fails_with_sentence(void) {
+    for (uint32_t which = 0; which < 3; which++) {
+        ov_group g;
+        ov_open_relay(&g, 17, 0);
+        zc__hdr *h = zc__relay_tx_slot(g.c[1], 2); /* rank 1 plays a hostile relay */
+        ZT_CHECK(h != NULL);
+        memset(h, 0, offsetof(zc__hdr, tag));
+        h->comm_id = g.c[1]->comm_id;
+        h->kind = ZC_K_SEND;
+        h->alg = ZC_ALG_RELAY;
+        h->src = 1;
+        h->dst = which == 0 ? 17u : 9u;
+        h->bytes = which == 1 ? 100000u : 4u;
+        if (which == 2) h->comm_id ^= 1u;
+        ZT_CHECK_ST(zc__relay_tx_post(g.c[1], 2, 4), ZC_OK);
+        zc_status st = ZC_OK;
+        for (uint32_t i = 0; i < 200 && st == ZC_OK; i++) st = zc_progress(g.c[2]);
+        ZT_CHECK_ST(st, ZC_MISMATCH);
+        ZT_CHECK(strstr(zc_comm_error_text(g.c[2]), "relayed a message") != NULL);
+        zt_inproc_close(g.n, g.arenas, g.c);
+    }
+}

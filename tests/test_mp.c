@@ -2105,12 +2105,19 @@ static void mp_ov_check_conns(const mp_ctx *m, uint32_t per) {
  * connection set, then batches of every collective (broadcasts above bcast_tree_max_bytes by
  * van de Geijn; the send/recv ring, whose neighbours are connections) against the reference,
  * then a split into two overlay children that all_reduce. */
-int mp_rank_overlay(void) {
+/* Claims this rank's host, then configures overlay mode (from 2 ranks, the log-depth
+ * algorithms from 1) with slots of 1 KiB; returns the ranks per claimed host. */
+static uint32_t mp_overlay_config(mp_ctx *m, const char *prog, uint32_t slots) {
     uint32_t per = mp_claim_host();
+    mp_config(m, prog);
+    m->cfg.slot_bytes = 1024, m->cfg.slots = slots;
+    m->cfg.log_min_ranks = 1, m->cfg.overlay_min_ranks = 2;
+    return per;
+}
+
+int mp_rank_overlay(void) {
     mp_ctx m;
-    mp_config(&m, "mp_rank_overlay");
-    m.cfg.slot_bytes = 1024, m.cfg.slots = 4;
-    m.cfg.log_min_ranks = 1, m.cfg.overlay_min_ranks = 2;
+    uint32_t per = mp_overlay_config(&m, "mp_rank_overlay", 4);
     m.cfg.bcast_tree_max_bytes = 4096;
     mp_init(&m);
     mp_ov_check_conns(&m, per);
@@ -2189,11 +2196,8 @@ static void mp_relay_pattern(uint8_t *p, size_t bytes, uint32_t s, uint32_t d, u
  * ZC_TIMED_OUT within the deadline, and so does every survivor's next call (after a second of
  * zc_progress alone). */
 int mp_rank_overlay_relay(void) {
-    uint32_t per = mp_claim_host();
     mp_ctx m;
-    mp_config(&m, "mp_rank_overlay_relay");
-    m.cfg.slot_bytes = 1024, m.cfg.slots = 2;
-    m.cfg.log_min_ranks = 1, m.cfg.overlay_min_ranks = 2;
+    uint32_t per = mp_overlay_config(&m, "mp_rank_overlay_relay", 2);
     m.cfg.timeout_ns = 4000 * MP_MS;
     mp_init(&m);
     uint32_t n = m.n, me = m.rank, relayed = 0;

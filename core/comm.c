@@ -98,6 +98,7 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
                 cfg->nranks, cfg->overlay_min_ranks);
         return ZC_UNSUPPORTED;
     }
+    c->relay = zc__overlay(cfg); /* the relay lane every progress pass polls (relay.c) */
     /* Simulated hosts; between processes in overlay mode init and split fill it from where
      * the ranks run. */
     if ((cfg->transport == ZC_TRANSPORT_INPROC || !zc__overlay(cfg)) && !zc__conn_fill(c, 0, 0)) {

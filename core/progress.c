@@ -487,7 +487,7 @@ static zc_status zc_progress_locked(zc_comm *comm) {
     zc_check_alarm(comm);
     if (comm->unposted) zc__tx_flush(comm); /* messages the wire refused for now, first */
     if (comm->failed) return (zc_status)comm->failed;
-    if (zc__lanes(&comm->cfg) > ZC_LANE_RELAY) zc__relay_pass(comm, &budget); /* whatever calls are in flight */
+    if (comm->relay) zc__relay_pass(comm, &budget); /* whatever calls are in flight */
     bool turn_taken = false; /* a receive of this pass still waits: later ones wait too */
     for (uint32_t i = 0; i < comm->nreqs_active && budget && !comm->failed;) {
         zc__req *r = &comm->reqs[comm->active[i]];
@@ -509,7 +509,7 @@ static zc_status zc_progress_locked(zc_comm *comm) {
         }
     }
     bool idle = budget == ZC_PROGRESS_BUDGET && !finished;
-    if (!comm->failed && (comm->nreqs_active || comm->relay_wait) &&
+    if (!comm->failed && (comm->nreqs_active || (comm->relay && comm->relay_wait)) &&
         ++comm->clock_polls >= (idle ? ZC_CLOCK_IDLE_POLLS : ZC_CLOCK_BUSY_POLLS)) {
         comm->clock_polls = 0;
 #ifdef ZC_TEST_HOOKS

@@ -2189,8 +2189,9 @@ static void mp_relay_pattern(uint8_t *p, size_t bytes, uint32_t s, uint32_t d, u
 
 /* Overlay mode (hosts claimed through ZC_HOST_ID, 2 slots of 1 KiB) between processes: every
  * ordered pair of ranks exchanges two messages (tags interleaved) in round k (rank r to r + k),
- * at 0 B, 8 B, one slot, several slots and a ragged size: most pairs have no connection and go
- * through relays, which forward whether or not they have a call in flight. Byte for byte.
+ * at 0 B, 8 B, one slot, several slots and a ragged size, a barrier after each round: most pairs
+ * have no connection and go through relays, which forward whether or not they have a call in
+ * flight. Byte for byte.
  * MP_CASE=kill: then rank 7 (the relay of rank 0's route to rank 6 at 9 ranks: 0, 7, 6) dies
  * by SIGKILL; rank 0's send and rank 6's receive over it end with ZC_PEER_LOST or
  * ZC_TIMED_OUT within the deadline, and so does every survivor's next call (after a second of
@@ -2222,6 +2223,9 @@ int mp_rank_overlay_relay(void) {
             MP_CHECK(&m, memcmp(in[j], want, bytes) == 0 && in[j][bytes] == 0xA5,
                      "round %u: message %u of %zu B from rank %u differs", k, j, bytes, from);
         }
+        /* No rank's next round may reach a rank still in this one: a relayed message whose
+         * receive is not issued yet holds its ring (docs/scale.md). */
+        mp_barrier(&m);
     }
     mp_barrier(&m);
     if (me == 0)

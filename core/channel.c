@@ -76,7 +76,7 @@ static bool zc_repost(zc_comm *comm, uint32_t lane, uint32_t peer) {
 }
 
 void zc__tx_flush(zc_comm *comm) {
-    for (uint32_t lane = 0; lane < ZC_WIRE_LANES && comm->unposted && !comm->failed; lane++)
+    for (uint32_t lane = 0; lane < zc__lanes(&comm->cfg) && comm->unposted && !comm->failed; lane++)
         for (uint32_t i = 0; i < comm->nconn && !comm->failed; i++)
             if (comm->chans[(size_t)lane * comm->nconn + i].tx_unposted)
                 (void)zc_repost(comm, lane, comm->conn_peer[i]);
@@ -85,19 +85,27 @@ void zc__tx_flush(zc_comm *comm) {
 /* The peer's credit on channel c (messages of it the peer consumed), as the wire reads it from
  * what the peer wrote: it only grows, and never past the messages written to it; any other
  * count is one no rank writes (the communicator fails; the last good count stands). */
-static uint64_t zc_credit(zc_comm *comm, const zc__req *r, uint32_t peer, const zc__chan *c) {
-    uint64_t v = comm->wire->credits(comm->wire_state, r->lane, peer);
+static uint64_t zc_credit(zc_comm *comm, uint32_t lane, const zc__req *r, uint32_t peer,
+                          const zc__chan *c) {
+    uint64_t v = comm->wire->credits(comm->wire_state, lane, peer);
     if (v >= c->tx_credit && v <= c->tx_count) return v;
-    zc__bad_peer(comm, r, peer, "a credit for %llu messages on a channel that carried %llu "
-                 "and had credited %llu", (unsigned long long)v,
-                 (unsigned long long)c->tx_count, (unsigned long long)c->tx_credit);
+    if (r)
+        zc__bad_peer(comm, r, peer, "a credit for %llu messages on a channel that carried %llu "
+                     "and had credited %llu", (unsigned long long)v,
+                     (unsigned long long)c->tx_count, (unsigned long long)c->tx_credit);
+    else
+        zc__fail(comm, ZC_MISMATCH, comm->seq, (int32_t)peer, 0, "rank %u sent a credit for "
+                 "%llu messages on its relay lane, which carried %llu and had credited %llu; no "
+                 "rank of this job sends that, so this communicator has failed", peer,
+                 (unsigned long long)v, (unsigned long long)c->tx_count,
+                 (unsigned long long)c->tx_credit);
     return c->tx_credit;
 }
 
 bool zc__tx_consumed(zc_comm *comm, const zc__req *r, uint32_t peer, uint64_t k) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
     uint64_t m = r->tx_base[zc__ci(comm, peer)] + k;
-    if (c->tx_credit <= m) c->tx_credit = zc_credit(comm, r, peer, c);
+    if (c->tx_credit <= m) c->tx_credit = zc_credit(comm, r->lane, r, peer, c);
     return c->tx_credit > m;
 }
 
@@ -109,16 +117,20 @@ uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k) {
  * the message before it posted, a credit for its slot), else NULL. Inlined into the one-line
  * send as into zc__tx_begin_n (a small call's hot path). */
 #define ZC_HOT static inline __attribute__((always_inline))
-ZC_HOT zc__hdr *zc_turn(zc_comm *comm, const zc__req *r, uint32_t peer, zc__chan *c,
-                        uint64_t m) {
+ZC_HOT zc__hdr *zc_turn_lane(zc_comm *comm, uint32_t lane, const zc__req *r, uint32_t peer,
+                             zc__chan *c, uint64_t m) {
     if (c->tx_count != m) return 0; /* not this message's turn */
-    if (c->tx_unposted && !zc_repost(comm, r->lane, peer)) return 0; /* the one before first */
+    if (c->tx_unposted && !zc_repost(comm, lane, peer)) return 0; /* the one before first */
     if (m - c->tx_credit >= comm->cfg.slots) {
-        c->tx_credit = zc_credit(comm, r, peer, c);
+        c->tx_credit = zc_credit(comm, lane, r, peer, c);
         if (m - c->tx_credit >= comm->cfg.slots) return 0; /* the peer's ring is full */
     }
-    return comm->wire->tx_slot(comm->wire_state, r->lane, peer,
+    return comm->wire->tx_slot(comm->wire_state, lane, peer,
                                (uint32_t)(m & (comm->cfg.slots - 1u)));
+}
+ZC_HOT zc__hdr *zc_turn(zc_comm *comm, const zc__req *r, uint32_t peer, zc__chan *c,
+                        uint64_t m) {
+    return zc_turn_lane(comm, r->lane, r, peer, c, m);
 }
 
 uint8_t *zc__tx_begin_n(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes) {
@@ -382,7 +394,7 @@ const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
  * next message of a channel. The symmetric region's send learns from the credit that its
  * receiver stopped reading its buffer (zc__tx_consumed): its messages credit at once. */
 void zc__rx_credit_all(zc_comm *comm) {
-    for (uint32_t lane = 0; lane < ZC_WIRE_LANES; lane++)
+    for (uint32_t lane = 0; lane < zc__lanes(&comm->cfg); lane++)
         for (uint32_t i = 0; i < comm->nconn; i++) {
             uint32_t p = comm->conn_peer[i];
             uint64_t n = comm->chans[(size_t)lane * comm->nconn + i].rx_count;
@@ -390,14 +402,59 @@ void zc__rx_credit_all(zc_comm *comm) {
         }
 }
 
+/* One more message of channel c (lane, peer) consumed; its credit goes with the half ring's
+ * batch, or at once (now). */
+static inline void zc_rx_advance(zc_comm *comm, uint32_t lane, uint32_t peer, zc__chan *c,
+                                 bool now) {
+    c->rx_count++;
+    if ((c->rx_count & ((comm->cfg.slots >> 1) - 1u)) == 0 || now)
+        comm->wire->credit(comm->wire_state, lane, peer, c->rx_count);
+}
+
 void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
     /* Only messages it reserved at issue (zc_reserve), each once. */
     ZC_ASSERT(r->rx_left > 0 && c->rx_count < c->rx_reserved);
-    c->rx_count++;
     r->rx_left--;
-    if ((c->rx_count & ((comm->cfg.slots >> 1) - 1u)) == 0 || r->s.alg == ZC_ALG_SYM)
-        comm->wire->credit(comm->wire_state, r->lane, peer, c->rx_count);
+    zc_rx_advance(comm, r->lane, peer, c, r->s.alg == ZC_ALG_SYM);
+}
+
+/* ---- the relay lane: its messages are numbered on arrival, none reserved ---- */
+
+zc__hdr *zc__relay_tx_slot(zc_comm *comm, uint32_t peer) {
+    zc__chan *c = zc_chan(comm, ZC_LANE_RELAY, peer);
+    return zc_turn_lane(comm, ZC_LANE_RELAY, 0, peer, c, c->tx_count);
+}
+
+zc_status zc__relay_tx_post(zc_comm *comm, uint32_t peer, size_t bytes) {
+    zc__chan *c = zc_chan(comm, ZC_LANE_RELAY, peer);
+    uint64_t m = c->tx_count;
+    ZC_ASSERT(!c->tx_unposted && m - c->tx_credit < comm->cfg.slots &&
+              bytes <= comm->cfg.slot_bytes);
+    const zc__hdr *h = comm->wire->tx_slot(comm->wire_state, ZC_LANE_RELAY, peer,
+                                           (uint32_t)(m & (comm->cfg.slots - 1u)));
+    zc_status st = comm->wire->post(comm->wire_state, ZC_LANE_RELAY, peer,
+                                    (uint32_t)(m & (comm->cfg.slots - 1u)),
+                                    ZC_SLOT_HDR_BYTES + bytes, m + 1u);
+    if (st != ZC_OK && st != ZC_AGAIN)
+        return zc_post_failed(comm, h->kind, h->seq, peer, h->step, "relay", st);
+    if (st == ZC_AGAIN) { /* back-pressure: it goes again before anything else to peer */
+        c->tx_unposted = m + 1u;
+        comm->unposted++;
+    }
+    c->tx_count = m + 1u;
+    return ZC_OK;
+}
+
+const zc__hdr *zc__relay_rx_slot(zc_comm *comm, uint32_t peer) {
+    const zc__chan *c = zc_chan(comm, ZC_LANE_RELAY, peer);
+    uint64_t m = c->rx_count;
+    return comm->wire->rx_slot(comm->wire_state, ZC_LANE_RELAY, peer,
+                               (uint32_t)(m & (comm->cfg.slots - 1u)), m + 1u, 0);
+}
+
+void zc__relay_rx_consume(zc_comm *comm, uint32_t peer) {
+    zc_rx_advance(comm, ZC_LANE_RELAY, peer, zc_chan(comm, ZC_LANE_RELAY, peer), false);
 }
 
 /* ---- flagged lines (proto.h) ----
@@ -600,7 +657,7 @@ uint64_t zc__lines_flag(const uint8_t *line, uint32_t i, uint64_t fp, uint64_t t
 
 void zc__test_numbers(zc_comm *comm, uint64_t base, uint64_t seq) {
     ZC_ASSERT(base % comm->cfg.slots == 0 && comm->nreqs_active == 0);
-    for (uint32_t lane = 0; lane < ZC_WIRE_LANES; lane++)
+    for (uint32_t lane = 0; lane < zc__lanes(&comm->cfg); lane++)
         for (uint32_t i = 0; i < comm->nconn; i++) {
             zc__chan *c = &comm->chans[(size_t)lane * comm->nconn + i];
             c->tx_count = c->tx_reserved = c->rx_count = c->rx_reserved = c->tx_credit = base;

@@ -187,15 +187,13 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
     s->send = a->send;
     s->recv = a->recv;
     zc__alg alg = zc__choose(c, a->kind, a->count, (uint64_t)a->count * es);
-    if (alg == ZC_ALG_COUNT_ || (alg == ZC_ALG_P2P && !any && zc__ci(c, a->root) == ZC_NO_CONN))
+    if (alg == ZC_ALG_COUNT_)
         return zc__error(c, ZC_UNSUPPORTED, "%s: overlay mode (%u ranks, overlay_min_ranks "
                          "%u) connects this rank to %u of them and has no algorithm for this "
-                         "call over those connections (%s)", zc__kind_name(a->kind), c->nranks,
-                         c->cfg.overlay_min_ranks, c->nconn - 1u,
-                         alg == ZC_ALG_P2P ? "the peer is not one of them: send/recv "
-                                             "reach only connected ranks (the overlay's "
-                                             "ranks at distance 2^k and this host's)"
-                                           : "no overlay algorithm for this kind");
+                         "call over those connections", zc__kind_name(a->kind), c->nranks,
+                         c->cfg.overlay_min_ranks, c->nconn - 1u);
+    if (alg == ZC_ALG_P2P && !any && zc__ci(c, a->root) == ZC_NO_CONN)
+        alg = ZC_ALG_RELAY; /* overlay mode: relayed by the ranks between (relay.c) */
     s->alg = (uint8_t)alg;
     if (any) /* matched later (progress.c), then a receive from that peer, on host memory */
         return zc_any_source_host(c, s);

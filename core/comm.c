@@ -98,6 +98,7 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
                 cfg->nranks, cfg->overlay_min_ranks);
         return ZC_UNSUPPORTED;
     }
+    c->relay = zc__overlay(cfg); /* the relay lane every progress pass polls (relay.c) */
     /* Simulated hosts; between processes in overlay mode init and split fill it from where
      * the ranks run. */
     if ((cfg->transport == ZC_TRANSPORT_INPROC || !zc__overlay(cfg)) && !zc__conn_fill(c, 0, 0)) {
@@ -111,7 +112,7 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
 zc_wire_geom zc__geom(const zc_comm *c, uint64_t comm_id, void *const *windows) {
     zc_wire_geom g = {comm_id,     c->rank,      c->nranks,
                       c->cfg.slots, c->cfg.slot_bytes, ZC_SLOT_HDR_BYTES + c->cfg.slot_bytes,
-                      c->nconn,    zc__conn_cap(&c->cfg), 0,
+                      c->nconn,    zc__conn_cap(&c->cfg), zc__lanes(&c->cfg),
                       c->conn,     c->conn_peer, windows,
                       &c->cfg};
     return g;

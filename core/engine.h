@@ -130,9 +130,10 @@ struct zc_comm {
     struct zc__gpu *gpu;   /* device-memory state; NULL: no CUDA build, no device, or off */
     uint64_t unposted;     /* channels with a message the wire refused for now (tx_unposted) */
     uint64_t empty_polls;  /* zc_progress calls in a row that moved nothing */
-    uint64_t clock_polls;  /* zc_progress calls since it last read the clock */
+    uint32_t clock_polls;  /* zc_progress calls since it last read the clock */
+    uint32_t relay;        /* 1: overlay mode: progress serves the relay lane (relay.c) */
     uint64_t seq;          /* next collective sequence number */
-    zc__chan *chans;       /* [ZC_WIRE_LANES * nconn] */
+    zc__chan *chans;       /* [zc__lanes(cfg) * nconn] */
     uint32_t *conn;        /* [nranks] rank -> its connection's index; ZC_NO_CONN: none */
     zc__chan *tx_begun;    /* the channel whose next message zc__tx_begin_n returned last ... */
     struct zc__hdr *tx_hdr; /* ... and that message's slot header (NULL: none since the
@@ -162,6 +163,9 @@ struct zc_comm {
     uint64_t placed_bytes; /* payload bytes peers put straight into this rank's buffers */
     uint64_t sym_used;     /* bytes of the symmetric region zc_sym_alloc has carved (sym.c) */
     uint64_t lines_waits;  /* polls for flagged lines that found them not there (channel.c) */
+    uint32_t relay_cursor; /* relay.c: the next ring link (2 k: +2^k, 2 k + 1: -2^k) polled */
+    uint32_t relay_wait;   /* relay.c: the next hop + 1 a forward waits on for credit (0: none) */
+    uint64_t relay_wait_ns; /* relay.c: when that wait was first seen by a clock read (0: not) */
     /* Per kind of call, the reservation of the last host call of that kind (progress.c's
      * zc_reserve replays it for a call of the same schedule). */
     struct zc__links_memo links[ZC_K_BARRIER + 1];
@@ -211,6 +215,12 @@ static inline void zc__unlock(zc_comm *c) {
         zc__unlock(c);                                                                          \
         return zc_locked_st_;                                                                   \
     } while (0)
+
+/* The wire lanes of a communicator of cfg: overlay mode adds the relay lane (relay.c). */
+#define ZC_LANE_RELAY 2u
+static inline uint32_t zc__lanes(const zc_config *cfg) {
+    return zc__overlay(cfg) ? ZC_LANE_RELAY + 1u : ZC_WIRE_LANES_MESH;
+}
 
 /* The connection index of peer (a rank the call's links name; issue asserts it has one). */
 static inline uint32_t zc__ci(const zc_comm *c, uint32_t peer) { return c->conn[peer]; }
@@ -307,6 +317,25 @@ extern const zc__family zc__fam_sym;    /* sym.c: buffers in the symmetric regio
 extern const zc__family zc__fam_staged; /* sched_stage.c: device memory through host staging */
 extern const zc__family zc__fam_ipc;    /* sched_gpu.c: device memory, peers' buffers mapped */
 extern const zc__family zc__fam_direct; /* sched_put.c: device memory, NIC writes into it */
+extern const zc__family zc__fam_relay;  /* relay.c: send/recv to a rank with no connection */
+
+/* ---- relay.c: relayed send/recv in overlay mode ---- */
+/* The next hop from rank me toward dst (!= me) of n ranks: the shorter way round the ring
+ * (clockwise on a tie), by the highest power of two in the distance left; popcount(distance)
+ * hops in all, each a ring link (r +- 2^k) and each shorter than the one before. */
+uint32_t zc__relay_next(uint32_t n, uint32_t me, uint32_t dst);
+/* Every zc_progress pass, within *budget: the next messages of up to ZC_RELAY_POLLS relay
+ * rings (round robin over the ring links), each forwarded to its next hop when that hop has
+ * credit or delivered into the receive it belongs to when there is one; otherwise it waits
+ * (never blocks). At most ZC_RELAY_PASS messages moved. */
+void zc__relay_pass(zc_comm *comm, uint32_t *budget);
+/* For a receive from any source whose turn it is: the lowest rank whose relayed message to
+ * this rank is the next of a relay ring and belongs to no receive issued; UINT32_MAX: none. */
+uint32_t zc__relay_any(zc_comm *comm);
+/* At a clock read, now: a forward that has waited ZC_LIVENESS_NS for its next hop's credit
+ * checks that hop's liveness; a gone hop fails the communicator with ZC_PEER_LOST (the report
+ * travels the overlay as every failure's does). */
+void zc__relay_check(zc_comm *comm, uint64_t now);
 
 /* ---- sched.c: every host collective's schedule as a state machine ---- */
 /* At issue, before the reservation, for a call of at least comm->put_min bytes per block:

@@ -96,6 +96,7 @@ static void zc_wire_sizes(const zc_config *cfg, zc__arena_map *L, size_t *state)
     L->geom.slot_bytes = cfg->slot_bytes;
     L->geom.stride = ZC_SLOT_HDR_BYTES + cfg->slot_bytes;
     L->geom.nconn = L->geom.conn_cap = zc__conn_cap(cfg);
+    L->geom.lanes = zc__lanes(cfg);
     L->geom.cfg = cfg;
     zc_candidates(cfg, cands);
     *state = L->addr_bytes = 0;
@@ -119,7 +120,7 @@ static void zc_rows(const zc_config *cfg, const zc__arena_map *L, size_t state,
     bytes[ZC_R_GROUP] = n * sizeof(zc_comm *);
     bytes[ZC_R_CONN] = n * sizeof(uint32_t);
     bytes[ZC_R_CONN_PEER] = nc * sizeof(uint32_t);
-    bytes[ZC_R_CHANS] = ZC_WIRE_LANES * nc * sizeof(zc__chan);
+    bytes[ZC_R_CHANS] = zc__lanes(cfg) * nc * sizeof(zc__chan);
     bytes[ZC_R_REQS] = reqs * sizeof(zc__req);
     bytes[ZC_R_TX_BASES] = reqs * nc * sizeof(uint64_t);
     bytes[ZC_R_RX_BASES] = reqs * nc * sizeof(uint64_t);

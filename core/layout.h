@@ -31,7 +31,7 @@ typedef enum zc__region {
     ZC_R_GROUP,      /* [nranks] zc_comm * (in-process) */
     ZC_R_CONN,       /* [nranks] uint32_t: rank -> connection index (zc__conn_fill) */
     ZC_R_CONN_PEER,  /* [zc__conn_cap] uint32_t: connection index -> rank */
-    ZC_R_CHANS,      /* [ZC_WIRE_LANES * zc__conn_cap] zc__chan */
+    ZC_R_CHANS,      /* [zc__lanes * zc__conn_cap] zc__chan */
     ZC_R_REQS,       /* [max_requests] zc__req */
     ZC_R_TX_BASES,   /* [max_requests][zc__conn_cap] uint64_t */
     ZC_R_RX_BASES,   /* [max_requests][zc__conn_cap] uint64_t */

@@ -32,7 +32,7 @@ static const zc__family *const zc_alg_family[ZC_ALG_COUNT_] = {
     [ZC_ALG_BRUCK] = &zc__fam_host,     [ZC_ALG_BINOMIAL] = &zc__fam_host,
     [ZC_ALG_RH] = &zc__fam_host,        [ZC_ALG_RAB] = &zc__fam_host,
     [ZC_ALG_VTREE] = &zc__fam_host,     [ZC_ALG_SCAG] = &zc__fam_host,
-    [ZC_ALG_SYM] = &zc__fam_sym,
+    [ZC_ALG_SYM] = &zc__fam_sym,        [ZC_ALG_RELAY] = &zc__fam_relay,
     [ZC_ALG_STAGED] = &zc__fam_staged,  [ZC_ALG_GPU_ONESHOT] = &zc__fam_ipc,
     [ZC_ALG_GPU_RSAG] = &zc__fam_ipc,   [ZC_ALG_GPU_DIRECT] = &zc__fam_ipc,
     [ZC_ALG_GPU_REGISTER] = &zc__fam_ipc, [ZC_ALG_PUT_ONESHOT] = &zc__fam_direct,
@@ -171,10 +171,26 @@ static bool zc_resolve(zc_comm *comm, zc__req *r) {
                                     (uint32_t)(m & (comm->cfg.slots - 1u)), m + 1u, 0))
                 break;
         }
+        /* Overlay mode: a relayed message from a lower rank goes first (relay.c). */
+        uint32_t q = zc__overlay(&comm->cfg) ? zc__relay_any(comm) : UINT32_MAX;
+        if (q != UINT32_MAX && (i == comm->nconn || q < p)) {
+            r->s.root = q;
+            r->s.alg = ZC_ALG_RELAY;
+            r->lane = ZC_LANE_RELAY;
+            r->a = r->line = 0;
+            if (r->source) *r->source = q;
+            r->wild = ZC_WILD_NONE;
+            comm->recv_waiting--;
+            return true;
+        }
         if (i == comm->nconn) return false;
         r->s.root = p;
         if (comm->cfg.sym_bytes && zc__sym_fits(comm, &r->s)) r->s.alg = ZC_ALG_SYM;
         if (r->source) *r->source = p;
+    } else if (r->s.alg == ZC_ALG_RELAY) { /* its messages are matched as they arrive */
+        r->wild = ZC_WILD_NONE;
+        comm->recv_waiting--;
+        return true;
     }
     r->seq = comm->chans[(size_t)comm->nconn + zc__ci(comm, p)].p2p_recvd++;
     zc_reserve(comm, r, zc__family_of(r->s.alg));
@@ -221,7 +237,8 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
     r->s = *s;
     r->plan = plan;
     r->a = r->b = 0;
-    r->lane = (s->kind == ZC_K_SEND || s->kind == ZC_K_RECV) ? 1u : 0u;
+    r->lane = s->alg == ZC_ALG_RELAY ? ZC_LANE_RELAY
+              : (s->kind == ZC_K_SEND || s->kind == ZC_K_RECV) ? 1u : 0u;
     r->source = 0;
     r->wild = wait_turn ? (s->root == ZC_ANY_SOURCE ? ZC_WILD_ANY : ZC_WILD_AFTER) : ZC_WILD_NONE;
     if (wait_turn) {
@@ -233,6 +250,8 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
         r->seq = 0;
     } else if (r->lane == 0) {
         r->seq = comm->seq++;
+    } else if (r->lane == ZC_LANE_RELAY || zc__ci(comm, s->root) == ZC_NO_CONN) {
+        r->seq = 0; /* relayed (or count 0 to such a rank): matched in arrival order */
     } else {
         zc__chan *c = &comm->chans[(size_t)comm->nconn + zc__ci(comm, s->root)];
         r->seq = s->kind == ZC_K_SEND ? c->p2p_sent++ : c->p2p_recvd++;
@@ -468,6 +487,7 @@ static zc_status zc_progress_locked(zc_comm *comm) {
     zc_check_alarm(comm);
     if (comm->unposted) zc__tx_flush(comm); /* messages the wire refused for now, first */
     if (comm->failed) return (zc_status)comm->failed;
+    if (comm->relay) zc__relay_pass(comm, &budget); /* whatever calls are in flight */
     bool turn_taken = false; /* a receive of this pass still waits: later ones wait too */
     for (uint32_t i = 0; i < comm->nreqs_active && budget && !comm->failed;) {
         zc__req *r = &comm->reqs[comm->active[i]];
@@ -489,13 +509,15 @@ static zc_status zc_progress_locked(zc_comm *comm) {
         }
     }
     bool idle = budget == ZC_PROGRESS_BUDGET && !finished;
-    if (!comm->failed && comm->nreqs_active &&
+    if (!comm->failed && (comm->nreqs_active || (comm->relay && comm->relay_wait)) &&
         ++comm->clock_polls >= (idle ? ZC_CLOCK_IDLE_POLLS : ZC_CLOCK_BUSY_POLLS)) {
         comm->clock_polls = 0;
 #ifdef ZC_TEST_HOOKS
         if (zc__test_clock) zc__test_clock(comm);
 #endif
-        zc_check_deadlines(comm, zc_plat_now_ns());
+        uint64_t now = zc_plat_now_ns();
+        zc_check_deadlines(comm, now);
+        if (comm->relay_wait && !comm->failed) zc__relay_check(comm, now);
     }
     if (idle) {
         if (++comm->empty_polls >= comm->cfg.spin_polls) {

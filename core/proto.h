@@ -29,8 +29,11 @@ typedef struct zc__hdr {
     uint32_t root;       /* the call's root; a send's tag (its sender is src) */
     uint32_t step;       /* message index within the call on this channel */
     uint32_t bytes;      /* payload bytes */
-    uint32_t src;        /* sender rank */
-    uint32_t placed;     /* 1: the payload was put at the receiver's destination already */
+    uint32_t src;        /* sender rank (relay lane: the rank that sent the message first) */
+    union {
+        uint32_t placed; /* 1: the payload was put at the receiver's destination already */
+        uint32_t dst;    /* relay lane: the rank the message goes to (relay.c) */
+    };
     uint8_t inl[8];      /* a payload of at most ZC_INLINE_BYTES: in the header's own line */
     uint64_t tag;        /* written by the wire when it publishes */
 } zc__hdr;
@@ -146,5 +149,19 @@ void zc__rx_credit_all(zc_comm *comm);
 /* Consumes the message peeked last from peer; its credit goes back with the half ring's
  * batch (see channel.c). */
 void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer);
+
+/* ---- the relay lane (ZC_LANE_RELAY, overlay mode): messages of no request here, each one
+ * taken in arrival order (relay.c forwards or delivers them) ---- */
+/* The header of the next message to peer on the relay lane, its payload after it
+ * (ZC_SLOT_HDR_BYTES on, never inline), when it may be written now (the one before it posted,
+ * a credit for its slot); else NULL. */
+zc__hdr *zc__relay_tx_slot(zc_comm *comm, uint32_t peer);
+/* Posts that message, its header filled by the caller, with bytes of payload. As zc__tx_end:
+ * a wire's ZC_AGAIN posts it again first; a failure for good fails the communicator. */
+zc_status zc__relay_tx_post(zc_comm *comm, uint32_t peer, size_t bytes);
+/* The next message from peer on the relay lane (header, then payload) once it arrived, else
+ * NULL; zc__relay_rx_consume takes it (its credit goes back with the half ring's batch). */
+const zc__hdr *zc__relay_rx_slot(zc_comm *comm, uint32_t peer);
+void zc__relay_rx_consume(zc_comm *comm, uint32_t peer);
 
 #endif

@@ -44,6 +44,8 @@ typedef enum zc__alg {
                         * Bruck's all-gather of them (van de Geijn) */
     ZC_ALG_SYM,        /* buffers in the symmetric region: single copy, peers' buffers read
                         * and written directly (sym.c) */
+    ZC_ALG_RELAY,      /* send/recv in overlay mode to a rank without a connection: over the
+                        * relay lane, forwarded hop by hop by the ranks between (relay.c) */
     ZC_ALG_STAGED,     /* device memory through host staging (sched_stage.c): per round,
                         * device-to-host copies, a host schedule, host-to-device copies */
     /* Device memory (sched_gpu.c): data moves by kernels reading peers' IPC-mapped buffers;
@@ -111,7 +113,7 @@ typedef struct zc__req {
     uint32_t state;      /* zc__req_state */
     uint32_t gen;        /* bumped at every reuse: stale zc_req handles are refused */
     int32_t status;      /* ZC_IN_PROGRESS while active, then the result */
-    uint32_t lane;       /* 0 collectives, 1 send/recv */
+    uint32_t lane;       /* 0 collectives, 1 send/recv, 2 relayed send/recv (relay.c) */
     int32_t plan;        /* plan slot that started it, -1 for none, ZC_PLAN_INTERNAL */
     uint32_t held;       /* 1: a stream-ordered call whose stream has not reached it (its start
                           * flag is down): not stepped, no deadline; written by progress.c only */

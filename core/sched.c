@@ -1924,7 +1924,7 @@ const zc__family zc__fam_host = {"host", ZC_FAM_EAGER | ZC_FAM_PLACE, zc_host_li
 void zc_comm_messages(const zc_comm *comm, uint64_t *sent, uint64_t *received) {
     uint64_t tx = 0, rx = 0;
     bool ok = zc__comm_ok(comm);
-    for (uint32_t i = 0; ok && i < ZC_WIRE_LANES * comm->nconn; i++)
+    for (uint32_t i = 0; ok && i < zc__lanes(&comm->cfg) * comm->nconn; i++)
         tx += comm->chans[i].tx_count, rx += comm->chans[i].rx_count;
     if (sent) *sent = tx;
     if (received) *received = rx;

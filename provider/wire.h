@@ -29,8 +29,11 @@
 #include "fmt.h"
 #include "zcoll.h"
 
-#define ZC_WIRE_VERSION 8u
-#define ZC_WIRE_LANES 2u      /* lane 0: collectives; lane 1: send/recv */
+#define ZC_WIRE_VERSION 9u
+/* Lanes: 0 collectives, 1 send/recv, 2 (overlay mode only: geometry lanes 3) messages relayed
+ * toward a rank without a connection. ZC_WIRE_LANES is the most a geometry names. */
+#define ZC_WIRE_LANES 3u
+#define ZC_WIRE_LANES_MESH 2u
 #define ZC_SLOT_HDR_BYTES 64u /* the header part of every slot; its last 8 bytes hold the tag */
 #define ZC_WIRE_MAX_ADDR_BYTES 65536u /* ceiling of a rank's address blob (see addr_bytes) */
 
@@ -43,7 +46,7 @@ typedef struct zc_wire_geom {
     uint32_t nconn;        /* connections: this rank and its peers (conn_peer's entries) */
     uint32_t conn_cap;     /* connections any rank of the communicator may have: windows and
                             * address blobs are sized for this many, the same on every rank */
-    uint32_t reserved_;
+    uint32_t lanes;        /* lanes of every ring set: 2, or 3 in overlay mode (0 reads as 2) */
     const uint32_t *conn;      /* [nranks] rank -> connection index (UINT32_MAX: none); valid
                                 * until close; NULL while sizes are computed */
     const uint32_t *conn_peer; /* [nconn] connection index -> rank, ascending; as conn */
@@ -52,6 +55,11 @@ typedef struct zc_wire_geom {
     const zc_config *cfg;  /* the communicator's configuration (device choice, timeouts);
                             * valid during create only: copy what is needed later */
 } zc_wire_geom;
+
+/* The lanes g's windows hold a ring of per connection. */
+static inline uint32_t zc_wire_lanes(const zc_wire_geom *g) {
+    return g->lanes ? g->lanes : ZC_WIRE_LANES_MESH;
+}
 
 /* A registration of the caller's memory with the wire (mem_register fills it). */
 typedef struct zc_wire_mr {

@@ -5,8 +5,9 @@
  * binomial-tree broadcast, van de Geijn broadcast above bcast_tree_max_bytes, gather, scatter
  * and reduce (the canonical tree toward the root) from several roots, recursive-halving
  * reduce_scatter, Rabenseifner all_reduce, dissemination barrier) match tests/ref.c bitwise, in
- * place and not, at ragged counts; a send or receive naming a rank without a connection returns
- * ZC_UNSUPPORTED with a sentence naming overlay mode and leaves the communicator usable. */
+ * place and not, at ragged counts; a send or receive naming a rank without a connection is
+ * relayed over the overlay (core/relay.c): every pair, every size class, tags interleaved,
+ * credit back-pressure through one relay, relays that only poll, a stalled or aborted relay. */
 #include "zt.h"
 
 #include "../core/engine.h"
@@ -97,24 +98,23 @@ static void ov_case(ov_group *g, const zr_case *k, uint64_t seed) {
     for (uint32_t r = 0; r < n; r++) free(send[r]), free(recv[r]), free(want[r]);
 }
 
-/* A call without a way over the overlay: ZC_UNSUPPORTED with the sentence on rank 0. */
-static void ov_refused(ov_group *g, zc_status st) {
-    ZT_CHECK_ST(st, ZC_UNSUPPORTED);
-    ZT_CHECK(strstr(zc_comm_error_text(g->c[0]), "overlay mode") != NULL);
-}
-
-static void ov_unsupported(ov_group *g) {
+/* A send and a receive naming a rank without a connection: relayed (core/relay.c), both
+ * ways, byte for byte. */
+static void ov_relayed(ov_group *g) {
     zc_comm *c = g->c[0];
-    uint32_t n = g->n;
-    static int32_t a[OV_MAXR * 64];
-    zc_req q;
-    uint32_t far = 0;
+    uint32_t n = g->n, far = 0;
+    static int32_t a[64], b[64], x[64], y[64];
+    zc_req q[4];
     for (uint32_t p = 1; p < n && !far; p++)
         if (c->conn[p] == ZC_NO_CONN) far = p;
     ZT_CHECK(far != 0);
-    ov_refused(g, zc_send(c, a, 4, ZC_INT32, far, &q));
-    ov_refused(g, zc_recv(c, a, 4, ZC_INT32, far, &q));
-    ZT_CHECK(strstr(zc_comm_error_text(c), "not one of them") != NULL);
+    for (int32_t i = 0; i < 64; i++) a[i] = i * 7 - 3, b[i] = -i, x[i] = y[i] = 0;
+    ZT_CHECK_ST(zc_send(c, a, 64, ZC_INT32, far, &q[0]), ZC_OK);
+    ZT_CHECK_ST(zc_recv(c, x, 64, ZC_INT32, far, &q[1]), ZC_OK);
+    ZT_CHECK_ST(zc_recv(g->c[far], y, 64, ZC_INT32, 0, &q[2]), ZC_OK);
+    ZT_CHECK_ST(zc_send(g->c[far], b, 64, ZC_INT32, 0, &q[3]), ZC_OK);
+    for (uint32_t i = 0; i < 4; i++) ZT_CHECK_ST(zc_wait(i < 2 ? c : g->c[far], &q[i]), ZC_OK);
+    ZT_CHECK(memcmp(x, b, sizeof b) == 0 && memcmp(y, a, sizeof a) == 0);
 }
 
 static void ov_sweep(uint32_t n) {
@@ -159,7 +159,7 @@ static void ov_sweep(uint32_t n) {
     zc_req reqs[OV_MAXR];
     for (uint32_t r = 0; r < n; r++) ZT_CHECK_ST(zc_barrier(g.c[r], &reqs[r]), ZC_OK);
     for (uint32_t r = 0; r < n; r++) ZT_CHECK_ST(zc_wait(g.c[r], &reqs[r]), ZC_OK);
-    ov_unsupported(&g);
+    ov_relayed(&g);
     zr_case again = {ZR_ALLREDUCE, n, 5, ZC_FLOAT32, ZC_SUM, 0, false}; /* still usable */
     ov_case(&g, &again, seed);
     zt_inproc_close(n, g.arenas, g.c);
@@ -277,4 +277,214 @@ void overlay_config_refusals_say_why(void) {
     ZT_CHECK(zc__config_check(&cfg, why, sizeof why));
     cfg.nranks = ZC_MAX_RANKS;
     ZT_CHECK(zc_comm_arena_bytes(&cfg) > 0);
+}
+
+/* ---- relayed send/recv (core/relay.c) ---- */
+
+/* The bytes message m of rank s to rank d carries (a pattern no other message shares). */
+static void ov_pattern(uint8_t *p, size_t bytes, uint32_t s, uint32_t d, uint32_t m) {
+    for (size_t i = 0; i < bytes; i++)
+        p[i] = (uint8_t)(s * 131u + d * 31u + m * 7u + i * 13u + (i >> 8));
+}
+
+static uint32_t ov_ceil_log2(uint32_t n) {
+    uint32_t k = 0;
+    while ((1u << k) < n) k++;
+    return k;
+}
+
+/* Hops of the route from s to d (core/relay.c's rule), counted by following it. */
+static uint32_t ov_hops(uint32_t n, uint32_t s, uint32_t d) {
+    uint32_t h = 0;
+    for (uint32_t at = s; at != d && h <= 32u; h++) at = zc__relay_next(n, at, d);
+    return h;
+}
+
+/* Round k of every pair: rank r sends two messages (tags 2k and 2k + 1, interleaved with its
+ * receives) of bytes to r + k and receives two from r - k; waits; compares byte for byte. */
+static void ov_pairs_round(ov_group *g, uint32_t k, size_t bytes) {
+    uint32_t n = g->n;
+    static uint8_t sbuf[OV_MAXR][2][1100], rbuf[OV_MAXR][2][1100], want[1100];
+    zc_req q[OV_MAXR][4];
+    for (uint32_t r = 0; r < n; r++) {
+        uint32_t to = (r + k) % n, from = (r + n - k) % n;
+        for (uint32_t m = 0; m < 2; m++) {
+            ov_pattern(sbuf[r][m], bytes, r, to, k * 2u + m);
+            memset(rbuf[r][m], 0xA5, bytes + 4u);
+            ZT_CHECK_ST(zc_send_tagged(g->c[r], sbuf[r][m], bytes, ZC_UINT8, to, 2u * k + m,
+                                       &q[r][2u * m]), ZC_OK);
+            ZT_CHECK_ST(zc_recv_tagged(g->c[r], rbuf[r][m], bytes, ZC_UINT8, from, 2u * k + m,
+                                       NULL, &q[r][2u * m + 1u]), ZC_OK);
+        }
+    }
+    for (uint32_t r = 0; r < n; r++)
+        for (uint32_t j = 0; j < 4; j++) ZT_CHECK_ST(zc_wait(g->c[r], &q[r][j]), ZC_OK);
+    for (uint32_t r = 0; r < n; r++)
+        for (uint32_t m = 0; m < 2; m++) {
+            uint32_t from = (r + n - k) % n;
+            ov_pattern(want, bytes, from, r, k * 2u + m);
+            ZT_CHECK(memcmp(rbuf[r][m], want, bytes) == 0);
+            ZT_CHECK(rbuf[r][m][bytes] == 0xA5); /* nothing past the message */
+        }
+}
+
+/* Every ordered pair of ranks at n = 9, 17, 33 (2 ranks per simulated host: most pairs have no
+ * connection, routes of up to log2 n hops), at 0 B, 8 B, one slot, several slots and a ragged
+ * size, two tags interleaved per pair: every message arrives, byte for byte, in call order. */
+static void ov_every_pair(uint32_t n) {
+    ov_group g;
+    zc_config cfg;
+    memset(&g, 0, sizeof g);
+    g.n = n;
+    zr_group_config(&cfg, n, 256, 2, 1024, 0);
+    cfg.log_min_ranks = 1, cfg.overlay_min_ranks = 1, cfg.inproc_ranks_per_host = 2;
+    zt_inproc_open(&cfg, g.arenas, g.c);
+    uint32_t relayed = 0, most = 0;
+    for (uint32_t d = 1; d < n; d++) {
+        relayed += g.c[0]->conn[d] == ZC_NO_CONN;
+        most = ov_hops(n, 0, d) > most ? ov_hops(n, 0, d) : most;
+    }
+    ZT_CHECK(relayed >= (n > 9u ? n / 3u : 1u));
+    ZT_CHECK(most >= 2u && most <= ov_ceil_log2(n));
+    const size_t sizes[] = {0, 8, 256, 3u * 256u + 77u, 1024};
+    for (uint32_t k = 1; k < n; k++) ov_pairs_round(&g, k, sizes[k % 5u]);
+    for (uint32_t i = 0; i < 5; i++) ov_pairs_round(&g, 1u + (i * 5u + 3u) % (n - 1u), sizes[i]);
+    zt_inproc_close(n, g.arenas, g.c);
+}
+
+void overlay_relayed_send_recv_every_pair(void) {
+    ov_every_pair(9);
+    ov_every_pair(17);
+    ov_every_pair(33);
+}
+
+/* A 33-rank group, 2 ranks per simulated host, with timeout_ns (0: the default). */
+static void ov_open_relay(ov_group *g, uint32_t n, uint64_t timeout_ns) {
+    zc_config cfg;
+    memset(g, 0, sizeof *g);
+    g->n = n;
+    zr_group_config(&cfg, n, 256, 2, 1024, timeout_ns);
+    cfg.log_min_ranks = 1, cfg.overlay_min_ranks = 1, cfg.inproc_ranks_per_host = 2;
+    zt_inproc_open(&cfg, g->arenas, g->c);
+}
+
+/* 24 sends of 5 slots each from rank 0 to rank 15 (4 hops: 0, 8, 12, 14, 15) before rank 15
+ * issues any receive: the relay rings fill (2 slots each) and the sends wait on credits; then
+ * the receives take them all, in order, byte for byte. The relays have no call in flight and
+ * only zc_progress runs on every rank; rank 12, a relay, waits meanwhile in a receive of its
+ * own from rank 13 that comes last. */
+void overlay_relay_backpressure_and_polling_relays(void) {
+    ov_group g;
+    ov_open_relay(&g, 33, 0);
+    const uint32_t s = 0, d = 15, M = 24, B = 5u * 256u;
+    ZT_CHECK_EQ(g.c[s]->conn[d], ZC_NO_CONN);
+    ZT_CHECK_EQ(ov_hops(33, s, d), 4u);
+    static uint8_t out[24][5 * 256], in[24][5 * 256], own[8];
+    zc_req sq[24], rq[24], wq, oq;
+    uint64_t own_v = 0x1122334455667788ull;
+    ZT_CHECK_ST(zc_recv(g.c[12], own, 8, ZC_UINT8, 13, &wq), ZC_OK);
+    for (uint32_t m = 0; m < M; m++) {
+        ov_pattern(out[m], B, s, d, m);
+        ZT_CHECK_ST(zc_send(g.c[s], out[m], B, ZC_UINT8, d, &sq[m]), ZC_OK);
+    }
+    for (uint32_t pass = 0; pass < 2000; pass++)
+        for (uint32_t r = 0; r < g.n; r++) (void)zc_progress(g.c[r]);
+    ZT_CHECK_ST(zc_test(g.c[s], &sq[M - 1u]), ZC_IN_PROGRESS); /* held back by credits */
+    for (uint32_t m = 0; m < M; m++)
+        ZT_CHECK_ST(zc_recv(g.c[d], in[m], B, ZC_UINT8, s, &rq[m]), ZC_OK);
+    uint32_t left = 2u * M;
+    for (uint32_t pass = 0; pass < 200000 && left; pass++) {
+        for (uint32_t r = 0; r < g.n; r++) (void)zc_progress(g.c[r]);
+        left = 0;
+        for (uint32_t m = 0; m < M; m++) {
+            left += sq[m].opaque_[0] && zc_test(g.c[s], &sq[m]) == ZC_IN_PROGRESS;
+            left += rq[m].opaque_[0] && zc_test(g.c[d], &rq[m]) == ZC_IN_PROGRESS;
+        }
+    }
+    ZT_CHECK_EQ(left, 0u);
+    for (uint32_t m = 0; m < M; m++) ZT_CHECK(memcmp(in[m], out[m], B) == 0);
+    ZT_CHECK_ST(zc_send(g.c[13], &own_v, 8, ZC_UINT8, 12, &oq), ZC_OK);
+    ZT_CHECK_ST(zc_wait(g.c[12], &wq), ZC_OK);
+    ZT_CHECK_ST(zc_wait(g.c[13], &oq), ZC_OK);
+    ZT_CHECK(memcmp(own, &own_v, 8) == 0);
+    zt_inproc_close(g.n, g.arenas, g.c);
+}
+
+/* A receive from any source takes a relayed message and names its sender; a receive whose
+ * count differs from the relayed send's fails with ZC_MISMATCH naming both calls. */
+void overlay_relayed_any_source_and_mismatch(void) {
+    ov_group g;
+    ov_open_relay(&g, 17, 0);
+    const uint32_t s = 3, d = 14; /* distance 6 the short way: 2 hops */
+    ZT_CHECK_EQ(g.c[s]->conn[d], ZC_NO_CONN);
+    int32_t a[40], b[40];
+    uint32_t source = 99;
+    for (int32_t i = 0; i < 40; i++) a[i] = 1000 + i, b[i] = 0;
+    zc_req q[2];
+    ZT_CHECK_ST(zc_recv_tagged(g.c[d], b, 40, ZC_INT32, ZC_ANY_SOURCE, 5, &source, &q[1]), ZC_OK);
+    ZT_CHECK_ST(zc_send_tagged(g.c[s], a, 40, ZC_INT32, d, 5, &q[0]), ZC_OK);
+    ZT_CHECK_ST(zc_wait(g.c[s], &q[0]), ZC_OK);
+    ZT_CHECK_ST(zc_wait(g.c[d], &q[1]), ZC_OK);
+    ZT_CHECK_EQ(source, s);
+    ZT_CHECK(memcmp(a, b, sizeof a) == 0);
+    ZT_CHECK_ST(zc_send(g.c[s], a, 40, ZC_INT32, d, &q[0]), ZC_OK);
+    ZT_CHECK_ST(zc_recv(g.c[d], b, 39, ZC_INT32, s, &q[1]), ZC_OK);
+    ZT_CHECK_ST(zc_wait(g.c[d], &q[1]), ZC_MISMATCH);
+    ZT_CHECK(strstr(zc_comm_error_text(g.c[d]), "relayed") != NULL);
+    zt_inproc_close(g.n, g.arenas, g.c);
+}
+
+/* A relay on the route that stops (never progressed again: a stalled process) while a message
+ * is on its way: the receive ends with ZC_TIMED_OUT at its deadline; a relay that aborts: the
+ * sender's and receiver's calls end with its failure report (ZC_ABORTED), long before it. */
+void overlay_relay_stalled_or_aborted_fails_within_deadline(void) {
+    for (uint32_t mode = 0; mode < 2; mode++) {
+        ov_group g;
+        ov_open_relay(&g, 17, 300000000ull); /* 300 ms */
+        const uint32_t s = 0, d = 7, relay = 6; /* 0 -> 4 -> 6 -> 7 */
+        ZT_CHECK_EQ(zc__relay_next(17, 4, d), relay);
+        ZT_CHECK_EQ(g.c[s]->conn[d], ZC_NO_CONN);
+        static uint8_t a[700], b[700];
+        zc_req q[2];
+        if (mode == 0)
+            for (uint32_t r = 0; r < g.n; r++) g.c[r]->group[relay] = NULL;
+        else
+            ZT_CHECK_ST(zc_comm_abort(g.c[relay]), ZC_OK);
+        uint64_t t0 = zt_now_ms();
+        ZT_CHECK_ST(zc_send(g.c[s], a, sizeof a, ZC_UINT8, d, &q[0]), ZC_OK);
+        ZT_CHECK_ST(zc_recv(g.c[d], b, sizeof b, ZC_UINT8, s, &q[1]), ZC_OK);
+        zc_status got = zc_wait(g.c[d], &q[1]);
+        ZT_CHECK_ST(got, mode == 0 ? ZC_TIMED_OUT : ZC_ABORTED);
+        zc_status sent = zc_wait(g.c[s], &q[0]);
+        ZT_CHECK(sent == ZC_OK || sent == ZC_TIMED_OUT || sent == ZC_ABORTED);
+        ZT_CHECK(zt_now_ms() - t0 < 5000u);
+        if (mode == 1) ZT_CHECK(zt_now_ms() - t0 < 250u);
+        for (uint32_t r = 0; r < g.n; r++) g.c[r]->group[relay] = g.c[relay];
+        zt_inproc_close(g.n, g.arenas, g.c);
+    }
+}
+
+/* A relay-lane message no rank sends (a destination outside the communicator, a payload larger
+ * than a slot) fails the rank that takes it with ZC_MISMATCH and a sentence, nothing copied. */
+void overlay_forged_relay_header_fails_with_sentence(void) {
+    for (uint32_t which = 0; which < 3; which++) {
+        ov_group g;
+        ov_open_relay(&g, 17, 0);
+        zc__hdr *h = zc__relay_tx_slot(g.c[1], 2); /* rank 1 plays a hostile relay */
+        ZT_CHECK(h != NULL);
+        memset(h, 0, offsetof(zc__hdr, tag));
+        h->comm_id = g.c[1]->comm_id;
+        h->kind = ZC_K_SEND;
+        h->alg = ZC_ALG_RELAY;
+        h->src = 1;
+        h->dst = which == 0 ? 17u : 9u;
+        h->bytes = which == 1 ? 100000u : 4u;
+        if (which == 2) h->comm_id ^= 1u;
+        ZT_CHECK_ST(zc__relay_tx_post(g.c[1], 2, 4), ZC_OK);
+        zc_status st = ZC_OK;
+        for (uint32_t i = 0; i < 200 && st == ZC_OK; i++) st = zc_progress(g.c[2]);
+        ZT_CHECK_ST(st, ZC_MISMATCH);
+        ZT_CHECK(strstr(zc_comm_error_text(g.c[2]), "relayed a message") != NULL);
+        zt_inproc_close(g.n, g.arenas, g.c);
+    }
 }

@@ -60,13 +60,13 @@ static void zc_ib_sizes(const zc_wire_geom *g, uint32_t qps, zc_ib_size *z) {
     size_t n = g->nconn ? g->nconn : g->conn_cap, ring = (size_t)g->slots * g->stride;
     uint32_t per = (g->slots + qps - 1u) / qps;
     z->qps = qps;
-    z->rq = ZC_WIRE_LANES * per;
-    z->sq = 2u * (2u * z->rq + ZC_WIRE_LANES * g->slots) + ZC_IB_SQ_SPARE;
+    z->rq = zc_wire_lanes(g) * per;
+    z->sq = 2u * (2u * z->rq + zc_wire_lanes(g) * g->slots) + ZC_IB_SQ_SPARE;
     z->every = z->sq / 4u;
     z->qps_all = (uint64_t)(n - 1u) * qps;
     z->cqe = z->qps_all * (z->sq + z->rq);
-    z->window = zc__ib_rings_off(g) + ZC_WIRE_LANES * n * ring;
-    z->words_off = zc_align64(ZC_WIRE_LANES * n * ring);
+    z->window = zc__ib_rings_off(g) + zc_wire_lanes(g) * n * ring;
+    z->words_off = zc_align64(zc_wire_lanes(g) * n * ring);
     z->local = z->words_off + n * qps * (size_t)z->sq * 8u;
     z->pairs_off = ZC_IB_BLOB_HEAD + (((size_t)g->conn_cap * 4u + 7u) & ~(size_t)7u);
     z->addr = z->pairs_off + (size_t)g->conn_cap * qps * 8u;
@@ -81,9 +81,9 @@ static size_t zc_ib_state_layout(const zc_wire_geom *g, uint32_t qps, size_t off
     off[1] = end;
     end = zc_align64(end + n * qps * sizeof(zc_ib_qp));
     off[2] = end;
-    end = zc_align64(end + ZC_WIRE_LANES * n * qps * sizeof(uint64_t));
+    end = zc_align64(end + zc_wire_lanes(g) * n * qps * sizeof(uint64_t));
     off[3] = end;
-    end = zc_align64(end + ZC_WIRE_LANES * n * g->slots * sizeof(uint64_t));
+    end = zc_align64(end + zc_wire_lanes(g) * n * g->slots * sizeof(uint64_t));
     return end;
 }
 
@@ -268,7 +268,7 @@ static zc_status zc_ib_create(void *state, const zc_wire_geom *g, void *window, 
     s->host = zc_ib_host_hash();
     s->pid = zc_plat_process_id();
     s->self = g->conn[g->rank];
-    for (size_t i = 0; i < (size_t)ZC_WIRE_LANES * g->nconn * qps; i++)
+    for (size_t i = 0; i < (size_t)zc_wire_lanes(g) * g->nconn * qps; i++)
         s->rx_next[i] = i % qps; /* queue pair j carries messages j, j + qps, ... */
     zc_status st = zc_ib_make(s, g->cfg, &z, err, cap);
     if (st != ZC_OK) {
@@ -364,7 +364,7 @@ static zc_status zc_ib_connect_peer(zc_ib *s, uint32_t i, const uint8_t *raw, ch
     }
     peer->rank = p;
     peer->window = b.window;
-    for (uint32_t lane = 0; lane < ZC_WIRE_LANES; lane++)
+    for (uint32_t lane = 0; lane < zc_wire_lanes(&s->g); lane++)
         peer->ring[lane] = b.window + zc__ib_rings_off(&s->g) +
                            ((uint64_t)lane * b.nconn + peer->back) * s->g.slots * s->g.stride;
     peer->rkey = b.rkey;
@@ -419,7 +419,7 @@ static void zc_ib_flush(zc_ib *s) {
     for (bool pending = true; pending && zc_plat_now_ns() < end;) {
         pending = false;
         for (uint32_t i = 0; i < s->g.nconn && !pending; i++)
-            for (uint32_t lane = 0; lane < ZC_WIRE_LANES && i != s->self; lane++)
+            for (uint32_t lane = 0; lane < zc_wire_lanes(&s->g) && i != s->self; lane++)
                 if (!s->peers[i].lost &&
                     zc__ib_credits(s, lane, s->g.conn_peer[i]) < s->peers[i].sent[lane])
                     pending = true;

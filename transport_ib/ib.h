@@ -156,7 +156,7 @@ typedef struct zc_ib {
 static inline size_t zc__ib_credits_off(void) { return 128u; }
 static inline size_t zc__ib_alarm_off(void) { return 64u; }
 static inline size_t zc__ib_rings_off(const zc_wire_geom *g) {
-    return zc__ib_credits_off() + (size_t)ZC_WIRE_LANES * g->conn_cap * 64u;
+    return zc__ib_credits_off() + (size_t)zc_wire_lanes(g) * g->conn_cap * 64u;
 }
 /* Queue pair j of connection i. */
 static inline zc_ib_qp *zc__ib_qp(const zc_ib *s, uint32_t i, uint32_t j) {

@@ -64,7 +64,7 @@ void zc__ib_lose(zc_ib *s, uint32_t i, const char *fmt, ...) {
  * slot, and put back the receive it used (before its credit can be returned). */
 static void zc_arrived(zc_ib *s, uint32_t peer, uint32_t j, uint32_t imm) {
     uint32_t lane = imm >> 30, slot = (imm >> 20) & 0x3ffu, seq = imm & ZC_IB_SEQ_MASK;
-    if (lane >= ZC_WIRE_LANES) {
+    if (lane >= zc_wire_lanes(&s->g)) {
         zc__ib_lose(s, peer, "ib: queue pair %u brought an immediate of unknown kind (0x%x)",
                     j, imm);
         return;
@@ -170,7 +170,7 @@ static int zc_send_credit(zc_ib *s, uint32_t lane, uint32_t peer) {
 static void zc_send_backlog(zc_ib *s) {
     s->credit_backlog = 0;
     for (uint32_t i = 0; i < s->g.nconn; i++)
-        for (uint32_t lane = 0; lane < ZC_WIRE_LANES && i != s->self; lane++)
+        for (uint32_t lane = 0; lane < zc_wire_lanes(&s->g) && i != s->self; lane++)
             if (!zc_send_credit(s, lane, i)) s->credit_backlog = 1;
 }
 

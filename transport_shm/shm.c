@@ -44,7 +44,7 @@ typedef struct zc_shm {
     uint8_t **peers;          /* [nconn] its window as seen here (mine for this rank) */
     uint64_t *pids;           /* [nconn] */
     uint32_t *back;           /* [nconn] this rank's index in its connections */
-    /* [ZC_WIRE_LANES * nconn] slot 0 of each (lane, connection) ring, found once at attach:
+    /* [lanes * nconn] slot 0 of each (lane, connection) ring, found once at attach:
      * the one I write in the peer's window (tx), the one the peer writes in mine (rx). */
     uint8_t **tx, **rx;
 } zc_shm;
@@ -54,13 +54,13 @@ static size_t zc_shm_credits_off(const zc_wire_geom *g) {
     return zc_shm_table_off() + (((size_t)g->conn_cap * sizeof(uint32_t) + 63u) & ~(size_t)63u);
 }
 static size_t zc_shm_rings_off(const zc_wire_geom *g) {
-    return zc_shm_credits_off(g) + (size_t)ZC_WIRE_LANES * g->conn_cap * 64u;
+    return zc_shm_credits_off(g) + (size_t)zc_wire_lanes(g) * g->conn_cap * 64u;
 }
 
 /* Where the symmetric region starts: after the rings (a multiple of 64). */
 static size_t zc_shm_sym_off(const zc_wire_geom *g) {
     size_t ring = (size_t)g->slots * g->stride;
-    return zc_shm_rings_off(g) + (size_t)ZC_WIRE_LANES * g->conn_cap * ring;
+    return zc_shm_rings_off(g) + (size_t)zc_wire_lanes(g) * g->conn_cap * ring;
 }
 
 /* Every geometry handed to a wire names its configuration while sizes are computed. */
@@ -71,7 +71,7 @@ static size_t zc_shm_window_bytes(const zc_wire_geom *g) {
 static size_t zc_shm_state_bytes(const zc_wire_geom *g) {
     size_t n = g->conn_cap;
     return sizeof(zc_shm) + n * (sizeof(uint8_t *) + sizeof(uint64_t) + sizeof(uint64_t)) +
-           (size_t)2u * ZC_WIRE_LANES * n * sizeof(uint8_t *);
+           (size_t)2u * zc_wire_lanes(g) * n * sizeof(uint8_t *);
 }
 
 /* The slot of ring (lane, connection i of the window's owner) in window w. */
@@ -153,7 +153,7 @@ static zc_status zc_shm_create(void *state, const zc_wire_geom *g, void *window,
     s->pids = (uint64_t *)(void *)(tail + n * sizeof(uint8_t *));
     s->back = (uint32_t *)(void *)(s->pids + n);
     s->tx = (uint8_t **)(void *)((uint64_t *)(void *)s->back + n);
-    s->rx = s->tx + (size_t)ZC_WIRE_LANES * n;
+    s->rx = s->tx + (size_t)zc_wire_lanes(g) * n;
     if (g->inproc_windows) {
         s->mine = window;
         __builtin_memset(s->mine, 0, s->bytes);
@@ -239,7 +239,7 @@ static zc_status zc_shm_attach(void *state, const void *addrs, char *err, size_t
             return ZC_MISMATCH;
         }
         s->pids[i] = h->pid;
-        for (uint32_t lane = 0; lane < ZC_WIRE_LANES; lane++) {
+        for (uint32_t lane = 0; lane < zc_wire_lanes(&s->g); lane++) {
             s->tx[lane * s->g.conn_cap + i] = zc_shm_slot(s, s->peers[i], lane, s->back[i], 0);
             s->rx[lane * s->g.conn_cap + i] = zc_shm_slot(s, s->mine, lane, i, 0);
         }

@@ -192,8 +192,16 @@ static zc_status zc_build(zc_comm *c, const zc_call *a, zc__sched *s) {
                          "%u) connects this rank to %u of them and has no algorithm for this "
                          "call over those connections", zc__kind_name(a->kind), c->nranks,
                          c->cfg.overlay_min_ranks, c->nconn - 1u);
-    if (alg == ZC_ALG_P2P && !any && zc__ci(c, a->root) == ZC_NO_CONN)
-        alg = ZC_ALG_RELAY; /* overlay mode: relayed by the ranks between (relay.c) */
+    if (alg == ZC_ALG_P2P && !any && zc__ci(c, a->root) == ZC_NO_CONN) {
+        if (!c->relay)
+            return zc__error(c, ZC_UNSUPPORTED, "%s: overlay mode (%u ranks, overlay_min_ranks "
+                             "%u) does not connect this rank to rank %u, and cfg->overlay_relay "
+                             "is 0: send/recv reach only connected ranks (the host's and those "
+                             "at distance 2^k) unless overlay_relay is 1",
+                             zc__kind_name(a->kind), c->nranks, c->cfg.overlay_min_ranks,
+                             a->root);
+        alg = ZC_ALG_RELAY; /* relayed by the ranks between (relay.c) */
+    }
     s->alg = (uint8_t)alg;
     if (any) /* matched later (progress.c), then a receive from that peer, on host memory */
         return zc_any_source_host(c, s);

@@ -98,7 +98,7 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
                 cfg->nranks, cfg->overlay_min_ranks);
         return ZC_UNSUPPORTED;
     }
-    c->relay = zc__overlay(cfg); /* the relay lane every progress pass polls (relay.c) */
+    c->relay = zc__relays(cfg); /* the relay lane every progress pass polls (relay.c) */
     /* Simulated hosts; between processes in overlay mode init and split fill it from where
      * the ranks run. */
     if ((cfg->transport == ZC_TRANSPORT_INPROC || !zc__overlay(cfg)) && !zc__conn_fill(c, 0, 0)) {
@@ -131,6 +131,7 @@ typedef struct zc_hello {
     /* What the platform leaves it before any window is taken (zc_plat_mem_room): memory in
      * MiB, lockable memory in KiB; UINT32_MAX: no limit known. */
     uint32_t room_mib, lock_kib;
+    uint32_t relay; /* cfg->overlay_relay */
     uint64_t cpus[ZC_PLAT_CPU_WORDS]; /* the CPUs it may run on (zc_plat_cpus; 0: unknown) */
 } zc_hello;
 _Static_assert(sizeof(zc_hello) <= ZC_SCRATCH_RANK_BYTES, "hellos fit the init scratch");
@@ -428,6 +429,12 @@ static zc_status zc_check_hellos(zc_comm *c, const zc_hello *all, const char *ho
                     all[r].overlay, all[0].overlay);
             return ZC_MISMATCH;
         }
+        if (all[r].relay != all[0].relay) {
+            zc__fmt(c->err, sizeof c->err, "rank %u has overlay_relay=%u but rank 0 has %u: "
+                    "every rank needs the same (it decides the wire's lanes)", r, all[r].relay,
+                    all[0].relay);
+            return ZC_MISMATCH;
+        }
         if (all[r].sym_pages != all[0].sym_pages) {
             zc__fmt(c->err, sizeof c->err, "rank %u has sym_bytes=%llu but rank 0 has %llu: "
                     "every rank needs the same symmetric region", r,
@@ -622,7 +629,7 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
                      cfg->slot_bytes,
                      (uint32_t)cfg->transport, (uint32_t)(cfg->sym_bytes >> 12),
                      zc_gpu_word(cfg), zc_room_units(room.avail_bytes, 20),
-                     zc_room_units(room.lock_bytes, 10), {0}};
+                     zc_room_units(room.lock_bytes, 10), cfg->overlay_relay, {0}};
     if (zc_plat_random(&mine.nonce, sizeof mine.nonce) != ZC_PLAT_OK) mine.nonce = mine.pid;
     (void)zc_plat_cpus(mine.cpus);
     st = zc__boot_allgather(boot, &mine, all, sizeof mine);

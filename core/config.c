@@ -37,6 +37,7 @@ void zc_config_default(zc_config *cfg) {
     cfg->threads = ZC_THREADS_MULTI;
     cfg->log_min_ranks = ZC_DEFAULT_LOG_MIN_RANKS;
     cfg->overlay_min_ranks = 0;
+    cfg->overlay_relay = 0;
 }
 
 static bool zc_has_nul(const char *s, size_t cap) {
@@ -137,6 +138,8 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
                 "cfg->inproc_ranks_per_host is %u but cfg->transport is %u: simulated hosts "
                 "are for in-process groups (ZC_TRANSPORT_INPROC) only; real ranks take their "
                 "host from the machine", cfg->inproc_ranks_per_host, (unsigned)cfg->transport);
+    ZC_REQUIRE_(cfg->overlay_relay <= 1u, "cfg->overlay_relay is %u, must be 0 or 1",
+                cfg->overlay_relay);
     ZC_REQUIRE_(!cfg->overlay_min_ranks ||
                     (cfg->log_min_ranks && cfg->log_min_ranks <= cfg->overlay_min_ranks),
                 "cfg->overlay_min_ranks is %u but cfg->log_min_ranks is %u: overlay mode runs "
@@ -463,6 +466,8 @@ static bool zc_env_tunables(zc_config *c, zc_env_err *err) {
     if (has) c->log_min_ranks = (uint32_t)v;
     if (!zc_env_u64("ZC_OVERLAY_MIN_RANKS", UINT32_MAX, &has, &v, err)) return false;
     if (has) c->overlay_min_ranks = (uint32_t)v;
+    if (!zc_env_u64("ZC_OVERLAY_RELAY", 1, &has, &v, err)) return false;
+    if (has) c->overlay_relay = (uint32_t)v;
     const char *t = zc_plat_getenv("ZC_TRANSPORT");
     if (t) {
         if (zc__streq(t, "auto")) c->transport = ZC_TRANSPORT_AUTO;

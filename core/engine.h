@@ -216,10 +216,15 @@ static inline void zc__unlock(zc_comm *c) {
         return zc_locked_st_;                                                                   \
     } while (0)
 
-/* The wire lanes of a communicator of cfg: overlay mode adds the relay lane (relay.c). */
+/* Whether a communicator of cfg relays send/recv between ranks without a connection (relay.c):
+ * overlay mode with cfg->overlay_relay. */
+static inline bool zc__relays(const zc_config *cfg) {
+    return zc__overlay(cfg) && cfg->overlay_relay;
+}
+/* The wire lanes of a communicator of cfg: a relaying one adds the relay lane (relay.c). */
 #define ZC_LANE_RELAY 2u
 static inline uint32_t zc__lanes(const zc_config *cfg) {
-    return zc__overlay(cfg) ? ZC_LANE_RELAY + 1u : ZC_WIRE_LANES_MESH;
+    return zc__relays(cfg) ? ZC_LANE_RELAY + 1u : ZC_WIRE_LANES_MESH;
 }
 
 /* The connection index of peer (a rank the call's links name; issue asserts it has one). */

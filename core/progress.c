@@ -172,7 +172,7 @@ static bool zc_resolve(zc_comm *comm, zc__req *r) {
                 break;
         }
         /* Overlay mode: a relayed message from a lower rank goes first (relay.c). */
-        uint32_t q = zc__overlay(&comm->cfg) ? zc__relay_any(comm) : UINT32_MAX;
+        uint32_t q = comm->relay ? zc__relay_any(comm) : UINT32_MAX;
         if (q != UINT32_MAX && (i == comm->nconn || q < p)) {
             r->s.root = q;
             r->s.alg = ZC_ALG_RELAY;

@@ -294,11 +294,17 @@ typedef struct zc_config {
                                   * default): a rank connects only to ranks at distance 2^k
                                   * and its recursive-doubling partners, plus its own host's
                                   * ranks; every collective runs over those peers, send and
-                                  * recv naming another rank return ZC_UNSUPPORTED. Needs
+                                  * recv naming another rank need overlay_relay. Needs
                                   * log_min_ranks 1..this value. Every transport; between
                                   * processes a rank's own host is the ranks of its real host
                                   * or ZC_HOST_ID's claim. Must be equal on every rank (init
                                   * checks) */
+    uint32_t overlay_relay;      /* overlay mode only: 1 = send and recv reach every rank, the
+                                  * ranks between relaying (a third ring per connection: a
+                                  * third more window and registered memory, zc_comm_footprint
+                                  * counts it); 0 (default) = they reach connected ranks, and
+                                  * one naming another rank returns ZC_UNSUPPORTED. Must be
+                                  * equal on every rank (init checks) */
 } zc_config;
 
 /* Writes the defaults: one rank (rank 0 of 1), no rendezvous, no secret. */
@@ -319,7 +325,8 @@ void zc_config_default(zc_config *cfg);
  * ZC_IB_QPS_PER_PEER, ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT, ZC_IB_ZCOPY_MIN_BYTES, ZC_GPU_DEVICE (-2, -1
  * or an ordinal), ZC_GPU_STREAM_SLOTS, ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES,
  * ZC_GPU_PROVIDER (auto|cuda|sim), ZC_GPU_PATH (auto|ipc|staged|direct), ZC_GPU_STAGE_BYTES,
- * ZC_SYM_BYTES, ZC_THREADS (multi|serial), ZC_INPROC_RANKS_PER_HOST (in-process groups only: set
+ * ZC_SYM_BYTES, ZC_THREADS (multi|serial), ZC_OVERLAY_MIN_RANKS, ZC_OVERLAY_RELAY (0|1),
+ * ZC_INPROC_RANKS_PER_HOST (in-process groups only: set
  * with another transport it is refused). ZC_HOST_ID (read by zc_comm_init, not here; for tests
  * and simulations): the host this process claims for its connection set in overlay mode
  * (ranks claiming the same string are one host's ranks), so that processes on one machine

@@ -142,6 +142,7 @@ ZT_TEST(overlay_relay_backpressure_and_polling_relays, 60)
 ZT_TEST(overlay_relayed_any_source_and_mismatch, 30)
 ZT_TEST(overlay_relay_stalled_or_aborted_fails_within_deadline, 30)
 ZT_TEST(overlay_forged_relay_header_fails_with_sentence, 30)
+ZT_TEST(overlay_without_relay_refuses_unconnected_send_recv, 30)
 /* tests/test_logalg.c */
 ZT_TEST(logalg_forced_match_reference_and_direct_1_to_9_ranks, 120)
 ZT_TEST(logalg_forced_match_reference_and_direct_10_to_17_ranks, 120)

@@ -2348,6 +2348,7 @@ static void mp_relay_pattern(uint8_t *p, size_t bytes, uint32_t s, uint32_t d, u
 int mp_rank_overlay_relay(void) {
     mp_ctx m;
     uint32_t per = mp_overlay_config(&m, "mp_rank_overlay_relay", 2);
+    m.cfg.overlay_relay = 1;
     m.cfg.timeout_ns = 4000 * MP_MS;
     mp_init(&m);
     uint32_t n = m.n, me = m.rank, relayed = 0;

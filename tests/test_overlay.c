@@ -34,6 +34,7 @@ static void ov_open(ov_group *g, uint32_t n, uint32_t overlay_min) {
     zr_group_config(&cfg, n, 256, 2, 1024, 0);
     cfg.log_min_ranks = 1;
     cfg.overlay_min_ranks = overlay_min;
+    cfg.overlay_relay = 1; /* send/recv reach every rank (relay.c) */
     cfg.inproc_ranks_per_host = OV_PER_HOST;
     zt_inproc_open(&cfg, g->arenas, g->c);
 }
@@ -338,6 +339,7 @@ static void ov_every_pair(uint32_t n) {
     g.n = n;
     zr_group_config(&cfg, n, 256, 2, 1024, 0);
     cfg.log_min_ranks = 1, cfg.overlay_min_ranks = 1, cfg.inproc_ranks_per_host = 2;
+    cfg.overlay_relay = 1;
     zt_inproc_open(&cfg, g.arenas, g.c);
     uint32_t relayed = 0, most = 0;
     for (uint32_t d = 1; d < n; d++) {
@@ -358,6 +360,53 @@ void overlay_relayed_send_recv_every_pair(void) {
     ov_every_pair(33);
 }
 
+/* overlay_relay 0 (the default): no relay lane (a smaller arena, two lanes), and send/recv
+ * naming a rank without a connection return ZC_UNSUPPORTED with a sentence naming the knob;
+ * connected ranks still exchange, and the collectives run. */
+void overlay_without_relay_refuses_unconnected_send_recv(void) {
+    ov_group g;
+    zc_config cfg;
+    memset(&g, 0, sizeof g);
+    g.n = 17;
+    zr_group_config(&cfg, g.n, 256, 2, 1024, 0);
+    cfg.log_min_ranks = 1, cfg.overlay_min_ranks = 1, cfg.inproc_ranks_per_host = 2;
+    size_t plain = zc_comm_arena_bytes(&cfg);
+    cfg.overlay_relay = 1;
+    size_t relaying = zc_comm_arena_bytes(&cfg);
+    ZT_CHECK(plain > 0 && plain < relaying);
+    cfg.overlay_relay = 2;
+    ZT_CHECK(zc_comm_arena_bytes(&cfg) == 0); /* 0 or 1 only */
+    cfg.overlay_relay = 0;
+    zt_inproc_open(&cfg, g.arenas, g.c);
+    zc_comm *c = g.c[0];
+    uint32_t far = 0, near = 0;
+    for (uint32_t p = 1; p < g.n; p++) {
+        if (c->conn[p] == ZC_NO_CONN && !far) far = p;
+        if (c->conn[p] != ZC_NO_CONN && !near) near = p;
+    }
+    ZT_CHECK(far != 0 && near != 0 && !c->relay);
+    static int32_t a[16], b[16];
+    zc_req q[2];
+    ZT_CHECK_ST(zc_send(c, a, 16, ZC_INT32, far, &q[0]), ZC_UNSUPPORTED);
+    ZT_CHECK(strstr(zc_comm_error_text(c), "overlay_relay") != NULL);
+    ZT_CHECK_ST(zc_recv(g.c[far], b, 16, ZC_INT32, 0, &q[1]), ZC_UNSUPPORTED);
+    for (int32_t i = 0; i < 16; i++) a[i] = i * 3 + 1, b[i] = 0;
+    ZT_CHECK_ST(zc_send(c, a, 16, ZC_INT32, near, &q[0]), ZC_OK);
+    ZT_CHECK_ST(zc_recv(g.c[near], b, 16, ZC_INT32, 0, &q[1]), ZC_OK);
+    ZT_CHECK_ST(zc_wait(c, &q[0]), ZC_OK);
+    ZT_CHECK_ST(zc_wait(g.c[near], &q[1]), ZC_OK);
+    ZT_CHECK(memcmp(a, b, sizeof a) == 0);
+    zc_req r[OV_MAXR];
+    static int64_t in[OV_MAXR], out[OV_MAXR];
+    for (uint32_t k = 0; k < g.n; k++) {
+        in[k] = (int64_t)k * 5 - 7;
+        ZT_CHECK_ST(zc_allreduce(g.c[k], &in[k], &out[k], 1, ZC_INT64, ZC_SUM, &r[k]), ZC_OK);
+    }
+    for (uint32_t k = 0; k < g.n; k++) ZT_CHECK_ST(zc_wait(g.c[k], &r[k]), ZC_OK);
+    for (uint32_t k = 0; k < g.n; k++) ZT_CHECK_EQ(out[k], (int64_t)(5 * 136 - 7 * 17));
+    zt_inproc_close(g.n, g.arenas, g.c);
+}
+
 /* A 33-rank group, 2 ranks per simulated host, with timeout_ns (0: the default). */
 static void ov_open_relay(ov_group *g, uint32_t n, uint64_t timeout_ns) {
     zc_config cfg;
@@ -365,6 +414,7 @@ static void ov_open_relay(ov_group *g, uint32_t n, uint64_t timeout_ns) {
     g->n = n;
     zr_group_config(&cfg, n, 256, 2, 1024, timeout_ns);
     cfg.log_min_ranks = 1, cfg.overlay_min_ranks = 1, cfg.inproc_ranks_per_host = 2;
+    cfg.overlay_relay = 1;
     zt_inproc_open(&cfg, g->arenas, g->c);
 }
 

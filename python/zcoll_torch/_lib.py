@@ -70,6 +70,7 @@ class Config(ctypes.Structure):
         ('inproc_ranks_per_host', ctypes.c_uint32),
         ('log_min_ranks', ctypes.c_uint32),
         ('overlay_min_ranks', ctypes.c_uint32),
+        ('overlay_relay', ctypes.c_uint32),
     ]
 
 

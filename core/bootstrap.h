@@ -85,18 +85,35 @@ zc_status zc__boot_open_where(zc__boot *b, const zc_config *cfg, uint64_t *where
  * handshake carries no tag). */
 zc_status zc__boot_allgather(zc__boot *b, const void *mine, void *all, size_t bytes_each);
 /* The ranks whose blobs rank r needs (its connections), at most cap of them, into out;
- * returns how many. The same function of r on every rank. */
+ * returns how many. The same function of r on every rank, and symmetric: u is among r's iff r
+ * is among u's. */
 #define ZC_BOOT_NEED_MAX 256u
 typedef uint32_t (*zc__boot_need)(void *ctx, uint32_t r, uint32_t *out, uint32_t cap);
+/* Bytes of the sparse exchange's scratch for a window of window ranks of bytes_each blobs: the
+ * window, 4 bytes per rank of it (which children get each blob) and a bit per rank. */
+size_t zc__boot_sparse_bytes(uint32_t window, size_t bytes_each);
 /* A sparse all-gather (collective): rank r's mine (bytes_each, as allgather's) reaches only the
- * ranks that need it (need(ctx, q, ...) names r) and the ranks above them in the bootstrap
- * tree: on return all[u * bytes_each ..] holds rank u's blob for every u this rank needs
- * (other places: whatever passed through or was there). Up the tree each rank's subtree's
- * blobs, down only what a child's subtree needs from outside it: every blob travels at most
- * 2 log2 n hops, a rank receives its subtree's blobs and its subtree's needs. map: scratch
- * of (nranks + 7) / 8 bytes. Failures as allgather's. */
-zc_status zc__boot_sparse(zc__boot *b, const void *mine, void *all, size_t bytes_each,
-                          zc__boot_need need, void *ctx, uint8_t *map);
+ * ranks that need it (need(ctx, q, ...) names r) and the ranks between them in the bootstrap
+ * tree. On return out[i * bytes_each ..] holds the blob of the i-th rank need(ctx, this rank)
+ * names (mine may be this rank's own entry there). It runs in rounds of window ranks (the
+ * last may be shorter): a round moves the blobs of its ranks only, up the tree to each
+ * subtree's root and down only to the children whose subtrees need them from outside, so a
+ * rank holds at most window blobs at a time in scratch (zc__boot_sparse_bytes(window,
+ * bytes_each) bytes, 4-byte aligned) and out; every blob travels at most 2 log2 n hops.
+ * Failures as allgather's (the window must be the same on every rank: a rank whose round
+ * differs is ZC_MISMATCH); a need that is not symmetric leaves some blob out, ZC_MISMATCH
+ * with b still open (every rank finished the exchange). */
+zc_status zc__boot_sparse(zc__boot *b, const void *mine, void *out, size_t bytes_each,
+                          zc__boot_need need, void *ctx, void *scratch, uint32_t window);
+/* Folds in (another rank's or subtree's result, bytes as reduce's) into acc; associative, so the
+ * tree's order of folding gives what every rank agrees on. */
+#define ZC_BOOT_REDUCE_MAX 256u
+typedef void (*zc__boot_fold)(void *ctx, void *acc, const void *in);
+/* A reduce to every rank (collective): out = every rank's mine folded together, on every rank;
+ * each rank sends and receives bytes (1..ZC_BOOT_REDUCE_MAX, the same on every rank: a
+ * different size is ZC_MISMATCH) per tree neighbour. Failures as allgather's. */
+zc_status zc__boot_reduce(zc__boot *b, const void *mine, void *out, size_t bytes,
+                          zc__boot_fold fold, void *ctx);
 /* Returns once every rank has entered (collective). */
 zc_status zc__boot_barrier(zc__boot *b);
 /* Closes every socket. Safe to call twice. */

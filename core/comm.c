@@ -396,39 +396,37 @@ static zc_status zc_open_device(zc_comm *c, zc__boot *b) {
 typedef struct zc_outcome {
     int32_t status;
     uint32_t step; /* where it failed: 1 create, 2 reaching the peers; 0 not at all */
-    char text[184];
+    uint32_t rank;
+    char text[180];
 } zc_outcome;
+_Static_assert(sizeof(zc_outcome) <= ZC_BOOT_REDUCE_MAX, "an outcome goes through reduce");
 
-/* Every rank's outcome to every rank: the status and sentence of the rank that failed first
- * (the earliest step, then the lowest rank: a create failure explains the attach failures it
- * causes) become this rank's, so no rank returns ZC_OK from an init another rank failed. */
-static zc_status zc_agree(zc_comm *c, zc__boot *b, zc_status mine, uint32_t step) {
-    _Static_assert(sizeof(zc_outcome) <= ZC_SCRATCH_VERDICT_BYTES, "outcome fits the scratch");
-    zc_outcome *all = (zc_outcome *)(void *)(c->scratch + sizeof(zc__boot) +
-                                             (size_t)c->nranks * ZC_SCRATCH_RANK_BYTES);
-    zc_outcome me = {(int32_t)mine, mine != ZC_OK ? step : 0u, {0}};
-    if (mine != ZC_OK) zc__strlcpy(me.text, c->err, sizeof me.text);
-    zc_status st = zc__boot_allgather(b, &me, all, sizeof me);
-    if (st != ZC_OK) return mine != ZC_OK ? mine : st;
-    uint32_t first = c->nranks;
-    for (uint32_t r = 0; r < c->nranks; r++)
-        if (all[r].status != ZC_OK && (first == c->nranks || all[r].step < all[first].step))
-            first = r;
-    if (first == c->nranks) return ZC_OK;
-    if (first != c->rank) {
-        all[first].text[sizeof all[first].text - 1] = '\0';
-        zc__fmt(c->err, sizeof c->err, "rank %u could not set up the wire (%s): %s", first,
-                zc_status_name((zc_status)all[first].status), all[first].text);
-    }
-    return (zc_status)all[first].status;
+/* The reduce's fold: the failure of the earliest step, then of the lowest rank. */
+static void zc_first_failure(void *ctx, void *acc, const void *in) {
+    zc_outcome *a = acc;
+    const zc_outcome *b = in;
+    (void)ctx;
+    if (b->status == ZC_OK) return;
+    if (a->status == ZC_OK || b->step < a->step || (b->step == a->step && b->rank < a->rank))
+        __builtin_memcpy(a, b, sizeof *a);
 }
 
-/* The rank-ordered blobs at addrs (ab bytes each) become its connections' (conn_peer order),
- * as attach reads them: connection i's moves from rank conn_peer[i]'s place, never after it. */
-void zc__addrs_compact(const zc_comm *c, uint8_t *addrs, size_t ab) {
-    for (uint32_t i = 0; i < c->nconn && ab; i++)
-        if (c->conn_peer[i] != i)
-            __builtin_memmove(addrs + (size_t)i * ab, addrs + (size_t)c->conn_peer[i] * ab, ab);
+/* Every rank's outcome reduced over the bootstrap tree: the status and sentence of the rank
+ * that failed first (the earliest step, then the lowest rank: a create failure explains the
+ * attach failures it causes) become this rank's, so no rank returns ZC_OK from an init another
+ * rank failed. */
+static zc_status zc_agree(zc_comm *c, zc__boot *b, zc_status mine, uint32_t step) {
+    zc_outcome me = {(int32_t)mine, mine != ZC_OK ? step : 0u, c->rank, {0}}, first;
+    if (mine != ZC_OK) zc__strlcpy(me.text, c->err, sizeof me.text);
+    zc_status st = zc__boot_reduce(b, &me, &first, sizeof me, zc_first_failure, 0);
+    if (st != ZC_OK) return mine != ZC_OK ? mine : st;
+    if (first.status == ZC_OK) return ZC_OK;
+    if (first.rank != c->rank) {
+        first.text[sizeof first.text - 1] = '\0';
+        zc__fmt(c->err, sizeof c->err, "rank %u could not set up the wire (%s): %s", first.rank,
+                zc_status_name((zc_status)first.status), first.text);
+    }
+    return (zc_status)first.status;
 }
 
 /* The sparse exchange's need (bootstrap.h): rank r's connections, from every rank's place. */
@@ -442,14 +440,17 @@ static uint32_t zc_need(void *ctx, uint32_t r, uint32_t *out, uint32_t cap) {
     return zc__conn_set(x->c, &x->all[0].place, sizeof *x->all, r, out, cap);
 }
 
-/* The address blobs (ab bytes each) into c->addrs at their ranks' places: in overlay mode only
- * the connections' (and what passes through this rank) by the sparse exchange, else all. */
+/* The address blobs (ab bytes each) into c->addrs in connection order (c->conn_peer's, as
+ * attach reads them): in overlay mode the connections' only by the sparse exchange, in rounds
+ * of the window the arena's scratch holds; else every rank's (a full mesh: rank order). */
 static zc_status zc_exchange_addrs(zc_comm *c, zc__boot *b, const zc_hello *all, size_t ab) {
-    uint8_t *mine = c->addrs + (size_t)c->rank * ab;
+    uint8_t *mine = c->addrs + (size_t)c->conn[c->rank] * ab;
     if (!zc__overlay(&c->cfg)) return zc__boot_allgather(b, mine, c->addrs, ab);
     zc_need_ctx x = {c, all};
-    uint8_t *map = c->scratch + sizeof(zc__boot) + (size_t)c->nranks * ZC_SCRATCH_RANK_BYTES;
-    return zc__boot_sparse(b, mine, c->addrs, ab, zc_need, &x, map); /* verdicts come later */
+    zc__init_scratch_map m;
+    (void)zc__init_scratch(&c->cfg, c->addr_bytes, &m);
+    return zc__boot_sparse(b, mine, c->addrs, ab, zc_need, &x, c->scratch + m.work,
+                           zc__addr_window(&c->cfg, c->addr_bytes)); /* verdicts come later */
 }
 
 /* Wire setup between processes, synchronised through the bootstrap: create, exchange the
@@ -460,7 +461,7 @@ static zc_status zc_open_wire(zc_comm *c, zc__boot *b, const zc_hello *all, zc_s
     zc_wire_geom g = zc__geom(c, c->comm_id, 0);
     size_t ab = c->wire->addr_bytes(&g);
     ZC_ASSERT(ab <= c->addr_bytes && ab <= ZC_BOOT_MAX_BLOB);
-    uint8_t *mine = ab ? c->addrs + (size_t)c->rank * ab : 0;
+    uint8_t *mine = ab ? c->addrs + (size_t)c->conn[c->rank] * ab : 0;
     zc_status st = pre != ZC_OK ? pre
                                 : c->wire->create(c->wire_state, &g, 0, mine, c->err,
                                                   sizeof c->err);
@@ -473,7 +474,6 @@ static zc_status zc_open_wire(zc_comm *c, zc__boot *b, const zc_hello *all, zc_s
         return sync;
     }
     if (st == ZC_OK) {
-        zc__addrs_compact(c, c->addrs, ab);
         step = 2;
         st = c->wire->attach(c->wire_state, ab ? c->addrs : 0, c->err, sizeof c->err);
     }
@@ -518,13 +518,12 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
         return ZC_INVALID_ARG;
     }
     zc_warn_derived(cfg);
+    zc__init_scratch_map m;
+    (void)zc__init_scratch(cfg, c->addr_bytes, &m);
     zc__boot *boot = (zc__boot *)(void *)c->scratch; /* too large for small stacks */
-    zc_hello *all = (zc_hello *)(void *)(c->scratch + sizeof(zc__boot));
+    zc_hello *all = (zc_hello *)(void *)(c->scratch + m.hellos);
     uint64_t deadline = zc__deadline_after(zc_plat_now_ns(), c->cfg.init_timeout_ns);
-    zc__arena_map L;
-    ZC_ASSERT(zc__layout(cfg, &L));
-    uint64_t *where = (uint64_t *)(void *)(c->scratch + L.bytes[ZC_R_SCRATCH] -
-                                           (size_t)cfg->nranks * 8u); /* rank 0's table */
+    uint64_t *where = (uint64_t *)(void *)(c->scratch + m.where); /* rank 0's table */
     st = zc__boot_open_where(boot, cfg, where, deadline, c->err, sizeof c->err);
     if (st != ZC_OK) {
         zc__set_init_error("%s", c->err);

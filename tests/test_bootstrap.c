@@ -492,22 +492,57 @@ void boot_allgather_collects_every_rank_blob(void) {
     }
 }
 
-/* The sparse exchange's test need: rank r wants itself, r + 1 and 7 r + 3 (mod n), a set
- * that is neither symmetric nor near r in the tree. */
+/* The sparse exchange's test need: rank r wants itself, r +- 1 and r +- s (mod n, s = n / 2 - 1
+ * at least 2), a symmetric set whose far half is not near r in the tree. */
 static uint32_t zt_need(void *ctx, uint32_t r, uint32_t *out, uint32_t cap) {
+    uint32_t n = *(const uint32_t *)ctx, k = 0, s = n / 2u > 3u ? n / 2u - 1u : 2u % n;
+    uint32_t want[5] = {r, (r + 1u) % n, (r + n - 1u) % n, (r + s) % n, (r + n - s) % n};
+    for (uint32_t i = 0; i < 5 && k < cap; i++) {
+        bool dup = false;
+        for (uint32_t j = 0; j < k; j++) dup = dup || out[j] == want[i];
+        if (!dup) out[k++] = want[i];
+    }
+    return k;
+}
+
+/* A need that is not symmetric: r wants itself, r + 1 and 7 r + 3 (mod n). */
+static uint32_t zt_need_lopsided(void *ctx, uint32_t r, uint32_t *out, uint32_t cap) {
     uint32_t n = *(const uint32_t *)ctx, k = 0, want[3] = {r, (r + 1u) % n, (7u * r + 3u) % n};
     for (uint32_t i = 0; i < 3 && k < cap; i++) out[k++] = want[i];
     return k;
 }
 
-static bool zt_needs(uint32_t n, uint32_t r, uint32_t u) {
-    return u == r || u == (r + 1u) % n || u == (7u * r + 3u) % n;
+static uint8_t zt_blob_byte(uint32_t u, size_t i) { return (uint8_t)(u * 29u + i * 11u + 1u); }
+
+/* One sparse exchange of bytes-sized blobs in rounds of window ranks, its scratch exactly
+ * zc__boot_sparse_bytes and fenced: every blob this rank needs arrives intact in need order,
+ * nothing is written past the scratch or the needs. */
+static void zt_sparse_once(zc__boot *b, uint32_t n, uint32_t rank, size_t bytes,
+                           uint32_t window, const char *err) {
+    static uint8_t out[8 * 20000 + 64], scratch[64 * 20100 + 64], mine[20000];
+    uint32_t set[ZC_BOOT_NEED_MAX], nset = zt_need(&n, rank, set, ZC_BOOT_NEED_MAX);
+    size_t sb = zc__boot_sparse_bytes(window < n ? window : n, bytes);
+    ZT_CHECK(sb + 64 <= sizeof scratch && nset * bytes + 64 <= sizeof out);
+    memset(out, 0xee, sizeof out);
+    memset(scratch, 0xee, sizeof scratch);
+    for (size_t i = 0; i < bytes; i++) mine[i] = zt_blob_byte(rank, i);
+    zc_status st = zc__boot_sparse(b, mine, out, bytes, zt_need, &n, scratch, window);
+    if (st != ZC_OK) printf("sparse: %s\n", err);
+    ZT_CHECK_ST(st, ZC_OK);
+    for (uint32_t j = 0; j < nset; j++)
+        for (size_t i = 0; i < bytes; i += 7)
+            ZT_CHECK_EQ(out[j * bytes + i], zt_blob_byte(set[j], i));
+    for (size_t i = 0; i < 64; i++) {
+        ZT_CHECK_EQ(out[nset * bytes + i], 0xee);
+        ZT_CHECK_EQ(scratch[sb + i], 0xee);
+    }
 }
 
-/* zc__boot_sparse with small blobs and blobs larger than the stage: every rank gets each blob
- * it needs, intact, and a rank without children (odd) gets no other. */
+/* zc__boot_sparse with small blobs and blobs larger than the stage, in one round and in
+ * rounds of 3 and 1 ranks (a window smaller than n); then a need that is not symmetric, which
+ * leaves some rank without a blob (ZC_MISMATCH, the bootstrap still open); then (ZT_SPARSE_BAD)
+ * the last rank's window differs, which fails every rank. */
 int boot_rank_sparse(void) {
-    static uint8_t all[64 * 20000], map[8];
     zc_config cfg;
     zc__boot b;
     char err[256];
@@ -517,27 +552,22 @@ int boot_rank_sparse(void) {
     if (st != ZC_OK) printf("open: %s\n", err);
     ZT_CHECK_ST(st, ZC_OK);
     static const size_t sizes[2] = {40, 20000};
-    for (int t = 0; t < 2; t++) {
-        size_t bytes = sizes[t];
-        static uint8_t mine[20000];
-        memset(all, 0, sizeof all);
-        for (size_t i = 0; i < bytes; i++) mine[i] = (uint8_t)(cfg.rank * 29u + i * 11u + 1u);
-        st = zc__boot_sparse(&b, mine, all, bytes, zt_need, &cfg.nranks, map);
-        if (st != ZC_OK) printf("sparse: %s\n", err);
-        ZT_CHECK_ST(st, ZC_OK);
-        uint32_t got = 0;
-        for (uint32_t u = 0; u < cfg.nranks; u++) {
-            const uint8_t *blob = all + u * bytes;
-            bool any = false;
-            for (size_t i = 0; i < bytes; i++) any = any || blob[i];
-            got += any;
-            if (zt_needs(cfg.nranks, cfg.rank, u))
-                for (size_t i = 0; i < bytes; i += 7)
-                    ZT_CHECK_EQ(blob[i], (uint8_t)(u * 29u + i * 11u + 1u));
-            else if (cfg.rank & 1u)
-                ZT_CHECK(!any);
-        }
-        printf("sparse rank %u: %u of %u blobs\n", cfg.rank, got, cfg.nranks);
+    static const uint32_t windows[3] = {64, 3, 1};
+    for (int t = 0; t < 2; t++)
+        for (int w = 0; w < 3; w++) zt_sparse_once(&b, cfg.nranks, cfg.rank, sizes[t], windows[w], err);
+    static uint8_t out[5 * 40], scratch[64 * 48], mine[40];
+    memset(mine, (int)cfg.rank + 1, sizeof mine);
+    st = zc__boot_sparse(&b, mine, out, sizeof mine, zt_need_lopsided, &cfg.nranks, scratch, 64);
+    ZT_CHECK(st == ZC_OK || (st == ZC_MISMATCH && strstr(err, "never reached") != NULL));
+    if (st != ZC_OK) printf("lopsided rank %u: %s\n", cfg.rank, err);
+    if (getenv("ZT_SPARSE_BAD")) {
+        uint32_t window = cfg.rank == cfg.nranks - 1u ? 2u : 3u;
+        st = zc__boot_sparse(&b, mine, out, sizeof mine, zt_need, &cfg.nranks, scratch, window);
+        printf("bad window rank %u: %s: %s\n", cfg.rank, zc_status_name(st), err);
+        ZT_CHECK(st != ZC_OK);
+        zc__boot_close(&b);
+        printf("boot ok rank %u of %u\n", cfg.rank, cfg.nranks);
+        return 0;
     }
     ZT_CHECK_ST(zc__boot_barrier(&b), ZC_OK);
     zc__boot_close(&b);
@@ -551,7 +581,11 @@ void boot_sparse_exchange_gives_each_rank_its_needs(void) {
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
         zt_boot_job(ns[i], "boot_rank_sparse", 30, NULL, out, sizeof out);
         ZT_CHECK_EQ(zt_count(out, "boot ok rank"), ns[i]);
+        if (ns[i] >= 5) ZT_CHECK(zt_count(out, "never reached") >= 1);
     }
+    zt_boot_job(13, "boot_rank_sparse", 30, "ZT_SPARSE_BAD=1", out, sizeof out);
+    ZT_CHECK_EQ(zt_count(out, "boot ok rank"), 13);
+    ZT_CHECK(strstr(out, "MISMATCH") != NULL && strstr(out, "round from rank") != NULL);
 }
 
 #define ZT_FLOOD 40 /* silent connections of the flood imposter */

@@ -1133,13 +1133,8 @@ static zc_status zc_join(zc__boot *b, const char *host, uint16_t port) {
 
 /* ---- the interface ---- */
 
-zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t deadline_ns, char *err,
-                        size_t err_cap) {
-    return zc__boot_open_where(b, cfg, NULL, deadline_ns, err, err_cap);
-}
-
-zc_status zc__boot_open_where(zc__boot *b, const zc_config *cfg, uint64_t *where,
-                              uint64_t deadline_ns, char *err, size_t err_cap) {
+zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t *where, uint64_t deadline_ns,
+                        char *err, size_t err_cap) {
     char host[ZC_ADDR_BYTES];
     uint16_t port = 0;
     if (err && err_cap) err[0] = '\0';
@@ -1155,12 +1150,13 @@ zc_status zc__boot_open_where(zc__boot *b, const zc_config *cfg, uint64_t *where
     for (uint32_t k = 0; k < ZC_BOOT_KIDS; k++) b->kids[k] = -1;
     for (uint32_t i = 0; i < ZC_BOOT_PENDING; i++) b->pending[i].sock = -1;
     if (!cfg) return zc_fail(b, ZC_INVALID_ARG, "cfg is NULL");
-    uint32_t most = where ? ZC_MAX_RANKS : ZC_MESH_MAX_RANKS;
-    if (cfg->nranks < 1 || cfg->nranks > most || cfg->rank >= cfg->nranks)
+    if (cfg->nranks < 1 || cfg->nranks > ZC_MAX_RANKS || cfg->rank >= cfg->nranks)
         return zc_fail(b, ZC_INVALID_ARG, "cfg->rank %u / cfg->nranks %u: need rank < nranks "
-                       "<= %u", cfg->rank, cfg->nranks, most);
-    if (!where && cfg->rank == 0) where = b->where_small;
-    if (where && cfg->rank == 0) __builtin_memset(where, 0, (size_t)cfg->nranks * 8u);
+                       "<= %u", cfg->rank, cfg->nranks, ZC_MAX_RANKS);
+    if (!where && cfg->rank == 0)
+        return zc_fail(b, ZC_INVALID_ARG, "rank 0 needs a table of %u words for the ranks' "
+                       "addresses (where is NULL)", cfg->nranks);
+    if (cfg->rank == 0) __builtin_memset(where, 0, (size_t)cfg->nranks * 8u);
     b->where = where;
     if (deadline_ns == 0) return zc_fail(b, ZC_INVALID_ARG, "deadline_ns is 0");
     b->rank = cfg->rank;

@@ -5,8 +5,8 @@
  * job. Ranks then form a binomial tree (each proving the secret to its parent and the parent to
  * it) and rank-sized blobs are all-gathered over it. Used only inside zc_comm_init;
  * every call has the deadline given at open. State lives in the caller's zc__boot (init keeps
- * it in the arena's scratch) and, at rank 0 of a job above ZC_MESH_MAX_RANKS, a table of
- * nranks words the caller gives; nothing is allocated. */
+ * it in the arena's scratch) and, at rank 0, a table of nranks words the caller gives;
+ * nothing is allocated. */
 #ifndef ZC_CORE_BOOTSTRAP_H
 #define ZC_CORE_BOOTSTRAP_H
 
@@ -48,8 +48,7 @@ typedef struct zc__boot {
     uint32_t drops_unlogged;         /* of those, not logged one by one */
     uint64_t drops_logged_ns;        /* when the last summary line was logged */
     uint64_t *where;                 /* rank 0: [nranks] rank r's listen address and join
-                                        state (where_small, or the caller's table) */
-    uint64_t where_small[ZC_MESH_MAX_RANKS];
+                                        state (the caller's table) */
     char *err;                       /* where a failure's sentence goes (caller's buffer) */
     size_t err_cap;
 } zc__boot;
@@ -66,15 +65,11 @@ typedef struct zc__boot {
  * process failed to prove the secret or a listener failed to prove it to us), ZC_TIMED_OUT,
  * ZC_MISMATCH (rank count or protocol version differ), ZC_PEER_LOST (a rank went away, named),
  * ZC_SYSTEM, ZC_UNSUPPORTED (from the platform: it cannot report the local address or listen)
- * or ZC_INVALID_ARG (root_addr unusable, zero deadline), each with a sentence in err. On
- * failure every socket is closed. */
-zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t deadline_ns, char *err,
-                        size_t err_cap);
-/* zc__boot_open for up to ZC_MAX_RANKS ranks: where holds nranks words (rank 0 keeps every
- * rank's address and join state there; other ranks may pass NULL), valid until close; NULL
- * takes b's own table of ZC_MESH_MAX_RANKS. */
-zc_status zc__boot_open_where(zc__boot *b, const zc_config *cfg, uint64_t *where,
-                              uint64_t deadline_ns, char *err, size_t err_cap);
+ * or ZC_INVALID_ARG (root_addr unusable, zero deadline, where NULL at rank 0), each with a
+ * sentence in err. where: rank 0 keeps every rank's address and join state there (nranks
+ * words, valid until close); other ranks may pass NULL. On failure every socket is closed. */
+zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t *where, uint64_t deadline_ns,
+                        char *err, size_t err_cap);
 /* all[r * bytes_each .. ] = rank r's mine, on every rank (collective): gathered up the tree,
  * the whole table sent down. bytes_each is the same on every rank, 1..ZC_BOOT_MAX_BLOB, and
  * nranks * bytes_each at most UINT32_MAX; a rank

@@ -524,7 +524,7 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
     zc_hello *all = (zc_hello *)(void *)(c->scratch + m.hellos);
     uint64_t deadline = zc__deadline_after(zc_plat_now_ns(), c->cfg.init_timeout_ns);
     uint64_t *where = (uint64_t *)(void *)(c->scratch + m.where); /* rank 0's table */
-    st = zc__boot_open_where(boot, cfg, where, deadline, c->err, sizeof c->err);
+    st = zc__boot_open(boot, cfg, where, deadline, c->err, sizeof c->err);
     if (st != ZC_OK) {
         zc__set_init_error("%s", c->err);
         return st;

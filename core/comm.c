@@ -180,18 +180,21 @@ static const char *zc_transport_name(uint32_t t) {
 
 /* Picks the wire once every rank's hello is known: AUTO is shm on one host, else ib. One wire
  * carries the whole communicator, so across hosts ranks that share one talk through the NIC
- * too; a child split by zc_comm_node gets shared memory back (split.c). */
-static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all) {
-    uint32_t other = 0;
+ * too; a child split by zc_comm_node gets shared memory back (split.c). order: the ranks sorted
+ * by host (zc__sort_by_key), so ranks that share a host are neighbours there: O(n). */
+static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all, const uint32_t *order) {
+    uint32_t other = 0, n = c->nranks;
     bool shared = false;
-    for (uint32_t r = 1; r < c->nranks && !other; r++)
+    for (uint32_t r = 1; r < n && !other; r++)
         if (all[r].host != all[0].host) other = r;
-    for (uint32_t r = 0; r < c->nranks; r++) {
-        uint32_t q = 0;
-        while (all[q].host != all[r].host) q++; /* the lowest rank on r's host */
-        if (r == c->rank) c->node = q;
-        shared = shared || q != r;
-    }
+    for (uint32_t i = 1; i < n && !shared; i++)
+        shared = all[order[i]].host == all[order[i - 1u]].host;
+    c->node = c->rank;
+    for (uint32_t q = 0; q < c->rank; q++) /* the lowest rank on this rank's host */
+        if (all[q].host == all[c->rank].host) {
+            c->node = q;
+            break;
+        }
     c->host = all[c->rank].host;
     zc_transport t = c->cfg.transport;
     c->wire_auto = t == ZC_TRANSPORT_AUTO;
@@ -249,28 +252,39 @@ zc_status zc__room_check(zc_comm *c, uint32_t who, uint32_t k, uint64_t room, ui
     return ZC_LIMIT;
 }
 
+/* A hello's lockable room in bytes (UINT64_MAX: no limit). */
+static uint64_t zc_lock_of(const zc_hello *h) {
+    return h->lock_kib == UINT32_MAX ? UINT64_MAX : (uint64_t)h->lock_kib << 10;
+}
+
 /* Whether every rank's window fits what the platform leaves, decided alike on every rank from
  * the hellos (each rank's room was read before any rank took its window): on each host the
  * windows of all its ranks within the least room one of them reported, each rank's registered
- * bytes within its own lockable room. ZC_LIMIT with the numbers (comm->err) otherwise. */
-static zc_status zc_check_room(zc_comm *c, const zc_hello *all) {
-    zc_status st = ZC_OK;
-    for (uint32_t r = 0; r < c->nranks && st == ZC_OK; r++) {
-        uint32_t q = 0, k = 0;
+ * bytes within its own lockable room. ZC_LIMIT with the numbers (comm->err) otherwise, for
+ * the lowest rank that fails. order: the ranks sorted by host, so a host's ranks are one run
+ * of it, its lowest first: O(n). */
+static zc_status zc_check_room(zc_comm *c, const zc_hello *all, const uint32_t *order) {
+    uint32_t n = c->nranks, bad = n, bad_k = 1;
+    uint64_t bad_room = UINT64_MAX;
+    for (uint32_t i = 0, j; i < n; i = j) {
         uint64_t room = UINT64_MAX;
-        while (all[q].host != all[r].host) q++; /* the lowest rank on r's host */
-        for (uint32_t p = r; p < c->nranks && q == r; p++) {
-            if (all[p].host != all[r].host) continue;
-            uint64_t mine = all[p].room_mib == UINT32_MAX ? UINT64_MAX
-                                                           : (uint64_t)all[p].room_mib << 20;
-            k++;
+        for (j = i; j < n && all[order[j]].host == all[order[i]].host; j++) {
+            uint32_t mib = all[order[j]].room_mib;
+            uint64_t mine = mib == UINT32_MAX ? UINT64_MAX : (uint64_t)mib << 20;
             room = mine < room ? mine : room;
         }
-        uint64_t lock = all[r].lock_kib == UINT32_MAX ? UINT64_MAX
-                                                       : (uint64_t)all[r].lock_kib << 10;
-        st = zc__room_check(c, r, k ? k : 1, k ? room : UINT64_MAX, lock);
+        for (uint32_t x = i; x < j; x++) { /* the host's lowest rank checks its windows */
+            uint32_t r = order[x], k = x == i ? j - i : 1u;
+            uint64_t left = x == i ? room : UINT64_MAX;
+            if (r < bad && zc__room_check(c, r, k, left, zc_lock_of(&all[r])) != ZC_OK) {
+                bad = r;
+                bad_k = k;
+                bad_room = left;
+            }
+        }
     }
-    return st;
+    if (bad == n) return ZC_OK;
+    return zc__room_check(c, bad, bad_k, bad_room, zc_lock_of(&all[bad])); /* its sentence */
 }
 
 /* Bytes in units of 1 << shift for a hello: UINT32_MAX for no limit, never for a real one. */
@@ -432,12 +446,12 @@ static zc_status zc_agree(zc_comm *c, zc__boot *b, zc_status mine, uint32_t step
 /* The sparse exchange's need (bootstrap.h): rank r's connections, from every rank's place. */
 typedef struct zc_need_ctx {
     const zc_comm *c;
-    const zc_hello *all;
+    const uint32_t *first, *next; /* each rank's place's ranks (zc__link_keys) */
 } zc_need_ctx;
 
 static uint32_t zc_need(void *ctx, uint32_t r, uint32_t *out, uint32_t cap) {
     const zc_need_ctx *x = ctx;
-    return zc__conn_set(x->c, &x->all[0].place, sizeof *x->all, r, out, cap);
+    return zc__conn_set(x->c, x->first, x->next, r, out, cap);
 }
 
 /* The address blobs (ab bytes each) into c->addrs in connection order (c->conn_peer's, as
@@ -446,9 +460,14 @@ static uint32_t zc_need(void *ctx, uint32_t r, uint32_t *out, uint32_t cap) {
 static zc_status zc_exchange_addrs(zc_comm *c, zc__boot *b, const zc_hello *all, size_t ab) {
     uint8_t *mine = c->addrs + (size_t)c->conn[c->rank] * ab;
     if (!zc__overlay(&c->cfg)) return zc__boot_allgather(b, mine, c->addrs, ab);
-    zc_need_ctx x = {c, all};
     zc__init_scratch_map m;
     (void)zc__init_scratch(&c->cfg, c->addr_bytes, &m);
+    uint32_t *first = (uint32_t *)(void *)(c->scratch + m.first);
+    uint32_t *next = (uint32_t *)(void *)(c->scratch + m.next);
+    uint32_t *order = (uint32_t *)(void *)(c->scratch + m.work); /* then the window */
+    zc__sort_by_key(&all[0].place, sizeof *all, c->nranks, order);
+    zc__link_keys(&all[0].place, sizeof *all, c->nranks, order, first, next);
+    zc_need_ctx x = {c, first, next};
     return zc__boot_sparse(b, mine, c->addrs, ab, zc_need, &x, c->scratch + m.work,
                            zc__addr_window(&c->cfg, c->addr_bytes)); /* verdicts come later */
 }
@@ -542,14 +561,16 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
     if (zc_plat_random(&mine.nonce, sizeof mine.nonce) != ZC_PLAT_OK) mine.nonce = mine.pid;
     (void)zc_plat_cpus(mine.cpus);
     st = zc__boot_allgather(boot, &mine, all, sizeof mine);
+    uint32_t *order = (uint32_t *)(void *)(c->scratch + m.work); /* the ranks by host */
     if (st == ZC_OK) st = zc_check_hellos(c, all, host_why);
-    if (st == ZC_OK) st = zc_pick_wire(c, all);
+    if (st == ZC_OK) zc__sort_by_key(&all[0].host, sizeof *all, cfg->nranks, order);
+    if (st == ZC_OK) st = zc_pick_wire(c, all, order);
     zc_status conns = ZC_OK; /* a failure every rank must hear of (zc_open_wire) */
     if (st == ZC_OK) {
         c->place = all[c->rank].place;
         if (!zc__conn_fill(c, &all[0].place, sizeof *all)) conns = ZC_INVALID_ARG;
     }
-    if (st == ZC_OK && conns == ZC_OK) st = zc_check_room(c, all);
+    if (st == ZC_OK && conns == ZC_OK) st = zc_check_room(c, all, order);
     if (st == ZC_OK && !cfg->spin_polls) zc_auto_spin(c, all);
     if (st == ZC_OK) {
         c->comm_id = zc__siphash(cfg->secret, &all[0].nonce, sizeof all[0].nonce);

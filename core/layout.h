@@ -118,11 +118,20 @@ uint32_t zc__conn_count(const zc_config *cfg, uint32_t per_host);
  * (a uint64_t every stride bytes; NULL: cfg->inproc_ranks_per_host's simulated hosts). False
  * with a sentence in c->err when the host's ranks do not fit the table. */
 bool zc__conn_fill(struct zc_comm *c, const uint64_t *hosts, size_t stride);
-/* Rank r's connection set in c's communicator (hosts as zc__conn_fill's), ascending, at most
- * cap entries into out; returns how many (a host with more ranks than overlay mode allows is
- * cut short: zc__conn_fill refuses it on its own ranks). O(n) for the host scan. */
-uint32_t zc__conn_set(const struct zc_comm *c, const uint64_t *hosts, size_t stride, uint32_t r,
-                      uint32_t *out, uint32_t cap);
+/* order[0..n) = the ranks sorted by keys[r] (a uint64_t every stride bytes), ties by rank:
+ * heapsort, O(n log n), nothing but order. */
+void zc__sort_by_key(const uint64_t *keys, size_t stride, uint32_t n, uint32_t *order);
+/* From order (zc__sort_by_key's): first[r] the lowest rank with r's key, next[r] the next
+ * higher one (ZC_NO_CONN after the last), so a key's ranks are a walk. O(n). */
+void zc__link_keys(const uint64_t *keys, size_t stride, uint32_t n, const uint32_t *order,
+                   uint32_t *first, uint32_t *next);
+/* Rank r's connection set in c's communicator, ascending, at most cap entries into out;
+ * returns how many. Its host's ranks: the walk first[r], next[..] (zc__link_keys over the
+ * places; NULL: cfg->inproc_ranks_per_host's simulated hosts); a host with more ranks than
+ * overlay mode allows is cut short (zc__conn_fill refuses it on its own ranks). O(log n +
+ * ranks on r's host). */
+uint32_t zc__conn_set(const struct zc_comm *c, const uint32_t *first, const uint32_t *next,
+                      uint32_t r, uint32_t *out, uint32_t cap);
 
 /* The one function that decides the arena's regions; false if cfg is invalid. */
 bool zc__layout(const zc_config *cfg, zc__arena_map *out);

@@ -70,11 +70,11 @@ static uint64_t zc_host(const zc_comm *c, const uint64_t *hosts, size_t stride, 
 uint32_t zc__conn_count(const zc_config *cfg, uint32_t per_host) {
     uint32_t set[128], n = cfg->nranks, r = cfg->rank;
     if (!zc__overlay(cfg)) return n;
-    uint32_t k = zc__overlay_set(n, r, set, 128u), per = per_host && per_host < n ? per_host : n;
-    uint32_t lo = r / per * per, hi = lo + per < n ? lo + per : n;
-    for (uint32_t p = lo; p < hi; p++) {
+    uint32_t o = zc__overlay_set(n, r, set, 128u), per = per_host && per_host < n ? per_host : n;
+    uint32_t lo = r / per * per, hi = lo + per < n ? lo + per : n, k = o;
+    for (uint32_t p = lo; p < hi; p++) { /* the host's ranks the overlay lacks */
         bool in = false;
-        for (uint32_t i = 0; i < k && !in; i++) in = set[i] == p;
+        for (uint32_t i = 0; i < o && !in; i++) in = set[i] == p;
         k += !in;
     }
     return k;

@@ -114,19 +114,34 @@ typedef struct zc__links_memo {
 } zc__links_memo;
 
 struct zc_comm {
+    /* What every call and progress pass reads, first: two cache lines, so that a pass over a
+     * rank touches few lines (in-process groups of thousands of ranks are bound by them). */
     uint64_t magic;
     uint32_t lock;         /* 1 while a thread is inside a public call (zc__lock) */
+    int32_t failed;        /* 0, or the status every later call returns (fail.c writes it) */
+    uint32_t nreqs_active;
+    uint32_t recv_waiting; /* receives whose wild is not ZC_WILD_NONE (progress.c) */
+    const zc_wire_ops *wire;
+    void *wire_state;
+    zc__req *reqs;         /* [max_requests] */
+    uint32_t *active;      /* [max_requests] active request slots in issue order */
+    struct zc__gpu *gpu;   /* device-memory state; NULL: no CUDA build, no device, or off */
+    uint64_t unposted;     /* channels with a message the wire refused for now (tx_unposted) */
+    uint64_t empty_polls;  /* zc_progress calls in a row that moved nothing */
+    uint64_t clock_polls;  /* zc_progress calls since it last read the clock */
+    uint64_t seq;          /* next collective sequence number */
+    zc__chan *chans;       /* [ZC_WIRE_LANES * nconn] */
+    uint32_t *conn;        /* [nranks] rank -> its connection's index; ZC_NO_CONN: none */
+    zc__chan *tx_begun;    /* the channel whose next message zc__tx_begin_n returned last ... */
+    struct zc__hdr *tx_hdr; /* ... and that message's slot header (NULL: none since the
+                            * channel's last publish), which its publish reuses */
     uint32_t splitting;    /* 1 while a zc_comm_split(_inproc) of this parent runs (split.c) */
     uint64_t comm_id;
     zc_config cfg;         /* a copy; rank/nranks are this communicator's */
     uint32_t rank, nranks;
-    int32_t failed;        /* 0, or the status every later call returns (fail.c writes it) */
     int32_t fail_peer;     /* the failure's peer, -1 for none (fail.c) */
-    uint32_t recv_waiting; /* receives whose wild is not ZC_WILD_NONE (progress.c) */
     int64_t fail_code;     /* the failure's foreign error code, 0 for none (fail.c) */
     uint64_t fail_seq;     /* the collective sequence the failure was detected at (fail.c) */
-    uint32_t nreqs_active;
-    uint64_t seq;          /* next collective sequence number */
     uint64_t splits;       /* zc_comm_split calls made (names children) */
     uint64_t host;         /* a hash of this rank's host (init's; a child keeps its parent's;
                             * in-process: its simulated host's number + 1) */
@@ -135,8 +150,6 @@ struct zc_comm {
     uint32_t node;         /* the lowest rank on this rank's host (zc_comm_node) */
     uint32_t wire_auto;    /* 1: cfg asked for ZC_TRANSPORT_AUTO: a split child whose ranks
                             * share a host takes the shared-memory wire (split.c) */
-    uint64_t empty_polls;  /* zc_progress calls in a row that moved nothing */
-    uint64_t clock_polls;  /* zc_progress calls since it last read the clock */
     uint64_t liveness_ns;  /* last time peers' liveness was checked */
     uint64_t suspect_ns;   /* when a stalled request first found rank suspect - 1 gone */
     uint32_t suspect;      /* that rank + 1 (0: none): it fails a request only if a step pass
@@ -144,32 +157,21 @@ struct zc_comm {
     uint64_t put_min;      /* the wire's put_min (0: nothing is written in place) */
     uint64_t placed_bytes; /* payload bytes peers put straight into this rank's buffers */
     uint64_t sym_used;     /* bytes of the symmetric region zc_sym_alloc has carved (sym.c) */
-    uint64_t unposted;     /* channels with a message the wire refused for now (tx_unposted) */
     uint64_t lines_waits;  /* polls for flagged lines that found them not there (channel.c) */
     /* Per kind of call, the reservation of the last host call of that kind (progress.c's
      * zc_reserve replays it for a call of the same schedule). */
     struct zc__links_memo links[ZC_K_BARRIER + 1];
-    zc__chan *tx_begun;    /* the channel whose next message zc__tx_begin_n returned last ... */
-    struct zc__hdr *tx_hdr; /* ... and that message's slot header (NULL: none since the
-                            * channel's last publish), which its publish reuses */
-    const zc_wire_ops *wire;
-    void *wire_state;
     uint8_t *addrs;        /* [zc__conn_cap * addr_bytes] the connections' address blobs */
     size_t addr_bytes;     /* of the largest candidate wire (the one in use may need less) */
     void *window;          /* in-process: this rank's inbound window, in the arena */
     zc_comm **group;       /* [nranks] in-process: every rank's communicator; else unused */
     uint32_t nconn;        /* connections: this rank itself and the peers it exchanges
                             * messages with (layout.h: zc__conn_set), rank order */
-    uint32_t *conn;        /* [nranks] rank -> its connection's index; ZC_NO_CONN: none */
     uint32_t *conn_peer;   /* [nconn] connection index -> rank */
-    zc__chan *chans;       /* [ZC_WIRE_LANES * nconn] */
-    zc__req *reqs;         /* [max_requests] */
-    uint32_t *active;      /* [max_requests] active request slots in issue order */
     zc__plan *plans;       /* [max_plans] */
     zc__mem_entry *mems;   /* [max_mems] */
     struct zc__gpu *gpu_area; /* the device region's header; NULL: cfg picks no provider */
     uint8_t *scratch;      /* init and split time only: ZC_SCRATCH_* (layout.c sizes it) */
-    struct zc__gpu *gpu;   /* device-memory state; NULL: no CUDA build, no device, or off */
     struct zc__stage *stage_area; /* the staged path's state, carved; NULL: no provider */
     struct zc__stage *stage; /* staged-path state once opened; NULL: no gpu provider */
     char err[ZC_ERROR_TEXT_BYTES];

@@ -5,8 +5,9 @@
  *     one row per N: hosts, wire, arena, shared, registered, device, peers, qps, cq entries
  *     and the host memory in all (arena + shared + registered), then three parts of the
  *     arena: the connections' address table, init's scratch and the per-rank tables kept
- *     after init; a size init refuses prints "refused:" and the sentence. --raw: bytes as exact integers.
- *   zcfoot --time [--ranks N,...] [--slot-bytes B] [--slots S] [--reps R] [--no-gpu]
+ *     after init; a size init refuses prints "refused:" and the sentence. --raw: bytes as
+ *     exact integers.
+ *   zcfoot --time [--ranks N,...] [--slot-bytes B] [--slots S] [--reps R] [--no-gpu] [--huge]
  *     [--log-min-ranks K] (cfg->log_min_ranks: 0 = one-shot at every n, 1 = recursive doubling)
  *     [--overlay K] (both forms: cfg->overlay_min_ranks, overlay mode from K ranks; log_min_ranks
  *     1 unless it is 1..K)
@@ -19,7 +20,9 @@
  *     reduce_scatter, allgather, alltoall, gather, scatter; default 8), results checked. Also per
  *     call: the messages each rank sent (mean and most, from zc_comm_messages), and the
  *     algorithm zc__choose takes for host memory with its message rounds (steps) and its mean
- *     messages per rank by formula (docs/algorithms.md; "-" where it has none here).
+ *     messages per rank by formula (docs/algorithms.md; "-" where it has none here). The
+ *     arenas lie back to back in one region; --huge asks the kernel for huge pages under it
+ *     (madvise MADV_HUGEPAGE), which takes TLB misses out of the thousands of ranks' state.
  * A tool, not library code: it uses libc directly. */
 #define _GNU_SOURCE
 
@@ -30,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define ZF_MAX_SIZES 32
@@ -39,7 +43,7 @@ typedef struct zf_opts {
     uint32_t ranks[ZF_MAX_SIZES], nsizes, per_host, slot_bytes, slots, qps, reps, log_min;
     uint32_t overlay; /* cfg->overlay_min_ranks */
     zc_transport transport;
-    bool time, raw, no_gpu;
+    bool time, raw, no_gpu, huge;
     const char *coll; /* --time: one of zf_colls */
     uint64_t bytes;   /* --time: bytes per rank (per block), float32 */
 } zf_opts;
@@ -62,7 +66,7 @@ static void zf_usage(const char *why) {
     fprintf(f, "usage: zcfoot [--ranks N,N,...] [--per-host K] "
             "[--transport auto|shm|ib|inproc] [--slot-bytes B] [--slots S] [--qps Q] "
             "[--no-gpu] [--raw]\n       zcfoot --time [--ranks N,...] [--slot-bytes B] "
-            "[--slots S] [--reps R] [--no-gpu] [--log-min-ranks K]\n"
+            "[--slots S] [--reps R] [--no-gpu] [--huge] [--log-min-ranks K]\n"
             "       [--coll allreduce|reduce|broadcast|reduce_scatter|allgather|alltoall|gather|"
             "scatter] [--bytes B]\n       both: [--overlay K]\n");
     exit(why ? 2 : 0);
@@ -108,6 +112,7 @@ static void zf_parse(zf_opts *o, int argc, char **argv) {
         if (strcmp(a, "--time") == 0) o->time = true, value = false;
         else if (strcmp(a, "--raw") == 0) o->raw = true, value = false;
         else if (strcmp(a, "--no-gpu") == 0) o->no_gpu = true, value = false;
+        else if (strcmp(a, "--huge") == 0) o->huge = true, value = false;
         else if (!v) zf_usage(strncmp(a, "--", 2) == 0 ? "an option needs a value"
                                                         : "not an option");
         else if (strcmp(a, "--ranks") == 0) zf_ranks(o, v);
@@ -372,8 +377,13 @@ static int zf_time_one(const zf_opts *o, uint32_t n) {
     double ms[ZF_MAX_REPS + 1];
     zf_msgs m = {0, 0};
     int rc = !bytes || !arenas || !c || !in || !out || !reqs;
+    size_t step = (bytes + 4095u) & ~(size_t)4095u, huge = (size_t)2 << 20;
+    size_t all = (step * n + huge - 1u) & ~(huge - 1u);
+    char *region = rc ? NULL : aligned_alloc(huge, all);
+    rc = rc || !region;
+    if (!rc && o->huge) (void)madvise(region, all, MADV_HUGEPAGE);
     for (uint32_t r = 0; !rc && r < n; r++) {
-        rc = !(arenas[r] = aligned_alloc(64, bytes));
+        arenas[r] = region + step * r;
         for (size_t i = 0; i < stride; i++) in[r * stride + i] = (float)(r + 1u);
     }
     if (!rc && zc_comm_init_inproc(&cfg, arenas, bytes, c) != ZC_OK) {
@@ -397,8 +407,7 @@ static int zf_time_one(const zf_opts *o, uint32_t n) {
     }
     for (uint32_t r = 0; c && r < n; r++)
         if (c[r]) zc_comm_fini(c[r]);
-    for (uint32_t r = 0; arenas && r < cfg.nranks; r++) free(arenas[r]);
-    free(arenas), free(c), free(in), free(out), free(reqs);
+    free(region), free(arenas), free(c), free(in), free(out), free(reqs);
     fflush(stdout);
     return rc;
 }

@@ -1326,6 +1326,19 @@ static zc_status zc_up_and_back(zc__boot *b, uint32_t kind, const uint8_t *mine,
     return zc_recv_reply(b, kind, mine, all, bytes);
 }
 
+/* Sends every child the same note of kind (blobs of bytes each) and len bytes of payload. */
+static zc_status zc_send_down(zc__boot *b, uint32_t kind, const uint8_t *payload, uint32_t len,
+                              uint32_t bytes) {
+    uint8_t note[ZC_NOTE_BYTES];
+    zc_outcome o = {ZC_CODE_OK, b->rank, bytes, 0, b->rank};
+    zc_note_put(note, kind, &o, len);
+    for (uint32_t k = 0; k < b->kid_count; k++) {
+        zc_plat_rc rc = zc_send_note(b->kids[k], note, payload, len, b->deadline_ns);
+        if (rc != ZC_PLAT_OK) return zc_kid_failed(b, kind, k, rc);
+    }
+    return ZC_OK;
+}
+
 /* An exchange over the tree: each rank gathers its children's subtrees (in rank order) next to
  * its own blob, sends them up, and the whole table comes down and goes on to the children. Any
  * failure is told to every neighbour, which pass it on. bytes may be 0 (the ready wave). */
@@ -1342,14 +1355,7 @@ static zc_status zc_tree_exchange(zc__boot *b, uint32_t kind, const uint8_t *min
         zc_status st = zc_up_and_back(b, kind, mine, all, bytes, &o);
         if (st != ZC_OK) return zc_exchange_fail(b, kind, &o, st);
     }
-    uint8_t note[ZC_NOTE_BYTES];
-    o = (zc_outcome){ZC_CODE_OK, b->rank, bytes, 0, b->rank};
-    zc_note_put(note, kind, &o, total);
-    for (uint32_t k = 0; k < b->kid_count; k++) {
-        zc_plat_rc rc = zc_send_note(b->kids[k], note, all, total, b->deadline_ns);
-        if (rc != ZC_PLAT_OK) return zc_kid_failed(b, kind, k, rc);
-    }
-    return ZC_OK;
+    return zc_send_down(b, kind, all, total, bytes);
 }
 
 /* Streams out of step after a failure cannot be trusted again: a failed exchange closes b. */
@@ -1617,14 +1623,7 @@ static zc_status zc_reduce_tree(zc__boot *b, uint8_t *acc, uint32_t bytes, zc__b
         zc_status st = zc_reduce_up(b, acc, bytes, &o);
         if (st != ZC_OK) return zc_exchange_fail(b, ZC_KIND_REDUCE, &o, st);
     }
-    uint8_t note[ZC_NOTE_BYTES];
-    o = (zc_outcome){ZC_CODE_OK, b->rank, bytes, 0, b->rank};
-    zc_note_put(note, ZC_KIND_REDUCE, &o, bytes);
-    for (uint32_t k = 0; k < b->kid_count; k++) {
-        zc_plat_rc rc = zc_send_note(b->kids[k], note, acc, bytes, b->deadline_ns);
-        if (rc != ZC_PLAT_OK) return zc_kid_failed(b, ZC_KIND_REDUCE, k, rc);
-    }
-    return ZC_OK;
+    return zc_send_down(b, ZC_KIND_REDUCE, acc, bytes, bytes);
 }
 
 zc_status zc__boot_reduce(zc__boot *b, const void *mine, void *out, size_t bytes,

@@ -80,7 +80,7 @@ LIB_SOURCES = [
 # ahead of libzcoll.a (so the library's own objects of the same names are never pulled in): the
 # hostile-rank hook (proto.h's zc__test_forge) and the stall hook (zc__test_clock) exist in the
 # test program only, never in the library (tests/install/run.sh checks the installed one).
-TEST_HOOK_SOURCES = ['core/channel.c', 'core/progress.c']
+TEST_HOOK_SOURCES = ['core/channel.c', 'core/progress.c', 'core/hier.c']
 # Compiled in check-freestanding (and the first two checked by check-symbols).
 FREE_SOURCES = [('core', '*.c'), ('transport_shm', '*.c'), ('platform', 'freestanding.c')]
 SYMBOL_FOLDERS = ('core', 'transport_shm')

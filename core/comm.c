@@ -175,13 +175,13 @@ static uint32_t zc_gpu_word(const zc_config *cfg) {
 
 static const char *zc_transport_name(uint32_t t) {
     return t == ZC_TRANSPORT_SHM ? "shm" : t == ZC_TRANSPORT_IB ? "ib" : t == ZC_TRANSPORT_AUTO
-                                                                         ? "auto" : "inproc";
+                                       ? "auto" : t == ZC_TRANSPORT_HIER ? "hier" : "inproc";
 }
 
-/* Picks the wire once every rank's hello is known: AUTO is shm on one host, else ib. One wire
- * carries the whole communicator, so across hosts ranks that share one talk through the NIC
- * too; a child split by zc_comm_node gets shared memory back (split.c). order: the ranks sorted
- * by host (zc__sort_by_key), so ranks that share a host are neighbours there: O(n). */
+/* Picks the wire once every rank's hello is known: AUTO is shm on one host; across hosts it is
+ * hier (shm among a host's ranks, ib between hosts, per connection) when some host runs several
+ * ranks, else ib; a child split by zc_comm_node gets shared memory (split.c). order: the ranks
+ * sorted by host (zc__sort_by_key), so ranks that share a host are neighbours there: O(n). */
 static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all, const uint32_t *order) {
     uint32_t other = 0, n = c->nranks;
     bool shared = false;
@@ -198,19 +198,29 @@ static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all, const uint32_t *o
     c->host = all[c->rank].host;
     zc_transport t = c->cfg.transport;
     c->wire_auto = t == ZC_TRANSPORT_AUTO;
-    t = zc__transport_picked(t, other != 0);
+    t = zc__transport_picked(t, other != 0, shared);
     if (t == ZC_TRANSPORT_SHM && other) {
         zc__fmt(c->err, sizeof c->err, "rank %u runs on another host than rank 0: the "
                 "shared-memory wire needs every rank on one host (use ZC_TRANSPORT=ib or auto; "
                 "for shared memory among each host's ranks, split by zc_comm_node)", other);
         return ZC_UNSUPPORTED;
     }
-    if (other && shared && c->rank == 0) {
+    if (other && shared && t == ZC_TRANSPORT_IB && c->rank == 0) {
         char line[ZC_ERROR_TEXT_BYTES];
         zc__fmt(line, sizeof line, "ranks span hosts and some share one: one wire (ib) "
-                "carries this communicator, also between ranks on one host; children split by "
-                "zc_comm_node run on shared memory");
+                "carries this communicator, also between ranks on one host (ZC_TRANSPORT "
+                "hier or auto: shared memory among them); children split by zc_comm_node run "
+                "on shared memory");
         zc_plat_log(ZC_PLAT_LOG_INFO, line);
+    }
+    bool places = false; /* whether the ranks claim more than one place */
+    for (uint32_t r = 1; r < c->nranks && !places; r++) places = all[r].place != all[0].place;
+    if (t == ZC_TRANSPORT_HIER && !places && !other)
+        t = ZC_TRANSPORT_SHM; /* one place: the shm instance alone carries everything */
+    if (t == ZC_TRANSPORT_HIER && !zc__hier_inter_name()) {
+        zc__fmt(c->err, sizeof c->err, "ZC_TRANSPORT is hier: this build has no transport_ib "
+                "(configure.py found no libibverbs) to carry it between hosts");
+        return ZC_UNSUPPORTED;
     }
 #ifndef ZC_HAVE_IB
     if (t == ZC_TRANSPORT_IB) {
@@ -228,7 +238,14 @@ zc_status zc__room_check(zc_comm *c, uint32_t who, uint32_t k, uint64_t room, ui
     zc_wire_geom g = zc__geom(c, c->comm_id, 0);
     uint64_t mem = 0, locked = 0;
     char need[24], each[24], left[24];
-    c->wire->takes(&g, &mem, &locked);
+    if (c->wire == &zc__wire_hier) { /* each instance for its own connections */
+        zc__hier_cost cost;
+        zc__hier_need(&c->cfg, &g, c->hier_cap, c->hier_cap, &cost);
+        mem = cost.mem[0] + cost.mem[1];
+        locked = cost.locked[0] + cost.locked[1];
+    } else {
+        c->wire->takes(&g, &mem, &locked);
+    }
     uint64_t all = mem > UINT64_MAX / k ? UINT64_MAX : mem * k;
     if (all > room) {
         zc__fmt_bytes(need, sizeof need, all);
@@ -255,6 +272,68 @@ zc_status zc__room_check(zc_comm *c, uint32_t who, uint32_t k, uint64_t room, ui
 /* A hello's lockable room in bytes (UINT64_MAX: no limit). */
 static uint64_t zc_lock_of(const zc_hello *h) {
     return h->lock_kib == UINT32_MAX ? UINT64_MAX : (uint64_t)h->lock_kib << 10;
+}
+
+/* Sifts v[i] down the max-heap v[0..n) (a heapsort step; bounded by log2 n swaps). */
+static void zc_sift(uint64_t *v, uint32_t i, uint32_t n) {
+    for (uint32_t k = 0; k < 32u; k++) {
+        uint32_t big = i, l = 2u * i + 1u, r = l + 1u;
+        if (l < n && v[l] > v[big]) big = l;
+        if (r < n && v[r] > v[big]) big = r;
+        if (big == i) return;
+        uint64_t t = v[i];
+        v[i] = v[big];
+        v[big] = t;
+        i = big;
+    }
+}
+
+/* The largest and smallest number of ranks sharing a place (places at stride bytes), in
+ * O(n log n): the places copied into c's scratch (its place index, free until the wire is
+ * set up), heap-sorted, and their runs counted. */
+static void zc_place_sizes(zc_comm *c, const uint8_t *places, size_t stride, uint32_t *most,
+                           uint32_t *least) {
+    uint32_t n = c->nranks, run = 0;
+    zc__init_scratch_map m;
+    (void)zc__init_scratch(&c->cfg, c->addr_bytes, &m); /* first and next: 8 bytes per rank */
+    uint64_t *v = (uint64_t *)(void *)(c->scratch + m.first);
+    for (uint32_t r = 0; r < n; r++) v[r] = *(const uint64_t *)(const void *)(places + r * stride);
+    for (uint32_t i = n / 2u; i-- > 0;) zc_sift(v, i, n);
+    for (uint32_t end = n; end-- > 1u;) {
+        uint64_t t = v[0];
+        v[0] = v[end];
+        v[end] = t;
+        zc_sift(v, 0, end);
+    }
+    *most = 0;
+    *least = n;
+    for (uint32_t r = 0; r < n; r++) {
+        run++;
+        if (r + 1u < n && v[r + 1u] == v[r]) continue;
+        *most = run > *most ? run : *most;
+        *least = run < *least ? run : *least;
+        run = 0;
+    }
+}
+
+zc_status zc__hier_caps(zc_comm *c, const uint64_t *places, const uint64_t *hosts,
+                        size_t stride) {
+    const uint8_t *at = (const uint8_t *)places;
+    uint32_t n = c->nranks, most = 0, least = n, cap = zc__conn_cap(&c->cfg);
+    for (uint32_t p = 0; p < n && hosts; p++) /* this rank's place mates share its host */
+        if (*(const uint64_t *)(const void *)(at + p * stride) == c->place &&
+            *(const uint64_t *)(const void *)((const uint8_t *)hosts + p * stride) !=
+                *(const uint64_t *)(const void *)((const uint8_t *)hosts + c->rank * stride)) {
+            zc__fmt(c->err, sizeof c->err, "ranks %u and %u claim one host (ZC_HOST_ID) but run "
+                    "on different machines: the two-wire communicator (ZC_TRANSPORT hier) "
+                    "carries one host's ranks over shared memory; give each machine's ranks "
+                    "claims of their own", c->rank, p);
+            return ZC_UNSUPPORTED;
+        }
+    zc_place_sizes(c, at, stride, &most, &least);
+    c->hier_cap[0] = most < cap ? most : cap; /* overlay mode: conn_fill refused a larger one */
+    c->hier_cap[1] = zc__overlay(&c->cfg) ? cap : n - least + 1u;
+    return ZC_OK;
 }
 
 /* Whether every rank's window fits what the platform leaves, decided alike on every rank from
@@ -481,6 +560,9 @@ static zc_status zc_open_wire(zc_comm *c, zc__boot *b, const zc_hello *all, zc_s
     size_t ab = c->wire->addr_bytes(&g);
     ZC_ASSERT(ab <= c->addr_bytes && ab <= ZC_BOOT_MAX_BLOB);
     uint8_t *mine = ab ? c->addrs + (size_t)c->conn[c->rank] * ab : 0;
+    if (pre == ZC_OK && c->wire == &zc__wire_hier)
+        zc__hier_prepare(c->wire_state, &g, &all[0].place, sizeof *all, c->hier_cap[0],
+                         c->hier_cap[1]);
     zc_status st = pre != ZC_OK ? pre
                                 : c->wire->create(c->wire_state, &g, 0, mine, c->err,
                                                   sizeof c->err);
@@ -569,6 +651,8 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
     if (st == ZC_OK) {
         c->place = all[c->rank].place;
         if (!zc__conn_fill(c, &all[0].place, sizeof *all)) conns = ZC_INVALID_ARG;
+        if (conns == ZC_OK && c->wire == &zc__wire_hier)
+            conns = zc__hier_caps(c, &all[0].place, &all[0].host, sizeof *all);
     }
     if (st == ZC_OK && conns == ZC_OK) st = zc_check_room(c, all, order);
     if (st == ZC_OK && !cfg->spin_polls) zc_auto_spin(c, all);

@@ -99,7 +99,7 @@ bool zc__config_check(const zc_config *cfg, char *why, size_t cap) {
                 "cfg->slots is %u, must be a power of two in 2..1024", cfg->slots);
     ZC_REQUIRE_(cfg->spin_polls <= (1u << 24),
                 "cfg->spin_polls is %u, must be 0 (auto) or 1..16777216", cfg->spin_polls);
-    ZC_REQUIRE_((unsigned)cfg->transport <= (unsigned)ZC_TRANSPORT_IB,
+    ZC_REQUIRE_((unsigned)cfg->transport <= (unsigned)ZC_TRANSPORT_HIER,
                 "cfg->transport is %u, not a zc_transport", (unsigned)cfg->transport);
     ZC_REQUIRE_(zc_has_nul(cfg->ib_device, sizeof cfg->ib_device),
                 "cfg->ib_device is not NUL-terminated");
@@ -468,8 +468,10 @@ static bool zc_env_tunables(zc_config *c, zc_env_err *err) {
         if (zc__streq(t, "auto")) c->transport = ZC_TRANSPORT_AUTO;
         else if (zc__streq(t, "shm")) c->transport = ZC_TRANSPORT_SHM;
         else if (zc__streq(t, "ib")) c->transport = ZC_TRANSPORT_IB;
+        else if (zc__streq(t, "hier")) c->transport = ZC_TRANSPORT_HIER;
         else {
-            zc__fmt(err->text, err->cap, "ZC_TRANSPORT=\"%s\" is not one of auto, shm, ib", t);
+            zc__fmt(err->text, err->cap, "ZC_TRANSPORT=\"%s\" is not one of auto, shm, ib, "
+                    "hier", t);
             return false;
         }
     }

@@ -188,6 +188,8 @@ bool zc__gpu_tries_direct(const zc_wire_ops *wire, const zc_config *cfg);
 /* Bytes of device scratch the provider allocates at init for cfg: gpu_scratch_bytes, or on the
  * direct path (direct) the landing: a collective area per rank, then send/recv's slots. */
 uint64_t zc__gpu_scratch_bytes(const zc_config *cfg, bool direct);
+/* Whether comm's split joins the gathers of device records (its own path gathers them, or a
+ * child's may: the children of a two-wire communicator); the same on every rank. */
 bool zc__gpu_gathers(const zc_comm *comm);
 /* The path from every rank's record. Direct path: direct when every rank can take it, else
  * staged; ZC_UNSUPPORTED when cfg->gpu_path is direct and a rank cannot, ZC_MISMATCH when the

@@ -47,6 +47,8 @@
  *   fail.c      the failure record (first failure wins) and the words of its sentences
  *   layout.c    the arena's regions (the device ones too), for the size query and the carve
  *   conn.c      the connection set (full mesh, or overlay mode's) and the connection table
+ *   hier.c      the two-wire communicator (zc__wire_hier): shm among a place's ranks, ib (shm
+ *               in tests) across places, chosen per connection behind the wire interface
  *   reduce.c    host reduction kernels over elem.h, the element code gpu/reduce.cu shares
  *   bootstrap.c, config.c, status.c, text.c: rendezvous, configuration, names, strings
  * Host and device requests share one lifecycle: zc__issue takes the slot, sequence number and
@@ -150,6 +152,8 @@ struct zc_comm {
     uint32_t node;         /* the lowest rank on this rank's host (zc_comm_node) */
     uint32_t wire_auto;    /* 1: cfg asked for ZC_TRANSPORT_AUTO: a split child whose ranks
                             * share a host takes the shared-memory wire (split.c) */
+    uint32_t hier_cap[2];  /* on the two-wire communicator (hier.c): each instance's
+                            * connection cap, the same on every rank (zc__hier_caps) */
     uint64_t liveness_ns;  /* last time peers' liveness was checked */
     uint64_t suspect_ns;   /* when a stalled request first found rank suspect - 1 gone */
     uint32_t suspect;      /* that rank + 1 (0: none): it fails a request only if a step pass
@@ -227,6 +231,14 @@ zc_wire_geom zc__geom(const zc_comm *c, uint64_t comm_id, void *const *windows);
  * lock bytes of lockable memory (UINT64_MAX: no limit). ZC_LIMIT with a sentence giving the
  * numbers and what to change in c->err otherwise. */
 zc_status zc__room_check(zc_comm *c, uint32_t who, uint32_t k, uint64_t room, uint64_t lock);
+/* The two-wire communicator's instance caps into c->hier_cap from every rank's place
+ * (places[r] at stride bytes), and whether this rank's place mates run on its host (a claim
+ * shared across hosts cannot be one shm instance): ZC_OK, or ZC_UNSUPPORTED with the sentence
+ * in c->err. The largest place's rank count, and n minus the smallest place's plus 1 (overlay
+ * mode: the connection cap); O(n log n) in c's scratch. hosts: every rank's host (NULL: not
+ * checked). */
+zc_status zc__hier_caps(zc_comm *c, const uint64_t *places, const uint64_t *hosts,
+                        size_t stride);
 /* Once the wire and the device state are up: placement, and the communicator made live. */
 void zc__open_live(zc_comm *c);
 /* Builds an in-process group of n ranks over arenas[], each with cfg's sizes (the init error
@@ -312,6 +324,36 @@ zc__alg zc__choose(const zc_comm *comm, uint32_t kind, uint64_t count, uint64_t 
 /* Whether s runs as ZC_ALG_SYM: a collective it covers, at least ZC_SYM_MIN_BYTES, and every
  * buffer this rank uses in the carved part of its symmetric region. */
 bool zc__sym_fits(const zc_comm *c, const zc__sched *s);
+
+/* ---- hier.c: the two-wire communicator (ZC_TRANSPORT_HIER) ---- */
+/* A wire whose connections are carried by two instances (0: shm, the ranks of this rank's
+ * place; 1: transport_ib, or shm in tests, the other places' ranks): each data-path call goes
+ * to the instance carrying the peer's connection. Processes only. */
+extern const zc_wire_ops zc__wire_hier;
+#ifdef ZC_TEST_HOOKS
+/* Test builds only: when not 0, instance 1 is a second shm instance (one machine whose
+ * processes claim hosts with ZC_HOST_ID, no RDMA device). */
+extern uint32_t zc__test_hier_shm;
+#endif
+/* Before create: which instance carries each of g's connections (places[r] at stride bytes:
+ * rank r's place; this rank's own place's ranks on instance 0, this rank on both) and each
+ * instance's connection cap (the same on every rank, at least its connections there). */
+void zc__hier_prepare(void *state, const zc_wire_geom *g, const uint64_t *places,
+                      size_t stride, uint32_t cap0, uint32_t cap1);
+/* Whether the stream to or from peer may be placed: its connection's instance puts. */
+bool zc__hier_puts(const void *state, uint32_t peer);
+/* What each instance takes and opens for nconn[k] connections under cap[k] (g: the
+ * communicator's geometry, cfg its configuration). */
+typedef struct zc__hier_cost {
+    uint64_t mem[2], locked[2];
+    zc_wire_links links[2];
+} zc__hier_cost;
+void zc__hier_need(const zc_config *cfg, const zc_wire_geom *g, const uint32_t nconn[2],
+                   const uint32_t cap[2], zc__hier_cost *out);
+/* A prepared state's connections and caps per instance. */
+void zc__hier_shape(const void *state, uint32_t nconn[2], uint32_t cap[2]);
+/* The wire of instance 1 ("ib", or "shm" in tests). */
+const char *zc__hier_inter_name(void);
 
 /* ---- fail.c: the failure record (the one place it is written) ---- */
 /* One failure as its detector knows it: status, collective sequence, the peer it concerns (-1:

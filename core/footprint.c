@@ -8,7 +8,14 @@
  * picked); false with a sentence when init would refuse it. */
 static bool zc_fp_pick(const zc_config *cfg, uint32_t per, uint32_t hosts, zc_config *picked) {
     *picked = *cfg;
-    picked->transport = zc__transport_picked(cfg->transport, hosts > 1);
+    picked->transport = zc__transport_picked(cfg->transport, hosts > 1, per > 1);
+    if (picked->transport == ZC_TRANSPORT_HIER && hosts == 1)
+        picked->transport = ZC_TRANSPORT_SHM; /* as init: one host needs no second wire */
+    if (picked->transport == ZC_TRANSPORT_HIER && !zc__hier_inter_name()) {
+        zc__set_init_error("zc_comm_footprint: cfg->transport is hier: this build has no "
+                           "transport_ib (configure.py found no libibverbs)");
+        return false;
+    }
     if (picked->transport == ZC_TRANSPORT_SHM && hosts > 1) {
         zc__set_init_error("zc_comm_footprint: cfg->transport is shm but %u ranks at %u per host "
                            "span %u hosts: the shared-memory wire needs every rank on one host "
@@ -24,6 +31,28 @@ static bool zc_fp_pick(const zc_config *cfg, uint32_t per, uint32_t hosts, zc_co
     }
 #endif
     return true;
+}
+
+/* The two-wire communicator's memory and links on a rank of a full host of per ranks (the
+ * last host holds the remainder): each instance over its own connections, under the caps init
+ * derives (comm.c's zc__hier_caps); shared memory from the instances that share it. */
+static void zc_fp_hier(const zc_config *cfg, const zc_wire_geom *g, uint32_t per,
+                       zc_footprint *out, zc_wire_links *links) {
+    uint32_t n = cfg->nranks, least = n % per ? n % per : per, cap = zc__conn_cap(cfg);
+    uint32_t nconn[2] = {per, g->nconn - per + 1u}, caps[2] = {per, n - least + 1u};
+    if (zc__overlay(cfg)) caps[1] = cap;
+    zc__hier_cost cost;
+    zc__hier_need(cfg, g, nconn, caps, &cost);
+    *links = (zc_wire_links){0};
+    for (uint32_t k = 0; k < 2u; k++) {
+        size_t mem = (size_t)cost.mem[k];
+        out->shared_bytes += cost.links[k].shared ? mem : 0;
+        out->private_bytes += cost.links[k].shared ? 0 : mem;
+        out->registered_bytes += (size_t)cost.locked[k];
+        links->peers += cost.links[k].peers;
+        links->qps += cost.links[k].qps;
+        links->cq_entries += cost.links[k].cq_entries;
+    }
 }
 
 zc_status zc_comm_footprint(const zc_config *cfg, uint32_t ranks_per_host, zc_footprint *out) {
@@ -52,12 +81,16 @@ zc_status zc_comm_footprint(const zc_config *cfg, uint32_t ranks_per_host, zc_fo
     g.nconn = zc__conn_count(cfg, per); /* this rank's connections */
     uint64_t mem = 0, locked = 0;
     zc_wire_links links;
-    w->takes(&g, &mem, &locked);
-    w->links(&g, &links);
+    if (w == &zc__wire_hier) {
+        zc_fp_hier(&picked, &g, per, out, &links);
+    } else {
+        w->takes(&g, &mem, &locked);
+        w->links(&g, &links);
+        out->shared_bytes = links.shared ? (size_t)mem : 0;
+        out->private_bytes = links.shared ? 0 : (size_t)mem;
+        out->registered_bytes = (size_t)locked;
+    }
     out->arena_bytes = L.total;
-    out->shared_bytes = links.shared ? (size_t)mem : 0;
-    out->private_bytes = links.shared ? 0 : (size_t)mem;
-    out->registered_bytes = (size_t)locked;
     if (zc__gpu_provider(cfg) && cfg->nranks <= ZC_GPU_MAX_SRCS)
         out->device_bytes = (size_t)zc__gpu_scratch_bytes(cfg, zc__gpu_tries_direct(w, &picked));
     out->peers = links.peers;

@@ -32,7 +32,7 @@ static uint64_t zc_gpu_area(const zc_config *cfg) {
 }
 
 bool zc__gpu_tries_direct(const zc_wire_ops *wire, const zc_config *cfg) {
-    return wire->mem_register && wire->put && wire->put_done &&
+    return wire != &zc__wire_hier && wire->mem_register && wire->put && wire->put_done &&
            (cfg->gpu_path == ZC_GPU_PATH_AUTO || cfg->gpu_path == ZC_GPU_PATH_DIRECT);
 }
 
@@ -128,7 +128,9 @@ static bool zc_gpu_tries_ipc(const zc_comm *c) {
 }
 
 bool zc__gpu_gathers(const zc_comm *c) {
-    return c->gpu_area && (zc_gpu_tries_direct(c) || zc_gpu_tries_ipc(c));
+    /* A two-wire parent gathers none itself, but its children on one host's shm do. */
+    return c->gpu_area &&
+           (zc_gpu_tries_direct(c) || zc_gpu_tries_ipc(c) || c->wire == &zc__wire_hier);
 }
 
 /* This rank's device record for the ipc decision (first round: its device only). */

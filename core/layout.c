@@ -12,9 +12,8 @@ static size_t zc_align64(size_t v) { return (v + 63u) & ~(size_t)63u; }
 const zc_wire_ops *zc__wire_for(const zc_config *cfg) {
 #ifdef ZC_HAVE_IB
     if (cfg->transport == ZC_TRANSPORT_IB) return &zc_wire_ib;
-#else
-    (void)cfg; /* without transport_ib every config gets the shm wire */
 #endif
+    if (cfg->transport == ZC_TRANSPORT_HIER) return &zc__wire_hier;
     return &zc_wire_shm; /* shm, in-process, AUTO until init knows where the ranks are */
 }
 
@@ -74,19 +73,22 @@ static void zc_gpu_rows(const zc_config *cfg, size_t bytes[ZC_R_COUNT_]) {
     bytes[ZC_R_STAGE_BUF] = ops ? cfg->gpu_stage_bytes : 0;
 }
 
-/* The wires a communicator with cfg may end up on (AUTO: either); NULL-terminated. */
-static void zc_candidates(const zc_config *cfg, const zc_wire_ops *out[3]) {
+/* The wires a communicator with cfg may end up on (AUTO between processes: any of shm, ib and
+ * hier); NULL-terminated. */
+static void zc_candidates(const zc_config *cfg, const zc_wire_ops *out[4]) {
     out[0] = zc__wire_for(cfg);
-    out[1] = 0;
-    out[2] = 0;
+    out[1] = out[2] = out[3] = 0;
 #ifdef ZC_HAVE_IB
-    if (cfg->transport == ZC_TRANSPORT_AUTO) out[1] = &zc_wire_ib;
+    if (cfg->transport == ZC_TRANSPORT_AUTO && cfg->nranks > 1) {
+        out[1] = &zc_wire_ib;
+        out[2] = &zc__wire_hier;
+    }
 #endif
 }
 
 /* The wire geometry of cfg, and the largest state and address blob of its candidate wires. */
 static void zc_wire_sizes(const zc_config *cfg, zc__arena_map *L, size_t *state) {
-    const zc_wire_ops *cands[3];
+    const zc_wire_ops *cands[4];
     L->geom = (zc_wire_geom){0};
     L->geom.rank = cfg->rank;
     L->geom.nranks = cfg->nranks;
@@ -176,7 +178,12 @@ size_t zc_comm_arena_bytes(const zc_config *cfg) {
     return zc__layout(cfg, &L) ? L.total : 0;
 }
 
-zc_transport zc__transport_picked(zc_transport asked, bool across_hosts) {
+zc_transport zc__transport_picked(zc_transport asked, bool across_hosts, bool shared) {
     if (asked != ZC_TRANSPORT_AUTO) return asked;
+#ifdef ZC_HAVE_IB
+    if (across_hosts && shared) return ZC_TRANSPORT_HIER;
+#else
+    (void)shared;
+#endif
     return across_hosts ? ZC_TRANSPORT_IB : ZC_TRANSPORT_SHM;
 }

@@ -374,7 +374,9 @@ static bool zc_copy_stream(const zc__sched *s, uint32_t n, uint32_t from, uint32
 static bool zc_placed_stream(const zc_comm *comm, const zc__sched *s, uint32_t from, uint32_t to,
                              zc_stream *o) {
     return zc_copy_stream(s, comm->nranks, from, to, o) && o->len &&
-           o->len * s->esize >= comm->put_min;
+           o->len * s->esize >= comm->put_min &&
+           (comm->wire != &zc__wire_hier ||
+            zc__hier_puts(comm->wire_state, from == comm->rank ? to : from));
 }
 
 void zc__place_plan(zc_comm *comm, zc__req *r) {

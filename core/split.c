@@ -53,6 +53,13 @@ static zc_status zc_split_hosts(zc_comm *parent, const int32_t *all, bool *one_h
     return st;
 }
 
+/* Whether the n places at places are all one. */
+static bool zc_one_place(const uint64_t *places, uint32_t n) {
+    for (uint32_t r = 1; r < n; r++)
+        if (places[r] != places[0]) return false;
+    return true;
+}
+
 /* Gives every child its members' address blobs over the parent: each parent rank broadcasts
  * its blob in turn (sizes first, as they differ between colors); members of the same color
  * keep it at the sender's connection index (when it is one). all[] holds {color, key} per
@@ -170,10 +177,16 @@ static zc_status zc_split(zc_comm *parent, int color, int key, void *arena, size
         zc_config cc = parent->cfg; /* its transport: the wire the parent picked */
         zc_child_place(all, parent->nranks, parent->rank, &cc.rank, &cc.nranks);
         if (one_host && parent->wire_auto) cc.transport = ZC_TRANSPORT_SHM;
+        if (cc.transport == ZC_TRANSPORT_HIER && zc_one_place(places, cc.nranks))
+            cc.transport = ZC_TRANSPORT_SHM; /* one place: the hier wire's shm instance alone */
         local = zc__carve(&cc, arena, arena_bytes, &c, err);
         if (local == ZC_OK && zc__overlay(&cc) && !zc__conn_fill(c, places, sizeof *places)) {
             zc__strlcpy(err, c->err, sizeof err);
             local = ZC_INVALID_ARG;
+        }
+        if (local == ZC_OK && c->wire == &zc__wire_hier) {
+            c->place = parent->place;
+            local = zc__hier_caps(c, places, 0, sizeof *places); /* the parent checked hosts */
         }
         zc_plat_room room, none = {UINT64_MAX, UINT64_MAX, ZC_PLAT_ROOM_UNKNOWN, 0};
         if (local != ZC_OK || zc_plat_mem_room(&room) != ZC_PLAT_OK) room = none;
@@ -184,6 +197,9 @@ static zc_status zc_split(zc_comm *parent, int color, int key, void *arena, size
             c->node = node;
             c->comm_id = id;
             zc_wire_geom g = zc__geom(c, id, 0);
+            if (c->wire == &zc__wire_hier)
+                zc__hier_prepare(c->wire_state, &g, places, sizeof *places, c->hier_cap[0],
+                                 c->hier_cap[1]);
             ab = c->wire->addr_bytes(&g);
             ZC_ASSERT(ab <= c->addr_bytes && ab <= ZC_WIRE_MAX_ADDR_BYTES);
             /* This rank's own window first; the others check theirs. */

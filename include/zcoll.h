@@ -151,10 +151,15 @@ typedef enum zc_mem_kind { ZC_MEM_HOST, ZC_MEM_CUDA } zc_mem_kind;
 #define ZC_DEFAULT_LOG_MIN_RANKS 9u
 
 typedef enum zc_transport {
-    ZC_TRANSPORT_AUTO = 0,   /* shm when every rank is on one host, else ib */
+    ZC_TRANSPORT_AUTO = 0,   /* shm when every rank is on one host; across hosts hier when
+                              * some host runs several ranks (builds with transport_ib),
+                              * else ib */
     ZC_TRANSPORT_SHM = 1,    /* shared-memory segments between processes of one host */
     ZC_TRANSPORT_INPROC = 2, /* all ranks in one process (zc_comm_init_inproc) */
-    ZC_TRANSPORT_IB = 3      /* libibverbs RC queue pairs (builds with transport_ib) */
+    ZC_TRANSPORT_IB = 3,     /* libibverbs RC queue pairs (builds with transport_ib) */
+    ZC_TRANSPORT_HIER = 4    /* two wires, chosen per connection: shm among the ranks of one
+                              * host (or of one ZC_HOST_ID claim), ib between hosts (builds
+                              * with transport_ib); zc_comm_transport says "hier" */
 } zc_transport;
 
 #define ZC_IB_DEVICE_BYTES 64u          /* ceiling of zc_config.ib_device, NUL included */
@@ -310,7 +315,7 @@ void zc_config_default(zc_config *cfg);
  * unrelated jobs apart but no intruder out: rank 0's zc_comm_init then logs a warning, once
  * (docs/security.md says how to pass a secret under each launcher). Tunables:
  * ZC_TIMEOUT_MS, ZC_SLOT_BYTES, ZC_SLOTS, ZC_MAX_REQUESTS, ZC_SPIN_POLLS, ZC_LOG_MIN_RANKS,
- * ZC_TRANSPORT (auto|shm|ib), ZC_IB_DEVICE, ZC_IB_PORT, ZC_IB_GID_INDEX (or auto),
+ * ZC_TRANSPORT (auto|shm|ib|hier), ZC_IB_DEVICE, ZC_IB_PORT, ZC_IB_GID_INDEX (or auto),
  * ZC_IB_QPS_PER_PEER, ZC_IB_TIMEOUT, ZC_IB_RETRY_CNT, ZC_IB_ZCOPY_MIN_BYTES, ZC_GPU_DEVICE (-2, -1
  * or an ordinal), ZC_GPU_STREAM_SLOTS, ZC_GPU_SCRATCH_BYTES, ZC_GPU_ONESHOT_MAX_BYTES,
  * ZC_GPU_PROVIDER (auto|cuda|sim), ZC_GPU_PATH (auto|ipc|staged|direct), ZC_GPU_STAGE_BYTES,
@@ -318,7 +323,8 @@ void zc_config_default(zc_config *cfg);
  * with another transport it is refused). ZC_HOST_ID (read by zc_comm_init, not here; for tests
  * and simulations): the host this process claims for its connection set in overlay mode
  * (ranks claiming the same string are one host's ranks), so that processes on one machine
- * can act as ranks of several hosts; the wire still follows the real host. No launcher
+ * can act as ranks of several hosts; the wire still follows the real host, but for
+ * ZC_TRANSPORT=hier, whose shared-memory instance carries the ranks of one claim. No launcher
  * variables at all leaves the single-rank default. Malformed values (non-numeric, rank >= size, size 0, more than one rank without a
  * rendezvous address, a secret that is not 32 hex digits, an unreadable ZC_SECRET_FILE, both
  * ZC_SECRET and ZC_SECRET_FILE) return ZC_INVALID_ARG with a sentence naming the variable in
@@ -348,7 +354,9 @@ typedef struct zc_footprint {
                               * its window and staging, the registered_bytes) */
     size_t address_bytes;    /* the arena's table of its connections' wire addresses */
     uint32_t hosts;          /* hosts the ranks span (ceil(nranks / ranks_per_host)) */
-    zc_transport transport;  /* the wire init picks: SHM, IB or INPROC (AUTO resolved) */
+    zc_transport transport;  /* the wire init picks: SHM, IB, HIER or INPROC (AUTO resolved);
+                              * for HIER shared_bytes is the shm instance's windows,
+                              * registered_bytes, qps and cq_entries the ib instance's */
     size_t init_bytes;       /* of arena_bytes, the scratch init (and split) work in: between
                               * processes the bootstrap, 112 bytes per rank (hellos, the
                               * place index, rank 0's table) and a work area (4 bytes per
@@ -360,7 +368,7 @@ typedef struct zc_footprint {
 
 /* What a communicator with cfg would take on rank cfg->rank when its ranks run ranks_per_host
  * to a host (ranks 0..k-1 on the first, and so on; 0: all on one host), on the wire init picks
- * (AUTO: shared memory on one host, transport_ib across hosts): its arena, the memory its wire
+ * (AUTO: shared memory on one host, hier or transport_ib across hosts): its arena, the memory its wire
  * takes beyond the arena (a shared window, registered pages), its device scratch (on the path
  * init tries first; 0 without a gpu provider), its peers, queue pairs and completion queue
  * entries. Computed by the functions init sizes everything with; creates, maps and opens
@@ -401,10 +409,10 @@ zc_status zc_comm_init_inproc(const zc_config *cfg, void *const arenas[], size_t
  * suffices) and its own windows; usable concurrently with the parent. A negative color gives
  * *child_out == NULL for that rank. Blocks until done or the parent's init timeout. A child
  * runs on its parent's wire, except that a child whose ranks all share one host runs on shared
- * memory when the parent's cfg->transport was ZC_TRANSPORT_AUTO: one communicator runs on one
- * wire, so a job across hosts gets shared memory within each host by splitting with
- * zc_comm_node as the color (and, say, the ranks with zc_comm_node(c) == zc_comm_rank(c) as the
- * cross-host communicator). */
+ * memory when the parent's cfg->transport was ZC_TRANSPORT_AUTO, and a child of a hier
+ * communicator whose ranks share one host (or one ZC_HOST_ID claim) runs on shared memory too.
+ * Splitting with zc_comm_node as the color gives a communicator per host (and, say, the ranks
+ * with zc_comm_node(c) == zc_comm_rank(c) as the cross-host communicator). */
 zc_status zc_comm_split(zc_comm *parent, int color, int key, void *arena, size_t arena_bytes,
                         zc_comm **child_out);
 /* The same for every rank of an in-process group at once: parents[r], colors[r], keys[r],
@@ -432,7 +440,8 @@ uint32_t zc_comm_size(const zc_comm *comm);
 /* The lowest rank of comm on this rank's host: equal for the ranks that share a host, so it
  * serves as a zc_comm_split color for a communicator per host (0 for NULL). */
 uint32_t zc_comm_node(const zc_comm *comm);
-/* The wire this communicator runs on: "shm", "ib" (transport_ib), or "none" for NULL. */
+/* The wire this communicator runs on: "shm", "ib" (transport_ib), "hier" (shm within a host,
+ * transport_ib across hosts), or "none" for NULL. */
 const char *zc_comm_transport(const zc_comm *comm);
 /* Why this communicator failed, once it has (the first failure's sentence: later errors do not
  * replace it); before that, the sentence of the last call that failed ("" if none). Never

@@ -280,6 +280,10 @@ void config_from_env_reads_zcrun_variables(void) {
     ZT_CHECK(setenv("ZC_IB_GID_INDEX", "auto", 1) == 0);
     ZT_FROM_ENV_OK(&cfg);
     ZT_CHECK_EQ(cfg.ib_gid_index, -1);
+    ZT_CHECK(setenv("ZC_TRANSPORT", "hier", 1) == 0); /* the two-wire communicator */
+    ZT_FROM_ENV_OK(&cfg);
+    ZT_CHECK_EQ(cfg.transport, ZC_TRANSPORT_HIER);
+    ZT_CHECK(zc_comm_arena_bytes(&cfg) > 0);
 
     /* One rank needs neither a rendezvous nor a secret. */
     static const char *const single[] = {"ZC_RANK=0", "ZC_NRANKS=1", NULL};
@@ -826,7 +830,7 @@ void arena_bytes_is_zero_for_invalid_configs(void) {
         ZT_INVALID(c.slots = 12);
         ZT_INVALID(c.slots = 2048);
         ZT_INVALID(c.spin_polls = (1u << 24) + 1u);
-        ZT_INVALID(c.transport = (zc_transport)4);
+        ZT_INVALID(c.transport = (zc_transport)5);
         ZT_INVALID(memset(c.ib_device, 'm', sizeof c.ib_device));
         ZT_INVALID(c.ib_port = 256);
         ZT_INVALID(c.ib_gid_index = -2);

@@ -161,22 +161,29 @@ void footprint_matches_the_shm_windows_of_a_job(void) {
 
 /* ---- transport_ib ---- */
 
+#ifdef ZC_HAVE_IB
+/* Rank 5 of 16 between processes, the default sizes. */
+static void fp_sixteen(zc_config *cfg) {
+    zc_config_default(cfg);
+    cfg->nranks = 16;
+    cfg->rank = 5;
+    strcpy(cfg->root_addr, "127.0.0.1:1");
+    cfg->secret_set = true;
+}
+#endif
+
 void footprint_over_ib_is_what_transport_ib_takes(void) {
 #ifndef ZC_HAVE_IB
     ZT_SKIP("this build has no transport_ib");
 #else
     zc_config cfg;
-    zc_config_default(&cfg);
-    cfg.nranks = 16;
-    cfg.rank = 5;
-    strcpy(cfg.root_addr, "127.0.0.1:1");
-    cfg.secret_set = true;
+    fp_sixteen(&cfg);
     for (uint32_t q = 1; q <= 4; q++) {
         cfg.ib_qps_per_peer = q;
         zc_footprint fp;
-        ZT_CHECK_ST(zc_comm_footprint(&cfg, 4, &fp), ZC_OK); /* AUTO across 4 hosts: ib */
+        ZT_CHECK_ST(zc_comm_footprint(&cfg, 1, &fp), ZC_OK); /* AUTO, a rank per host: ib */
         ZT_CHECK_EQ(fp.transport, ZC_TRANSPORT_IB);
-        ZT_CHECK_EQ(fp.hosts, 4);
+        ZT_CHECK_EQ(fp.hosts, 16);
         ZT_CHECK_EQ(fp.peers, 15);
         ZT_CHECK_EQ(fp.qps, 15u * q); /* a full mesh: every peer through q queue pairs */
         ZT_CHECK_EQ(fp.arena_bytes, zc_comm_arena_bytes(&cfg));
@@ -207,6 +214,55 @@ void footprint_over_ib_is_what_transport_ib_takes(void) {
     ZT_CHECK_EQ(fp.transport, ZC_TRANSPORT_SHM);
     ZT_CHECK_EQ(fp.qps, 0);
     ZT_CHECK_EQ(fp.shared_bytes, fp_window_bytes(&cfg));
+#endif
+}
+
+/* AUTO across hosts of 4 ranks: the two-wire communicator, each instance sized for its own
+ * connections (shm: the host's 4 under a cap of 4; ib: the 12 others and this rank, under a
+ * cap of 16 - 4 + 1), as the wires' own takes and links say. */
+void footprint_of_the_two_wire_communicator_is_per_instance(void) {
+#ifndef ZC_HAVE_IB
+    ZT_SKIP("this build has no transport_ib");
+#else
+    zc_config cfg;
+    fp_sixteen(&cfg);
+    for (uint32_t q = 1; q <= 2; q++) {
+        cfg.ib_qps_per_peer = q;
+        zc_footprint fp;
+        ZT_CHECK_ST(zc_comm_footprint(&cfg, 4, &fp), ZC_OK);
+        ZT_CHECK_EQ(fp.transport, ZC_TRANSPORT_HIER);
+        ZT_CHECK_EQ(fp.hosts, 4);
+        ZT_CHECK_EQ(fp.peers, 15);
+        ZT_CHECK_EQ(fp.qps, 12u * q); /* queue pairs for the other hosts' ranks only */
+        ZT_CHECK_EQ(fp.arena_bytes, zc_comm_arena_bytes(&cfg));
+        zc_wire_geom g = {0, cfg.rank, cfg.nranks, cfg.slots, cfg.slot_bytes,
+                          ZC_SLOT_HDR_BYTES + cfg.slot_bytes, 4, 4, 0, NULL, NULL, NULL, &cfg};
+        uint64_t mem = 0, locked = 0, imem = 0, ilocked = 0;
+        zc_wire_links links, ilinks;
+        zc_wire_shm.takes(&g, &mem, &locked);
+        zc_wire_shm.links(&g, &links);
+        g.nconn = g.conn_cap = 13;
+        zc_wire_ib.takes(&g, &imem, &ilocked);
+        zc_wire_ib.links(&g, &ilinks);
+        ZT_CHECK_EQ(fp.shared_bytes, mem);
+        ZT_CHECK_EQ(fp.registered_bytes, ilocked);
+        ZT_CHECK_EQ(fp.private_bytes, imem);
+        ZT_CHECK_EQ(fp.qps, ilinks.qps);
+        ZT_CHECK_EQ(fp.cq_entries, ilinks.cq_entries);
+        /* Less than one wire for all: ib alone registers rings for 16 connections. */
+        zc_config ib = cfg;
+        ib.transport = ZC_TRANSPORT_IB;
+        zc_footprint one;
+        ZT_CHECK_ST(zc_comm_footprint(&ib, 4, &one), ZC_OK);
+        ZT_CHECK(fp.registered_bytes < one.registered_bytes);
+        ZT_CHECK_EQ(one.qps, 15u * q);
+        /* hier named outright: the same. */
+        zc_config hier = cfg;
+        hier.transport = ZC_TRANSPORT_HIER;
+        ZT_CHECK_ST(zc_comm_footprint(&hier, 4, &one), ZC_OK);
+        ZT_CHECK_EQ(one.registered_bytes, fp.registered_bytes);
+        ZT_CHECK_EQ(one.shared_bytes, fp.shared_bytes);
+    }
 #endif
 }
 

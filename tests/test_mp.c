@@ -144,6 +144,31 @@ static _Noreturn void mp_die(const mp_ctx *m, const char *file, int line, const 
              "error text \"%s\" does not mention \"%s\"", zc_comm_error_text(comm), (word))
 
 /* zcrun's environment, as an application reads it; the caller may adjust cfg before mp_init. */
+/* The claimed host of rank r under MP_LAYOUT ("3,2,1": ranks per claimed host, in rank order;
+ * ranks past the sum join the last); 0 without one. */
+static uint32_t mp_layout_host(uint32_t r) {
+    const char *s = getenv("MP_LAYOUT");
+    uint32_t host = 0, end = 0;
+    for (char *e; s && *s; s = *e ? e + 1 : e, host++) {
+        end += (uint32_t)strtoul(s, &e, 10);
+        if (r < end || !*e) return host;
+    }
+    return host;
+}
+
+/* Every rank program reads these before init: MP_LAYOUT claims hosts through ZC_HOST_ID, and
+ * MP_HIER_SHM=1 makes the two-wire communicator's inter-host instance a second shm one (test
+ * builds: no RDMA device on this machine) unless MP_HIER_IB=1 (tests/rxe: ib there). */
+static void mp_hier_env(uint32_t rank) {
+    if (getenv("MP_LAYOUT")) {
+        char id[64];
+        snprintf(id, sizeof id, "hierhost-%u", mp_layout_host(rank));
+        setenv("ZC_HOST_ID", id, 1);
+    }
+    const char *shm = getenv("MP_HIER_SHM");
+    zc__test_hier_shm = shm && !strcmp(shm, "1") && !getenv("MP_HIER_IB");
+}
+
 static void mp_config(mp_ctx *m, const char *prog) {
     memset(m, 0, sizeof *m);
     m->prog = prog;
@@ -154,6 +179,7 @@ static void mp_config(mp_ctx *m, const char *prog) {
     m->n = m->cfg.nranks;
     MP_CHECK(m, st == ZC_OK, "zc_config_from_env: %s: %s", zc_status_name(st),
              m->cfg.error_text);
+    mp_hier_env(m->rank);
 }
 
 static void mp_init(mp_ctx *m) {
@@ -2056,6 +2082,37 @@ static uint32_t mp_claim_host(void) {
     return per ? per : 1u;
 }
 
+/* MP_BATCHES (12) batches of 1 to 4 calls drawn by mp_draw_op (counts above cap, when not 0,
+ * cut to just below it) issued together and checked against the reference; the seeds' salts
+ * keep each job's draws its own. Returns the calls checked. */
+static uint64_t mp_batches(mp_ctx *m, uint64_t salt, uint64_t lsalt, uint64_t usalt, size_t cap,
+                           const char *what) {
+    uint32_t batches = mp_env_u32("MP_BATCHES", 12);
+    zt_rng g = {mp_seed ^ salt};
+    zt_rng local = {mp_seed ^ lsalt ^ ((uint64_t)m->rank << 40)};
+    uint64_t calls = 0;
+    mp_op ops[4];
+    for (uint32_t b = 0; b < batches; b++) {
+        size_t k = 1 + (size_t)zt_rng_below(&g, 4);
+        for (size_t j = 0; j < k; j++) {
+            mp_draw_op(&g, m, &ops[j]);
+            if (cap && ops[j].count > cap) ops[j].count = cap - (size_t)zt_rng_below(&g, 7);
+            ops[j].uid = mp_mix(mp_seed ^ ((uint64_t)b << 20) ^ (j << 4) ^ m->n ^ usalt);
+            mp_op_alloc(&ops[j]);
+            mp_op_fill(&ops[j], ops[j].sbuf, ops[j].rbuf);
+        }
+        char where[64];
+        snprintf(where, sizeof where, "%s batch %u of %zu calls", what, b, k);
+        mp_issue_and_wait(m, ops, k, &local, where);
+        for (size_t j = 0; j < k; j++) {
+            mp_op_check(m, &ops[j], where);
+            mp_op_free(&ops[j]);
+            calls++;
+        }
+    }
+    return calls;
+}
+
 /* This rank's connections are exactly the definition's, and the address table the wire
  * attached with holds its connections' blobs only, in connection order (transport_ib's blob
  * names its rank 16 bytes in). */
@@ -2113,29 +2170,9 @@ int mp_rank_overlay(void) {
     m.cfg.bcast_tree_max_bytes = 4096;
     mp_init(&m);
     mp_ov_check_conns(&m, per);
-    uint32_t batches = mp_env_u32("MP_BATCHES", 12);
-    zt_rng g = {mp_seed ^ (0x0e1aull << 32) ^ m.n};
-    zt_rng local = {mp_seed ^ 0x10ca1ull ^ ((uint64_t)m.rank << 40)};
-    uint64_t calls = 0, t0 = mp_now_ns();
-    mp_op ops[4];
-    for (uint32_t b = 0; b < batches; b++) {
-        size_t k = 1 + (size_t)zt_rng_below(&g, 4);
-        for (size_t j = 0; j < k; j++) {
-            mp_draw_op(&g, &m, &ops[j]);
-            if (ops[j].count > 3000) ops[j].count = 3000 - (size_t)zt_rng_below(&g, 7);
-            ops[j].uid = mp_mix(mp_seed ^ ((uint64_t)b << 20) ^ (j << 4) ^ m.n ^ 0x0eull);
-            mp_op_alloc(&ops[j]);
-            mp_op_fill(&ops[j], ops[j].sbuf, ops[j].rbuf);
-        }
-        char where[64];
-        snprintf(where, sizeof where, "overlay batch %u of %zu calls", b, k);
-        mp_issue_and_wait(&m, ops, k, &local, where);
-        for (size_t j = 0; j < k; j++) {
-            mp_op_check(&m, &ops[j], where);
-            mp_op_free(&ops[j]);
-            calls++;
-        }
-    }
+    uint64_t t0 = mp_now_ns();
+    uint64_t calls = mp_batches(&m, (0x0e1aull << 32) ^ m.n, 0x10ca1ull, 0x0eull, 3000,
+                                "overlay");
     /* Two children (even and odd ranks), each in overlay mode from 2 ranks. */
     zc_comm *child = NULL;
     size_t cb = 0;
@@ -2169,6 +2206,118 @@ int mp_rank_overlay(void) {
         printf("mp-info: overlay n=%u, %u per claimed host, transport %s: %u connections on rank "
                "0, %llu calls checked, %.1f s\n", m.n, per, zc_comm_transport(m.comm),
                m.comm->nconn, (unsigned long long)calls, mp_ms(mp_now_ns() - t0) / 1000.0);
+    mp_fini(&m);
+    return 0;
+}
+
+/* ---- the two-wire communicator (ZC_TRANSPORT=hier) ----------------------------------------- */
+
+/* Which instance carries each connection (the claimed host's ranks on shm, the others on the
+ * inter-host instance), where placement may happen, and what the footprint says per instance. */
+static void mp_hier_check(const mp_ctx *m) {
+    const zc_comm *c = m->comm;
+    uint32_t mine = mp_layout_host(m->rank), local = 0, remote = 0, nconn[2], cap[2];
+    MP_CHECK(m, !strcmp(zc_comm_transport(c), "hier"), "the transport is %s, not hier",
+             zc_comm_transport(c));
+    for (uint32_t i = 0; i < c->nconn; i++) {
+        uint32_t p = c->conn_peer[i];
+        bool same = mp_layout_host(p) == mine;
+        if (p == m->rank) continue;
+        local += same;
+        remote += !same;
+        MP_CHECK(m, zc__hier_puts(c->wire_state, p) == (!same && !zc__test_hier_shm),
+                 "rank %u (%s host) %s be placed", p, same ? "this" : "another",
+                 same ? "must not" : "may");
+    }
+    uint32_t most = 0; /* the largest claimed host: the shm instance's cap, on every rank */
+    for (uint32_t r = 0, k = 0; r < m->n; r++, k = 0) {
+        for (uint32_t p = 0; p < m->n; p++) k += mp_layout_host(p) == mp_layout_host(r);
+        most = k > most ? k : most;
+    }
+    zc__hier_shape(c->wire_state, nconn, cap);
+    MP_CHECK(m, nconn[0] == local + 1u && nconn[1] == remote + 1u && cap[0] == most &&
+                    nconn[1] <= cap[1],
+             "instances hold %u and %u connections (caps %u, %u), expected %u and %u (shm cap "
+             "%u)", nconn[0], nconn[1], cap[0], cap[1], local + 1u, remote + 1u, most);
+    zc_footprint fp;
+    uint32_t per = (uint32_t)strtoul(getenv("MP_LAYOUT"), NULL, 10);
+    MP_ST(m, zc_comm_footprint(&m->cfg, per, &fp), ZC_OK);
+    MP_CHECK(m, fp.transport == ZC_TRANSPORT_HIER && fp.shared_bytes > 0 &&
+                    (zc__test_hier_shm ? fp.qps == 0 && fp.registered_bytes == 0
+                                       : fp.qps > 0 && fp.registered_bytes > 0),
+             "the footprint says transport %u, %zu shared, %zu registered bytes, %u qps",
+             (unsigned)fp.transport, fp.shared_bytes, fp.registered_bytes, fp.qps);
+    /* Rank 0's host is the layout's first, as the footprint's uniform hosts make it. */
+    uint32_t qps = zc__test_hier_shm ? 0u : remote * m->cfg.ib_qps_per_peer;
+    MP_CHECK(m, m->rank != 0 || (fp.peers == local + remote && fp.qps == qps),
+             "the footprint says %u peers and %u qps, rank 0 has %u peers, %u of them across "
+             "hosts (%u qps)", fp.peers, fp.qps, local + remote, remote, qps);
+    if (m->rank == 0)
+        printf("mp-info: rank 0: %u + %u connections (shm, %s), footprint at %u per host: "
+               "%zu shared, %zu registered bytes, %u qps, %u peers\n", local, remote,
+               zc__test_hier_shm ? "shm" : "ib", per, fp.shared_bytes, fp.registered_bytes,
+               fp.qps, fp.peers);
+}
+
+/* A child of the hier communicator: all_reduce over it against the reference, its transport
+ * as expected (shm for one claimed host's ranks, hier when it spans hosts). */
+static void mp_hier_child(mp_ctx *m, int color, uint32_t size, uint32_t crank, const uint32_t *who,
+                          const char *want) {
+    zc_config cc = m->cfg;
+    cc.nranks = size, cc.rank = crank;
+    size_t cb = zc_comm_arena_bytes(&cc);
+    void *carena = malloc(cb);
+    zc_comm *child = NULL;
+    MP_CHECK(m, carena != NULL, "no memory for the child's arena");
+    MP_ST(m, zc_comm_split(m->comm, color, (int)m->rank, carena, cb, &child), ZC_OK);
+    MP_CHECK(m, !strcmp(zc_comm_transport(child), want), "the child (color %d) runs on %s, "
+             "expected %s", color, zc_comm_transport(child), want);
+    mp_op o = {.kind = MP_ALLREDUCE, .dt = ZC_INT32, .op = ZC_SUM, .count = 1001};
+    o.n = zc_comm_size(child), o.me = zc_comm_rank(child), o.who = who;
+    o.uid = mp_mix(mp_seed ^ 0x41e2u ^ (uint32_t)color);
+    mp_op_alloc(&o);
+    mp_op_fill(&o, o.sbuf, o.rbuf);
+    zc_status st = mp_op_issue(child, &o);
+    if (st == ZC_OK) st = zc_wait(child, &o.req[0]);
+    MP_CHECK(m, st == ZC_OK, "the child's allreduce returned %s: %s", zc_status_name(st),
+             zc_comm_error_text(child));
+    mp_op_check(m, &o, "hier child allreduce");
+    mp_op_free(&o);
+    MP_ST(m, zc_comm_fini(child), ZC_OK);
+    free(carena);
+}
+
+/* ZC_TRANSPORT=hier with hosts claimed by MP_LAYOUT (MP_HIER_SHM=1: both instances shm; under
+ * tests/rxe the inter-host one is ib), MP_OVERLAY=1 for overlay mode: the connections'
+ * instances, batches of every collective against the reference (in place among them), then a
+ * child per claimed host (shm) and an even/odd child (hier while it spans hosts). */
+int mp_rank_hier(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_hier");
+    m.cfg.slot_bytes = 1024, m.cfg.slots = 4;
+    if (mp_env_u32("MP_OVERLAY", 0)) m.cfg.log_min_ranks = 1, m.cfg.overlay_min_ranks = 2;
+    mp_init(&m);
+    mp_hier_check(&m);
+    uint64_t t0 = mp_now_ns();
+    uint64_t calls = mp_batches(&m, (0x41e4ull << 32) ^ m.n, 0x10ca2ull, 0x41ull, 0, "hier");
+    uint32_t who[64], size = 0, crank = 0, host = mp_layout_host(m.rank);
+    bool spans = false;
+    for (uint32_t r = 0; r < m.n && size < 64u; r++)
+        if (mp_layout_host(r) == host) who[size++] = r;
+    for (uint32_t r = 0; r < size; r++) crank = who[r] == m.rank ? r : crank;
+    mp_hier_child(&m, (int)host, size, crank, who, "shm");
+    size = 0;
+    for (uint32_t r = m.rank % 2u; r < m.n && size < 64u; r += 2u) {
+        spans = spans || mp_layout_host(r) != mp_layout_host(m.rank % 2u);
+        who[size++] = r;
+    }
+    mp_hier_child(&m, (int)(m.rank % 2u), size, m.rank / 2u, who, spans ? "hier" : "shm");
+    mp_barrier(&m);
+    if (m.rank == 0)
+        printf("mp-info: hier n=%u, layout %s, overlay %s: %u connections on rank 0, %llu calls "
+               "checked, %.1f s\n", m.n, getenv("MP_LAYOUT"), m.comm->cfg.overlay_min_ranks ?
+               "on" : "off", m.comm->nconn, (unsigned long long)calls,
+               mp_ms(mp_now_ns() - t0) / 1000.0);
     mp_fini(&m);
     return 0;
 }
@@ -2497,6 +2646,39 @@ void mp_overlay_processes_match_reference_n9(void) {
 void mp_overlay_processes_match_reference_n17(void) {
     static const char *const env[] = {"MP_PER_HOST=4", "MP_BATCHES=8", NULL};
     mp_job(17, "mp_rank_overlay", 120, env, 0);
+}
+
+/* The two-wire communicator between processes on this machine: shm among each claimed host's
+ * ranks, a second shm instance across them (MP_HIER_SHM; tests/rxe runs ib there): 6 ranks at
+ * 3,2,1 and 9 at 2,3,4 per claimed host, overlay mode off and on. */
+void mp_hier_processes_match_reference_n6(void) {
+    static const char *const env[] = {"ZC_TRANSPORT=hier", "MP_HIER_SHM=1", "MP_LAYOUT=3,2,1",
+                                      NULL};
+    static const char *const ov[] = {"ZC_TRANSPORT=hier", "MP_HIER_SHM=1", "MP_LAYOUT=3,2,1",
+                                     "MP_OVERLAY=1", NULL};
+    mp_job(6, "mp_rank_hier", 90, env, 0);
+    ZT_CHECK(strstr(mp_out, "mp-info: hier n=6") != NULL);
+    mp_job(6, "mp_rank_hier", 90, ov, 0);
+    ZT_CHECK(strstr(mp_out, "overlay on") != NULL);
+}
+void mp_hier_processes_match_reference_n9(void) {
+    static const char *const env[] = {"ZC_TRANSPORT=hier", "MP_HIER_SHM=1", "MP_LAYOUT=2,3,4",
+                                      "MP_BATCHES=8", NULL};
+    static const char *const ov[] = {"ZC_TRANSPORT=hier", "MP_HIER_SHM=1", "MP_LAYOUT=2,3,4",
+                                     "MP_BATCHES=8", "MP_OVERLAY=1", NULL};
+    mp_job(9, "mp_rank_hier", 120, env, 0);
+    mp_job(9, "mp_rank_hier", 120, ov, 0);
+}
+
+/* A rank of another claimed host killed mid all_reduce on the two-wire communicator: ranks 0
+ * and 1 (one claimed host) report ZC_PEER_LOST within 1 s; then rank 2 on their host. */
+void mp_hier_killed_peer_is_reported_as_peer_lost(void) {
+    static const char *const across[] = {"ZC_TRANSPORT=hier", "MP_HIER_SHM=1", "MP_LAYOUT=2,1",
+                                         NULL};
+    static const char *const within[] = {"ZC_TRANSPORT=hier", "MP_HIER_SHM=1", "MP_LAYOUT=1,2",
+                                         "MP_COUNT=2", NULL};
+    mp_killed_peer_case(across);
+    mp_killed_peer_case(within);
 }
 
 void mp_overlay_misuse_fails_init_on_every_rank(void) {

@@ -1,6 +1,6 @@
 /* zcfoot: what a communicator costs per rank before it is made (zc_comm_footprint), one row per
  * job size, and the in-process baseline of a small all_reduce at many ranks.
- *   zcfoot [--ranks N,N,...] [--per-host K] [--transport auto|shm|ib|inproc] [--slot-bytes B]
+ *   zcfoot [--ranks N,N,...] [--per-host K] [--transport auto|shm|ib|hier|inproc] [--slot-bytes B]
  *          [--slots S] [--qps Q] [--no-gpu] [--raw]
  *     one row per N: hosts, wire, arena, shared, registered, device, peers, qps, cq entries
  *     and the host memory in all (arena + shared + registered), then three parts of the
@@ -64,7 +64,7 @@ static void zf_usage(const char *why) {
     FILE *f = why ? stderr : stdout;
     if (why) fprintf(f, "zcfoot: %s\n", why);
     fprintf(f, "usage: zcfoot [--ranks N,N,...] [--per-host K] "
-            "[--transport auto|shm|ib|inproc] [--slot-bytes B] [--slots S] [--qps Q] "
+            "[--transport auto|shm|ib|hier|inproc] [--slot-bytes B] [--slots S] [--qps Q] "
             "[--no-gpu] [--raw]\n       zcfoot --time [--ranks N,...] [--slot-bytes B] "
             "[--slots S] [--reps R] [--no-gpu] [--huge] [--log-min-ranks K]\n"
             "       [--coll allreduce|reduce|broadcast|reduce_scatter|allgather|alltoall|gather|"
@@ -96,7 +96,8 @@ static zc_transport zf_transport(const char *s) {
     if (strcmp(s, "shm") == 0) return ZC_TRANSPORT_SHM;
     if (strcmp(s, "ib") == 0) return ZC_TRANSPORT_IB;
     if (strcmp(s, "inproc") == 0) return ZC_TRANSPORT_INPROC;
-    zf_usage("--transport: auto, shm, ib or inproc");
+    if (strcmp(s, "hier") == 0) return ZC_TRANSPORT_HIER;
+    zf_usage("--transport: auto, shm, ib, hier or inproc");
     return ZC_TRANSPORT_AUTO;
 }
 
@@ -172,7 +173,8 @@ static const char *zf_bytes(const zf_opts *o, char *buf, size_t cap, uint64_t v)
 
 static const char *zf_wire(zc_transport t) {
     return t == ZC_TRANSPORT_SHM ? "shm" : t == ZC_TRANSPORT_IB ? "ib"
-                                         : t == ZC_TRANSPORT_INPROC ? "inproc" : "auto";
+                                         : t == ZC_TRANSPORT_INPROC ? "inproc"
+                                         : t == ZC_TRANSPORT_HIER   ? "hier" : "auto";
 }
 
 static int zf_table(const zf_opts *o) {

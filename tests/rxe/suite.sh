@@ -478,6 +478,12 @@ run_test ib/mp_overlay_processes_match_reference_n17 t_mp 17 mp_rank_overlay 400
     MP_BATCHES=3
 run_test ib/mp_overlay_misuse_fails_init_on_every_rank t_zctest \
     mp_overlay_misuse_fails_init_on_every_rank 0
+run_test ib/mp_hier_processes_match_reference_n6 t_mp 6 mp_rank_hier 400 ZC_TRANSPORT=hier \
+    MP_LAYOUT=3,2,1 MP_BATCHES=4
+run_test ib/mp_hier_overlay_processes_match_reference_n6 t_mp 6 mp_rank_hier 400 \
+    ZC_TRANSPORT=hier MP_LAYOUT=2,3,1 MP_BATCHES=3 MP_OVERLAY=1
+run_test ib/mp_hier_killed_peer_is_reported_as_peer_lost \
+    t_zctest mp_hier_killed_peer_is_reported_as_peer_lost 1 MP_HIER_IB=1 MP_COUNT=12
 run_test ib/mp_fini_returns_promptly_after_small_calls_n3 t_mp 3 mp_rank_fini_prompt 60
 run_test ib/mp_allocation_free_after_init t_alloc_free
 run_test zcbench/all_collectives_checked_over_ib_n3 t_zcbench

@@ -105,6 +105,7 @@
 #define ZC_KIND_ALLGATHER ZC_FOURCC('Z', 'C', 'A', 'G')
 #define ZC_KIND_BARRIER ZC_FOURCC('Z', 'C', 'B', 'R')
 #define ZC_KIND_SPARSE ZC_FOURCC('Z', 'C', 'S', 'P')
+#define ZC_KIND_REDUCE ZC_FOURCC('Z', 'C', 'R', 'D')
 
 #define ZC_HELLO_BYTES 24u
 #define ZC_PROOF_BYTES 40u
@@ -287,7 +288,9 @@ static const char *zc_kind_name(uint32_t kind) {
     return kind == ZC_KIND_READY || kind == ZC_KIND_ADDR || kind == ZC_KIND_PARENT
                ? "the rendezvous"
            : kind == ZC_KIND_ALLGATHER ? "allgather"
-           : kind == ZC_KIND_BARRIER   ? "barrier" : "an unknown call";
+           : kind == ZC_KIND_BARRIER   ? "barrier"
+           : kind == ZC_KIND_SPARSE    ? "the sparse exchange"
+           : kind == ZC_KIND_REDUCE    ? "reduce" : "an unknown call";
 }
 
 /* A send or receive with rank `peer` failed during the call `kind`. */
@@ -1130,13 +1133,8 @@ static zc_status zc_join(zc__boot *b, const char *host, uint16_t port) {
 
 /* ---- the interface ---- */
 
-zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t deadline_ns, char *err,
-                        size_t err_cap) {
-    return zc__boot_open_where(b, cfg, NULL, deadline_ns, err, err_cap);
-}
-
-zc_status zc__boot_open_where(zc__boot *b, const zc_config *cfg, uint64_t *where,
-                              uint64_t deadline_ns, char *err, size_t err_cap) {
+zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t *where, uint64_t deadline_ns,
+                        char *err, size_t err_cap) {
     char host[ZC_ADDR_BYTES];
     uint16_t port = 0;
     if (err && err_cap) err[0] = '\0';
@@ -1152,12 +1150,13 @@ zc_status zc__boot_open_where(zc__boot *b, const zc_config *cfg, uint64_t *where
     for (uint32_t k = 0; k < ZC_BOOT_KIDS; k++) b->kids[k] = -1;
     for (uint32_t i = 0; i < ZC_BOOT_PENDING; i++) b->pending[i].sock = -1;
     if (!cfg) return zc_fail(b, ZC_INVALID_ARG, "cfg is NULL");
-    uint32_t most = where ? ZC_MAX_RANKS : ZC_MESH_MAX_RANKS;
-    if (cfg->nranks < 1 || cfg->nranks > most || cfg->rank >= cfg->nranks)
+    if (cfg->nranks < 1 || cfg->nranks > ZC_MAX_RANKS || cfg->rank >= cfg->nranks)
         return zc_fail(b, ZC_INVALID_ARG, "cfg->rank %u / cfg->nranks %u: need rank < nranks "
-                       "<= %u", cfg->rank, cfg->nranks, most);
-    if (!where && cfg->rank == 0) where = b->where_small;
-    if (where && cfg->rank == 0) __builtin_memset(where, 0, (size_t)cfg->nranks * 8u);
+                       "<= %u", cfg->rank, cfg->nranks, ZC_MAX_RANKS);
+    if (!where && cfg->rank == 0)
+        return zc_fail(b, ZC_INVALID_ARG, "rank 0 needs a table of %u words for the ranks' "
+                       "addresses (where is NULL)", cfg->nranks);
+    if (cfg->rank == 0) __builtin_memset(where, 0, (size_t)cfg->nranks * 8u);
     b->where = where;
     if (deadline_ns == 0) return zc_fail(b, ZC_INVALID_ARG, "deadline_ns is 0");
     b->rank = cfg->rank;
@@ -1200,32 +1199,58 @@ static zc_status zc_kid_failed(zc__boot *b, uint32_t kind, uint32_t k, zc_plat_r
     return zc_exchange_fail(b, kind, &o, st);
 }
 
-/* Reads child k's note and its subtree's blobs into all. */
-static zc_status zc_gather_kid(zc__boot *b, uint32_t kind, uint32_t k, uint8_t *all,
-                               uint32_t bytes, zc_outcome *o) {
+/* Reads child k's note for kind, whose payload must be want bytes of blobs of bytes each (expect
+ * the round's first rank lo); a failure it relays or a malformed note is said, told in *o and
+ * returned. */
+static zc_status zc_kid_note(zc__boot *b, uint32_t kind, uint32_t k, uint32_t lo, uint32_t want,
+                             uint32_t bytes, zc_outcome *o) {
     uint8_t note[ZC_NOTE_BYTES];
-    uint32_t c = b->rank + (1u << k), end = zc_subtree_end(c, b->nranks), their_kind, len;
+    uint32_t c = b->rank + (1u << k), their_kind, len;
     zc_outcome theirs;
     zc_plat_rc rc = zc_plat_tcp_recv_all(b->kids[k], note, sizeof note, b->deadline_ns);
-    if (rc == ZC_PLAT_OK) {
-        zc_note_get(note, &their_kind, &theirs, &len);
-        if (theirs.code != ZC_CODE_OK) { /* relayed from c's subtree */
-            *o = theirs;
-            return zc_outcome_fail(b, kind, o);
-        }
-        *o = (zc_outcome){ZC_CODE_OK, c, 0, 0, b->rank};
-        if (their_kind != kind) *o = (zc_outcome){ZC_CODE_CALL, c, their_kind, kind, b->rank};
-        else if (theirs.value != bytes)
-            *o = (zc_outcome){ZC_CODE_SIZE, c, theirs.value, bytes, b->rank};
-        else if (theirs.rank != c || len != (end - c) * bytes) {
-            *o = (zc_outcome){ZC_CODE_FAILED, c, 0, 0, b->rank};
-            return zc_fail(b, ZC_MISMATCH, "rank %u sent a malformed %s request (rank %u, %u "
-                           "bytes)", c, zc_kind_name(kind), theirs.rank, len);
-        }
-        if (o->code != ZC_CODE_OK) return zc_outcome_fail(b, kind, o);
-        if (len) rc = zc_plat_tcp_recv_all(b->kids[k], all + (size_t)c * bytes, len,
-                                           b->deadline_ns);
+    if (rc != ZC_PLAT_OK) {
+        *o = (zc_outcome){zc_rc_code(rc), c, 0, 0, b->rank};
+        return zc_io_fail(b, rc, c, kind);
     }
+    zc_note_get(note, &their_kind, &theirs, &len);
+    if (theirs.code != ZC_CODE_OK) { /* relayed from c's subtree */
+        *o = theirs;
+        return zc_outcome_fail(b, kind, o);
+    }
+    *o = (zc_outcome){ZC_CODE_OK, c, 0, 0, b->rank};
+    if (their_kind != kind) *o = (zc_outcome){ZC_CODE_CALL, c, their_kind, kind, b->rank};
+    else if (theirs.value != bytes)
+        *o = (zc_outcome){ZC_CODE_SIZE, c, theirs.value, bytes, b->rank};
+    else if (theirs.rank != c || theirs.expect != lo || len != want) {
+        *o = (zc_outcome){ZC_CODE_FAILED, c, 0, 0, b->rank};
+        return zc_fail(b, ZC_MISMATCH, "rank %u sent a malformed %s request (rank %u, round "
+                       "from rank %u, %u bytes where rank %u's round from rank %u expects %u)",
+                       c, zc_kind_name(kind), theirs.rank, theirs.expect, len, b->rank, lo,
+                       want);
+    }
+    return o->code == ZC_CODE_OK ? ZC_OK : zc_outcome_fail(b, kind, o);
+}
+
+/* The ranks of r's subtree inside the round [lo, hi): [*a, *z), empty when *z <= *a. */
+static void zc_span(const zc__boot *b, uint32_t r, uint32_t lo, uint32_t hi, uint32_t *a,
+                    uint32_t *z) {
+    uint32_t end = zc_subtree_end(r, b->nranks);
+    *a = r > lo ? r : lo;
+    *z = end < hi ? end : hi;
+    if (*z < *a) *z = *a;
+}
+
+/* Reads child k's note and its subtree's blobs of ranks lo..hi-1 into win (rank u's at
+ * (u - lo) * bytes). */
+static zc_status zc_gather_kid(zc__boot *b, uint32_t kind, uint32_t k, uint8_t *win,
+                               uint32_t lo, uint32_t hi, uint32_t bytes, zc_outcome *o) {
+    uint32_t c = b->rank + (1u << k), a, z;
+    zc_span(b, c, lo, hi, &a, &z);
+    uint32_t len = (z - a) * bytes;
+    zc_status st = zc_kid_note(b, kind, k, lo, len, bytes, o);
+    if (st != ZC_OK || !len) return st;
+    zc_plat_rc rc = zc_plat_tcp_recv_all(b->kids[k], win + (size_t)(a - lo) * bytes, len,
+                                         b->deadline_ns);
     if (rc == ZC_PLAT_OK) return ZC_OK;
     *o = (zc_outcome){zc_rc_code(rc), c, 0, 0, b->rank};
     return zc_io_fail(b, rc, c, kind);
@@ -1256,33 +1281,42 @@ static zc_status zc_recv_reply(zc__boot *b, uint32_t kind, const uint8_t *mine, 
     return ZC_OK;
 }
 
-/* A rank > 0 sends its subtree's blobs (at their ranks' places in all) up and reads its
- * parent's answer note into *got_kind, *len and *o; a failure it names, or one on the way, is
- * told and returned. */
-static zc_status zc_up_note(zc__boot *b, uint32_t kind, const uint8_t *all, uint32_t bytes,
-                            uint32_t *got_kind, uint32_t *len, zc_outcome *o) {
+/* A rank > 0 sends len bytes of payload up (note: kind, blobs of bytes each, the round's first
+ * rank lo) and reads its parent's answer note into *got_kind, *len_back and *o; a failure it
+ * names, or one on the way, is told and returned. */
+static zc_status zc_up_note(zc__boot *b, uint32_t kind, const uint8_t *payload, uint32_t len,
+                            uint32_t bytes, uint32_t lo, uint32_t *got_kind, uint32_t *len_back,
+                            zc_outcome *o) {
     uint8_t note[ZC_NOTE_BYTES];
-    uint32_t end = zc_subtree_end(b->rank, b->nranks);
-    *o = (zc_outcome){ZC_CODE_OK, b->rank, bytes, 0, b->rank};
-    zc_note_put(note, kind, o, (end - b->rank) * bytes);
-    zc_plat_rc rc = zc_send_note(b->up_sock, note, bytes ? all + (size_t)b->rank * bytes : NULL,
-                                 (size_t)(end - b->rank) * bytes, b->deadline_ns);
+    *o = (zc_outcome){ZC_CODE_OK, b->rank, bytes, lo, b->rank};
+    zc_note_put(note, kind, o, len);
+    zc_plat_rc rc = zc_send_note(b->up_sock, note, len ? payload : NULL, len, b->deadline_ns);
     if (rc == ZC_PLAT_OK)
         rc = zc_plat_tcp_recv_all(b->up_sock, note, sizeof note, b->deadline_ns);
     if (rc != ZC_PLAT_OK) {
         *o = (zc_outcome){zc_rc_code(rc), b->parent, 0, 0, b->rank};
         return zc_io_fail(b, rc, b->parent, kind);
     }
-    zc_note_get(note, got_kind, o, len);
+    zc_note_get(note, got_kind, o, len_back);
     if (o->code != ZC_CODE_OK) return zc_outcome_fail(b, kind, o);
     return ZC_OK;
+}
+
+/* Sends this rank's subtree's blobs of ranks lo..hi-1 (from win) up; as zc_up_note. */
+static zc_status zc_up_span(zc__boot *b, uint32_t kind, const uint8_t *win, uint32_t lo,
+                            uint32_t hi, uint32_t bytes, uint32_t *got_kind, uint32_t *len,
+                            zc_outcome *o) {
+    uint32_t a, z;
+    zc_span(b, b->rank, lo, hi, &a, &z);
+    return zc_up_note(b, kind, win ? win + (size_t)(a - lo) * bytes : NULL, (z - a) * bytes,
+                      bytes, lo, got_kind, len, o);
 }
 
 /* A rank > 0 sends its subtree's blobs up and reads the whole table from its parent. */
 static zc_status zc_up_and_back(zc__boot *b, uint32_t kind, const uint8_t *mine, uint8_t *all,
                                 uint32_t bytes, zc_outcome *o) {
     uint32_t total = b->nranks * bytes, got_kind, len;
-    zc_status st = zc_up_note(b, kind, all, bytes, &got_kind, &len, o);
+    zc_status st = zc_up_span(b, kind, all, 0, b->nranks, bytes, &got_kind, &len, o);
     if (st != ZC_OK) return st;
     *o = (zc_outcome){ZC_CODE_FAILED, b->rank, 0, 0, b->rank};
     if (got_kind != kind || len != total)
@@ -1290,6 +1324,19 @@ static zc_status zc_up_and_back(zc__boot *b, uint32_t kind, const uint8_t *mine,
                        "%u bytes where %u were due)", b->parent, zc_kind_name(kind), got_kind,
                        len, total);
     return zc_recv_reply(b, kind, mine, all, bytes);
+}
+
+/* Sends every child the same note of kind (blobs of bytes each) and len bytes of payload. */
+static zc_status zc_send_down(zc__boot *b, uint32_t kind, const uint8_t *payload, uint32_t len,
+                              uint32_t bytes) {
+    uint8_t note[ZC_NOTE_BYTES];
+    zc_outcome o = {ZC_CODE_OK, b->rank, bytes, 0, b->rank};
+    zc_note_put(note, kind, &o, len);
+    for (uint32_t k = 0; k < b->kid_count; k++) {
+        zc_plat_rc rc = zc_send_note(b->kids[k], note, payload, len, b->deadline_ns);
+        if (rc != ZC_PLAT_OK) return zc_kid_failed(b, kind, k, rc);
+    }
+    return ZC_OK;
 }
 
 /* An exchange over the tree: each rank gathers its children's subtrees (in rank order) next to
@@ -1301,21 +1348,14 @@ static zc_status zc_tree_exchange(zc__boot *b, uint32_t kind, const uint8_t *min
     uint32_t total = b->nranks * bytes;
     if (bytes) __builtin_memmove(all + (size_t)b->rank * bytes, mine, bytes);
     for (uint32_t k = 0; k < b->kid_count; k++) {
-        zc_status st = zc_gather_kid(b, kind, k, all, bytes, &o);
+        zc_status st = zc_gather_kid(b, kind, k, all, 0, b->nranks, bytes, &o);
         if (st != ZC_OK) return zc_exchange_fail(b, kind, &o, st);
     }
     if (b->rank != 0) {
         zc_status st = zc_up_and_back(b, kind, mine, all, bytes, &o);
         if (st != ZC_OK) return zc_exchange_fail(b, kind, &o, st);
     }
-    uint8_t note[ZC_NOTE_BYTES];
-    o = (zc_outcome){ZC_CODE_OK, b->rank, bytes, 0, b->rank};
-    zc_note_put(note, kind, &o, total);
-    for (uint32_t k = 0; k < b->kid_count; k++) {
-        zc_plat_rc rc = zc_send_note(b->kids[k], note, all, total, b->deadline_ns);
-        if (rc != ZC_PLAT_OK) return zc_kid_failed(b, kind, k, rc);
-    }
-    return ZC_OK;
+    return zc_send_down(b, kind, all, total, bytes);
 }
 
 /* Streams out of step after a failure cannot be trusted again: a failed exchange closes b. */
@@ -1363,57 +1403,79 @@ zc_status zc__boot_allgather(zc__boot *b, const void *mine, void *all, size_t by
 }
 
 /* ---- the sparse exchange ----
- * Up the tree as allgather's (each rank's subtree's blobs, at their ranks' places in all);
- * down, a parent sends each child only the blobs its subtree needs from outside it: the ranks
- * that need() names for any rank of that subtree, as (rank, blob) entries in rank order. A
- * rank's needs lie in its subtree or in what its parent sent it, so every rank ends with the
- * blobs of its own needs (and of its subtree's) at their ranks' places in all. */
+ * In rounds of window ranks: round [lo, hi) moves the blobs of ranks lo..hi-1 only, in a
+ * window of hi - lo blobs (rank u's at (u - lo) * bytes). Up the tree as allgather's (each
+ * rank's subtree's blobs of the round); down, a parent sends each child only the blobs its
+ * subtree needs from outside it, as (rank, blob) entries in rank order. need is symmetric, so
+ * the parent finds them from the blobs it holds: u goes to child k when need(u) names a rank
+ * of k's subtree and u lies outside it. A rank's needs lie in its subtree or in what its
+ * parent sent it, so after the round it holds every blob of the round it needs. */
+
+size_t zc__boot_sparse_bytes(uint32_t window, size_t bytes_each) {
+    size_t win = ((size_t)window * bytes_each + 3u) & ~(size_t)3u;
+    return win + (size_t)window * 4u + ((size_t)window + 7u) / 8u;
+}
 
 static void zc_bit_set(uint8_t *map, uint32_t i) { map[i >> 3] |= (uint8_t)(1u << (i & 7u)); }
 static bool zc_bit(const uint8_t *map, uint32_t i) { return map[i >> 3] >> (i & 7u) & 1u; }
 
-/* Marks in map the ranks outside [c, end) that ranks c..end-1 need; returns how many. */
-static uint32_t zc_mark_needs(const zc__boot *b, uint32_t c, uint32_t end, zc__boot_need need,
-                              void *ctx, uint8_t *map) {
-    uint32_t set[ZC_BOOT_NEED_MAX], count = 0;
-    __builtin_memset(map, 0, (b->nranks + 7u) / 8u);
-    for (uint32_t r = c; r < end; r++) {
-        uint32_t k = need(ctx, r, set, ZC_BOOT_NEED_MAX);
-        for (uint32_t i = 0; i < k && i < ZC_BOOT_NEED_MAX; i++) {
-            uint32_t u = set[i];
-            if (u >= b->nranks || (u >= c && u < end) || zc_bit(map, u)) continue;
-            zc_bit_set(map, u);
-            count++;
-        }
-    }
-    return count;
+/* One round's state: its ranks [lo, hi), the window, each held blob's children (a bit per
+ * child that gets it), which blobs came from the parent. */
+typedef struct zc_round {
+    uint32_t lo, hi, bytes;
+    uint8_t *win;
+    uint32_t *kids; /* [hi - lo] */
+    uint8_t *got;   /* [(hi - lo + 7) / 8] */
+} zc_round;
+
+/* Child k's index among this rank's children for rank v of its subtree, else ZC_BOOT_KIDS. */
+static uint32_t zc_kid_of(const zc__boot *b, uint32_t v) {
+    if (v <= b->rank || v >= zc_subtree_end(b->rank, b->nranks)) return ZC_BOOT_KIDS;
+    uint32_t k = 0;
+    while (k + 1u < ZC_BOOT_KIDS && (uint64_t)b->rank + (2ull << k) <= v) k++;
+    return k;
 }
 
-/* Sends child k the entries its subtree needs from outside it (blobs from all), staged. */
-static zc_plat_rc zc_send_needs(zc__boot *b, uint32_t k, const uint8_t *all, uint32_t bytes,
-                                zc__boot_need need, void *ctx, uint8_t *map) {
-    uint32_t c = b->rank + (1u << k), end = zc_subtree_end(c, b->nranks);
-    uint32_t count = zc_mark_needs(b, c, end, need, ctx, map);
+/* Marks, for every blob of the round this rank holds, the children whose subtrees need it
+ * from outside; need() once per held blob. */
+static void zc_mark_kids(const zc__boot *b, const zc_round *R, zc__boot_need need, void *ctx) {
+    uint32_t set[ZC_BOOT_NEED_MAX], a, z;
+    zc_span(b, b->rank, R->lo, R->hi, &a, &z);
+    for (uint32_t u = R->lo; u < R->hi && b->kid_count; u++) {
+        R->kids[u - R->lo] = 0;
+        if ( ((u < a || u >= z) && !zc_bit(R->got, u - R->lo))) continue;
+        uint32_t k = need(ctx, u, set, ZC_BOOT_NEED_MAX), home = zc_kid_of(b, u);
+        for (uint32_t i = 0; i < k && i < ZC_BOOT_NEED_MAX; i++) {
+            uint32_t j = zc_kid_of(b, set[i]);
+            if (j < b->kid_count && j != home) R->kids[u - R->lo] |= 1u << j;
+        }
+    }
+}
+
+/* Sends child k the round's entries marked for it, staged. */
+static zc_plat_rc zc_send_needs(zc__boot *b, uint32_t k, const zc_round *R) {
+    uint32_t count = 0, bytes = R->bytes;
+    for (uint32_t u = R->lo; u < R->hi; u++) count += R->kids[u - R->lo] >> k & 1u;
     uint8_t note[ZC_NOTE_BYTES], stage[ZC_STAGE_BYTES];
     zc_outcome o = {ZC_CODE_OK, b->rank, bytes, count, b->rank};
     zc_note_put(note, ZC_KIND_SPARSE, &o, count * (4u + bytes));
     zc_plat_rc rc = zc_plat_tcp_send_all(b->kids[k], note, sizeof note, b->deadline_ns);
     size_t held = 0;
-    for (uint32_t u = 0; u < b->nranks && rc == ZC_PLAT_OK; u++) {
-        if (!zc_bit(map, u)) continue;
+    for (uint32_t u = R->lo; u < R->hi && rc == ZC_PLAT_OK; u++) {
+        if (!(R->kids[u - R->lo] >> k & 1u)) continue;
+        const uint8_t *blob = R->win + (size_t)(u - R->lo) * bytes;
         if (held + 4u + bytes > sizeof stage) {
             rc = zc_plat_tcp_send_all(b->kids[k], stage, held, b->deadline_ns);
             held = 0;
         }
         zc_put32(stage + held, u);
         if (4u + bytes <= sizeof stage) {
-            __builtin_memcpy(stage + held + 4u, all + (size_t)u * bytes, bytes);
+            __builtin_memcpy(stage + held + 4u, blob, bytes);
             held += 4u + bytes;
         } else if (rc == ZC_PLAT_OK) { /* a blob larger than the stage goes by itself */
             rc = zc_plat_tcp_send_all(b->kids[k], stage, 4u, b->deadline_ns);
-            if (rc == ZC_PLAT_OK)
-                rc = zc_plat_tcp_send_all(b->kids[k], all + (size_t)u * bytes, bytes,
-                                          b->deadline_ns);
+            if (rc == ZC_PLAT_OK) rc = zc_plat_tcp_send_all(b->kids[k], blob, bytes,
+                                                            b->deadline_ns);
         }
     }
     if (rc == ZC_PLAT_OK && held) rc = zc_plat_tcp_send_all(b->kids[k], stage, held,
@@ -1421,70 +1483,160 @@ static zc_plat_rc zc_send_needs(zc__boot *b, uint32_t k, const uint8_t *all, uin
     return rc;
 }
 
-/* Rank > 0: sends its subtree's blobs up, then reads the entries its parent sends (checked:
- * ranks ascending, outside its subtree) into all at their ranks' places. */
-static zc_status zc_sparse_up(zc__boot *b, uint8_t *all, uint32_t bytes, zc_outcome *o) {
-    uint32_t end = zc_subtree_end(b->rank, b->nranks), got_kind, len;
-    zc_status st = zc_up_note(b, ZC_KIND_SPARSE, all, bytes, &got_kind, &len, o);
+/* Rank > 0: sends its subtree's blobs of the round up, then reads the entries its parent
+ * sends (checked: ranks ascending, in the round, outside its subtree) into the window. */
+static zc_status zc_sparse_up(zc__boot *b, const zc_round *R, zc_outcome *o) {
+    uint32_t got_kind, len, a, z, bytes = R->bytes;
+    zc_status st = zc_up_span(b, ZC_KIND_SPARSE, R->win, R->lo, R->hi, bytes, &got_kind, &len,
+                              o);
     if (st != ZC_OK) return st;
-    uint32_t count = o->expect;
-    zc_plat_rc rc;
+    zc_span(b, b->rank, R->lo, R->hi, &a, &z);
+    uint32_t count = o->expect, each = o->value;
     *o = (zc_outcome){ZC_CODE_FAILED, b->rank, 0, 0, b->rank};
-    if (got_kind != ZC_KIND_SPARSE || count > b->nranks - (end - b->rank) ||
+    if (got_kind != ZC_KIND_SPARSE || each != bytes || count > (R->hi - R->lo) - (z - a) ||
         (uint64_t)count * (4u + bytes) != len)
         return zc_fail(b, ZC_MISMATCH, "rank %u answered the sparse exchange with a malformed "
                        "reply (kind 0x%x, %u entries in %u bytes)", b->parent, got_kind, count,
                        len);
-    uint32_t prev = 0;
-    for (uint32_t i = 0; i < count; i++) {
+    for (uint32_t i = 0, prev = 0; i < count; i++) {
         uint8_t head[4];
-        rc = zc_plat_tcp_recv_all(b->up_sock, head, sizeof head, b->deadline_ns);
+        zc_plat_rc rc = zc_plat_tcp_recv_all(b->up_sock, head, sizeof head, b->deadline_ns);
         if (rc != ZC_PLAT_OK) return zc_io_fail(b, rc, b->parent, ZC_KIND_SPARSE);
         uint32_t u = zc_get32(head);
-        if (u >= b->nranks || (u >= b->rank && u < end) || (i && u <= prev))
+        if (u < R->lo || u >= R->hi || (u >= a && u < z) || (i && u <= prev))
             return zc_fail(b, ZC_MISMATCH, "rank %u sent an entry for rank %u out of order or "
-                           "place in the sparse exchange", b->parent, u);
+                           "place in the sparse exchange (round of ranks %u..%u)", b->parent,
+                           u, R->lo, R->hi - 1u);
         prev = u;
-        rc = zc_plat_tcp_recv_all(b->up_sock, all + (size_t)u * bytes, bytes, b->deadline_ns);
+        rc = zc_plat_tcp_recv_all(b->up_sock, R->win + (size_t)(u - R->lo) * bytes, bytes,
+                                  b->deadline_ns);
         if (rc != ZC_PLAT_OK) return zc_io_fail(b, rc, b->parent, ZC_KIND_SPARSE);
+        zc_bit_set(R->got, u - R->lo);
     }
     *o = (zc_outcome){ZC_CODE_OK, b->rank, 0, 0, b->rank};
     return ZC_OK;
 }
 
-static zc_status zc_sparse_tree(zc__boot *b, const uint8_t *mine, uint8_t *all, uint32_t bytes,
-                                zc__boot_need need, void *ctx, uint8_t *map) {
+/* One round: up, down, then this rank's own needs of the round copied from the window into
+ * out (set[i]'s at i * bytes); *found counts them. */
+static zc_status zc_sparse_round(zc__boot *b, const zc_round *R, const uint8_t *mine,
+                                 zc__boot_need need, void *ctx, const uint32_t *set,
+                                 uint32_t nset, uint8_t *out, uint32_t *found) {
     zc_outcome o = {ZC_CODE_OK, b->rank, 0, 0, b->rank};
-    __builtin_memmove(all + (size_t)b->rank * bytes, mine, bytes);
+    uint32_t a, z, bytes = R->bytes;
+    __builtin_memset(R->got, 0, (R->hi - R->lo + 7u) / 8u);
+    if (b->rank >= R->lo && b->rank < R->hi)
+        __builtin_memmove(R->win + (size_t)(b->rank - R->lo) * bytes, mine, bytes);
     for (uint32_t k = 0; k < b->kid_count; k++) {
-        zc_status st = zc_gather_kid(b, ZC_KIND_SPARSE, k, all, bytes, &o);
+        zc_status st = zc_gather_kid(b, ZC_KIND_SPARSE, k, R->win, R->lo, R->hi, bytes, &o);
         if (st != ZC_OK) return zc_exchange_fail(b, ZC_KIND_SPARSE, &o, st);
     }
     if (b->rank != 0) {
-        zc_status st = zc_sparse_up(b, all, bytes, &o);
+        zc_status st = zc_sparse_up(b, R, &o);
         if (st != ZC_OK) return zc_exchange_fail(b, ZC_KIND_SPARSE, &o, st);
     }
+    zc_mark_kids(b, R, need, ctx);
     for (uint32_t k = 0; k < b->kid_count; k++) {
-        zc_plat_rc rc = zc_send_needs(b, k, all, bytes, need, ctx, map);
+        zc_plat_rc rc = zc_send_needs(b, k, R);
         if (rc != ZC_PLAT_OK) return zc_kid_failed(b, ZC_KIND_SPARSE, k, rc);
+    }
+    zc_span(b, b->rank, R->lo, R->hi, &a, &z);
+    for (uint32_t i = 0; i < nset; i++) {
+        uint32_t u = set[i];
+        if (u < R->lo || u >= R->hi || ((u < a || u >= z) && !zc_bit(R->got, u - R->lo)))
+            continue;
+        __builtin_memmove(out + (size_t)i * bytes, R->win + (size_t)(u - R->lo) * bytes, bytes);
+        (*found)++;
     }
     return ZC_OK;
 }
 
-zc_status zc__boot_sparse(zc__boot *b, const void *mine, void *all, size_t bytes_each,
-                          zc__boot_need need, void *ctx, uint8_t *map) {
+zc_status zc__boot_sparse(zc__boot *b, const void *mine, void *out, size_t bytes_each,
+                          zc__boot_need need, void *ctx, void *scratch, uint32_t window) {
     if (!b) return ZC_INVALID_ARG;
     zc_status st = zc_check_open(b, "sparse exchange");
     if (st != ZC_OK) return st;
-    if (!need || !map) return zc_fail(b, ZC_INVALID_ARG, "sparse exchange: need or map is NULL");
-    st = zc_check_blobs(b, "sparse exchange", mine, all, bytes_each);
+    if (!need || !scratch || window < 1)
+        return zc_fail(b, ZC_INVALID_ARG, "sparse exchange: need or scratch is NULL or the "
+                       "window is 0 ranks");
+    st = zc_check_blobs(b, "sparse exchange", mine, out, bytes_each);
     if (st != ZC_OK) return st;
-    if (b->nranks == 1) {
-        __builtin_memmove(all, mine, bytes_each);
-        return ZC_OK;
+    uint32_t set[ZC_BOOT_NEED_MAX], bytes = (uint32_t)bytes_each, found = 0;
+    uint32_t nset = need(ctx, b->rank, set, ZC_BOOT_NEED_MAX);
+    nset = nset < ZC_BOOT_NEED_MAX ? nset : ZC_BOOT_NEED_MAX;
+    uint32_t w = window < b->nranks ? window : b->nranks;
+    zc_round R = {0, 0, bytes, scratch, 0, 0};
+    R.kids = (uint32_t *)(void *)((uint8_t *)scratch + (((size_t)w * bytes + 3u) & ~(size_t)3u));
+    R.got = (uint8_t *)(R.kids + w);
+    for (uint32_t lo = 0; lo < b->nranks && st == ZC_OK; lo += w) {
+        R.lo = lo;
+        R.hi = b->nranks - lo > w ? lo + w : b->nranks;
+        st = zc_sparse_round(b, &R, mine, need, ctx, set, nset, out, &found);
     }
-    st = zc_sparse_tree(b, (const uint8_t *)mine, (uint8_t *)all, (uint32_t)bytes_each, need,
-                        ctx, map);
+    if (st != ZC_OK) {
+        zc__boot_close(b);
+        return st;
+    }
+    if (found != nset)
+        return zc_fail(b, ZC_MISMATCH, "sparse exchange: %u of the %u blobs rank %u needs "
+                       "never reached it (its need names ranks that do not name it back)",
+                       nset - found, nset, b->rank);
+    return ZC_OK;
+}
+
+/* ---- reduce ----
+ * Each rank folds its children's results into its own (child 0 first) and sends the result up;
+ * rank 0's final one comes down the tree to every rank. */
+
+/* Rank > 0: sends acc up and reads the result from its parent into acc. */
+static zc_status zc_reduce_up(zc__boot *b, uint8_t *acc, uint32_t bytes, zc_outcome *o) {
+    uint32_t got_kind, len;
+    zc_status st = zc_up_note(b, ZC_KIND_REDUCE, acc, bytes, bytes, 0, &got_kind, &len, o);
+    if (st != ZC_OK) return st;
+    uint32_t each = o->value;
+    *o = (zc_outcome){ZC_CODE_FAILED, b->rank, 0, 0, b->rank};
+    if (got_kind != ZC_KIND_REDUCE || each != bytes || len != bytes)
+        return zc_fail(b, ZC_MISMATCH, "rank %u answered reduce with a malformed reply (kind "
+                       "0x%x, %u bytes where %u were due)", b->parent, got_kind, len, bytes);
+    zc_plat_rc rc = zc_plat_tcp_recv_all(b->up_sock, acc, bytes, b->deadline_ns);
+    if (rc != ZC_PLAT_OK) return zc_io_fail(b, rc, b->parent, ZC_KIND_REDUCE);
+    *o = (zc_outcome){ZC_CODE_OK, b->rank, 0, 0, b->rank};
+    return ZC_OK;
+}
+
+static zc_status zc_reduce_tree(zc__boot *b, uint8_t *acc, uint32_t bytes, zc__boot_fold fold,
+                                void *ctx) {
+    zc_outcome o = {ZC_CODE_OK, b->rank, 0, 0, b->rank};
+    uint8_t theirs[ZC_BOOT_REDUCE_MAX];
+    for (uint32_t k = 0; k < b->kid_count; k++) {
+        zc_status st = zc_kid_note(b, ZC_KIND_REDUCE, k, 0, bytes, bytes, &o);
+        zc_plat_rc rc = ZC_PLAT_OK;
+        if (st == ZC_OK) rc = zc_plat_tcp_recv_all(b->kids[k], theirs, bytes, b->deadline_ns);
+        if (st == ZC_OK && rc != ZC_PLAT_OK) {
+            o = (zc_outcome){zc_rc_code(rc), b->rank + (1u << k), 0, 0, b->rank};
+            st = zc_io_fail(b, rc, o.rank, ZC_KIND_REDUCE);
+        }
+        if (st != ZC_OK) return zc_exchange_fail(b, ZC_KIND_REDUCE, &o, st);
+        fold(ctx, acc, theirs);
+    }
+    if (b->rank != 0) {
+        zc_status st = zc_reduce_up(b, acc, bytes, &o);
+        if (st != ZC_OK) return zc_exchange_fail(b, ZC_KIND_REDUCE, &o, st);
+    }
+    return zc_send_down(b, ZC_KIND_REDUCE, acc, bytes, bytes);
+}
+
+zc_status zc__boot_reduce(zc__boot *b, const void *mine, void *out, size_t bytes,
+                          zc__boot_fold fold, void *ctx) {
+    if (!b) return ZC_INVALID_ARG;
+    zc_status st = zc_check_open(b, "reduce");
+    if (st != ZC_OK) return st;
+    if (!mine || !out || !fold || bytes < 1 || bytes > ZC_BOOT_REDUCE_MAX)
+        return zc_fail(b, ZC_INVALID_ARG, "reduce: mine, out or fold is NULL or bytes is %zu "
+                       "(1..%u)", bytes, ZC_BOOT_REDUCE_MAX);
+    __builtin_memmove(out, mine, bytes);
+    if (b->nranks == 1) return ZC_OK;
+    st = zc_reduce_tree(b, (uint8_t *)out, (uint32_t)bytes, fold, ctx);
     if (st != ZC_OK) zc__boot_close(b);
     return st;
 }

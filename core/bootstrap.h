@@ -5,8 +5,8 @@
  * job. Ranks then form a binomial tree (each proving the secret to its parent and the parent to
  * it) and rank-sized blobs are all-gathered over it. Used only inside zc_comm_init;
  * every call has the deadline given at open. State lives in the caller's zc__boot (init keeps
- * it in the arena's scratch) and, at rank 0 of a job above ZC_MESH_MAX_RANKS, a table of
- * nranks words the caller gives; nothing is allocated. */
+ * it in the arena's scratch) and, at rank 0, a table of nranks words the caller gives;
+ * nothing is allocated. */
 #ifndef ZC_CORE_BOOTSTRAP_H
 #define ZC_CORE_BOOTSTRAP_H
 
@@ -48,8 +48,7 @@ typedef struct zc__boot {
     uint32_t drops_unlogged;         /* of those, not logged one by one */
     uint64_t drops_logged_ns;        /* when the last summary line was logged */
     uint64_t *where;                 /* rank 0: [nranks] rank r's listen address and join
-                                        state (where_small, or the caller's table) */
-    uint64_t where_small[ZC_MESH_MAX_RANKS];
+                                        state (the caller's table) */
     char *err;                       /* where a failure's sentence goes (caller's buffer) */
     size_t err_cap;
 } zc__boot;
@@ -66,15 +65,11 @@ typedef struct zc__boot {
  * process failed to prove the secret or a listener failed to prove it to us), ZC_TIMED_OUT,
  * ZC_MISMATCH (rank count or protocol version differ), ZC_PEER_LOST (a rank went away, named),
  * ZC_SYSTEM, ZC_UNSUPPORTED (from the platform: it cannot report the local address or listen)
- * or ZC_INVALID_ARG (root_addr unusable, zero deadline), each with a sentence in err. On
- * failure every socket is closed. */
-zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t deadline_ns, char *err,
-                        size_t err_cap);
-/* zc__boot_open for up to ZC_MAX_RANKS ranks: where holds nranks words (rank 0 keeps every
- * rank's address and join state there; other ranks may pass NULL), valid until close; NULL
- * takes b's own table of ZC_MESH_MAX_RANKS. */
-zc_status zc__boot_open_where(zc__boot *b, const zc_config *cfg, uint64_t *where,
-                              uint64_t deadline_ns, char *err, size_t err_cap);
+ * or ZC_INVALID_ARG (root_addr unusable, zero deadline, where NULL at rank 0), each with a
+ * sentence in err. where: rank 0 keeps every rank's address and join state there (nranks
+ * words, valid until close); other ranks may pass NULL. On failure every socket is closed. */
+zc_status zc__boot_open(zc__boot *b, const zc_config *cfg, uint64_t *where, uint64_t deadline_ns,
+                        char *err, size_t err_cap);
 /* all[r * bytes_each .. ] = rank r's mine, on every rank (collective): gathered up the tree,
  * the whole table sent down. bytes_each is the same on every rank, 1..ZC_BOOT_MAX_BLOB, and
  * nranks * bytes_each at most UINT32_MAX; a rank
@@ -85,18 +80,35 @@ zc_status zc__boot_open_where(zc__boot *b, const zc_config *cfg, uint64_t *where
  * handshake carries no tag). */
 zc_status zc__boot_allgather(zc__boot *b, const void *mine, void *all, size_t bytes_each);
 /* The ranks whose blobs rank r needs (its connections), at most cap of them, into out;
- * returns how many. The same function of r on every rank. */
+ * returns how many. The same function of r on every rank, and symmetric: u is among r's iff r
+ * is among u's. */
 #define ZC_BOOT_NEED_MAX 256u
 typedef uint32_t (*zc__boot_need)(void *ctx, uint32_t r, uint32_t *out, uint32_t cap);
+/* Bytes of the sparse exchange's scratch for a window of window ranks of bytes_each blobs: the
+ * window, 4 bytes per rank of it (which children get each blob) and a bit per rank. */
+size_t zc__boot_sparse_bytes(uint32_t window, size_t bytes_each);
 /* A sparse all-gather (collective): rank r's mine (bytes_each, as allgather's) reaches only the
- * ranks that need it (need(ctx, q, ...) names r) and the ranks above them in the bootstrap
- * tree: on return all[u * bytes_each ..] holds rank u's blob for every u this rank needs
- * (other places: whatever passed through or was there). Up the tree each rank's subtree's
- * blobs, down only what a child's subtree needs from outside it: every blob travels at most
- * 2 log2 n hops, a rank receives its subtree's blobs and its subtree's needs. map: scratch
- * of (nranks + 7) / 8 bytes. Failures as allgather's. */
-zc_status zc__boot_sparse(zc__boot *b, const void *mine, void *all, size_t bytes_each,
-                          zc__boot_need need, void *ctx, uint8_t *map);
+ * ranks that need it (need(ctx, q, ...) names r) and the ranks between them in the bootstrap
+ * tree. On return out[i * bytes_each ..] holds the blob of the i-th rank need(ctx, this rank)
+ * names (mine may be this rank's own entry there). It runs in rounds of window ranks (the
+ * last may be shorter): a round moves the blobs of its ranks only, up the tree to each
+ * subtree's root and down only to the children whose subtrees need them from outside, so a
+ * rank holds at most window blobs at a time in scratch (zc__boot_sparse_bytes(window,
+ * bytes_each) bytes, 4-byte aligned) and out; every blob travels at most 2 log2 n hops.
+ * Failures as allgather's (the window must be the same on every rank: a rank whose round
+ * differs is ZC_MISMATCH); a need that is not symmetric leaves some blob out, ZC_MISMATCH
+ * with b still open (every rank finished the exchange). */
+zc_status zc__boot_sparse(zc__boot *b, const void *mine, void *out, size_t bytes_each,
+                          zc__boot_need need, void *ctx, void *scratch, uint32_t window);
+/* Folds in (another rank's or subtree's result, bytes as reduce's) into acc; associative, so the
+ * tree's order of folding gives what every rank agrees on. */
+#define ZC_BOOT_REDUCE_MAX 256u
+typedef void (*zc__boot_fold)(void *ctx, void *acc, const void *in);
+/* A reduce to every rank (collective): out = every rank's mine folded together, on every rank;
+ * each rank sends and receives bytes (1..ZC_BOOT_REDUCE_MAX, the same on every rank: a
+ * different size is ZC_MISMATCH) per tree neighbour. Failures as allgather's. */
+zc_status zc__boot_reduce(zc__boot *b, const void *mine, void *out, size_t bytes,
+                          zc__boot_fold fold, void *ctx);
 /* Returns once every rank has entered (collective). */
 zc_status zc__boot_barrier(zc__boot *b);
 /* Closes every socket. Safe to call twice. */

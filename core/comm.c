@@ -182,18 +182,21 @@ static const char *zc_transport_name(uint32_t t) {
 
 /* Picks the wire once every rank's hello is known: AUTO is shm on one host; across hosts it is
  * hier (shm among a host's ranks, ib between hosts, per connection) when some host runs several
- * ranks, else ib; a child split by zc_comm_node gets shared memory (split.c). */
-static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all) {
-    uint32_t other = 0;
+ * ranks, else ib; a child split by zc_comm_node gets shared memory (split.c). order: the ranks
+ * sorted by host (zc__sort_by_key), so ranks that share a host are neighbours there: O(n). */
+static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all, const uint32_t *order) {
+    uint32_t other = 0, n = c->nranks;
     bool shared = false;
-    for (uint32_t r = 1; r < c->nranks && !other; r++)
+    for (uint32_t r = 1; r < n && !other; r++)
         if (all[r].host != all[0].host) other = r;
-    for (uint32_t r = 0; r < c->nranks; r++) {
-        uint32_t q = 0;
-        while (all[q].host != all[r].host) q++; /* the lowest rank on r's host */
-        if (r == c->rank) c->node = q;
-        shared = shared || q != r;
-    }
+    for (uint32_t i = 1; i < n && !shared; i++)
+        shared = all[order[i]].host == all[order[i - 1u]].host;
+    c->node = c->rank;
+    for (uint32_t q = 0; q < c->rank; q++) /* the lowest rank on this rank's host */
+        if (all[q].host == all[c->rank].host) {
+            c->node = q;
+            break;
+        }
     c->host = all[c->rank].host;
     zc_transport t = c->cfg.transport;
     c->wire_auto = t == ZC_TRANSPORT_AUTO;
@@ -268,6 +271,11 @@ zc_status zc__room_check(zc_comm *c, uint32_t who, uint32_t k, uint64_t room, ui
     return ZC_LIMIT;
 }
 
+/* A hello's lockable room in bytes (UINT64_MAX: no limit). */
+static uint64_t zc_lock_of(const zc_hello *h) {
+    return h->lock_kib == UINT32_MAX ? UINT64_MAX : (uint64_t)h->lock_kib << 10;
+}
+
 /* Sifts v[i] down the max-heap v[0..n) (a heapsort step; bounded by log2 n swaps). */
 static void zc_sift(uint64_t *v, uint32_t i, uint32_t n) {
     for (uint32_t k = 0; k < 32u; k++) {
@@ -283,14 +291,14 @@ static void zc_sift(uint64_t *v, uint32_t i, uint32_t n) {
 }
 
 /* The largest and smallest number of ranks sharing a place (places at stride bytes), in
- * O(n log n): the places copied into c's scratch (its verdict area, free until the wire is
+ * O(n log n): the places copied into c's scratch (its place index, free until the wire is
  * set up), heap-sorted, and their runs counted. */
 static void zc_place_sizes(zc_comm *c, const uint8_t *places, size_t stride, uint32_t *most,
                            uint32_t *least) {
-    _Static_assert(ZC_SCRATCH_VERDICT_BYTES >= sizeof(uint64_t), "a place per rank fits");
     uint32_t n = c->nranks, run = 0;
-    uint64_t *v = (uint64_t *)(void *)(c->scratch + sizeof(zc__boot) +
-                                       (size_t)n * ZC_SCRATCH_RANK_BYTES);
+    zc__init_scratch_map m;
+    (void)zc__init_scratch(&c->cfg, c->addr_bytes, &m); /* first and next: 8 bytes per rank */
+    uint64_t *v = (uint64_t *)(void *)(c->scratch + m.first);
     for (uint32_t r = 0; r < n; r++) v[r] = *(const uint64_t *)(const void *)(places + r * stride);
     for (uint32_t i = n / 2u; i-- > 0;) zc_sift(v, i, n);
     for (uint32_t end = n; end-- > 1u;) {
@@ -333,25 +341,31 @@ zc_status zc__hier_caps(zc_comm *c, const uint64_t *places, const uint64_t *host
 /* Whether every rank's window fits what the platform leaves, decided alike on every rank from
  * the hellos (each rank's room was read before any rank took its window): on each host the
  * windows of all its ranks within the least room one of them reported, each rank's registered
- * bytes within its own lockable room. ZC_LIMIT with the numbers (comm->err) otherwise. */
-static zc_status zc_check_room(zc_comm *c, const zc_hello *all) {
-    zc_status st = ZC_OK;
-    for (uint32_t r = 0; r < c->nranks && st == ZC_OK; r++) {
-        uint32_t q = 0, k = 0;
+ * bytes within its own lockable room. ZC_LIMIT with the numbers (comm->err) otherwise, for
+ * the lowest rank that fails. order: the ranks sorted by host, so a host's ranks are one run
+ * of it, its lowest first: O(n). */
+static zc_status zc_check_room(zc_comm *c, const zc_hello *all, const uint32_t *order) {
+    uint32_t n = c->nranks, bad = n, bad_k = 1;
+    uint64_t bad_room = UINT64_MAX;
+    for (uint32_t i = 0, j; i < n; i = j) {
         uint64_t room = UINT64_MAX;
-        while (all[q].host != all[r].host) q++; /* the lowest rank on r's host */
-        for (uint32_t p = r; p < c->nranks && q == r; p++) {
-            if (all[p].host != all[r].host) continue;
-            uint64_t mine = all[p].room_mib == UINT32_MAX ? UINT64_MAX
-                                                           : (uint64_t)all[p].room_mib << 20;
-            k++;
+        for (j = i; j < n && all[order[j]].host == all[order[i]].host; j++) {
+            uint32_t mib = all[order[j]].room_mib;
+            uint64_t mine = mib == UINT32_MAX ? UINT64_MAX : (uint64_t)mib << 20;
             room = mine < room ? mine : room;
         }
-        uint64_t lock = all[r].lock_kib == UINT32_MAX ? UINT64_MAX
-                                                       : (uint64_t)all[r].lock_kib << 10;
-        st = zc__room_check(c, r, k ? k : 1, k ? room : UINT64_MAX, lock);
+        for (uint32_t x = i; x < j; x++) { /* the host's lowest rank checks its windows */
+            uint32_t r = order[x], k = x == i ? j - i : 1u;
+            uint64_t left = x == i ? room : UINT64_MAX;
+            if (r < bad && zc__room_check(c, r, k, left, zc_lock_of(&all[r])) != ZC_OK) {
+                bad = r;
+                bad_k = k;
+                bad_room = left;
+            }
+        }
     }
-    return st;
+    if (bad == n) return ZC_OK;
+    return zc__room_check(c, bad, bad_k, bad_room, zc_lock_of(&all[bad])); /* its sentence */
 }
 
 /* Bytes in units of 1 << shift for a hello: UINT32_MAX for no limit, never for a real one. */
@@ -483,60 +497,66 @@ static zc_status zc_open_device(zc_comm *c, zc__boot *b) {
 typedef struct zc_outcome {
     int32_t status;
     uint32_t step; /* where it failed: 1 create, 2 reaching the peers; 0 not at all */
-    char text[184];
+    uint32_t rank;
+    char text[180];
 } zc_outcome;
+_Static_assert(sizeof(zc_outcome) <= ZC_BOOT_REDUCE_MAX, "an outcome goes through reduce");
 
-/* Every rank's outcome to every rank: the status and sentence of the rank that failed first
- * (the earliest step, then the lowest rank: a create failure explains the attach failures it
- * causes) become this rank's, so no rank returns ZC_OK from an init another rank failed. */
-static zc_status zc_agree(zc_comm *c, zc__boot *b, zc_status mine, uint32_t step) {
-    _Static_assert(sizeof(zc_outcome) <= ZC_SCRATCH_VERDICT_BYTES, "outcome fits the scratch");
-    zc_outcome *all = (zc_outcome *)(void *)(c->scratch + sizeof(zc__boot) +
-                                             (size_t)c->nranks * ZC_SCRATCH_RANK_BYTES);
-    zc_outcome me = {(int32_t)mine, mine != ZC_OK ? step : 0u, {0}};
-    if (mine != ZC_OK) zc__strlcpy(me.text, c->err, sizeof me.text);
-    zc_status st = zc__boot_allgather(b, &me, all, sizeof me);
-    if (st != ZC_OK) return mine != ZC_OK ? mine : st;
-    uint32_t first = c->nranks;
-    for (uint32_t r = 0; r < c->nranks; r++)
-        if (all[r].status != ZC_OK && (first == c->nranks || all[r].step < all[first].step))
-            first = r;
-    if (first == c->nranks) return ZC_OK;
-    if (first != c->rank) {
-        all[first].text[sizeof all[first].text - 1] = '\0';
-        zc__fmt(c->err, sizeof c->err, "rank %u could not set up the wire (%s): %s", first,
-                zc_status_name((zc_status)all[first].status), all[first].text);
-    }
-    return (zc_status)all[first].status;
+/* The reduce's fold: the failure of the earliest step, then of the lowest rank. */
+static void zc_first_failure(void *ctx, void *acc, const void *in) {
+    zc_outcome *a = acc;
+    const zc_outcome *b = in;
+    (void)ctx;
+    if (b->status == ZC_OK) return;
+    if (a->status == ZC_OK || b->step < a->step || (b->step == a->step && b->rank < a->rank))
+        __builtin_memcpy(a, b, sizeof *a);
 }
 
-/* The rank-ordered blobs at addrs (ab bytes each) become its connections' (conn_peer order),
- * as attach reads them: connection i's moves from rank conn_peer[i]'s place, never after it. */
-void zc__addrs_compact(const zc_comm *c, uint8_t *addrs, size_t ab) {
-    for (uint32_t i = 0; i < c->nconn && ab; i++)
-        if (c->conn_peer[i] != i)
-            __builtin_memmove(addrs + (size_t)i * ab, addrs + (size_t)c->conn_peer[i] * ab, ab);
+/* Every rank's outcome reduced over the bootstrap tree: the status and sentence of the rank
+ * that failed first (the earliest step, then the lowest rank: a create failure explains the
+ * attach failures it causes) become this rank's, so no rank returns ZC_OK from an init another
+ * rank failed. */
+static zc_status zc_agree(zc_comm *c, zc__boot *b, zc_status mine, uint32_t step) {
+    zc_outcome me = {(int32_t)mine, mine != ZC_OK ? step : 0u, c->rank, {0}}, first;
+    if (mine != ZC_OK) zc__strlcpy(me.text, c->err, sizeof me.text);
+    zc_status st = zc__boot_reduce(b, &me, &first, sizeof me, zc_first_failure, 0);
+    if (st != ZC_OK) return mine != ZC_OK ? mine : st;
+    if (first.status == ZC_OK) return ZC_OK;
+    if (first.rank != c->rank) {
+        first.text[sizeof first.text - 1] = '\0';
+        zc__fmt(c->err, sizeof c->err, "rank %u could not set up the wire (%s): %s", first.rank,
+                zc_status_name((zc_status)first.status), first.text);
+    }
+    return (zc_status)first.status;
 }
 
 /* The sparse exchange's need (bootstrap.h): rank r's connections, from every rank's place. */
 typedef struct zc_need_ctx {
     const zc_comm *c;
-    const zc_hello *all;
+    const uint32_t *first, *next; /* each rank's place's ranks (zc__link_keys) */
 } zc_need_ctx;
 
 static uint32_t zc_need(void *ctx, uint32_t r, uint32_t *out, uint32_t cap) {
     const zc_need_ctx *x = ctx;
-    return zc__conn_set(x->c, &x->all[0].place, sizeof *x->all, r, out, cap);
+    return zc__conn_set(x->c, x->first, x->next, r, out, cap);
 }
 
-/* The address blobs (ab bytes each) into c->addrs at their ranks' places: in overlay mode only
- * the connections' (and what passes through this rank) by the sparse exchange, else all. */
+/* The address blobs (ab bytes each) into c->addrs in connection order (c->conn_peer's, as
+ * attach reads them): in overlay mode the connections' only by the sparse exchange, in rounds
+ * of the window the arena's scratch holds; else every rank's (a full mesh: rank order). */
 static zc_status zc_exchange_addrs(zc_comm *c, zc__boot *b, const zc_hello *all, size_t ab) {
-    uint8_t *mine = c->addrs + (size_t)c->rank * ab;
+    uint8_t *mine = c->addrs + (size_t)c->conn[c->rank] * ab;
     if (!zc__overlay(&c->cfg)) return zc__boot_allgather(b, mine, c->addrs, ab);
-    zc_need_ctx x = {c, all};
-    uint8_t *map = c->scratch + sizeof(zc__boot) + (size_t)c->nranks * ZC_SCRATCH_RANK_BYTES;
-    return zc__boot_sparse(b, mine, c->addrs, ab, zc_need, &x, map); /* verdicts come later */
+    zc__init_scratch_map m;
+    (void)zc__init_scratch(&c->cfg, c->addr_bytes, &m);
+    uint32_t *first = (uint32_t *)(void *)(c->scratch + m.first);
+    uint32_t *next = (uint32_t *)(void *)(c->scratch + m.next);
+    uint32_t *order = (uint32_t *)(void *)(c->scratch + m.work); /* then the window */
+    zc__sort_by_key(&all[0].place, sizeof *all, c->nranks, order);
+    zc__link_keys(&all[0].place, sizeof *all, c->nranks, order, first, next);
+    zc_need_ctx x = {c, first, next};
+    return zc__boot_sparse(b, mine, c->addrs, ab, zc_need, &x, c->scratch + m.work,
+                           zc__addr_window(&c->cfg, c->addr_bytes)); /* verdicts come later */
 }
 
 /* Wire setup between processes, synchronised through the bootstrap: create, exchange the
@@ -547,7 +567,7 @@ static zc_status zc_open_wire(zc_comm *c, zc__boot *b, const zc_hello *all, zc_s
     zc_wire_geom g = zc__geom(c, c->comm_id, 0);
     size_t ab = c->wire->addr_bytes(&g);
     ZC_ASSERT(ab <= c->addr_bytes && ab <= ZC_BOOT_MAX_BLOB);
-    uint8_t *mine = ab ? c->addrs + (size_t)c->rank * ab : 0;
+    uint8_t *mine = ab ? c->addrs + (size_t)c->conn[c->rank] * ab : 0;
     if (pre == ZC_OK && c->wire == &zc__wire_hier)
         zc__hier_prepare(c->wire_state, &g, &all[0].place, sizeof *all, c->hier_cap[0],
                          c->hier_cap[1]);
@@ -563,7 +583,6 @@ static zc_status zc_open_wire(zc_comm *c, zc__boot *b, const zc_hello *all, zc_s
         return sync;
     }
     if (st == ZC_OK) {
-        zc__addrs_compact(c, c->addrs, ab);
         step = 2;
         st = c->wire->attach(c->wire_state, ab ? c->addrs : 0, c->err, sizeof c->err);
     }
@@ -608,14 +627,13 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
         return ZC_INVALID_ARG;
     }
     zc_warn_derived(cfg);
+    zc__init_scratch_map m;
+    (void)zc__init_scratch(cfg, c->addr_bytes, &m);
     zc__boot *boot = (zc__boot *)(void *)c->scratch; /* too large for small stacks */
-    zc_hello *all = (zc_hello *)(void *)(c->scratch + sizeof(zc__boot));
+    zc_hello *all = (zc_hello *)(void *)(c->scratch + m.hellos);
     uint64_t deadline = zc__deadline_after(zc_plat_now_ns(), c->cfg.init_timeout_ns);
-    zc__arena_map L;
-    ZC_ASSERT(zc__layout(cfg, &L));
-    uint64_t *where = (uint64_t *)(void *)(c->scratch + L.bytes[ZC_R_SCRATCH] -
-                                           (size_t)cfg->nranks * 8u); /* rank 0's table */
-    st = zc__boot_open_where(boot, cfg, where, deadline, c->err, sizeof c->err);
+    uint64_t *where = (uint64_t *)(void *)(c->scratch + m.where); /* rank 0's table */
+    st = zc__boot_open(boot, cfg, where, deadline, c->err, sizeof c->err);
     if (st != ZC_OK) {
         zc__set_init_error("%s", c->err);
         return st;
@@ -633,8 +651,10 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
     if (zc_plat_random(&mine.nonce, sizeof mine.nonce) != ZC_PLAT_OK) mine.nonce = mine.pid;
     (void)zc_plat_cpus(mine.cpus);
     st = zc__boot_allgather(boot, &mine, all, sizeof mine);
+    uint32_t *order = (uint32_t *)(void *)(c->scratch + m.work); /* the ranks by host */
     if (st == ZC_OK) st = zc_check_hellos(c, all, host_why);
-    if (st == ZC_OK) st = zc_pick_wire(c, all);
+    if (st == ZC_OK) zc__sort_by_key(&all[0].host, sizeof *all, cfg->nranks, order);
+    if (st == ZC_OK) st = zc_pick_wire(c, all, order);
     zc_status conns = ZC_OK; /* a failure every rank must hear of (zc_open_wire) */
     if (st == ZC_OK) {
         c->place = all[c->rank].place;
@@ -642,7 +662,7 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
         if (conns == ZC_OK && c->wire == &zc__wire_hier)
             conns = zc__hier_caps(c, &all[0].place, &all[0].host, sizeof *all);
     }
-    if (st == ZC_OK && conns == ZC_OK) st = zc_check_room(c, all);
+    if (st == ZC_OK && conns == ZC_OK) st = zc_check_room(c, all, order);
     if (st == ZC_OK && !cfg->spin_polls) zc_auto_spin(c, all);
     if (st == ZC_OK) {
         c->comm_id = zc__siphash(cfg->secret, &all[0].nonce, sizeof all[0].nonce);

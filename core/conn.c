@@ -70,29 +70,82 @@ static uint64_t zc_host(const zc_comm *c, const uint64_t *hosts, size_t stride, 
 uint32_t zc__conn_count(const zc_config *cfg, uint32_t per_host) {
     uint32_t set[128], n = cfg->nranks, r = cfg->rank;
     if (!zc__overlay(cfg)) return n;
-    uint32_t k = zc__overlay_set(n, r, set, 128u), per = per_host && per_host < n ? per_host : n;
-    uint32_t lo = r / per * per, hi = lo + per < n ? lo + per : n;
-    for (uint32_t p = lo; p < hi; p++) {
+    uint32_t o = zc__overlay_set(n, r, set, 128u), per = per_host && per_host < n ? per_host : n;
+    uint32_t lo = r / per * per, hi = lo + per < n ? lo + per : n, k = o;
+    for (uint32_t p = lo; p < hi; p++) { /* the host's ranks the overlay lacks */
         bool in = false;
-        for (uint32_t i = 0; i < k && !in; i++) in = set[i] == p;
+        for (uint32_t i = 0; i < o && !in; i++) in = set[i] == p;
         k += !in;
     }
     return k;
 }
 
-uint32_t zc__conn_set(const zc_comm *c, const uint64_t *hosts, size_t stride, uint32_t r,
-                      uint32_t *out, uint32_t cap) {
-    uint32_t n = c->nranks, k = 0;
+uint32_t zc__conn_set(const zc_comm *c, const uint32_t *first, const uint32_t *next,
+                      uint32_t r, uint32_t *out, uint32_t cap) {
+    uint32_t n = c->nranks, k = 0, per = c->cfg.inproc_ranks_per_host;
     if (!zc__overlay(&c->cfg)) {
         for (uint32_t p = 0; p < n && k < cap; p++) out[k++] = p;
         return k;
     }
     uint32_t room = zc__conn_cap(&c->cfg) < cap ? zc__conn_cap(&c->cfg) : cap;
     k = zc__overlay_set(n, r, out, room);
-    uint64_t its = zc_host(c, hosts, stride, r);
-    for (uint32_t p = 0; p < n; p++) /* bounded by n; a host past the room is cut short */
-        if (zc_host(c, hosts, stride, p) == its && !zc_add(out, &k, room, p)) break;
+    if (!first) { /* simulated hosts: ranks lo..hi-1 */
+        uint32_t lo = per && per < n ? r / per * per : 0, hi = per && per < n ? lo + per : n;
+        for (uint32_t p = lo; p < hi && p < n; p++)
+            if (!zc_add(out, &k, room, p)) break;
+        return k;
+    }
+    /* The walk is bounded by n; a host past the room is cut short. */
+    for (uint32_t p = first[r], i = 0; p < n && i < n; p = next[p], i++)
+        if (!zc_add(out, &k, room, p)) break;
     return k;
+}
+
+/* keys[r] at stride bytes. */
+static uint64_t zc_key(const uint64_t *keys, size_t stride, uint32_t r) {
+    return *(const uint64_t *)(const void *)((const uint8_t *)keys + r * stride);
+}
+
+/* Whether rank a sorts before rank b: by key, then by rank. */
+static bool zc_before(const uint64_t *keys, size_t stride, uint32_t a, uint32_t b) {
+    uint64_t ka = zc_key(keys, stride, a), kb = zc_key(keys, stride, b);
+    return ka < kb || (ka == kb && a < b);
+}
+
+/* Moves order[i] down the heap order[0..n) (the largest on top) to its place. */
+static void zc_sift(const uint64_t *keys, size_t stride, uint32_t *order, uint32_t i,
+                    uint32_t n) {
+    while (2u * (uint64_t)i + 1u < n) { /* at most log2(n) levels */
+        uint32_t j = 2u * i + 1u;
+        if (j + 1u < n && zc_before(keys, stride, order[j], order[j + 1u])) j++;
+        if (!zc_before(keys, stride, order[i], order[j])) return;
+        uint32_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+        i = j;
+    }
+}
+
+void zc__sort_by_key(const uint64_t *keys, size_t stride, uint32_t n, uint32_t *order) {
+    for (uint32_t r = 0; r < n; r++) order[r] = r;
+    for (uint32_t i = n / 2u; i-- > 0;) zc_sift(keys, stride, order, i, n);
+    for (uint32_t end = n; end > 1u; end--) {
+        uint32_t t = order[0];
+        order[0] = order[end - 1u];
+        order[end - 1u] = t;
+        zc_sift(keys, stride, order, 0, end - 1u);
+    }
+}
+
+void zc__link_keys(const uint64_t *keys, size_t stride, uint32_t n, const uint32_t *order,
+                   uint32_t *first, uint32_t *next) {
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t r = order[i];
+        bool same = i > 0 && zc_key(keys, stride, order[i - 1u]) == zc_key(keys, stride, r);
+        first[r] = same ? first[order[i - 1u]] : r;
+        next[r] = ZC_NO_CONN;
+        if (same) next[order[i - 1u]] = r;
+    }
 }
 
 bool zc__conn_fill(zc_comm *c, const uint64_t *hosts, size_t stride) {
@@ -103,7 +156,9 @@ bool zc__conn_fill(zc_comm *c, const uint64_t *hosts, size_t stride) {
         for (uint32_t p = 0; p < n; p++) set[k++] = p;
     } else {
         k = zc__overlay_set(n, c->rank, set, cap);
-        for (uint32_t p = 0; p < n; p++)
+        uint32_t per = c->cfg.inproc_ranks_per_host, lo = 0, hi = n; /* simulated: one range */
+        if (!hosts && per && per < n) lo = c->rank / per * per, hi = lo + per < n ? lo + per : n;
+        for (uint32_t p = lo; p < hi; p++)
             if (zc_host(c, hosts, stride, p) == mine && !zc_add(set, &k, cap, p)) {
                 zc__fmt(c->err, sizeof c->err, "rank %u's host runs more ranks than overlay "
                         "mode allows (%u): lower the ranks per host or raise "

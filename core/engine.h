@@ -169,7 +169,7 @@ struct zc_comm {
     /* Per kind of call, the reservation of the last host call of that kind (progress.c's
      * zc_reserve replays it for a call of the same schedule). */
     struct zc__links_memo links[ZC_K_BARRIER + 1];
-    uint8_t *addrs;        /* [nranks * addr_bytes] the wire's address blobs */
+    uint8_t *addrs;        /* [zc__conn_cap * addr_bytes] the connections' address blobs */
     size_t addr_bytes;     /* of the largest candidate wire (the one in use may need less) */
     void *window;          /* in-process: this rank's inbound window, in the arena */
     zc_comm **group;       /* [nranks] in-process: every rank's communicator; else unused */
@@ -241,9 +241,6 @@ static inline bool zc__comm_ok(const zc_comm *comm) {
 zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_comm **out,
                     char *err);
 zc_wire_geom zc__geom(const zc_comm *c, uint64_t comm_id, void *const *windows);
-/* Turns the rank-ordered address blobs at addrs (ab bytes each) into c's connections' blobs,
- * connection order (what a wire's attach reads). */
-void zc__addrs_compact(const zc_comm *c, uint8_t *addrs, size_t ab);
 /* Whether the window c's wire takes at create (wire.h's takes) fits what the platform leaves:
  * k ranks' windows within room bytes of memory on rank who's host, its registered bytes within
  * lock bytes of lockable memory (UINT64_MAX: no limit). ZC_LIMIT with a sentence giving the

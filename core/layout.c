@@ -116,8 +116,8 @@ static void zc_rows(const zc_config *cfg, const zc__arena_map *L, size_t state,
     bool inproc = cfg->transport == ZC_TRANSPORT_INPROC;
     bytes[ZC_R_COMM] = sizeof(zc_comm);
     bytes[ZC_R_WIRE_STATE] = state;
-    bytes[ZC_R_ADDRS] = n * addr; /* every rank's address blob (wires that need them) */
-    bytes[ZC_R_GROUP] = n * sizeof(zc_comm *);
+    bytes[ZC_R_ADDRS] = nc * addr; /* each connection's address blob (wires that need them) */
+    bytes[ZC_R_GROUP] = inproc ? n * sizeof(zc_comm *) : 0;
     bytes[ZC_R_CONN] = n * sizeof(uint32_t);
     bytes[ZC_R_CONN_PEER] = nc * sizeof(uint32_t);
     bytes[ZC_R_CHANS] = zc__lanes(cfg) * nc * sizeof(zc__chan);
@@ -131,10 +131,33 @@ static void zc_rows(const zc_config *cfg, const zc__arena_map *L, size_t state,
     bytes[ZC_R_ACC] = zc__log_algs(cfg) ? reqs * zc__acc_slice(cfg) : 0;
     zc_gpu_rows(cfg, bytes);
     bytes[ZC_R_SCRATCH] = inproc ? n * ZC_SCRATCH_INPROC_RANK_BYTES + addr
-                                 : sizeof(zc__boot) + n * ZC_SCRATCH_VERDICT_BYTES +
-                                       n * ZC_SCRATCH_RANK_BYTES + addr + n * 8u;
+                                 : zc__init_scratch(cfg, addr, NULL);
     /* In-process ranks keep their inbound window in the arena; processes map theirs. */
     bytes[ZC_R_WINDOW] = inproc ? zc__wire_for(cfg)->window_bytes(&L->geom) : 0;
+}
+
+uint32_t zc__addr_window(const zc_config *cfg, size_t addr_bytes) {
+    size_t w = addr_bytes ? ZC_ADDR_WINDOW_BYTES / addr_bytes : cfg->nranks;
+    if (w < 1u) w = 1u;
+    return w < cfg->nranks ? (uint32_t)w : cfg->nranks;
+}
+
+size_t zc__init_scratch(const zc_config *cfg, size_t addr_bytes, zc__init_scratch_map *m) {
+    size_t n = cfg->nranks, work = n * 4u, at = zc_align64(sizeof(zc__boot));
+    if (zc__overlay(cfg) && addr_bytes) {
+        size_t sparse = zc__boot_sparse_bytes(zc__addr_window(cfg, addr_bytes), addr_bytes);
+        work = sparse > work ? sparse : work;
+    }
+    zc__init_scratch_map map;
+    map.hellos = at;
+    at += n * ZC_SCRATCH_RANK_BYTES;
+    map.first = at;
+    map.next = at + n * 4u;
+    map.work = at + n * 8u;
+    at = (map.work + work + addr_bytes + 7u) & ~(size_t)7u;
+    map.where = at;
+    if (m) *m = map;
+    return at + n * 8u;
 }
 
 bool zc__layout(const zc_config *cfg, zc__arena_map *L) {

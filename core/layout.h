@@ -11,24 +11,41 @@
 /* ---- layout.c ---- */
 /* The scratch region of a communicator's arena serves the calls that create communicators,
  * so that no static memory is shared between threads creating different ones: zc_comm_init
- * keeps its bootstrap state (zc__boot, processes only), ZC_SCRATCH_RANK_BYTES per rank of
- * hellos, the verdicts, and at its end rank 0's bootstrap table (8 bytes per rank) there;
- * zc_comm_split and zc_comm_split_inproc use their parent's (per rank: colors,
- * keys, sizes or arenas, communicators and hosts; then one address blob of the parent's
- * size), an in-process group its rank 0's (per rank: windows). */
+ * keeps there (zc__init_scratch_map) its bootstrap state (zc__boot, processes only),
+ * ZC_SCRATCH_RANK_BYTES per rank of hellos, the ranks of each place (8 bytes per rank: the
+ * lowest rank and the next one of each rank's place), a work area (4 bytes per rank for
+ * sorting by host, or the sparse exchange's window of ZC_ADDR_WINDOW_BYTES of address blobs)
+ * and at its end rank 0's bootstrap table (8 bytes per rank); zc_comm_split and
+ * zc_comm_split_inproc use their parent's (per rank: colors, keys, sizes or arenas,
+ * communicators and hosts; then one address blob of the parent's size), an in-process group
+ * its rank 0's (per rank: windows). */
 #define ZC_SCRATCH_RANK_BYTES 96u
 /* In-process groups need less per rank: zc_comm_split_inproc's color and key, arena, child and
  * host (split.c), or the group's windows. */
 #define ZC_SCRATCH_INPROC_RANK_BYTES 32u
-/* Per rank, processes only: init's verdict (comm.c's zc_outcome: status and sentence), after
- * the bootstrap state and the hellos. */
-#define ZC_SCRATCH_VERDICT_BYTES 192u
+/* The address blobs a rank holds at once in overlay mode's sparse exchange (bootstrap.h): the
+ * exchange runs in rounds of ZC_ADDR_WINDOW_BYTES / addr_bytes ranks. */
+#define ZC_ADDR_WINDOW_BYTES (1u << 20)
+/* Offsets in the scratch of zc_comm_init between processes. */
+typedef struct zc__init_scratch_map {
+    size_t hellos; /* [nranks] hellos (ZC_SCRATCH_RANK_BYTES each) */
+    size_t first;  /* [nranks] uint32_t: the lowest rank of each rank's place */
+    size_t next;   /* [nranks] uint32_t: the next rank of its place, ZC_NO_CONN after the last */
+    size_t work;   /* sorting by host (uint32_t [nranks]), then the sparse exchange's scratch */
+    size_t where;  /* [nranks] uint64_t: rank 0's bootstrap table */
+} zc__init_scratch_map;
+/* Bytes of that scratch for cfg with address blobs of addr_bytes; its offsets into *m (may be
+ * NULL). */
+size_t zc__init_scratch(const zc_config *cfg, size_t addr_bytes, zc__init_scratch_map *m);
+/* Ranks per round of the sparse exchange (zc__boot_sparse's window) for blobs of addr_bytes:
+ * ZC_ADDR_WINDOW_BYTES of them, 1..nranks. */
+uint32_t zc__addr_window(const zc_config *cfg, size_t addr_bytes);
 /* The regions of an arena, in carve order. */
 typedef enum zc__region {
     ZC_R_COMM = 0,   /* struct zc_comm */
     ZC_R_WIRE_STATE, /* the wire's state (the largest candidate wire's) */
-    ZC_R_ADDRS,      /* [nranks] address blobs */
-    ZC_R_GROUP,      /* [nranks] zc_comm * (in-process) */
+    ZC_R_ADDRS,      /* [zc__conn_cap] address blobs, connection i's at i */
+    ZC_R_GROUP,      /* [nranks] zc_comm * (in-process; else empty) */
     ZC_R_CONN,       /* [nranks] uint32_t: rank -> connection index (zc__conn_fill) */
     ZC_R_CONN_PEER,  /* [zc__conn_cap] uint32_t: connection index -> rank */
     ZC_R_CHANS,      /* [zc__lanes * zc__conn_cap] zc__chan */
@@ -101,11 +118,20 @@ uint32_t zc__conn_count(const zc_config *cfg, uint32_t per_host);
  * (a uint64_t every stride bytes; NULL: cfg->inproc_ranks_per_host's simulated hosts). False
  * with a sentence in c->err when the host's ranks do not fit the table. */
 bool zc__conn_fill(struct zc_comm *c, const uint64_t *hosts, size_t stride);
-/* Rank r's connection set in c's communicator (hosts as zc__conn_fill's), ascending, at most
- * cap entries into out; returns how many (a host with more ranks than overlay mode allows is
- * cut short: zc__conn_fill refuses it on its own ranks). O(n) for the host scan. */
-uint32_t zc__conn_set(const struct zc_comm *c, const uint64_t *hosts, size_t stride, uint32_t r,
-                      uint32_t *out, uint32_t cap);
+/* order[0..n) = the ranks sorted by keys[r] (a uint64_t every stride bytes), ties by rank:
+ * heapsort, O(n log n), nothing but order. */
+void zc__sort_by_key(const uint64_t *keys, size_t stride, uint32_t n, uint32_t *order);
+/* From order (zc__sort_by_key's): first[r] the lowest rank with r's key, next[r] the next
+ * higher one (ZC_NO_CONN after the last), so a key's ranks are a walk. O(n). */
+void zc__link_keys(const uint64_t *keys, size_t stride, uint32_t n, const uint32_t *order,
+                   uint32_t *first, uint32_t *next);
+/* Rank r's connection set in c's communicator, ascending, at most cap entries into out;
+ * returns how many. Its host's ranks: the walk first[r], next[..] (zc__link_keys over the
+ * places; NULL: cfg->inproc_ranks_per_host's simulated hosts); a host with more ranks than
+ * overlay mode allows is cut short (zc__conn_fill refuses it on its own ranks). O(log n +
+ * ranks on r's host). */
+uint32_t zc__conn_set(const struct zc_comm *c, const uint32_t *first, const uint32_t *next,
+                      uint32_t r, uint32_t *out, uint32_t cap);
 
 /* The one function that decides the arena's regions; false if cfg is invalid. */
 bool zc__layout(const zc_config *cfg, zc__arena_map *out);

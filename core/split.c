@@ -62,7 +62,8 @@ static bool zc_one_place(const uint64_t *places, uint32_t n) {
 
 /* Gives every child its members' address blobs over the parent: each parent rank broadcasts
  * its blob in turn (sizes first, as they differ between colors); members of the same color
- * keep it at the sender's child rank. all[] holds {color, key} per parent rank. */
+ * keep it at the sender's connection index (when it is one). all[] holds {color, key} per
+ * parent rank. */
 static zc_status zc_split_exchange(zc_comm *parent, const int32_t *all, zc_comm *c,
                                    size_t ab) {
     uint64_t *sizes = (uint64_t *)(void *)(parent->scratch + 8u * parent->nranks);
@@ -78,8 +79,9 @@ static zc_status zc_split_exchange(zc_comm *parent, const int32_t *all, zc_comm 
                              "%llu bytes", p, (unsigned long long)sizes[p]);
         uint32_t prank, psize;
         zc_child_place(all, parent->nranks, p, &prank, &psize);
-        bool keep = c && all[2 * p] == all[2 * parent->rank] && sizes[p] == ab;
-        uint8_t *buf = keep ? c->addrs + (size_t)prank * ab : scratch;
+        bool keep = c && all[2 * p] == all[2 * parent->rank] && sizes[p] == ab &&
+                    c->conn[prank] != ZC_NO_CONN;
+        uint8_t *buf = keep ? c->addrs + (size_t)c->conn[prank] * ab : scratch;
         st = zc_broadcast(parent, buf, buf, sizes[p], ZC_UINT8, p, &req);
         if (st == ZC_OK) st = zc_wait(parent, &req);
     }
@@ -203,10 +205,11 @@ static zc_status zc_split(zc_comm *parent, int color, int key, void *arena, size
             /* This rank's own window first; the others check theirs. */
             local = zc__room_check(c, cc.rank, 1, room.avail_bytes, room.lock_bytes);
             if (local == ZC_OK)
-                local = c->wire->create(c->wire_state, &g, 0, ab ? c->addrs + cc.rank * ab : 0,
-                                        c->err, sizeof c->err);
+                local = c->wire->create(c->wire_state, &g, 0,
+                                        ab ? c->addrs + c->conn[cc.rank] * ab : 0, c->err,
+                                        sizeof c->err);
             created = local == ZC_OK;
-            if (local != ZC_OK && ab) __builtin_memset(c->addrs + cc.rank * ab, 0xff, ab);
+            if (local != ZC_OK && ab) __builtin_memset(c->addrs + c->conn[cc.rank] * ab, 0xff, ab);
         }
     }
     /* Every parent rank joins every sync, member or not, so nobody waits on a missing one. */
@@ -217,7 +220,6 @@ static zc_status zc_split(zc_comm *parent, int color, int key, void *arena, size
     if (st == ZC_OK) st = zc_barrier(parent, &sync);
     if (st == ZC_OK) st = zc_wait(parent, &sync);
     if (st == ZC_OK && c && local == ZC_OK) {
-        zc__addrs_compact(c, c->addrs, ab);
         local = c->wire->attach(c->wire_state, ab ? c->addrs : 0, c->err, sizeof c->err);
     }
     ok = local == ZC_OK ? 0 : (int32_t)local;

@@ -359,11 +359,18 @@ typedef struct zc_footprint {
     uint64_t cq_entries;     /* entries of its completion queue (0: none) */
     size_t private_bytes;    /* host memory beyond the arena that is not shared (transport_ib:
                               * its window and staging, the registered_bytes) */
-    size_t address_bytes;    /* the arena's table of every rank's wire address */
+    size_t address_bytes;    /* the arena's table of its connections' wire addresses */
     uint32_t hosts;          /* hosts the ranks span (ceil(nranks / ranks_per_host)) */
     zc_transport transport;  /* the wire init picks: SHM, IB, HIER or INPROC (AUTO resolved);
                               * for HIER shared_bytes is the shm instance's windows,
                               * registered_bytes, qps and cq_entries the ib instance's */
+    size_t init_bytes;       /* of arena_bytes, the scratch init (and split) work in: between
+                              * processes the bootstrap, 112 bytes per rank (hellos, the
+                              * place index, rank 0's table) and a work area (4 bytes per
+                              * rank, or the address window when larger) */
+    size_t rank_bytes;       /* of arena_bytes, the tables of every rank the communicator
+                              * keeps after init (rank -> connection; in-process also the
+                              * group) */
 } zc_footprint;
 
 /* What a communicator with cfg would take on rank cfg->rank when its ranks run ranks_per_host

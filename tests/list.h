@@ -333,6 +333,9 @@ ZT_TEST(limits_window_over_a_memory_cgroup_fails_init_not_the_process, 150)
 ZT_TEST(limits_derived_secret_is_said_once_by_rank_0, 150)
 ZT_TEST(limits_default_registered_memory_fits_8_mib_or_says_so, 10)
 
+/* tests/test_initscale.c */
+ZT_TEST(init_host_index_and_connection_sets_at_4096_and_65536_ranks, 60)
+
 /* tests/test_footprint.c */
 ZT_TEST(footprint_of_an_inproc_group_is_its_arena_with_the_window_in_it, 30)
 ZT_TEST(footprint_matches_the_shm_windows_of_a_job, 45)

@@ -23,6 +23,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Rank 0's bootstrap table (the addresses and join state of every rank) for the tests that
+ * open the bootstrap without an arena; one per process, as each rank is a process. */
+static uint64_t zt_where[1024];
+
 #define ZT_MS 1000000ull
 
 /* ---- helpers ---- */
@@ -135,7 +139,8 @@ void boot_single_rank_opens_no_socket_and_copies(void) {
     zc__boot b;
     char err[256];
     zc_config_default(&cfg);
-    ZT_CHECK_ST(zc__boot_open(&b, &cfg, zc_plat_now_ns() + 1000 * ZT_MS, err, sizeof err),
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, zt_where, zc_plat_now_ns() + 1000 * ZT_MS, err,
+                              sizeof err),
                 ZC_OK);
     ZT_CHECK_EQ(b.listen_sock, -1);
     ZT_CHECK_EQ(b.up_sock, -1);
@@ -155,22 +160,24 @@ void boot_rejects_invalid_arguments_with_a_sentence(void) {
     zc__boot b;
     char err[256];
     uint64_t later = zc_plat_now_ns() + 1000 * ZT_MS;
-    ZT_CHECK_ST(zc__boot_open(NULL, &cfg, later, err, sizeof err), ZC_INVALID_ARG);
+    ZT_CHECK_ST(zc__boot_open(NULL, &cfg, zt_where, later, err, sizeof err), ZC_INVALID_ARG);
     ZT_CHECK(strstr(err, "NULL") != NULL);
-    ZT_CHECK_ST(zc__boot_open(&b, NULL, later, err, sizeof err), ZC_INVALID_ARG);
+    ZT_CHECK_ST(zc__boot_open(&b, NULL, zt_where, later, err, sizeof err), ZC_INVALID_ARG);
     ZT_CHECK(strstr(err, "cfg") != NULL);
 
     zc_config_default(&cfg);
     cfg.rank = 1; /* of 1 */
-    ZT_CHECK_ST(zc__boot_open(&b, &cfg, later, err, sizeof err), ZC_INVALID_ARG);
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, zt_where, later, err, sizeof err), ZC_INVALID_ARG);
     ZT_CHECK(strstr(err, "rank") != NULL);
     zc_config_default(&cfg);
-    ZT_CHECK_ST(zc__boot_open(&b, &cfg, 0, err, sizeof err), ZC_INVALID_ARG);
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, zt_where, 0, err, sizeof err), ZC_INVALID_ARG);
     ZT_CHECK(strstr(err, "deadline") != NULL);
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, NULL, later, err, sizeof err), ZC_INVALID_ARG);
+    ZT_CHECK(strstr(err, "where is NULL") != NULL);
 
     zt_client_cfg(&cfg, 4242);
     cfg.secret_set = false;
-    ZT_CHECK_ST(zc__boot_open(&b, &cfg, later, err, sizeof err), ZC_INVALID_ARG);
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, zt_where, later, err, sizeof err), ZC_INVALID_ARG);
     ZT_CHECK(strstr(err, "secret") != NULL);
     /* A bootstrap whose open failed is closed: its calls say so instead of hanging. */
     uint8_t one = 1, all[2];
@@ -180,12 +187,12 @@ void boot_rejects_invalid_arguments_with_a_sentence(void) {
 
     zt_client_cfg(&cfg, 4242);
     snprintf(cfg.root_addr, sizeof cfg.root_addr, "127.0.0.1");
-    ZT_CHECK_ST(zc__boot_open(&b, &cfg, later, err, sizeof err), ZC_INVALID_ARG);
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, zt_where, later, err, sizeof err), ZC_INVALID_ARG);
     ZT_CHECK(strstr(err, "root_addr") != NULL);
 
     /* allgather's own arguments, on an open single-rank bootstrap. */
     zc_config_default(&cfg);
-    ZT_CHECK_ST(zc__boot_open(&b, &cfg, later, err, sizeof err), ZC_OK);
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, zt_where, later, err, sizeof err), ZC_OK);
     static uint8_t big[ZC_BOOT_MAX_BLOB + 1], big_all[ZC_BOOT_MAX_BLOB + 1];
     ZT_CHECK_ST(zc__boot_allgather(&b, big, big_all, 0), ZC_INVALID_ARG);
     ZT_CHECK(strstr(err, "bytes_each") != NULL);
@@ -201,7 +208,7 @@ void boot_rejects_invalid_arguments_with_a_sentence(void) {
 
     /* A tiny error buffer is never overrun. */
     char tiny[4] = {'x', 'x', 'x', 'x'};
-    ZT_CHECK_ST(zc__boot_open(&b, NULL, later, tiny, 3), ZC_INVALID_ARG);
+    ZT_CHECK_ST(zc__boot_open(&b, NULL, zt_where, later, tiny, 3), ZC_INVALID_ARG);
     ZT_CHECK(tiny[2] == '\0' && tiny[3] == 'x');
 }
 
@@ -211,7 +218,8 @@ void boot_connect_times_out_without_root(void) {
     char err[256];
     zt_client_cfg(&cfg, zt_closed_port());
     uint64_t t0 = zc_plat_now_ns();
-    ZT_CHECK_ST(zc__boot_open(&b, &cfg, t0 + 400 * ZT_MS, err, sizeof err), ZC_TIMED_OUT);
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, zt_where, t0 + 400 * ZT_MS, err, sizeof err),
+                ZC_TIMED_OUT);
     uint64_t ms = zt_ms_since(t0);
     printf("    %s (%llu ms)\n", err, (unsigned long long)ms);
     ZT_CHECK(ms >= 400 && ms <= 1500);
@@ -241,7 +249,8 @@ static pid_t zt_start_client(uint16_t port, zc_status want, const char *needle) 
     zc__boot b;
     char err[256] = "";
     zt_client_cfg(&cfg, port);
-    zc_status st = zc__boot_open(&b, &cfg, zc_plat_now_ns() + 5000 * ZT_MS, err, sizeof err);
+    zc_status st = zc__boot_open(&b, &cfg, zt_where, zc_plat_now_ns() + 5000 * ZT_MS, err,
+                                 sizeof err);
     printf("    client: %s: %s\n", zc_status_name(st), err);
     fflush(stdout);
     zc__boot_close(&b);
@@ -362,7 +371,7 @@ void boot_child_reports_its_parents_failure_note(void) {
         zt_client_cfg(&cfg, f.port);
         cfg.rank = 3;
         cfg.nranks = 4;
-        zc_status st = zc__boot_open(&b, &cfg, zc_plat_now_ns() + 5000 * ZT_MS, err,
+        zc_status st = zc__boot_open(&b, &cfg, zt_where, zc_plat_now_ns() + 5000 * ZT_MS, err,
                                      sizeof err);
         printf("    rank 3: %s: %s\n", zc_status_name(st), err);
         fflush(stdout);
@@ -454,7 +463,8 @@ int boot_rank_allgather(void) {
     uint8_t mine[108];
     zt_boot_cfg(&cfg);
     ZT_CHECK(cfg.nranks <= 64);
-    zc_status st = zc__boot_open(&b, &cfg, zc_plat_now_ns() + 20000 * ZT_MS, err, sizeof err);
+    zc_status st = zc__boot_open(&b, &cfg, zt_where, zc_plat_now_ns() + 20000 * ZT_MS, err,
+                                 sizeof err);
     if (st != ZC_OK) printf("open: %s\n", err);
     ZT_CHECK_ST(st, ZC_OK);
     zt_put32(mine, cfg.rank);
@@ -492,52 +502,84 @@ void boot_allgather_collects_every_rank_blob(void) {
     }
 }
 
-/* The sparse exchange's test need: rank r wants itself, r + 1 and 7 r + 3 (mod n), a set
- * that is neither symmetric nor near r in the tree. */
+/* The sparse exchange's test need: rank r wants itself, r +- 1 and r +- s (mod n, s = n / 2 - 1
+ * at least 2), a symmetric set whose far half is not near r in the tree. */
 static uint32_t zt_need(void *ctx, uint32_t r, uint32_t *out, uint32_t cap) {
+    uint32_t n = *(const uint32_t *)ctx, k = 0, s = n / 2u > 3u ? n / 2u - 1u : 2u % n;
+    uint32_t want[5] = {r, (r + 1u) % n, (r + n - 1u) % n, (r + s) % n, (r + n - s) % n};
+    for (uint32_t i = 0; i < 5 && k < cap; i++) {
+        bool dup = false;
+        for (uint32_t j = 0; j < k; j++) dup = dup || out[j] == want[i];
+        if (!dup) out[k++] = want[i];
+    }
+    return k;
+}
+
+/* A need that is not symmetric: r wants itself, r + 1 and 7 r + 3 (mod n). */
+static uint32_t zt_need_lopsided(void *ctx, uint32_t r, uint32_t *out, uint32_t cap) {
     uint32_t n = *(const uint32_t *)ctx, k = 0, want[3] = {r, (r + 1u) % n, (7u * r + 3u) % n};
     for (uint32_t i = 0; i < 3 && k < cap; i++) out[k++] = want[i];
     return k;
 }
 
-static bool zt_needs(uint32_t n, uint32_t r, uint32_t u) {
-    return u == r || u == (r + 1u) % n || u == (7u * r + 3u) % n;
+static uint8_t zt_blob_byte(uint32_t u, size_t i) { return (uint8_t)(u * 29u + i * 11u + 1u); }
+
+/* One sparse exchange of bytes-sized blobs in rounds of window ranks, its scratch exactly
+ * zc__boot_sparse_bytes and fenced: every blob this rank needs arrives intact in need order,
+ * nothing is written past the scratch or the needs. */
+static void zt_sparse_once(zc__boot *b, uint32_t n, uint32_t rank, size_t bytes,
+                           uint32_t window, const char *err) {
+    static uint8_t out[8 * 20000 + 64], scratch[64 * 20100 + 64], mine[20000];
+    uint32_t set[ZC_BOOT_NEED_MAX], nset = zt_need(&n, rank, set, ZC_BOOT_NEED_MAX);
+    size_t sb = zc__boot_sparse_bytes(window < n ? window : n, bytes);
+    ZT_CHECK(sb + 64 <= sizeof scratch && nset * bytes + 64 <= sizeof out);
+    memset(out, 0xee, sizeof out);
+    memset(scratch, 0xee, sizeof scratch);
+    for (size_t i = 0; i < bytes; i++) mine[i] = zt_blob_byte(rank, i);
+    zc_status st = zc__boot_sparse(b, mine, out, bytes, zt_need, &n, scratch, window);
+    if (st != ZC_OK) printf("sparse: %s\n", err);
+    ZT_CHECK_ST(st, ZC_OK);
+    for (uint32_t j = 0; j < nset; j++)
+        for (size_t i = 0; i < bytes; i += 7)
+            ZT_CHECK_EQ(out[j * bytes + i], zt_blob_byte(set[j], i));
+    for (size_t i = 0; i < 64; i++) {
+        ZT_CHECK_EQ(out[nset * bytes + i], 0xee);
+        ZT_CHECK_EQ(scratch[sb + i], 0xee);
+    }
 }
 
-/* zc__boot_sparse with small blobs and blobs larger than the stage: every rank gets each blob
- * it needs, intact, and a rank without children (odd) gets no other. */
+/* zc__boot_sparse with small blobs and blobs larger than the stage, in one round and in
+ * rounds of 3 and 1 ranks (a window smaller than n); then a need that is not symmetric, which
+ * leaves some rank without a blob (ZC_MISMATCH, the bootstrap still open); then (ZT_SPARSE_BAD)
+ * the last rank's window differs, which fails every rank. */
 int boot_rank_sparse(void) {
-    static uint8_t all[64 * 20000], map[8];
     zc_config cfg;
     zc__boot b;
     char err[256];
     zt_boot_cfg(&cfg);
     ZT_CHECK(cfg.nranks <= 64);
-    zc_status st = zc__boot_open(&b, &cfg, zc_plat_now_ns() + 20000 * ZT_MS, err, sizeof err);
+    zc_status st = zc__boot_open(&b, &cfg, zt_where, zc_plat_now_ns() + 20000 * ZT_MS, err,
+                                 sizeof err);
     if (st != ZC_OK) printf("open: %s\n", err);
     ZT_CHECK_ST(st, ZC_OK);
     static const size_t sizes[2] = {40, 20000};
-    for (int t = 0; t < 2; t++) {
-        size_t bytes = sizes[t];
-        static uint8_t mine[20000];
-        memset(all, 0, sizeof all);
-        for (size_t i = 0; i < bytes; i++) mine[i] = (uint8_t)(cfg.rank * 29u + i * 11u + 1u);
-        st = zc__boot_sparse(&b, mine, all, bytes, zt_need, &cfg.nranks, map);
-        if (st != ZC_OK) printf("sparse: %s\n", err);
-        ZT_CHECK_ST(st, ZC_OK);
-        uint32_t got = 0;
-        for (uint32_t u = 0; u < cfg.nranks; u++) {
-            const uint8_t *blob = all + u * bytes;
-            bool any = false;
-            for (size_t i = 0; i < bytes; i++) any = any || blob[i];
-            got += any;
-            if (zt_needs(cfg.nranks, cfg.rank, u))
-                for (size_t i = 0; i < bytes; i += 7)
-                    ZT_CHECK_EQ(blob[i], (uint8_t)(u * 29u + i * 11u + 1u));
-            else if (cfg.rank & 1u)
-                ZT_CHECK(!any);
-        }
-        printf("sparse rank %u: %u of %u blobs\n", cfg.rank, got, cfg.nranks);
+    static const uint32_t windows[3] = {64, 3, 1};
+    for (int t = 0; t < 2; t++)
+        for (int w = 0; w < 3; w++)
+            zt_sparse_once(&b, cfg.nranks, cfg.rank, sizes[t], windows[w], err);
+    static uint8_t out[5 * 40], scratch[64 * 48], mine[40];
+    memset(mine, (int)cfg.rank + 1, sizeof mine);
+    st = zc__boot_sparse(&b, mine, out, sizeof mine, zt_need_lopsided, &cfg.nranks, scratch, 64);
+    ZT_CHECK(st == ZC_OK || (st == ZC_MISMATCH && strstr(err, "never reached") != NULL));
+    if (st != ZC_OK) printf("lopsided rank %u: %s\n", cfg.rank, err);
+    if (getenv("ZT_SPARSE_BAD")) {
+        uint32_t window = cfg.rank == cfg.nranks - 1u ? 2u : 3u;
+        st = zc__boot_sparse(&b, mine, out, sizeof mine, zt_need, &cfg.nranks, scratch, window);
+        printf("bad window rank %u: %s: %s\n", cfg.rank, zc_status_name(st), err);
+        ZT_CHECK(st != ZC_OK);
+        zc__boot_close(&b);
+        printf("boot ok rank %u of %u\n", cfg.rank, cfg.nranks);
+        return 0;
     }
     ZT_CHECK_ST(zc__boot_barrier(&b), ZC_OK);
     zc__boot_close(&b);
@@ -551,7 +593,11 @@ void boot_sparse_exchange_gives_each_rank_its_needs(void) {
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
         zt_boot_job(ns[i], "boot_rank_sparse", 30, NULL, out, sizeof out);
         ZT_CHECK_EQ(zt_count(out, "boot ok rank"), ns[i]);
+        if (ns[i] >= 5) ZT_CHECK(zt_count(out, "never reached") >= 1);
     }
+    zt_boot_job(13, "boot_rank_sparse", 30, "ZT_SPARSE_BAD=1", out, sizeof out);
+    ZT_CHECK_EQ(zt_count(out, "boot ok rank"), 13);
+    ZT_CHECK(strstr(out, "MISMATCH") != NULL && strstr(out, "round from rank") != NULL);
 }
 
 #define ZT_FLOOD 40 /* silent connections of the flood imposter */
@@ -598,7 +644,8 @@ static int zt_imposter(const zc_config *job, const char *mode) {
         cfg.nranks = 2;
         cfg.rank = 1;
         cfg.secret[5] ^= 0x08;
-        zc_status st = zc__boot_open(&b, &cfg, zc_plat_now_ns() + 10000 * ZT_MS, err, sizeof err);
+        zc_status st = zc__boot_open(&b, &cfg, zt_where, zc_plat_now_ns() + 10000 * ZT_MS, err,
+                                     sizeof err);
         printf("imposter refused: %s: %s\n", zc_status_name(st), err);
         ZT_CHECK_ST(st, ZC_AUTH);
         ZT_CHECK(strstr(err, "secret") != NULL);
@@ -652,7 +699,7 @@ int boot_rank_with_imposter(void) {
     cfg.nranks = 2;
     if (cfg.rank == 1) zc_plat_sleep_ns(300 * ZT_MS); /* let the imposter go first */
     uint64_t t0 = zc_plat_now_ns();
-    zc_status st = zc__boot_open(&b, &cfg, t0 + 20000 * ZT_MS, err, sizeof err);
+    zc_status st = zc__boot_open(&b, &cfg, zt_where, t0 + 20000 * ZT_MS, err, sizeof err);
     if (st != ZC_OK) printf("open: %s\n", err);
     ZT_CHECK_ST(st, ZC_OK);
     uint32_t mine = 0xb00700u + cfg.rank, all[2] = {0, 0};
@@ -713,7 +760,7 @@ int boot_rank_facing_squatter(void) {
     zt_boot_cfg(&cfg);
     snprintf(cfg.root_addr, sizeof cfg.root_addr, "127.0.0.1:%s", getenv("ZT_BOOT_SQUAT"));
     uint64_t t0 = zc_plat_now_ns();
-    zc_status st = zc__boot_open(&b, &cfg, t0 + 5000 * ZT_MS, err, sizeof err);
+    zc_status st = zc__boot_open(&b, &cfg, zt_where, t0 + 5000 * ZT_MS, err, sizeof err);
     uint64_t ms = zt_ms_since(t0);
     printf("rank %u: %s after %llu ms: %s\n", cfg.rank, zc_status_name(st),
            (unsigned long long)ms, err);
@@ -751,7 +798,8 @@ int boot_rank_never_comes(void) {
         return 0;
     }
     uint64_t t0 = zc_plat_now_ns();
-    ZT_CHECK_ST(zc__boot_open(&b, &cfg, t0 + 500 * ZT_MS, err, sizeof err), ZC_TIMED_OUT);
+    ZT_CHECK_ST(zc__boot_open(&b, &cfg, zt_where, t0 + 500 * ZT_MS, err, sizeof err),
+                ZC_TIMED_OUT);
     uint64_t ms = zt_ms_since(t0);
     printf("open timed out: %s (%llu ms)\n", err, (unsigned long long)ms);
     ZT_CHECK(ms >= 500 && ms <= 2000);
@@ -781,7 +829,7 @@ int boot_rank_mismatch(void) {
     bool odd = cfg.rank == culprit;
     if (strcmp(mode, "nranks") == 0 && odd) cfg.nranks++;
     uint64_t t0 = zc_plat_now_ns();
-    zc_status st = zc__boot_open(&b, &cfg, t0 + 10000 * ZT_MS, err, sizeof err);
+    zc_status st = zc__boot_open(&b, &cfg, zt_where, t0 + 10000 * ZT_MS, err, sizeof err);
     if (strcmp(mode, "nranks") == 0) {
         ZT_CHECK_ST(st, ZC_MISMATCH);
         ZT_CHECK(strstr(err, "started for 3 ranks but rank 0 for 2") != NULL);
@@ -974,7 +1022,7 @@ int boot_rank_with_child_imposter(void) {
         fclose(f);
     }
     if (cfg.rank == 3) zc_plat_sleep_ns(1500 * ZT_MS);
-    zc_status st = zc__boot_open(&b, &cfg, deadline, err, sizeof err);
+    zc_status st = zc__boot_open(&b, &cfg, zt_where, deadline, err, sizeof err);
     if (st != ZC_OK) printf("open: %s\n", err);
     ZT_CHECK_ST(st, ZC_OK);
     uint32_t mine = 0xc0de00u + cfg.rank, all[4] = {0, 0, 0, 0};
@@ -1018,7 +1066,7 @@ int boot_rank_killed_mid_bootstrap(void) {
         ZT_CHECK(setitimer(ITIMER_REAL, &when, NULL) == 0);
     }
     if (cfg.rank == 11) zc_plat_sleep_ns(800 * ZT_MS);
-    zc_status st = zc__boot_open(&b, &cfg, t0 + 20000 * ZT_MS, err, sizeof err);
+    zc_status st = zc__boot_open(&b, &cfg, zt_where, t0 + 20000 * ZT_MS, err, sizeof err);
     if (st == ZC_OK) {
         uint8_t mine[8] = {0}, all[8 * 12];
         st = zc__boot_allgather(&b, mine, all, sizeof mine);

@@ -2133,22 +2133,21 @@ static void mp_ov_check_conns(const mp_ctx *m, uint32_t per) {
     MP_ST(m, zc_comm_footprint(&m->cfg, per, &fp), ZC_OK);
     MP_CHECK(m, fp.peers == k - 1u || strcmp(zc_comm_transport(c), "ib") != 0,
              "the footprint says %u peers, the communicator has %u", fp.peers, k - 1u);
-    /* A rank without children in the bootstrap tree (odd) received its connections' blobs
-     * only: the table (rank places, zero at init; the first nconn now in connection order)
-     * holds no other rank's. */
+    /* The address table holds the connections' blobs only, in connection order, sized for
+     * zc__conn_cap of them: nothing past the first nconn (zero since the carve). */
     zc_wire_geom g = zc__geom(c, c->comm_id, 0);
     size_t ab = c->wire->addr_bytes(&g), seen = 0;
-    for (uint32_t u = c->nconn; u < m->n && ab && (m->rank & 1u); u++) {
+    for (uint32_t u = c->nconn; u < zc__conn_cap(&c->cfg) && ab; u++) {
         const uint8_t *blob = c->addrs + (size_t)u * ab;
         size_t j = 0;
         while (j < ab && !blob[j]) j++;
-        MP_CHECK(m, j == ab || c->conn[u] != ZC_NO_CONN, "the address table holds a blob at "
-                 "rank %u's place, not a connection", u);
         seen += j < ab;
     }
+    MP_CHECK(m, seen == 0, "the address table holds %zu blobs past its %u connections", seen,
+             c->nconn);
     if (m->rank == 1)
-        printf("mp-info: rank 1: %u connections, %zu other blobs left in its table of %u\n",
-               c->nconn, seen, m->n);
+        printf("mp-info: rank 1: %u connections, a table of %u blobs for %u ranks\n", c->nconn,
+               zc__conn_cap(&c->cfg), m->n);
     if (strcmp(zc_comm_transport(c), "ib") != 0) return;
     for (uint32_t i = 0; i < c->nconn; i++) {
         uint32_t rank;

@@ -211,13 +211,14 @@ static void sc_one(uint32_t n, double *ms_first) {
     bound += 2u + 8u;
     for (uint32_t r = 0; r < n; r++) most = g.c[r]->nconn - 1u > most ? g.c[r]->nconn - 1u : most;
     ZT_CHECK(most <= bound);
-    /* 512 KiB with the default overlay_relay 0; the relay lane adds a ring of slots and two
-     * counter lines per connection the window is sized for (core/relay.c). */
+    /* 512 KiB with the default overlay_relay 0; the relay lane adds, per connection the window
+     * is sized for, a ring of slots, two counter lines and a channel (core/relay.c). */
     zc_config plain = g.c[0]->cfg;
     plain.rank = 0, plain.overlay_relay = 0;
     size_t arena0 = zc_comm_arena_bytes(&plain), relay = g.arena - arena0;
     ZT_CHECK(arena0 > 0 && arena0 <= 512u * 1024u);
-    ZT_CHECK(relay <= (size_t)zc__conn_cap(&g.c[0]->cfg) * (2u * (64u + 1024u) + 128u));
+    ZT_CHECK(relay <= (size_t)zc__conn_cap(&g.c[0]->cfg) *
+                          (2u * (64u + 1024u) + 128u + sizeof(zc__chan) + 64u));
     uint64_t seed = zt_seed() ^ n;
     const size_t counts[] = {1, 7, 256, (size_t)n - 3u, (size_t)n + 5u};
     for (uint32_t i = 0; i < 5; i++) {

@@ -3,8 +3,10 @@
  *   zcfoot [--ranks N,N,...] [--per-host K] [--transport auto|shm|ib|hier|inproc] [--slot-bytes B]
  *          [--slots S] [--qps Q] [--no-gpu] [--raw]
  *     one row per N: hosts, wire, arena, shared, registered, device, peers, qps, cq entries
- *     and the host memory in all (arena + shared + registered); a size init refuses prints
- *     "refused:" and the sentence. --raw: bytes as exact integers.
+ *     and the host memory in all (arena + shared + registered), then three parts of the
+ *     arena: the connections' address table, init's scratch and the per-rank tables kept
+ *     after init; a size init refuses prints "refused:" and the sentence. --raw: bytes as
+ *     exact integers.
  *   zcfoot --time [--ranks N,...] [--slot-bytes B] [--slots S] [--reps R] [--no-gpu] [--huge]
  *     [--log-min-ranks K] (cfg->log_min_ranks: 0 = one-shot at every n, 1 = recursive doubling)
  *     [--overlay K] (both forms: cfg->overlay_min_ranks, overlay mode from K ranks; log_min_ranks
@@ -176,14 +178,15 @@ static const char *zf_wire(zc_transport t) {
 }
 
 static int zf_table(const zf_opts *o) {
-    char b[6][32];
+    char b[8][32];
     char per[32];
     snprintf(per, sizeof per, "%u ranks per host", o->per_host);
     printf("# zc_comm_footprint, rank 0: %s, transport %s, %u slots x %u B, %u qps per peer%s, "
            "overlay_min_ranks %u\n", o->per_host ? per : "one host", zf_wire(o->transport),
            o->slots, o->slot_bytes, o->qps, o->no_gpu ? ", no gpu state" : "", o->overlay);
-    printf("%8s %6s %6s %12s %12s %12s %12s %8s %8s %10s %12s\n", "ranks", "hosts", "wire",
-           "arena", "shared", "registered", "device", "peers", "qps", "cq", "host_total");
+    printf("%8s %6s %6s %12s %12s %12s %12s %8s %8s %10s %12s %12s %12s %12s\n", "ranks",
+           "hosts", "wire", "arena", "shared", "registered", "device", "peers", "qps", "cq",
+           "host_total", "addresses", "init", "rank_tables");
     for (uint32_t i = 0; i < o->nsizes; i++) {
         zc_config cfg = zf_config(o, o->ranks[i], o->transport);
         zc_footprint fp;
@@ -194,11 +197,13 @@ static int zf_table(const zf_opts *o) {
             continue;
         }
         uint64_t total = (uint64_t)fp.arena_bytes + fp.shared_bytes + fp.private_bytes;
-        printf("%8u %6u %6s %12s %12s %12s %12s %8u %8u %10llu %12s\n", o->ranks[i], fp.hosts,
-               zf_wire(fp.transport), zf_bytes(o, b[0], 32, fp.arena_bytes),
+        printf("%8u %6u %6s %12s %12s %12s %12s %8u %8u %10llu %12s %12s %12s %12s\n",
+               o->ranks[i], fp.hosts, zf_wire(fp.transport), zf_bytes(o, b[0], 32, fp.arena_bytes),
                zf_bytes(o, b[1], 32, fp.shared_bytes), zf_bytes(o, b[2], 32, fp.registered_bytes),
                zf_bytes(o, b[3], 32, fp.device_bytes), fp.peers, fp.qps,
-               (unsigned long long)fp.cq_entries, zf_bytes(o, b[4], 32, total));
+               (unsigned long long)fp.cq_entries, zf_bytes(o, b[4], 32, total),
+               zf_bytes(o, b[5], 32, fp.address_bytes), zf_bytes(o, b[6], 32, fp.init_bytes),
+               zf_bytes(o, b[7], 32, fp.rank_bytes));
     }
     return 0;
 }

@@ -2421,18 +2421,21 @@ int mp_rank_overlay_relay(void) {
     return 0;
 }
 
-/* Overlay mode's misuse: MP_CASE=overlay (rank 1 asks for another overlay_min_ranks) and
- * MP_CASE=host_id (rank 1 claims an empty host) fail init on every rank with a sentence
- * naming it, within the init deadline's fraction, not by timing out. */
+/* Overlay mode's misuse: MP_CASE=overlay (rank 1 asks for another overlay_min_ranks),
+ * MP_CASE=host_id (rank 1 claims an empty host) and MP_CASE=relay (rank 1 alone asks for
+ * overlay_relay) fail init on every rank with a sentence naming it, within the init deadline's
+ * fraction, not by timing out. */
 int mp_rank_overlay_misuse(void) {
     const char *which = getenv("MP_CASE");
     bool host_case = which && !strcmp(which, "host_id");
+    bool relay_case = which && !strcmp(which, "relay");
     (void)mp_claim_host();
     mp_ctx m;
     mp_config(&m, "mp_rank_overlay_misuse");
     m.cfg.log_min_ranks = 1, m.cfg.overlay_min_ranks = 2;
     m.cfg.slot_bytes = 1024, m.cfg.slots = 2;
-    if (m.rank == 1 && !host_case) m.cfg.overlay_min_ranks = 3;
+    if (m.rank == 1 && relay_case) m.cfg.overlay_relay = 1;
+    else if (m.rank == 1 && !host_case) m.cfg.overlay_min_ranks = 3;
     if (m.rank == 1 && host_case) setenv("ZC_HOST_ID", "", 1);
     size_t bytes = zc_comm_arena_bytes(&m.cfg);
     m.arena = malloc(bytes);
@@ -2443,7 +2446,8 @@ int mp_rank_overlay_misuse(void) {
     zc_status want = host_case ? ZC_INVALID_ARG : ZC_MISMATCH;
     MP_CHECK(&m, st == want, "zc_comm_init returned %s, expected %s (%s)", zc_status_name(st),
              zc_status_name(want), text);
-    MP_CHECK(&m, strstr(text, host_case ? "ZC_HOST_ID" : "overlay_min_ranks") != NULL,
+    const char *cause = host_case ? "ZC_HOST_ID" : relay_case ? "overlay_relay" : "overlay_min_ranks";
+    MP_CHECK(&m, strstr(text, cause) != NULL,
              "the sentence \"%s\" does not name the cause", text);
     MP_CHECK(&m, ms < 5000.0, "init took %.0f ms to fail", ms);
     printf("mp-info: rank %u: %s after %.0f ms: %s\n", m.rank, zc_status_name(st), ms, text);
@@ -2811,16 +2815,17 @@ void mp_overlay_killed_relay_fails_calls_over_it(void) {
 }
 
 void mp_overlay_misuse_fails_init_on_every_rank(void) {
-    static const char *const cases[] = {"MP_CASE=overlay", "MP_CASE=host_id"};
-    for (size_t i = 0; i < 2; i++) {
+    static const char *const cases[] = {"MP_CASE=overlay", "MP_CASE=host_id", "MP_CASE=relay"};
+    static const char *const causes[] = {"overlay_min_ranks", "ZC_HOST_ID", "overlay_relay"};
+    for (size_t i = 0; i < 3; i++) {
         const char *env[] = {cases[i], NULL};
         int rc = zt_run_ranks(4, "mp_rank_overlay_misuse", 30, env, mp_out, sizeof mp_out);
         bool ok = rc == 0 && !strstr(mp_out, "mp FAILED");
         for (uint32_t r = 0; r < 4; r++) {
             char line[64];
             snprintf(line, sizeof line, "[%u] mp-info: rank %u:", r, r);
-            ok = ok && mp_line_has(mp_out, line, i ? "ZC_INVALID_ARG" : "ZC_MISMATCH",
-                                   i ? "ZC_HOST_ID" : "overlay_min_ranks");
+            ok = ok && mp_line_has(mp_out, line, i == 1 ? "ZC_INVALID_ARG" : "ZC_MISMATCH",
+                                   causes[i]);
         }
         if (!ok) mp_echo(mp_out, true);
         ZT_CHECK(ok);

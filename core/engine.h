@@ -131,7 +131,7 @@ struct zc_comm {
     uint64_t unposted;     /* channels with a message the wire refused for now (tx_unposted) */
     uint64_t empty_polls;  /* zc_progress calls in a row that moved nothing */
     uint32_t clock_polls;  /* zc_progress calls since it last read the clock */
-    uint32_t relay;        /* 1: overlay mode: progress serves the relay lane (relay.c) */
+    uint32_t relay;        /* 1: overlay_relay: progress serves the relay lane (relay.c) */
     uint64_t seq;          /* next collective sequence number */
     zc__chan *chans;       /* [zc__lanes(cfg) * nconn] */
     uint32_t *conn;        /* [nranks] rank -> its connection's index; ZC_NO_CONN: none */

@@ -150,8 +150,8 @@ void zc__rx_credit_all(zc_comm *comm);
  * batch (see channel.c). */
 void zc__rx_consume(zc_comm *comm, zc__req *r, uint32_t peer);
 
-/* ---- the relay lane (ZC_LANE_RELAY, overlay mode): messages of no request here, each one
- * taken in arrival order (relay.c forwards or delivers them) ---- */
+/* ---- the relay lane (ZC_LANE_RELAY, overlay mode with overlay_relay): messages of no request
+ * here, each one taken in arrival order (relay.c forwards or delivers them) ---- */
 /* The header of the next message to peer on the relay lane, its payload after it
  * (ZC_SLOT_HDR_BYTES on, never inline), when it may be written now (the one before it posted,
  * a credit for its slot); else NULL. */

@@ -1,5 +1,6 @@
-/* relay.c: send and receive between ranks without a connection (overlay mode), over the relay
- * lane (ZC_LANE_RELAY) that overlay mode adds to every connection. The route: the shorter way
+/* relay.c: send and receive between ranks without a connection (overlay mode with
+ * cfg->overlay_relay), over the relay lane (ZC_LANE_RELAY) such a communicator adds to every
+ * connection. The route: the shorter way
  * round the ring, each hop the highest power of two left in the distance, so every hop is a
  * ring link (r +- 2^k) and shorter than the one before (no cycle of relay rings can wait on
  * itself). A send writes its chunks, one slot each, into its first hop's relay ring; every rank's

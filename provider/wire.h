@@ -30,8 +30,8 @@
 #include "zcoll.h"
 
 #define ZC_WIRE_VERSION 9u
-/* Lanes: 0 collectives, 1 send/recv, 2 (overlay mode only: geometry lanes 3) messages relayed
- * toward a rank without a connection. ZC_WIRE_LANES is the most a geometry names. */
+/* Lanes: 0 collectives, 1 send/recv, 2 (relaying overlay communicators only: geometry lanes 3)
+ * messages relayed toward a rank without a connection. ZC_WIRE_LANES is the most a geometry names. */
 #define ZC_WIRE_LANES 3u
 #define ZC_WIRE_LANES_MESH 2u
 #define ZC_SLOT_HDR_BYTES 64u /* the header part of every slot; its last 8 bytes hold the tag */

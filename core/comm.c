@@ -180,9 +180,9 @@ static const char *zc_transport_name(uint32_t t) {
                                        ? "auto" : t == ZC_TRANSPORT_HIER ? "hier" : "inproc";
 }
 
-/* Picks the wire once every rank's hello is known: AUTO is shm on one host; across hosts it is
- * hier (shm among a host's ranks, ib between hosts, per connection) when some host runs several
- * ranks, else ib; a child split by zc_comm_node gets shared memory (split.c). order: the ranks
+/* Picks the wire once every rank's hello is known: AUTO is shm on one host, ib across hosts
+ * (hier, shm among a host's ranks and ib between hosts, is asked for: it has no device path
+ * but staging); a child split by zc_comm_node gets shared memory (split.c). order: the ranks
  * sorted by host (zc__sort_by_key), so ranks that share a host are neighbours there: O(n). */
 static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all, const uint32_t *order) {
     uint32_t other = 0, n = c->nranks;
@@ -200,7 +200,7 @@ static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all, const uint32_t *o
     c->host = all[c->rank].host;
     zc_transport t = c->cfg.transport;
     c->wire_auto = t == ZC_TRANSPORT_AUTO;
-    t = zc__transport_picked(t, other != 0, shared);
+    t = zc__transport_picked(t, other != 0);
     if (t == ZC_TRANSPORT_SHM && other) {
         zc__fmt(c->err, sizeof c->err, "rank %u runs on another host than rank 0: the "
                 "shared-memory wire needs every rank on one host (use ZC_TRANSPORT=ib or auto; "
@@ -210,9 +210,9 @@ static zc_status zc_pick_wire(zc_comm *c, const zc_hello *all, const uint32_t *o
     if (other && shared && t == ZC_TRANSPORT_IB && c->rank == 0) {
         char line[ZC_ERROR_TEXT_BYTES];
         zc__fmt(line, sizeof line, "ranks span hosts and some share one: one wire (ib) "
-                "carries this communicator, also between ranks on one host (ZC_TRANSPORT "
-                "hier or auto: shared memory among them); children split by zc_comm_node run "
-                "on shared memory");
+                "carries this communicator, also between ranks on one host (ZC_TRANSPORT=hier: "
+                "shared memory among them); children split by zc_comm_node run on shared "
+                "memory");
         zc_plat_log(ZC_PLAT_LOG_INFO, line);
     }
     bool places = false; /* whether the ranks claim more than one place */

@@ -8,7 +8,7 @@
  * picked); false with a sentence when init would refuse it. */
 static bool zc_fp_pick(const zc_config *cfg, uint32_t per, uint32_t hosts, zc_config *picked) {
     *picked = *cfg;
-    picked->transport = zc__transport_picked(cfg->transport, hosts > 1, per > 1);
+    picked->transport = zc__transport_picked(cfg->transport, hosts > 1);
     if (picked->transport == ZC_TRANSPORT_HIER && hosts == 1)
         picked->transport = ZC_TRANSPORT_SHM; /* as init: one host needs no second wire */
     if (picked->transport == ZC_TRANSPORT_HIER && !zc__hier_inter_name()) {

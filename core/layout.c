@@ -73,16 +73,13 @@ static void zc_gpu_rows(const zc_config *cfg, size_t bytes[ZC_R_COUNT_]) {
     bytes[ZC_R_STAGE_BUF] = ops ? cfg->gpu_stage_bytes : 0;
 }
 
-/* The wires a communicator with cfg may end up on (AUTO between processes: any of shm, ib and
- * hier); NULL-terminated. */
+/* The wires a communicator with cfg may end up on (AUTO between processes: shm or ib);
+ * NULL-terminated. */
 static void zc_candidates(const zc_config *cfg, const zc_wire_ops *out[4]) {
     out[0] = zc__wire_for(cfg);
     out[1] = out[2] = out[3] = 0;
 #ifdef ZC_HAVE_IB
-    if (cfg->transport == ZC_TRANSPORT_AUTO && cfg->nranks > 1) {
-        out[1] = &zc_wire_ib;
-        out[2] = &zc__wire_hier;
-    }
+    if (cfg->transport == ZC_TRANSPORT_AUTO && cfg->nranks > 1) out[1] = &zc_wire_ib;
 #endif
 }
 
@@ -179,12 +176,7 @@ size_t zc_comm_arena_bytes(const zc_config *cfg) {
     return zc__layout(cfg, &L) ? L.total : 0;
 }
 
-zc_transport zc__transport_picked(zc_transport asked, bool across_hosts, bool shared) {
+zc_transport zc__transport_picked(zc_transport asked, bool across_hosts) {
     if (asked != ZC_TRANSPORT_AUTO) return asked;
-#ifdef ZC_HAVE_IB
-    if (across_hosts && shared) return ZC_TRANSPORT_HIER;
-#else
-    (void)shared;
-#endif
     return across_hosts ? ZC_TRANSPORT_IB : ZC_TRANSPORT_SHM;
 }

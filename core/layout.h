@@ -138,7 +138,7 @@ bool zc__layout(const zc_config *cfg, zc__arena_map *out);
 const zc_wire_ops *zc__wire_for(const zc_config *cfg);
 /* The transport init runs on when asked for asked: AUTO is shm on one host; across hosts hier
  * when some host runs several ranks (shared; builds with transport_ib), else ib. */
-zc_transport zc__transport_picked(zc_transport asked, bool across_hosts, bool shared);
+zc_transport zc__transport_picked(zc_transport asked, bool across_hosts);
 /* The gpu provider cfg asks for; NULL: none (gpu_device -2, or one this build lacks). */
 const zc_gpu_ops *zc__gpu_provider(const zc_config *cfg);
 zc_gpu_geom zc__gpu_geometry(const zc_config *cfg);

@@ -151,9 +151,7 @@ typedef enum zc_mem_kind { ZC_MEM_HOST, ZC_MEM_CUDA } zc_mem_kind;
 #define ZC_DEFAULT_LOG_MIN_RANKS 9u
 
 typedef enum zc_transport {
-    ZC_TRANSPORT_AUTO = 0,   /* shm when every rank is on one host; across hosts hier when
-                              * some host runs several ranks (builds with transport_ib),
-                              * else ib */
+    ZC_TRANSPORT_AUTO = 0,   /* shm when every rank is on one host, else ib */
     ZC_TRANSPORT_SHM = 1,    /* shared-memory segments between processes of one host */
     ZC_TRANSPORT_INPROC = 2, /* all ranks in one process (zc_comm_init_inproc) */
     ZC_TRANSPORT_IB = 3,     /* libibverbs RC queue pairs (builds with transport_ib) */
@@ -375,7 +373,7 @@ typedef struct zc_footprint {
 
 /* What a communicator with cfg would take on rank cfg->rank when its ranks run ranks_per_host
  * to a host (ranks 0..k-1 on the first, and so on; 0: all on one host), on the wire init picks
- * (AUTO: shared memory on one host, hier or transport_ib across hosts): its arena, the memory its wire
+ * (AUTO: shared memory on one host, transport_ib across hosts): its arena, the memory its wire
  * takes beyond the arena (a shared window, registered pages), its device scratch (on the path
  * init tries first; 0 without a gpu provider), its peers, queue pairs and completion queue
  * entries. Computed by the functions init sizes everything with; creates, maps and opens

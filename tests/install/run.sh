@@ -36,7 +36,7 @@ ranks_say_sum() {
 if [ -f "build/$REAL" ] && [ ! -L "build/$REAL" ] &&
         [ "$(readlink build/libzcoll.so.$MAJOR)" = "$REAL" ] &&
         [ "$(readlink build/libzcoll.so)" = "libzcoll.so.$MAJOR" ] &&
-        readelf -d "build/$REAL" | grep -q "SONAME.*\[libzcoll.so.$MAJOR\]"; then
+        grep -q "SONAME.*\[libzcoll.so.$MAJOR\]" <<<"$(readelf -d "build/$REAL")"; then
     pass "build/ holds $REAL (SONAME libzcoll.so.$MAJOR) and the links libzcoll.so.$MAJOR, libzcoll.so"
 else
     fail "build/ holds the shared library as an installed tree does"; ls -l build/libzcoll.so*
@@ -44,8 +44,8 @@ fi
 # A program linked against the tree, as a user writes the line; it must load build/'s library.
 if cp tests/install/zchello.c "$TMP/app.c" &&
         cc -std=c11 -o "$TMP/app" "$TMP/app.c" -Iinclude -Lbuild -lzcoll -Wl,-rpath,"$PWD/build" &&
-        readelf -d "$TMP/app" | grep -q "NEEDED.*\[libzcoll.so.$MAJOR\]" &&
-        ldd "$TMP/app" | grep -q "libzcoll.so.$MAJOR => $PWD/build/libzcoll.so.$MAJOR "; then
+        grep -q "NEEDED.*\[libzcoll.so.$MAJOR\]" <<<"$(readelf -d "$TMP/app")" &&
+        grep -q "libzcoll.so.$MAJOR => $PWD/build/libzcoll.so.$MAJOR " <<<"$(ldd "$TMP/app")"; then
     pass "a program linked with -Lbuild -lzcoll -Wl,-rpath,build loads build/libzcoll.so.$MAJOR"
 else
     fail "a program linked against the build tree"; ldd "$TMP/app"
@@ -82,7 +82,7 @@ FLAGS=$(pkg-config --cflags --libs zcoll 2>&1)
 echo "pkg-config --cflags --libs zcoll: $FLAGS"
 # shellcheck disable=SC2086  # the flags are words
 if cp tests/install/zchello.c "$TMP/" && (cd "$TMP" && cc -std=c11 -o zchello zchello.c $FLAGS) &&
-        readelf -d "$TMP/zchello" | grep -q 'NEEDED.*\[libzcoll.so.0\]'; then
+        grep -q 'NEEDED.*\[libzcoll.so.0\]' <<<"$(readelf -d "$TMP/zchello")"; then
     pass "build a program with pkg-config only; it needs libzcoll.so.0"
 else
     fail "build a program with pkg-config only"

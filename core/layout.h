@@ -136,8 +136,8 @@ uint32_t zc__conn_set(const struct zc_comm *c, const uint32_t *first, const uint
 /* The one function that decides the arena's regions; false if cfg is invalid. */
 bool zc__layout(const zc_config *cfg, zc__arena_map *out);
 const zc_wire_ops *zc__wire_for(const zc_config *cfg);
-/* The transport init runs on when asked for asked: AUTO is shm on one host; across hosts hier
- * when some host runs several ranks (shared; builds with transport_ib), else ib. */
+/* The transport init runs on when asked for asked: AUTO is shm on one host, ib across hosts
+ * (hier is only ever asked for). */
 zc_transport zc__transport_picked(zc_transport asked, bool across_hosts);
 /* The gpu provider cfg asks for; NULL: none (gpu_device -2, or one this build lacks). */
 const zc_gpu_ops *zc__gpu_provider(const zc_config *cfg);

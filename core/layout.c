@@ -75,9 +75,9 @@ static void zc_gpu_rows(const zc_config *cfg, size_t bytes[ZC_R_COUNT_]) {
 
 /* The wires a communicator with cfg may end up on (AUTO between processes: shm or ib);
  * NULL-terminated. */
-static void zc_candidates(const zc_config *cfg, const zc_wire_ops *out[4]) {
+static void zc_candidates(const zc_config *cfg, const zc_wire_ops *out[3]) {
     out[0] = zc__wire_for(cfg);
-    out[1] = out[2] = out[3] = 0;
+    out[1] = out[2] = 0;
 #ifdef ZC_HAVE_IB
     if (cfg->transport == ZC_TRANSPORT_AUTO && cfg->nranks > 1) out[1] = &zc_wire_ib;
 #endif
@@ -85,7 +85,7 @@ static void zc_candidates(const zc_config *cfg, const zc_wire_ops *out[4]) {
 
 /* The wire geometry of cfg, and the largest state and address blob of its candidate wires. */
 static void zc_wire_sizes(const zc_config *cfg, zc__arena_map *L, size_t *state) {
-    const zc_wire_ops *cands[4];
+    const zc_wire_ops *cands[3];
     L->geom = (zc_wire_geom){0};
     L->geom.rank = cfg->rank;
     L->geom.nranks = cfg->nranks;

@@ -344,6 +344,10 @@ static zc_status zc_cuda_create(zc_cuda *st, const zc_gpu_geom *g) {
     if (s != ZC_OK) return s;
     ZC_CU_RT(st, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking),
              "cudaStreamCreateWithFlags");
+    /* Every kernel loaded now: a first launch behind a stream-ordered call's flag wait would
+     * wait for the device to go idle, which that wait never lets it (kernels.h). */
+    int le = zc__cuda_preload();
+    if (le) return zc_cuda_fail(st, (cudaError_t)le, "loading zcoll's kernels");
     for (; st->nevents < g->events; st->nevents++)
         ZC_CU_RT(st, cudaEventCreateWithFlags(&st->events[st->nevents], cudaEventDisableTiming),
                  "cudaEventCreateWithFlags");

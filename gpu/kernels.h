@@ -1,6 +1,6 @@
 /* kernels.h: what gpu/reduce.cu (compiled by nvcc) offers gpu/cuda.c (compiled by cc); the
- * simulated runtime (gpu/sim.c) offers the same two launches on its device. Each returns the
- * launch's own cudaError_t as an int (cudaLaunchKernel's result, never an earlier error left in
+ * simulated runtime (gpu/sim.c) offers the same three calls on its device. Each returns the
+ * call's own cudaError_t as an int (cudaLaunchKernel's result, never an earlier error left in
  * the thread's error slot); cuda.c turns it into a status and a sentence. */
 #ifndef ZC_GPU_KERNELS_H
 #define ZC_GPU_KERNELS_H
@@ -29,6 +29,14 @@ int zc__cuda_reduce(void *stream, void *dst, const void *const *srcs, uint32_t n
  * desc (device view of pinned host memory) when it runs and does what it says (reductions of
  * dtype and op, or copies). */
 int zc__cuda_step(void *stream, const void *desc, zc_dtype dtype, zc_op op, int sms);
+
+/* Loads every kernel above into the current device's context now and raises the device's stack
+ * limit to the most local memory any of them uses; the first error, 0 when none. Called at a
+ * provider's init, so that no later launch loads a module (CUDA's lazy loading, the default
+ * since 12.2, loads a kernel at its first launch) or grows the device's local memory: either
+ * may wait inside cudaLaunchKernel until the whole device is idle, and a stream-ordered call's
+ * step is launched behind its own flag wait, which only the host's next progress releases. */
+int zc__cuda_preload(void);
 
 /* The vector split of a reduction over count elements of esize bytes whose pointers are
  * ptrs[0..n): *head elements one by one until every pointer is 16-byte aligned, then *vecs

@@ -13,8 +13,9 @@
  * has, and the tail go one element at a time).
  * Stream-ordered steps (zc__cuda_step) read their pointers from a descriptor in pinned host
  * memory when they run: every block copies it into shared memory once.
- * Calls no CUDA function but cudaLaunchKernel, whose own result it returns (never an error an
- * earlier call left in the thread's slot); gpu/cuda.c converts it. */
+ * The launches call no CUDA function but cudaLaunchKernel, whose own result they return (never
+ * an error an earlier call left in the thread's slot); gpu/cuda.c converts it. zc__cuda_preload
+ * loads every kernel here at a provider's init (kernels.h says why). */
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -316,6 +317,36 @@ static cudaError_t zc_dispatch(cudaStream_t s, zc_red_args &a, zc_dtype dtype, z
 static cudaError_t zc_dispatch_step(cudaStream_t s, const zc_gpu_desc *d, zc_dtype dtype,
                                     zc_op op, int sms) {
     ZC_TABLE(zc_launch_step, (s, d, sms))
+}
+
+/* Loads both kernels of K (cudaFuncGetAttributes loads a kernel that lazy loading left out) and
+ * keeps the most local memory a thread of either uses in *local. */
+template <class K> static cudaError_t zc_load(size_t *local) {
+    const void *fns[2] = {reinterpret_cast<const void *>(&zc_reduce_kernel<K>),
+                          reinterpret_cast<const void *>(&zc_step_kernel<K>)};
+    for (const void *fn : fns) {
+        cudaFuncAttributes a;
+        cudaError_t e = cudaFuncGetAttributes(&a, fn);
+        if (e != cudaSuccess) return e;
+        if (a.localSizeBytes > *local) *local = a.localSizeBytes;
+    }
+    return cudaSuccess;
+}
+
+static cudaError_t zc_load_pair(zc_dtype dtype, zc_op op, size_t *local) {
+    ZC_TABLE(zc_load, (local))
+}
+
+extern "C" int zc__cuda_preload(void) {
+    size_t local = 0, limit = 0;
+    for (int t = 0; t < (int)ZC_DTYPE_COUNT_; t++)
+        for (int o = 0; o < (int)ZC_OP_COUNT_; o++) {
+            cudaError_t e = zc_load_pair((zc_dtype)t, (zc_op)o, &local);
+            if (e != cudaSuccess) return (int)e;
+        }
+    cudaError_t e = cudaDeviceGetLimit(&limit, cudaLimitStackSize);
+    if (e == cudaSuccess && local > limit) e = cudaDeviceSetLimit(cudaLimitStackSize, local);
+    return (int)e;
 }
 
 extern "C" int zc__cuda_reduce(void *stream, void *dst, const void *const *srcs, uint32_t nsrc,

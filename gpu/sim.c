@@ -105,6 +105,7 @@ typedef struct zc_sim_knobs {
     uint32_t read;
     int devices, visible[ZC_GPU_SIM_MAX_DEVICES], nvisible;
     int driver, no_peer, no_rdma, dmabuf, eager, platform; /* platform: 0 hopper 1 ampere 2 c2c */
+    int lazy;        /* kernels load at their first launch (CUDA_MODULE_LOADING not EAGER) */
     int fault_error; /* the error the injected fault raises */
     uint32_t queues;
     uint64_t fault_at;
@@ -125,6 +126,8 @@ static uint64_t zc_sim_serial, zc_sim_streams_made, zc_sim_numbered, zc_sim_tick
 static cudaError_t zc_sim_sticky;
 static char zc_sim_why[ZC_ERROR_TEXT_BYTES];
 static zc_gpu_sim_stats zc_sim_st;
+/* [device][family: 0 reduce, 1 step][dtype][op]: that kernel is loaded in the device's context. */
+static uint8_t zc_sim_loaded[ZC_GPU_SIM_MAX_DEVICES][2][ZC_DTYPE_COUNT_][ZC_OP_COUNT_];
 
 static _Thread_local cudaError_t zc_sim_slot;  /* the thread's last error */
 static _Thread_local zc_sim_ctx *zc_sim_cur;   /* the thread's current context */
@@ -180,6 +183,8 @@ static void zc_sim_read_knobs(void) {
     k->no_rdma = zc_sim_env("ZC_GPU_SIM_NO_RDMA", 0) != 0;
     k->dmabuf = zc_sim_env("ZC_GPU_SIM_DMABUF", 0) != 0;
     k->eager = zc_sim_env("ZC_GPU_SIM_EAGER", 0) != 0;
+    const char *ml = zc_plat_getenv("CUDA_MODULE_LOADING");
+    k->lazy = !(ml && ml[0] == 'E');
     k->fault_at = (uint64_t)zc_sim_env("ZC_GPU_SIM_FAULT", 0);
     k->fault_error = (int)zc_sim_env("ZC_GPU_SIM_FAULT_ERROR", cudaErrorIllegalAddress);
     int64_t q = zc_sim_env("CUDA_DEVICE_MAX_CONNECTIONS", 8);
@@ -535,8 +540,8 @@ static const struct { cudaError_t e; const char *name, *text; } zc_sim_names[] =
      "operation not permitted when stream is capturing"},
     {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
      "operation failed due to a previous error during capture"},
-    {cudaErrorUnknown, "cudaErrorUnknown", "unknown error (simulated: a synchronize that would "
-     "never return, or a queue full behind a flag wait)"},
+    {cudaErrorUnknown, "cudaErrorUnknown", "unknown error (simulated: it would never return on "
+     "a GPU: a synchronize, a kernel's lazy load or a push blocked by a flag wait)"},
 };
 
 const char *zc_simrt_error_name(cudaError_t e) {
@@ -996,12 +1001,58 @@ cudaError_t zc_simrt_memcpy_async(void *dst, const void *src, size_t bytes, int 
     ZC_SIM_CALL(zc_sim_memcpy(dst, src, bytes, s));
 }
 
+/* Lazy loading: a kernel's first launch loads it, and a load may wait for the whole device to
+ * go idle (a context synchronize). Work that can run runs; if a flag wait still holds any queue
+ * of the device, the launch would wait inside cudaLaunchKernel for good: refused (counted in
+ * lazy_blocks) instead of hanging. An unknown dtype or op is left to the launch's own checks. */
+static cudaError_t zc_sim_load(uint32_t family, zc_dtype dtype, zc_op op) {
+    int dev = zc_sim_ctx_dev();
+    if ((unsigned)dtype >= ZC_DTYPE_COUNT_ || (unsigned)op >= ZC_OP_COUNT_) return cudaSuccess;
+    uint8_t *loaded = &zc_sim_loaded[dev][family][dtype][op];
+    if (*loaded || !zc_sim_k.lazy) return (void)(*loaded = 1), cudaSuccess;
+    zc_sim_drain();
+    for (uint32_t q = 0; q < ZC_SIM_QUEUES; q++) {
+        const zc_sim_queue *Q = zc_sim_q[q];
+        for (uint32_t k = 0; Q && k < Q->len; k++)
+            if (Q->ops[(Q->head + k) % ZC_SIM_QCAP].dev == (uint32_t)dev) {
+                zc_sim_st.lazy_blocks++;
+                return cudaErrorUnknown;
+            }
+    }
+    *loaded = 1;
+    return cudaSuccess;
+}
+
+static cudaError_t zc_sim_preload(void) {
+    for (uint32_t t = 0; t < ZC_DTYPE_COUNT_; t++)
+        for (uint32_t o = 0; o < ZC_OP_COUNT_; o++) {
+            cudaError_t e = zc_sim_load(0, (zc_dtype)t, (zc_op)o);
+            if (e == cudaSuccess) e = zc_sim_load(1, (zc_dtype)t, (zc_op)o);
+            if (e != cudaSuccess) return e;
+        }
+    return cudaSuccess;
+}
+
+int zc_simrt_preload(void) {
+    zc_sim_lock();
+    cudaError_t e = zc_sim_sticky ? zc_sim_sticky : zc_sim_preload();
+    zc_sim_unlock();
+    return (int)zc_sim_err(e);
+}
+
+void zc_gpu_sim_unload(void) {
+    zc_sim_lock();
+    memset(zc_sim_loaded, 0, sizeof zc_sim_loaded);
+    zc_sim_unlock();
+}
+
 static cudaError_t zc_sim_launch_reduce(zc_gpu_sim_stream *s, void *dst,
                                         const void *const *srcs, uint32_t n, size_t count,
                                         zc_dtype dtype, zc_op op) {
     if (!zc_sim_stream_ok(s)) return cudaErrorInvalidResourceHandle;
     if (n == 0 || n > ZC_GPU_MAX_SRCS) return cudaErrorInvalidValue;
-    (void)zc_sim_ctx_dev();
+    cudaError_t e = zc_sim_load(0, dtype, op);
+    if (e != cudaSuccess) return e;
     zc_sim_op *o = zc_sim_push(s, ZC_OP_REDUCE);
     if (!o) return cudaErrorUnknown;
     o->dst = dst;
@@ -1029,7 +1080,8 @@ int zc_simrt_launch_reduce(void *stream, void *dst, const void *const *srcs, uin
 static cudaError_t zc_sim_launch_step(zc_gpu_sim_stream *s, const void *desc, zc_dtype dtype,
                                       zc_op op) {
     if (!zc_sim_stream_ok(s)) return cudaErrorInvalidResourceHandle;
-    (void)zc_sim_ctx_dev();
+    cudaError_t e = zc_sim_load(1, dtype, op);
+    if (e != cudaSuccess) return e;
     zc_sim_op *o = zc_sim_push(s, ZC_OP_STEP);
     if (!o) return cudaErrorUnknown;
     o->desc = desc;

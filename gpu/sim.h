@@ -31,6 +31,10 @@
  *     NIC writes need a flush), "c2c" (Grace Hopper: ordering all devices, the PCIe mapping
  *     flag accepted); ZC_GPU_SIM_NO_RDMA=1: no GPUDirect RDMA; ZC_GPU_SIM_DMABUF=1: dma-buf
  *     export works (default: CUDA_ERROR_NOT_SUPPORTED, as without the open kernel module).
+ *   - lazy loading (CUDA_MODULE_LOADING, LAZY unless "EAGER"): a kernel's first launch on a
+ *     device loads it, and a load waits for the device to go idle; when a flag wait holds a
+ *     queue of that device, the real launch would wait for good: the simulated one fails with
+ *     cudaErrorUnknown (counted in lazy_blocks); zc_gpu_sim_unload forgets what was loaded;
  *   - IPC lifetimes: freeing an allocation while another process still maps it (undefined
  *     behaviour with CUDA) is counted (zc_gpu_sim_stats.frees_while_mapped);
  *   - ZC_GPU_SIM_EAGER=1 runs every operation at once; ZC_GPU_SIM_FAULT=N makes the Nth
@@ -112,7 +116,12 @@ typedef struct zc_gpu_sim_stats {
     uint64_t capture_invalidations;
     uint64_t frees_while_mapped; /* allocations freed while a peer process still mapped them
                                   * through IPC (undefined behaviour with CUDA) */
+    uint64_t lazy_blocks;     /* first launches refused: their load would have waited for
+                               * good behind a flag wait (lazy loading) */
 } zc_gpu_sim_stats;
 void zc_gpu_sim_get_stats(zc_gpu_sim_stats *out);
+
+/* Forgets every loaded kernel, as a fresh process would have none (lazy loading). */
+void zc_gpu_sim_unload(void);
 
 #endif

@@ -153,6 +153,7 @@ enum { cudaFlushGPUDirectRDMAWritesToOwner = 100 };
 #define cudaMemcpyAsync zc_simrt_memcpy_async
 #define zc__cuda_reduce zc_simrt_launch_reduce
 #define zc__cuda_step zc_simrt_launch_step
+#define zc__cuda_preload zc_simrt_preload
 
 cudaError_t zc_simrt_get_last_error(void);
 cudaError_t zc_simrt_peek_at_last_error(void);
@@ -194,5 +195,6 @@ cudaError_t zc_simrt_memcpy_async(void *dst, const void *src, size_t bytes, int 
 int zc_simrt_launch_reduce(void *stream, void *dst, const void *const *srcs, uint32_t nsrc,
                            size_t count, zc_dtype dtype, zc_op op, int sms);
 int zc_simrt_launch_step(void *stream, const void *desc, zc_dtype dtype, zc_op op, int sms);
+int zc_simrt_preload(void);
 
 #endif

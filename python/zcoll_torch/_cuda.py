@@ -1,7 +1,7 @@
 """_cuda: CUDA tensors through zcoll's stream-ordered forms (zc_<collective>_stream).
 
-DOES NOT COMPLETE ON A GPU YET: on an H200 the zc_*_stream forms this module relies on never
-finished (docs/device-memory.md, "On a real GPU"). So that no program waits for good, a group
+NOT SHOWN TO COMPLETE ON A GPU YET: on an H200 and an H100 the zc_*_stream forms this module
+relies on never finished (docs/device-memory.md, "On a real GPU"). So that no program waits for good, a group
 refuses CUDA tensors with a sentence unless ZCOLL_TORCH_CUDA_EXPERIMENTAL=1 (for whoever
 debugs it on a GPU).
 
@@ -28,7 +28,7 @@ class Staging:
     def __init__(self, group):
         if os.environ.get('ZCOLL_TORCH_CUDA_EXPERIMENTAL') != '1':
             raise RuntimeError('zcoll: CUDA tensors are not supported yet: the stream-ordered '
-                               'calls they use do not complete on a GPU yet; use CPU tensors '
+                               'calls they use have not completed on a GPU yet; use CPU tensors '
                                '(ZCOLL_TORCH_CUDA_EXPERIMENTAL=1 lets them through, to debug '
                                'it on a GPU)')
         if _lib.STREAM['allreduce'] is None:

@@ -3,7 +3,8 @@
 # step's output in DIR/<step>.log and a one-line verdict per step in DIR/summary.txt (also on
 # stdout). Steps, in order: the driver and toolkit versions; a build of the tree with CUDA;
 # the runtime's last-error rule after a not-ready event query; the stream-ordered calls'
-# flag protocol alone (tests/gpu/standalone/memops_probe.cu); zcprobe; the device suite
+# flag protocol alone (tests/gpu/standalone/memops_probe.cu), with its kernel loaded first and
+# left to lazy loading; zcprobe; the device suite
 # (`ninja check-gpu`); the stream forms and the capture test with CUDA_DEVICE_MAX_CONNECTIONS=1;
 # compute-sanitizer memcheck, racecheck and synccheck on the kernels and one rank's collectives;
 # a latency and bandwidth sweep of all_reduce on device buffers (2 ranks); torch.distributed on
@@ -35,7 +36,7 @@ step() {  # step NAME LIMIT_S COMMAND...: runs it under timeout, logs, one verdi
     [ $rc -ne 0 ] && verdict="FAILED rc=$rc"
     [ $rc -eq 124 ] || [ $rc -eq 137 ] && verdict="TIMED OUT after ${limit}s"
     printf '%-14s %-22s %4ds  %s\n' "$name" "$verdict" $(( SECONDS - t0 )) \
-        "$(grep -E 'passed|failed|ERROR SUMMARY|^\| |lasterror' "$out/$name.log" | tail -1)" \
+        "$(grep -E 'passed|failed|ERROR SUMMARY|^\| |lasterror|^memops' "$out/$name.log" | tail -1)" \
         | tee -a "$summary"
     { echo "=== $name ($*)"; cat "$out/$name.log"; } >>"$out/all.log"
 }
@@ -66,6 +67,12 @@ EOF
 step lasterror 60 "nvcc -arch=native -o $out/lasterror $out/lasterror.cu && $out/lasterror"
 
 step memops 30 "nvcc -arch=native -o $out/memops_probe tests/gpu/standalone/memops_probe.cu && $out/memops_probe"
+# The same without loading the kernel first: exit 2 (stuck in the launch) shows the lazy-loading
+# wait that gpu/cuda.c's load at init avoids; the verdict line says which.
+step memops_lazy 30 "$out/memops_probe --lazy; echo memops_lazy: exit \$?; true"
+# A device test stalled past ZG_WATCHDOG_S seconds prints its backtrace and the communicator's
+# stream slots (tests/gpu/watch.c) and exits 124.
+export ZG_WATCHDOG_S=${ZG_WATCHDOG_S:-90}
 step zcprobe 30 'ZC_GPU_PROVIDER=cuda build/zcprobe; nvidia-smi topo -m'
 step check_gpu 150 'ninja check-gpu'
 step one_queue 120 'CUDA_DEVICE_MAX_CONNECTIONS=1 ZC_GPU_PROVIDER=cuda build/zcgputest gpu_stream_forms_in_order_on_a_stream_100_rounds_2_ranks gpu_stream_forms_share_one_hardware_queue_2_ranks gpu_progress_during_another_threads_global_capture_keeps_it_2_ranks gpu_fini_refuses_while_a_stream_holds_a_call_and_releases_after_abort'

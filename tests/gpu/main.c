@@ -44,6 +44,7 @@ zc_status zg_comm_init_env(uint64_t gpu_scratch_bytes, uint64_t oneshot_max_byte
 zc_comm *zg_comm_from_env(uint64_t gpu_scratch_bytes, uint64_t oneshot_max_bytes) {
     zc_status st = zg_comm_init_env(gpu_scratch_bytes, oneshot_max_bytes, &zg_comm);
     if (st != ZC_OK) zt_fail(__FILE__, __LINE__, "zc_comm_init", zc_init_error_text());
+    zg_watch(zg_comm);
     return zg_comm;
 }
 

@@ -2,10 +2,11 @@
  * simulated GPU makes fail on code that breaks the rule (and that runs on CUDA too where a GPU
  * can show it): the thread's error slot after "not ready" polls; one hardware queue shared by
  * every stream (CUDA_DEVICE_MAX_CONNECTIONS=1); zc_comm_fini with calls still on their streams;
- * progress while another thread captures a graph in global mode; a driver older than the
- * runtime; contexts on devices a rank does not use and progress from a fresh thread; devices
- * without peer access; contained (sticky) errors; IPC mappings outliving a free; dma-buf
- * mappings and flushes per platform; vector loads past an unaligned head. */
+ * kernels loaded before a launch can wait behind a flag (lazy loading); progress while another
+ * thread captures a graph in global mode; a driver older than the runtime; contexts on devices
+ * a rank does not use and progress from a fresh thread; devices without peer access; contained
+ * (sticky) errors; IPC mappings outliving a free; dma-buf mappings and flushes per platform;
+ * vector loads past an unaligned head. */
 #include "zg.h"
 
 #include <pthread.h>
@@ -63,18 +64,25 @@ void gpu_stream_forms_share_one_hardware_queue_2_ranks(void) {
 
 /* ---- zc_comm_fini with calls on their streams ---- */
 
+/* A communicator from the environment and a registered device pair (d, e) of n int32, d holding
+ * 0..n-1 (host holds them too). */
+static zc_comm *zg_iota_pair(int32_t *host, int n, int32_t **d, int32_t **e) {
+    zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
+    size_t bytes = sizeof(int32_t) * (size_t)n;
+    zg_register_pair(c, bytes, (void **)d, (void **)e);
+    for (int i = 0; i < n; i++) host[i] = i;
+    zg_h2d(*d, host, bytes);
+    return c;
+}
+
 /* One rank. A call still on its stream: fini refuses, says why, changes nothing; once the
  * stream passed it, fini works. Aborted with a call waiting: fini releases it (its stream goes
  * on, its output untouched) and refuses until the stream passed it. A graph-captured call
  * idle between replays does not hold fini. */
 void gpu_fini_refuses_while_a_stream_holds_a_call_and_releases_after_abort(void) {
     enum { N = 1024 };
-    int32_t host[N];
-    zc_comm *c = zg_comm_from_env(1u << 20, 256u << 10);
-    int32_t *d, *e;
-    zg_register_pair(c, sizeof host, (void **)&d, (void **)&e);
-    for (int i = 0; i < N; i++) host[i] = i;
-    zg_h2d(d, host, sizeof host);
+    int32_t host[N], *d, *e;
+    zc_comm *c = zg_iota_pair(host, N, &d, &e);
     void *s = zg_stream_create();
     ZT_CHECK_COMM(c, zc_allreduce_stream(c, d, e, N, ZC_INT32, ZC_SUM, s), ZC_OK);
     ZT_CHECK_COMM(c, zc_comm_fini(c), ZC_INVALID_STATE);
@@ -111,6 +119,48 @@ void gpu_fini_refuses_while_a_stream_holds_a_call_and_releases_after_abort(void)
     while (zc_comm_fini(c) == ZC_INVALID_STATE) /* the replay's fin may still be on its way */
         ZT_CHECK_COMM(c, zc_progress(c), ZC_OK);
     zg_graph_free(g);
+    zg_stream_destroy(s);
+    zg_dev_free(d);
+    zg_dev_free(e);
+}
+
+/* ---- lazy loading ---- */
+
+/* A stream-ordered call launches its step behind its own flag wait. CUDA loads a kernel at its
+ * first launch (lazy loading), and a load may wait for the device to go idle, which that wait
+ * never lets it do until the host's next progress: the provider loads every kernel at init.
+ * From nothing loaded (a fresh process), a communicator's first stream-ordered call runs; with
+ * its kernels forgotten after init (a provider that skipped the load), the simulated launch
+ * refuses where CUDA would hang, and the call fails with a sentence, its stream let through. */
+void gpu_kernels_load_at_init_so_no_launch_waits_behind_a_flag(void) {
+    zg_need_sim();
+    enum { N = 256 };
+    int32_t host[N], *d, *e;
+    zc_gpu_sim_stats s0, s1, s2;
+    zc_gpu_sim_unload();
+    zc_gpu_sim_get_stats(&s0);
+    zc_comm *c = zg_iota_pair(host, N, &d, &e);
+    void *s = zg_stream_create();
+    ZT_CHECK_COMM(c, zc_allreduce_stream(c, d, e, N, ZC_INT32, ZC_SUM, s), ZC_OK);
+    zg_drive(c, s);
+    zg_d2h(host, e, sizeof host);
+    ZT_CHECK(host[0] == 0 && host[N - 1] == N - 1);
+    zc_gpu_sim_get_stats(&s1);
+    ZT_CHECK(s1.lazy_blocks == s0.lazy_blocks);
+
+    zc_gpu_sim_unload();
+    ZT_CHECK(zc_allreduce_stream(c, d, e, N, ZC_INT32, ZC_SUM, s) == ZC_GPU);
+    printf("    refused: %s\n", zc_comm_error_text(c));
+    ZT_CHECK(strstr(zc_comm_error_text(c), "zc_step_kernel launch") != NULL);
+    zc_gpu_sim_get_stats(&s2);
+    ZT_CHECK(s2.lazy_blocks == s1.lazy_blocks + 1);
+    while (!zg_stream_done(s)) {
+    }
+    zc_req req; /* the communicator goes on: its reduction kernels load on an idle device */
+    ZT_CHECK_COMM(c, zg_wait(c, zc_allreduce(c, d, e, N, ZC_INT32, ZC_MAX, &req), &req), ZC_OK);
+    zg_d2h(host, e, sizeof host);
+    ZT_CHECK(host[0] == 0 && host[N - 1] == N - 1);
+    ZT_CHECK_COMM(c, zc_comm_fini(c), ZC_OK);
     zg_stream_destroy(s);
     zg_dev_free(d);
     zg_dev_free(e);

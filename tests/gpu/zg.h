@@ -61,6 +61,11 @@ zc_status zg_comm_init_env(uint64_t gpu_scratch_bytes, uint64_t oneshot_max_byte
  * cancellation (x and -x in neighbouring ranks' data), subnormals, sums that underflow to
  * subnormals, and some specials; raw bits for integers. */
 void zg_fill(void *buf, size_t count, zc_dtype dtype, uint64_t seed);
+/* A communicator's stream slots and active requests, on stderr; the watchdog of ZG_WATCHDOG_S
+ * seconds (unset or 0: none) that prints the thread's backtrace and that dump, then exits 124
+ * (tests/gpu/watch.c). zg_comm_from_env arms it. */
+void zg_dump(const zc_comm *c);
+void zg_watch(const zc_comm *c);
 /* This rank's ZC_RANK (0 outside zcrun). */
 uint32_t zg_rank(void);
 /* Runs rank program name on n ranks through zcrun (zg_need_device first); fails the test unless

@@ -6,12 +6,17 @@
 // Each host wait gives up after 2 s and prints the stage reached and the four flags, so a hang
 // of the zc_*_stream forms is pinned to one operation. Run once with the flags in
 // cudaHostAlloc(Mapped | Portable) memory (what gpu/cuda.c uses) and once in cudaMallocHost
-// memory.
+// memory. The kernel is loaded first (cudaFuncGetAttributes), as gpu/cuda.c loads its own at
+// init: with --lazy it is not, and under CUDA's lazy loading its first launch, behind the wait
+// for GO, may itself wait for the device to go idle; a 10 s alarm then reports where the host
+// thread is stuck and exits 2.
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef CUresult (*value32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 
@@ -95,8 +100,29 @@ static int run(const char *what, int kind) {
     return strcmp(stage, "done") != 0 || res != 5;
 }
 
-int main() {
+static const char *where = "start";
+
+static void stuck(int) {
+    char line[160];
+    int n = snprintf(line, sizeof line, "memops: stuck for 10 s in %s\n", where);
+    (void)!write(1, line, (size_t)n);
+    _exit(2);
+}
+
+int main(int argc, char **argv) {
+    bool lazy = argc > 1 && strcmp(argv[1], "--lazy") == 0;
+    signal(SIGALRM, stuck);
+    alarm(10);
+    if (!lazy) {
+        cudaFuncAttributes a;
+        cudaError_t e = cudaFuncGetAttributes(&a, step);
+        printf("memops: kernel loaded first: %s\n", cudaGetErrorName(e));
+    } else {
+        printf("memops: kernel left to load at its first launch (--lazy)\n");
+    }
+    where = "the first run (the launch behind the wait for GO, or a host wait)";
     int bad = run("cudaHostAlloc(Mapped|Portable)", 0);
+    where = "the second run";
     bad |= run("cudaMallocHost", 1);
     return bad;
 }

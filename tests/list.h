@@ -257,6 +257,7 @@ ZT_TEST(zcbench_log_depth_algorithms_check_exact_at_5_and_8_ranks, 120)
 ZT_TEST(zcbench_json_lines_have_every_key_and_bus_factor, 60)
 ZT_TEST(zcbench_rejects_bad_usage_with_exit_2, 60)
 ZT_TEST(zcbench_reports_failures_with_exit_1_and_runs_single_rank, 60)
+ZT_TEST(zcbench_transport_hier_on_one_host_runs_on_shm, 60)
 
 /* tests/test_gpu.c (host-runnable checks of the CUDA hooks; the device suite is tests/gpu) */
 ZT_TEST(gpu_mem_register_cuda_without_a_usable_device_is_unsupported_with_a_sentence, 20)

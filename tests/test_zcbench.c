@@ -355,3 +355,14 @@ void zcbench_reports_failures_with_exit_1_and_runs_single_rank(void) {
     ZB_CHECK(zb_count(zb_out, "# zcbench: ") == ZB_COLLS - 1);
     ZB_CHECK(zb_count(zb_out, "# allocations") == ZB_COLLS - 1);
 }
+
+/* --transport hier asks for the two-wire communicator; ranks that all share one host need only
+ * its shared-memory wire, which then carries the calls (zc_comm_transport says shm). */
+void zcbench_transport_hier_on_one_host_runs_on_shm(void) {
+    const char *args[] = {"-c", "allreduce", "-b", "8", "-e", "64", "-n", "4", "-w", "1",
+                          "--check", "--transport", "hier", NULL};
+    int rc = zb_bench(2, args, NULL);
+    if (rc != 0) zb_show();
+    ZT_CHECK_EQ(rc, 0);
+    ZB_CHECK(strstr(zb_out, "allreduce on 2 ranks, transport shm") != NULL);
+}

@@ -126,7 +126,7 @@ zc_status zc_gpu_sim_set_device(int ordinal); /* cudaSetDevice: the context init
 static const char zb_usage_line[] =
     "usage: zcrun -n N zcbench -c COLL [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-d DTYPE]\n"
     "       [-o OP] [-r ROOT] [-w WARMUP] [-n ITERS] [--mode loop|barrier] [--check] [--json]\n"
-    "       [--transport auto|shm|ib] [--sym] [--device] [--persistent]\n"
+    "       [--transport auto|shm|ib|hier] [--sym] [--device] [--persistent]\n"
     "       [--threads serial|multi]\n"
     "       (zcbench --help for more)\n";
 
@@ -144,9 +144,11 @@ static void zb_help(void) {
           "  --check        inputs whose results are exact in DTYPE; every rank verifies every\n"
           "                 timed iteration outside the timed region\n"
           "  --json         one JSON object per line and size instead of the table\n"
-          "  --transport T  auto, shm or ib (default: ZC_TRANSPORT, else auto: shared memory\n"
-          "                 on one host, InfiniBand/RoCE verbs across hosts; ZC_IB_* choose\n"
-          "                 the device, port and GID)\n"
+          "  --transport T  auto, shm, ib or hier (default: ZC_TRANSPORT, else auto: shared\n"
+          "                 memory on one host, InfiniBand/RoCE verbs across hosts; hier: shm\n"
+          "                 among the ranks of one host and ib between hosts, in one\n"
+          "                 communicator, shm alone when every rank shares one host;\n"
+          "                 ZC_IB_* choose the device, port and GID)\n"
           "  --sym          send and recv from the symmetric region (zc_sym_alloc; cfg->sym_bytes\n"
           "                 sized to fit): the single-copy path of one host\n"
           "  --device       send and receive buffers on the simulated device (needs\n"
@@ -233,11 +235,13 @@ static void zb_parse_option(zb_opts *o, br_opts *br, int argc, char **argv, int 
         o->sym = true;
     } else if (strcmp(a, "--transport") == 0) {
         const char *s = zb_value(argc, argv, i);
-        if (strcmp(s, "auto") != 0 && strcmp(s, "shm") != 0 && strcmp(s, "ib") != 0)
-            zb_usage("--transport %s: auto, shm or ib", s);
-        o->transport = strcmp(s, "shm") == 0  ? ZC_TRANSPORT_SHM
-                       : strcmp(s, "ib") == 0 ? ZC_TRANSPORT_IB
-                                              : ZC_TRANSPORT_AUTO;
+        if (strcmp(s, "auto") != 0 && strcmp(s, "shm") != 0 && strcmp(s, "ib") != 0 &&
+            strcmp(s, "hier") != 0)
+            zb_usage("--transport %s: auto, shm, ib or hier", s);
+        o->transport = strcmp(s, "shm") == 0    ? ZC_TRANSPORT_SHM
+                       : strcmp(s, "ib") == 0   ? ZC_TRANSPORT_IB
+                       : strcmp(s, "hier") == 0 ? ZC_TRANSPORT_HIER
+                                                : ZC_TRANSPORT_AUTO;
         o->transport_set = true;
     } else if (strcmp(a, "--device") == 0) {
         o->device = true;

@@ -73,7 +73,6 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
     c->wire_state = a + L.at[ZC_R_WIRE_STATE];
     c->addrs = a + L.at[ZC_R_ADDRS];
     c->addr_bytes = L.addr_bytes;
-    c->group = (zc_comm **)(void *)(a + L.at[ZC_R_GROUP]);
     c->conn = (uint32_t *)(void *)(a + L.at[ZC_R_CONN]);
     c->conn_peer = (uint32_t *)(void *)(a + L.at[ZC_R_CONN_PEER]);
     c->chans = (zc__chan *)(void *)(a + L.at[ZC_R_CHANS]);
@@ -731,7 +730,7 @@ zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[
             zc__set_init_error("%s", c->err);
             return st;
         }
-        for (uint32_t p = 0; p < n; p++) c->group[p] = comms[p];
+        c->group_next = comms[(r + 1u) % n];
     }
     for (uint32_t r = 0; r < n; r++) {
         zc_comm *c = comms[r];

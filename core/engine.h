@@ -172,7 +172,8 @@ struct zc_comm {
     uint8_t *addrs;        /* [zc__conn_cap * addr_bytes] the connections' address blobs */
     size_t addr_bytes;     /* of the largest candidate wire (the one in use may need less) */
     void *window;          /* in-process: this rank's inbound window, in the arena */
-    zc_comm **group;       /* [nranks] in-process: every rank's communicator; else unused */
+    zc_comm *group_next;   /* in-process: the next rank's communicator (the last rank's: rank
+                            * 0's), a ring zc_wait walks to progress the group; else NULL */
     uint32_t nconn;        /* connections: this rank itself and the peers it exchanges
                             * messages with (layout.h: zc__conn_set), rank order */
     uint32_t *conn_peer;   /* [nconn] connection index -> rank */

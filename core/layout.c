@@ -114,7 +114,6 @@ static void zc_rows(const zc_config *cfg, const zc__arena_map *L, size_t state,
     bytes[ZC_R_COMM] = sizeof(zc_comm);
     bytes[ZC_R_WIRE_STATE] = state;
     bytes[ZC_R_ADDRS] = nc * addr; /* each connection's address blob (wires that need them) */
-    bytes[ZC_R_GROUP] = inproc ? n * sizeof(zc_comm *) : 0;
     bytes[ZC_R_CONN] = n * sizeof(uint32_t);
     bytes[ZC_R_CONN_PEER] = nc * sizeof(uint32_t);
     bytes[ZC_R_CHANS] = zc__lanes(cfg) * nc * sizeof(zc__chan);

@@ -45,7 +45,6 @@ typedef enum zc__region {
     ZC_R_COMM = 0,   /* struct zc_comm */
     ZC_R_WIRE_STATE, /* the wire's state (the largest candidate wire's) */
     ZC_R_ADDRS,      /* [zc__conn_cap] address blobs, connection i's at i */
-    ZC_R_GROUP,      /* [nranks] zc_comm * (in-process; else empty) */
     ZC_R_CONN,       /* [nranks] uint32_t: rank -> connection index (zc__conn_fill) */
     ZC_R_CONN_PEER,  /* [zc__conn_cap] uint32_t: connection index -> rank */
     ZC_R_CHANS,      /* [zc__lanes * zc__conn_cap] zc__chan */

@@ -577,8 +577,8 @@ zc_status zc_wait(zc_comm *comm, zc_req *req) {
         (void)zc_progress_locked(comm);
         if (r->state != ZC_REQ_ACTIVE || (!inproc && pass % ZC_WAIT_PASSES)) continue;
         zc__unlock(comm);
-        for (uint32_t p = 0; inproc && p < comm->nranks; p++)
-            if (comm->group[p] && comm->group[p] != comm) (void)zc_progress(comm->group[p]);
+        for (zc_comm *p = comm->group_next; inproc && p && p != comm; p = p->group_next)
+            (void)zc_progress(p);
         zc__lock(comm);
     }
     /* The lock was let go between passes: another thread may have finished the request (its

@@ -367,8 +367,7 @@ typedef struct zc_footprint {
                               * place index, rank 0's table) and a work area (4 bytes per
                               * rank, or the address window when larger) */
     size_t rank_bytes;       /* of arena_bytes, the tables of every rank the communicator
-                              * keeps after init (rank -> connection; in-process also the
-                              * group) */
+                              * keeps after init (rank -> connection) */
 } zc_footprint;
 
 /* What a communicator with cfg would take on rank cfg->rank when its ranks run ranks_per_host

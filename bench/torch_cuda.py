@@ -19,7 +19,6 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 import zcoll_torch  # noqa: E402,F401
 
-os.environ.setdefault('ZCOLL_TORCH_CUDA_EXPERIMENTAL', '1')  # what this bench is for
 SIZES = [8, 64 << 10, 64 << 20]
 
 

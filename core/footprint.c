@@ -92,7 +92,8 @@ zc_status zc_comm_footprint(const zc_config *cfg, uint32_t ranks_per_host, zc_fo
     }
     out->arena_bytes = L.total;
     if (zc__gpu_provider(cfg) && cfg->nranks <= ZC_GPU_MAX_SRCS)
-        out->device_bytes = (size_t)zc__gpu_scratch_bytes(cfg, zc__gpu_tries_direct(w, &picked));
+        out->device_bytes = (size_t)zc__gpu_scratch_bytes(cfg, zc__gpu_tries_direct(w, &picked)) +
+                            (size_t)cfg->gpu_stream_slots * sizeof(zc_gpu_desc);
     out->peers = links.peers;
     out->qps = links.qps;
     out->cq_entries = links.cq_entries;

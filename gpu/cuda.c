@@ -20,8 +20,8 @@
  *     calls, so a query or a mapping here never invalidates another thread's global capture;
  *   - a driver older than the runtime needs is a device that cannot be used (ZC_GPU, with
  *     both versions), not an absent one.
- * Objects (stream, events, pinned flag words and step descriptors, scratch) are created by init
- * only; the data path enqueues and never synchronizes. */
+ * Objects (stream, events, pinned flag words and step descriptors, the descriptors' device
+ * copies, scratch) are created by init only; the data path enqueues and never synchronizes. */
 #ifdef ZC_CUDA_SIM
 #include "sim_cuda.h"
 #define ZC_CUDA_OPS zc_gpu_sim
@@ -92,7 +92,7 @@ typedef struct zc_cuda {
     uint32_t *flags_host;   /* pinned, mapped: the flag words, then the step descriptors */
     CUdeviceptr flags_dev;  /* the same memory as the GPU addresses it */
     zc_gpu_desc *descs_host;
-    CUdeviceptr descs_dev;
+    zc_gpu_desc *descs_copy; /* device memory: the copies that steps' kernels read */
     void *scratch;
     uint64_t scratch_bytes;
     void *pinned;           /* host memory page-locked at init (geom pin), NULL: none */
@@ -247,11 +247,13 @@ static void zc_cuda_release(zc_cuda *st) {
     if (st->stream) (void)cudaStreamDestroy(st->stream);
     if (st->flags_host) (void)cudaFreeHost(st->flags_host);
     if (st->scratch) (void)cudaFree(st->scratch);
+    if (st->descs_copy) (void)cudaFree(st->descs_copy);
     if (st->pinned) (void)cudaHostUnregister(st->pinned);
     st->pinned = 0;
     st->stream = 0;
     st->flags_host = 0;
     st->descs_host = 0;
+    st->descs_copy = 0;
     st->scratch = 0;
     st->nevents = 0;
 }
@@ -361,9 +363,11 @@ static zc_status zc_cuda_create(zc_cuda *st, const zc_gpu_geom *g) {
     ZC_CU_RT(st, cudaHostGetDevicePointer(&dev, st->flags_host, 0), "cudaHostGetDevicePointer");
     st->flags_dev = (CUdeviceptr)(uintptr_t)dev;
     st->descs_host = (zc_gpu_desc *)(void *)((uint8_t *)st->flags_host + fb);
-    st->descs_dev = st->flags_dev + fb;
     st->nflags = g->flags;
     st->ndescs = g->descs;
+    if (g->descs)
+        ZC_CU_RT(st, cudaMalloc((void **)&st->descs_copy, (size_t)g->descs * sizeof(zc_gpu_desc)),
+                 "cudaMalloc(step descriptors)");
     if (g->scratch_bytes)
         ZC_CU_RT(st, cudaMalloc(&st->scratch, (size_t)g->scratch_bytes), "cudaMalloc(scratch)");
     st->scratch_bytes = g->scratch_bytes;
@@ -772,9 +776,15 @@ static zc_status zc_cuda_stream_step(void *state, void *stream, uint32_t desc, z
     zc_status s = zc_cuda_index(st, desc, st->ndescs, "step descriptor");
     if (s == ZC_OK) s = zc_dev_enter(st, &gd);
     if (s != ZC_OK) return s;
-    const void *at = (const void *)(uintptr_t)(st->descs_dev + desc * sizeof(zc_gpu_desc));
-    int e = zc__cuda_step(stream, at, dtype, op, st->sms);
-    if (e) s = zc_cuda_fail(st, (cudaError_t)e, "zc_step_kernel launch");
+    /* The stream copies the descriptor (filled by then: the copy runs after the wait for go)
+     * into device memory, where every block of the step's device-wide grid reads it; blocks
+     * reading pinned host memory themselves made thousands of PCIe reads, milliseconds a step. */
+    zc_gpu_desc *at = &st->descs_copy[desc];
+    cudaError_t e = cudaMemcpyAsync(at, &st->descs_host[desc], sizeof(zc_gpu_desc),
+                                    cudaMemcpyDefault, (cudaStream_t)stream);
+    if (e != cudaSuccess) s = zc_cuda_fail(st, e, "cudaMemcpyAsync(step descriptor)");
+    int k = s == ZC_OK ? zc__cuda_step(stream, at, dtype, op, st->sms) : 0;
+    if (k) s = zc_cuda_fail(st, (cudaError_t)k, "zc_step_kernel launch");
     zc_dev_leave(st, &gd);
     return s;
 }

@@ -11,8 +11,9 @@
  * Loads and stores are 16-byte vectors over the part of the range where every pointer is 16-byte
  * aligned (zc__vec_split: an unaligned head, as a reduce-scatter block at any element offset
  * has, and the tail go one element at a time).
- * Stream-ordered steps (zc__cuda_step) read their pointers from a descriptor in pinned host
- * memory when they run: every block copies it into shared memory once.
+ * Stream-ordered steps (zc__cuda_step) read their pointers when they run, from the device copy
+ * of their descriptor that the stream made from pinned host memory just before (gpu/cuda.c):
+ * every block copies it into shared memory once.
  * The launches call no CUDA function but cudaLaunchKernel, whose own result they return (never
  * an error an earlier call left in the thread's slot); gpu/cuda.c converts it. zc__cuda_preload
  * loads every kernel here at a provider's init (kernels.h says why). */

@@ -1084,6 +1084,8 @@ static cudaError_t zc_sim_launch_step(zc_gpu_sim_stream *s, const void *desc, zc
     if (e != cudaSuccess) return e;
     zc_sim_op *o = zc_sim_push(s, ZC_OP_STEP);
     if (!o) return cudaErrorUnknown;
+    zc_sim_st.steps++;
+    if (zc_sim_dev_of(desc) < 0) zc_sim_st.steps_host_desc++;
     o->desc = desc;
     o->dtype = (uint32_t)dtype;
     o->op = (uint32_t)op;

@@ -118,6 +118,9 @@ typedef struct zc_gpu_sim_stats {
                                   * through IPC (undefined behaviour with CUDA) */
     uint64_t lazy_blocks;     /* first launches refused: their load would have waited for
                                * good behind a flag wait (lazy loading) */
+    uint64_t steps;           /* step kernels launched (stream-ordered calls) ... */
+    uint64_t steps_host_desc; /* ... of which read their descriptor from host memory: on a GPU
+                               * every block of the grid would cross PCIe for it (milliseconds) */
 } zc_gpu_sim_stats;
 void zc_gpu_sim_get_stats(zc_gpu_sim_stats *out);
 

@@ -351,7 +351,7 @@ typedef struct zc_footprint {
     size_t arena_bytes;      /* zc_comm_arena_bytes(cfg) */
     size_t shared_bytes;     /* this rank's own share of shared memory (its windows) */
     size_t registered_bytes; /* host memory this rank registers with the NIC */
-    size_t device_bytes;     /* device scratch */
+    size_t device_bytes;     /* device scratch and the stream slots' step descriptors */
     uint32_t peers;          /* ranks this rank exchanges messages with directly */
     uint32_t qps;            /* RDMA queue pairs this rank opens */
     uint64_t cq_entries;     /* entries of its completion queue (0: none) */

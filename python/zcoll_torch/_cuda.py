@@ -1,9 +1,8 @@
 """_cuda: CUDA tensors through zcoll's stream-ordered forms (zc_<collective>_stream).
 
-NOT SHOWN TO COMPLETE ON A GPU YET: on an H200 and an H100 the zc_*_stream forms this module
-relies on never finished (docs/device-memory.md, "On a real GPU"). So that no program waits for good, a group
-refuses CUDA tensors with a sentence unless ZCOLL_TORCH_CUDA_EXPERIMENTAL=1 (for whoever
-debugs it on a GPU).
+zcoll takes the device the process already uses when the group is made (its CUDA context): a
+program calls torch.cuda.set_device (or makes a CUDA tensor) before init_process_group, as the
+first CUDA call of a group says when it did not.
 
 PyTorch's caching allocator hands out memory zcoll has not registered (and that may move
 between calls), so each group registers two staging buffers once (ZC_MEM_CUDA, collectively: the
@@ -26,11 +25,6 @@ DEFAULT_BYTES = 64 << 20
 
 class Staging:
     def __init__(self, group):
-        if os.environ.get('ZCOLL_TORCH_CUDA_EXPERIMENTAL') != '1':
-            raise RuntimeError('zcoll: CUDA tensors are not supported yet: the stream-ordered '
-                               'calls they use have not completed on a GPU yet; use CPU tensors '
-                               '(ZCOLL_TORCH_CUDA_EXPERIMENTAL=1 lets them through, to debug '
-                               'it on a GPU)')
         if _lib.STREAM['allreduce'] is None:
             raise RuntimeError('zcoll: CUDA tensors need a CUDA build of libzcoll (%s has no '
                                'zc_allreduce_stream)' % _lib.lib._name)
@@ -45,6 +39,13 @@ class Staging:
         mem = ctypes.c_void_p()
         st = _lib.lib.zc_mem_register(self.group.comm, buf.data_ptr(), self.bytes,
                                       _lib.ZC_MEM_CUDA, ctypes.byref(mem))
+        if st == _lib.ZC_UNSUPPORTED:
+            try:
+                self.group._fail('zc_mem_register (CUDA staging)', st)
+            except RuntimeError as e:
+                raise RuntimeError('%s. With torch: call torch.cuda.set_device(local_rank) (or '
+                                   'make a CUDA tensor) before init_process_group, so that the '
+                                   'group is made on that device' % e) from None
         if st != _lib.ZC_OK:
             self.group._fail('zc_mem_register (CUDA staging)', st)
         return mem

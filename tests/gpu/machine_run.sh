@@ -7,8 +7,9 @@
 # left to lazy loading; zcprobe; the device suite
 # (`ninja check-gpu`); the stream forms and the capture test with CUDA_DEVICE_MAX_CONNECTIONS=1;
 # compute-sanitizer memcheck, racecheck and synccheck on the kernels and one rank's collectives;
-# a latency and bandwidth sweep of all_reduce on device buffers (2 ranks); torch.distributed on
-# CUDA tensors, zcoll beside nccl (bench/torch_cuda.py); the tutorial programs on torch.
+# a latency and bandwidth sweep of all_reduce on device buffers (2 ranks) and torch.distributed
+# on CUDA tensors, zcoll beside nccl (bench/torch_cuda.py), both under MPS; the tutorial
+# programs on torch.
 # Each step has its own time limit (seconds, below), cut to what is left of the whole run's
 # ZG_RUN_BUDGET seconds (default 900); a step with under 10 s left is skipped. Every log is also
 # appended to DIR/all.log as it is written.
@@ -76,8 +77,14 @@ export ZG_WATCHDOG_S=${ZG_WATCHDOG_S:-90}
 step zcprobe 30 'ZC_GPU_PROVIDER=cuda build/zcprobe; nvidia-smi topo -m'
 step check_gpu 150 'ninja check-gpu'
 step one_queue 120 'CUDA_DEVICE_MAX_CONNECTIONS=1 ZC_GPU_PROVIDER=cuda build/zcgputest gpu_stream_forms_in_order_on_a_stream_100_rounds_2_ranks gpu_stream_forms_share_one_hardware_queue_2_ranks gpu_progress_during_another_threads_global_capture_keeps_it_2_ranks gpu_fini_refuses_while_a_stream_holds_a_call_and_releases_after_abort'
+# Two ranks on one GPU time-slice it without MPS (every wait a context switch, about 290 us):
+# the timed steps run under MPS where the machine has it.
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/zg_mps CUDA_MPS_LOG_DIRECTORY=/tmp/zg_mps_log
+mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+step mps_on 10 'nvidia-cuda-mps-control -d && echo "MPS started"'
 step sweep 120 'ZC_GPU_PROVIDER=cuda build/zcrun -n 2 build/zcgputest --rank zg_rank_sweep'
 step torch_cuda 150 'PYTHONUNBUFFERED=1 python3 bench/torch_cuda.py 300'
+step mps_off 10 'echo quit | nvidia-cuda-mps-control'
 step seeds 120 'for s in examples/seed00*.py; do echo "== $s"; MASTER_PORT=29711 timeout 60 python3 $s || exit 1; done'
 for tool in memcheck racecheck synccheck; do
     step "san_$tool" 90 "ZC_GPU_PROVIDER=cuda compute-sanitizer --tool $tool --target-processes all --error-exitcode 3 build/zcgputest gpu_reduce_kernels_match_host_bitwise_every_dtype_op gpu_collectives_match_host_reference_1_rank"

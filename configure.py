@@ -555,10 +555,10 @@ def write_checks(n, cfg):
         checks.append('check-ib-symbols')
     n.build(['FORCE'], 'phony')  # always dirty: the `run` targets below always run
     n.build(['test'], 'run', implicit=['FORCE', 'all'], variables={'cmd': 'build/zctest'})
-    # Overlay mode at 512 and 4,096 in-process ranks (tests/test_scale.c; `ninja check` runs
-    # it at 1,024 as part of zctest).
+    # Overlay mode at 512 and 4,096 in-process ranks (tests/test_scale.c) and a job of 1,100
+    # processes (tests/test_mp.c); `ninja check` runs them at 1,024 and 128 as part of zctest.
     n.build(['check-scale'], 'run', implicit=['FORCE', 'all'],
-            variables={'cmd': 'ZC_SCALE_RANKS=512,4096 build/zctest scale_'})
+            variables={'cmd': 'ZC_SCALE_RANKS=512,4096 ZC_SCALE_PROCS=1100 build/zctest scale_'})
     # The static checks first, then every test (zctest, and the soft-RoCE guest suite when
     # transport_ib is built) with one combined summary line: README's and CI's test command.
     if cfg.baremetal:  # the image and its symbol check; check.sh boots it

@@ -128,7 +128,8 @@ ZT_TEST(inproc_init_rejects_short_arena_and_wrong_transport, 10)
 ZT_TEST(inproc_send_recv_complete_in_call_order, 30)
 ZT_TEST(inproc_persistent_plans_restart_without_rebuilding, 30)
 
-/* tests/test_scale.c (ZC_SCALE_RANKS: the sizes; `ninja check-scale`: 512 and 4096) */
+/* tests/test_scale.c (ZC_SCALE_RANKS: the sizes; `ninja check-scale`: 512 and 4096; its
+ * scale_overlay_job_of_processes is in tests/test_mp.c) */
 ZT_TEST(scale_overlay_inproc_matches_reference, 600)
 /* tests/test_overlay.c */
 ZT_TEST(overlay_calls_match_reference_or_are_refused_9_to_20_ranks, 120)
@@ -211,6 +212,8 @@ ZT_TEST(mp_spin_auto_yields_only_when_ranks_share_cpus, 60)
 ZT_TEST(mp_misuse_leaves_comm_usable, 40)
 ZT_TEST(mp_overlay_processes_match_reference_n9, 120)
 ZT_TEST(mp_overlay_processes_match_reference_n17, 150)
+/* ZC_SCALE_PROCS processes (128; `ninja check-scale`: 1,100) */
+ZT_TEST(scale_overlay_job_of_processes_matches_reference, 1600)
 ZT_TEST(mp_overlay_misuse_fails_init_on_every_rank, 80)
 ZT_TEST(mp_hier_processes_match_reference_n6, 200)
 ZT_TEST(mp_hier_processes_match_reference_n9, 260)

@@ -2083,11 +2083,13 @@ static uint32_t mp_claim_host(void) {
 }
 
 /* MP_BATCHES (12) batches of 1 to 4 calls drawn by mp_draw_op (counts above cap, when not 0,
- * cut to just below it) issued together and checked against the reference; the seeds' salts
- * keep each job's draws its own. Returns the calls checked. */
+ * cut to just below it; MP_COUNT_CAP, when set, replaces cap) issued together and checked
+ * against the reference; the seeds' salts keep each job's draws its own. Returns the calls
+ * checked. */
 static uint64_t mp_batches(mp_ctx *m, uint64_t salt, uint64_t lsalt, uint64_t usalt, size_t cap,
                            const char *what) {
     uint32_t batches = mp_env_u32("MP_BATCHES", 12);
+    if (mp_env_u32("MP_COUNT_CAP", 0)) cap = mp_env_u32("MP_COUNT_CAP", 0);
     zt_rng g = {mp_seed ^ salt};
     zt_rng local = {mp_seed ^ lsalt ^ ((uint64_t)m->rank << 40)};
     uint64_t calls = 0;
@@ -2191,8 +2193,9 @@ int mp_rank_overlay(void) {
     void *carena = malloc(cb);
     MP_CHECK(&m, carena != NULL, "no memory for the child's arena");
     MP_ST(&m, zc_comm_split(m.comm, (int)(m.rank % 2u), (int)m.rank, carena, cb, &child), ZC_OK);
-    uint32_t who[64];
-    for (uint32_t r = 0; r < zc_comm_size(child) && r < 64u; r++) who[r] = 2u * r + m.rank % 2u;
+    uint32_t *who = malloc(sizeof *who * zc_comm_size(child));
+    MP_CHECK(&m, who != NULL, "no memory for the child's rank table");
+    for (uint32_t r = 0; r < zc_comm_size(child); r++) who[r] = 2u * r + m.rank % 2u;
     mp_op o = {.kind = MP_ALLREDUCE, .dt = ZC_FLOAT32, .op = ZC_SUM, .count = 777};
     o.n = zc_comm_size(child), o.me = zc_comm_rank(child), o.who = who;
     o.uid = mp_mix(mp_seed ^ 0xc41dull ^ (m.rank % 2u));
@@ -2208,6 +2211,7 @@ int mp_rank_overlay(void) {
     MP_CHECK(&m, child->nconn <= child->nranks, "the child has %u connections", child->nconn);
     MP_ST(&m, zc_comm_fini(child), ZC_OK);
     free(carena);
+    free(who);
     mp_barrier(&m);
     if (m.rank == 0)
         printf("mp-info: overlay n=%u, %u per claimed host, transport %s: %u connections on rank "
@@ -2749,6 +2753,23 @@ void mp_overlay_processes_match_reference_n9(void) {
 void mp_overlay_processes_match_reference_n17(void) {
     static const char *const env[] = {"MP_PER_HOST=4", "MP_BATCHES=8", NULL};
     mp_job(17, "mp_rank_overlay", 120, env, 0);
+}
+
+/* A job of ZC_SCALE_PROCS processes (128 when unset; `ninja check-scale` runs 1,100: more than
+ * the 1,024 ranks a full mesh allows), 8 per claimed host, in overlay mode from the environment
+ * (a job past 1,024 ranks is refused without it): init through the sparse bootstrap, the
+ * connection set, 4 batches of collectives of up to 16 elements per block against the reference,
+ * and the even/odd split. On 2 cores every rank yields after each empty poll, so a call is a
+ * round of the scheduler over every process: the deadline is minutes. */
+void scale_overlay_job_of_processes_matches_reference(void) {
+    uint32_t n = mp_env_u32("ZC_SCALE_PROCS", 128);
+    static const char *const env[] = {"MP_PER_HOST=8", "MP_BATCHES=4", "MP_COUNT_CAP=16",
+                                      "ZC_OVERLAY_MIN_RANKS=2", "ZC_LOG_MIN_RANKS=1",
+                                      "ZC_TIMEOUT_MS=300000", NULL};
+    uint64_t t0 = mp_now_ns();
+    mp_job(n, "mp_rank_overlay", n > 512 ? 1500 : 300, env, 0);
+    ZT_CHECK(strstr(mp_out, "mp-info: overlay n=") != NULL);
+    printf("    %u processes: %.1f s\n", n, mp_ms(mp_now_ns() - t0) / 1000.0);
 }
 
 /* The two-wire communicator between processes on this machine: shm among each claimed host's

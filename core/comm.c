@@ -791,6 +791,10 @@ zc_status zc_comm_fini(zc_comm *comm) {
         if (comm->mems[i].mr.handle) comm->wire->mem_deregister(comm->wire_state,
                                                                 &comm->mems[i].mr);
     zc__gpu_close(comm);
+    /* Every call finished: a peer still in one of them (slower, waiting on another rank) will
+     * not count this rank's exit as a loss (progress.c, zc_peer_gone). */
+    if (!comm->failed && !comm->nreqs_active && comm->wire->closing)
+        comm->wire->closing(comm->wire_state, comm->seq);
     comm->wire->close(comm->wire_state);
     comm->magic = 0;
     zc__unlock(comm);

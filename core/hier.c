@@ -264,6 +264,18 @@ static zc_status zc_hier_peer_alive(void *state, uint32_t peer, char *err, size_
     return h->w[k]->peer_alive(h->st[k], peer, err, cap);
 }
 
+static void zc_hier_closing(void *state, uint64_t seqs) {
+    zc_hier *h = state;
+    for (int k = 0; k < 2; k++)
+        if (h->w[k]->closing) h->w[k]->closing(h->st[k], seqs);
+}
+
+static uint64_t zc_hier_closed_after(void *state, uint32_t peer) {
+    zc_hier *h = state;
+    uint32_t k = zc_hier_of(h, peer);
+    return h->w[k]->closed_after ? h->w[k]->closed_after(h->st[k], peer) : 0;
+}
+
 /* Placement is instance 1's (the core plans it only for its connections: zc__hier_puts). */
 static bool zc_hier_places(const zc_hier *h) {
     const zc_wire_ops *w = h->w[1];
@@ -372,4 +384,5 @@ const zc_wire_ops zc__wire_hier = {
     zc_hier_takes,
     zc_hier_links,
     0, /* no flagged lines: instance 1's peers cannot poll a sender's stores */
+    zc_hier_closing, zc_hier_closed_after,
 };

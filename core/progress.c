@@ -322,11 +322,22 @@ static void zc_check_alarm(zc_comm *comm) {
     if (word) zc_alarmed(comm, word);
 }
 
+/* Whether r can no longer need peer p, which closed cleanly (zc_comm_fini with every call
+ * finished) after its first seqs collectives: a collective of a lower sequence had finished
+ * there, so whatever p sends for it is in this rank's rings already and it takes nothing more;
+ * a send or recv with another (or any) peer does not wait on p. A relayed call may route
+ * through p: still needed. */
+static bool zc_done_with(const zc__req *r, uint32_t p, uint64_t seqs) {
+    if (r->lane == 0) return r->seq < seqs;
+    return r->lane == 1 && r->s.root != p;
+}
+
 /* The liveness check of r, stalled for ZC_LIVENESS_NS: true when it failed the communicator.
  * A rank found gone is first only suspected: the clock is read after a step pass, and a peer
  * may have sent its last message and exited while this rank was descheduled between the two,
  * so r fails only if it is still stalled at a later check (a step pass ran between, and did
- * not move it: a moved request restarts its stall clock and never gets here). */
+ * not move it: a moved request restarts its stall clock and never gets here). A peer that
+ * closed cleanly after finishing what r needs of it is not a loss for r. */
 static bool zc_peer_gone(zc_comm *comm, zc__req *r, uint64_t now) {
     comm->liveness_ns = now;
     for (uint32_t k = 0; k < comm->nconn; k++) { /* the ranks the wire reaches */
@@ -335,6 +346,12 @@ static bool zc_peer_gone(zc_comm *comm, zc__req *r, uint64_t now) {
         if (p == comm->rank ||
             comm->wire->peer_alive(comm->wire_state, p, why, sizeof why) == ZC_OK)
             continue;
+        uint64_t closed = comm->wire->closed_after
+                              ? comm->wire->closed_after(comm->wire_state, p) : 0;
+        if (closed && zc_done_with(r, p, closed - 1u)) continue;
+        if (closed)
+            zc__fmt(why, sizeof why, "it closed the communicator (zc_comm_fini) after %llu "
+                    "collectives", (unsigned long long)(closed - 1u));
         if (comm->suspect != p + 1u || now == comm->suspect_ns || r->moved_ns > comm->suspect_ns) {
             if (now != comm->suspect_ns) { /* not a second request of the same check */
                 comm->suspect = p + 1u;

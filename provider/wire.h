@@ -29,7 +29,7 @@
 #include "fmt.h"
 #include "zcoll.h"
 
-#define ZC_WIRE_VERSION 9u
+#define ZC_WIRE_VERSION 10u
 /* Lanes: 0 collectives, 1 send/recv, 2 (relaying overlay communicators only: geometry lanes 3)
  * messages relayed toward a rank without a connection. ZC_WIRE_LANES is the most a geometry names. */
 #define ZC_WIRE_LANES 3u
@@ -164,6 +164,14 @@ typedef struct zc_wire_ops {
      * (shm, in process), returns it, and the core may then send a small message as flagged
      * lines that the receiver polls in place (core/proto.h). */
     const void *(*rx_mem)(void *state, uint32_t lane, uint32_t peer, uint32_t slot);
+    /* ---- a clean close: NULL in wires that cannot tell one from a loss ---- */
+    /* Before close, when every call this rank issued has finished: marks its window closed
+     * after its first seqs collectives (the sequence numbers 0..seqs-1). */
+    void (*closing)(void *state, uint64_t seqs);
+    /* 0 unless peer closed cleanly (closing), else 1 + the seqs it closed with: readable after
+     * the peer's process is gone, so that a rank still in a call the peer had finished does not
+     * count the peer's exit as a loss. */
+    uint64_t (*closed_after)(void *state, uint32_t peer);
 } zc_wire_ops;
 
 extern const zc_wire_ops zc_wire_shm;

@@ -2497,6 +2497,49 @@ int mp_rank_late_exit(void) {
     return 0;
 }
 
+/* 3 ranks, a reduce of 4 int32 to rank 0. Rank 1 sends its part, finishes, closes
+ * (zc_comm_fini) and exits while rank 2 joins 300 ms late: rank 0, stalled on rank 2 through
+ * several liveness checks, must not count rank 1's clean exit as a loss. MP_CASE=early: rank 1
+ * closes before the reduce; then ranks 0 and 2 fail with ZC_PEER_LOST, rank 0 (which waits on
+ * rank 1) saying rank 1 closed, rank 2 naming rank 0 as the detector. */
+int mp_rank_clean_exit(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_clean_exit");
+    mp_init(&m);
+    bool early = getenv("MP_CASE") && strcmp(getenv("MP_CASE"), "early") == 0;
+    int32_t in[4], out[4] = {0};
+    for (int i = 0; i < 4; i++) in[i] = (int32_t)(m.rank * 100u) + i;
+    if (m.rank == 1 && early) {
+        printf("mp-result: rank 1 closes before the reduce\n");
+        fflush(stdout);
+        mp_fini(&m);
+        return 0;
+    }
+    if (m.rank == 2) mp_sleep_ms(300);
+    zc_req r;
+    MP_ST(&m, zc_reduce(m.comm, in, out, 4, ZC_INT32, ZC_SUM, 0, &r), ZC_OK);
+    zc_status st = zc_wait(m.comm, &r);
+    if (early) {
+        const char *text = zc_comm_error_text(m.comm);
+        MP_CHECK(&m, st == ZC_PEER_LOST && strstr(text, m.rank == 0 ? "zc_comm_fini" :
+                                                  "rank 0 detected") != NULL,
+                 "the reduce returned %s (%s), not ZC_PEER_LOST naming %s", zc_status_name(st),
+                 text, m.rank == 0 ? "rank 1's close" : "rank 0 as the detector");
+        printf("mp-result: rank %u: %s: %s\n", m.rank, zc_status_name(st), text);
+        free(m.arena); /* a failed communicator: its fini is not the point here */
+        return 0;
+    }
+    MP_CHECK(&m, st == ZC_OK, "the reduce returned %s: %s", zc_status_name(st),
+             zc_comm_error_text(m.comm));
+    if (m.rank == 0)
+        for (int i = 0; i < 4; i++)
+            MP_CHECK(&m, out[i] == 300 + 3 * i, "element %d is %d", i, out[i]);
+    printf("mp-result: rank %u: reduce done\n", m.rank);
+    fflush(stdout);
+    mp_fini(&m);
+    return 0;
+}
+
 /* ---- the tests: start the rank programs --------------------------------------------------- */
 
 static char mp_out[1 << 20];
@@ -2737,6 +2780,17 @@ void mp_fini_returns_promptly_after_small_calls(void) {
 void mp_message_of_an_exited_peer_is_taken(void) {
     mp_job(2, "mp_rank_late_exit", 30, NULL, 0);
     ZT_CHECK(strstr(mp_out, "took the message of a rank that exited") != NULL);
+}
+
+/* A rank that finished a call, closed and exited is no loss to a rank still in that call;
+ * one that closed before joining it is. */
+void mp_clean_exit_after_a_call_is_not_a_loss(void) {
+    static const char *const early[] = {"MP_CASE=early", NULL};
+    mp_job(3, "mp_rank_clean_exit", 30, NULL, 0);
+    ZT_CHECK(strstr(mp_out, "rank 0: reduce done") != NULL);
+    mp_job(3, "mp_rank_clean_exit", 30, early, 0);
+    ZT_CHECK(strstr(mp_out, "rank 0: ZC_PEER_LOST") != NULL);
+    ZT_CHECK(strstr(mp_out, "rank 2: ZC_PEER_LOST") != NULL);
 }
 
 void mp_misuse_leaves_comm_usable(void) {

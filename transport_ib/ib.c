@@ -516,4 +516,5 @@ const zc_wire_ops zc_wire_ib = {
     zc_ib_takes,
     zc_ib_links,
     0, /* no flagged lines: an RDMA write does not promise the order its bytes land in */
+    0, 0, /* no clean-close mark: a peer's exit reads as a loss */
 };

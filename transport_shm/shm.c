@@ -26,7 +26,8 @@ typedef struct zc_shm_head {
     uint64_t pid;
     uint32_t slots, stride;
     uint32_t nconn, conn_cap;
-    uint64_t pad_[2];
+    uint64_t closed; /* 0, or 1 + the collectives its rank had finished at a clean close */
+    uint64_t pad_;
 } zc_shm_head;
 _Static_assert(sizeof(zc_shm_head) == 64, "window header is one line");
 
@@ -171,7 +172,7 @@ static zc_status zc_shm_create(void *state, const zc_wire_geom *g, void *window,
     }
     zc_shm_head *h = (zc_shm_head *)(void *)s->mine;
     *h = (zc_shm_head){ZC_SHM_MAGIC, g->comm_id,  g->rank,  g->nranks, zc_plat_process_id(),
-                       g->slots,     g->stride,   g->nconn, g->conn_cap, {0, 0}};
+                       g->slots,     g->stride,   g->nconn, g->conn_cap, 0, 0};
     __builtin_memcpy(s->mine + zc_shm_table_off(), g->conn_peer, g->nconn * sizeof(uint32_t));
     return ZC_OK;
 }
@@ -334,6 +335,22 @@ static zc_status zc_shm_peer_alive(void *state, uint32_t peer, char *err, size_t
     return ZC_PEER_LOST;
 }
 
+static void zc_shm_closing(void *state, uint64_t seqs) {
+    zc_shm *s = state;
+    if (s->mapped && s->mine)
+        __atomic_store_n(&((zc_shm_head *)(void *)s->mine)->closed, seqs + 1u, __ATOMIC_RELEASE);
+}
+
+/* The peer's window stays mapped here after its process exits; in process a finished peer's
+ * window may be its caller's memory again, so nothing is read there. */
+static uint64_t zc_shm_closed_after(void *state, uint32_t peer) {
+    zc_shm *s = state;
+    uint32_t i = s->g.conn[peer];
+    if (!s->mapped || i == UINT32_MAX || !s->peers[i]) return 0;
+    return __atomic_load_n(&((const zc_shm_head *)(const void *)s->peers[i])->closed,
+                           __ATOMIC_ACQUIRE);
+}
+
 static void *zc_shm_sym_base(void *state, uint32_t rank) {
     zc_shm *s = state;
     uint32_t i = s->g.conn[rank];
@@ -364,4 +381,5 @@ const zc_wire_ops zc_wire_shm = {
     zc_shm_takes,
     zc_shm_links,
     zc_shm_rx_mem,
+    zc_shm_closing, zc_shm_closed_after,
 };

@@ -2311,18 +2311,20 @@ int mp_rank_hier(void) {
     mp_hier_check(&m);
     uint64_t t0 = mp_now_ns();
     uint64_t calls = mp_batches(&m, (0x41e4ull << 32) ^ m.n, 0x10ca2ull, 0x41ull, 0, "hier");
-    uint32_t who[64], size = 0, crank = 0, host = mp_layout_host(m.rank);
+    uint32_t *who = malloc(sizeof *who * m.n), size = 0, crank = 0, host = mp_layout_host(m.rank);
+    MP_CHECK(&m, who != NULL, "no memory for the children's rank tables");
     bool spans = false;
-    for (uint32_t r = 0; r < m.n && size < 64u; r++)
+    for (uint32_t r = 0; r < m.n; r++)
         if (mp_layout_host(r) == host) who[size++] = r;
     for (uint32_t r = 0; r < size; r++) crank = who[r] == m.rank ? r : crank;
     mp_hier_child(&m, (int)host, size, crank, who, "shm");
     size = 0;
-    for (uint32_t r = m.rank % 2u; r < m.n && size < 64u; r += 2u) {
+    for (uint32_t r = m.rank % 2u; r < m.n; r += 2u) {
         spans = spans || mp_layout_host(r) != mp_layout_host(m.rank % 2u);
         who[size++] = r;
     }
     mp_hier_child(&m, (int)(m.rank % 2u), size, m.rank / 2u, who, spans ? "hier" : "shm");
+    free(who);
     mp_barrier(&m);
     if (m.rank == 0)
         printf("mp-info: hier n=%u, layout %s, overlay %s: %u connections on rank 0, %llu calls "

@@ -2500,7 +2500,7 @@ int mp_rank_late_exit(void) {
 }
 
 /* 3 ranks, a reduce of 4 int32 to rank 0. Rank 1 sends its part, finishes, closes
- * (zc_comm_fini) and exits while rank 2 joins 300 ms late: rank 0, stalled on rank 2 through
+ * (zc_comm_fini) and exits while rank 2 joins 300 ms late (MP_LATE_MS): rank 0, stalled on rank 2 through
  * several liveness checks, must not count rank 1's clean exit as a loss. MP_CASE=early: rank 1
  * closes before the reduce; then ranks 0 and 2 fail with ZC_PEER_LOST, rank 0 (which waits on
  * rank 1) saying rank 1 closed, rank 2 naming rank 0 as the detector. */
@@ -2517,7 +2517,7 @@ int mp_rank_clean_exit(void) {
         mp_fini(&m);
         return 0;
     }
-    if (m.rank == 2) mp_sleep_ms(300);
+    if (m.rank == 2) mp_sleep_ms(getenv("MP_LATE_MS") ? atol(getenv("MP_LATE_MS")) : 300);
     zc_req r;
     MP_ST(&m, zc_reduce(m.comm, in, out, 4, ZC_INT32, ZC_SUM, 0, &r), ZC_OK);
     zc_status st = zc_wait(m.comm, &r);

@@ -405,8 +405,8 @@ static void zc_ib_seal(void *state) { (void)state; /* nothing is named: nothing 
 /* Before the queue pairs go: a peer may still wait for this rank's last messages (a lost
  * packet is sent again only after a local ACK timeout, and the queue pair that would send it
  * is about to be destroyed). The peer's credits say which messages it consumed: wait until
- * every live peer consumed every message posted to it, posting this rank's own owed credits
- * meanwhile (the peers wait the same way). At most as long as the queue pairs retry
+ * every live peer consumed every message posted to it and took the clean-close mark (closing,
+ * path.c), posting this rank's own owed credits meanwhile (the peers wait the same way). At most as long as the queue pairs retry
  * (retry_cnt + 1 local ACK timeouts, ZC_IB_FLUSH_MAX_NS at most): an unreachable peer would
  * be reported lost by then anyway. A failed job (the alarm word set, here or by a peer) owes
  * nobody anything and waits not at all. */
@@ -418,11 +418,15 @@ static void zc_ib_flush(zc_ib *s) {
     /* Bounded by the time above: each pass polls once. */
     for (bool pending = true; pending && zc_plat_now_ns() < end;) {
         pending = false;
-        for (uint32_t i = 0; i < s->g.nconn && !pending; i++)
+        for (uint32_t i = 0; i < s->g.nconn && !pending; i++) {
             for (uint32_t lane = 0; lane < zc_wire_lanes(&s->g) && i != s->self; lane++)
                 if (!s->peers[i].lost &&
                     zc__ib_credits(s, lane, s->g.conn_peer[i]) < s->peers[i].sent[lane])
                     pending = true;
+            const zc_ib_peer *p = &s->peers[i];
+            if (i != s->self && !p->lost && p->mark > zc__ib_qp(s, i, 0)->sq_done)
+                pending = true; /* the close mark's completion, polled by zc__ib_credits */
+        }
         if (pending) zc_plat_cpu_relax();
     }
 }
@@ -516,5 +520,5 @@ const zc_wire_ops zc_wire_ib = {
     zc_ib_takes,
     zc_ib_links,
     0, /* no flagged lines: an RDMA write does not promise the order its bytes land in */
-    0, 0, /* no clean-close mark: a peer's exit reads as a loss */
+    zc__ib_closing, zc__ib_closed_after,
 };

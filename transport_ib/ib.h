@@ -9,7 +9,8 @@
  *
  * Memory, all taken at create (platform pages, registered once; nothing after init):
  *   window   [0] unused line, [1] alarm word, credit records [lane][connection] one line each
- *            (conn_cap of them per lane, so the rings start at the same offset on every rank),
+ *            (conn_cap of them per lane, so the rings start at the same offset on every rank;
+ *            word 1 of a connection's lane-0 line: the peer's clean-close mark, path.c),
  *            then rings [lane][src connection][slot] of `stride` bytes for this rank's nconn
  *            connections (connection i: the rank conn_peer[i]; a peer writes at its index in
  *            this rank's table, which the address blob names). Registered for remote write
@@ -123,6 +124,7 @@ typedef struct zc_ib_peer {
     uint64_t credit_seen[ZC_WIRE_LANES]; /* last count the peer wrote to us, widened */
     uint64_t sent[ZC_WIRE_LANES]; /* messages posted to the peer on each lane */
     uint64_t probe;           /* 1 + send request number of the last liveness probe; 0 none */
+    uint64_t mark;            /* 1 + send request number of the clean-close mark; 0 none */
     uint64_t put_wr[ZC_IB_MAX_QPS]; /* 1 + send request number of the last put from the
                                      * caller's registered memory on each queue pair; 0 none */
     char why[ZC_IB_WHY_BYTES];           /* how it was lost */
@@ -191,6 +193,8 @@ uint64_t zc__ib_credits(void *state, uint32_t lane, uint32_t peer);
 void zc__ib_alarm(void *state, uint64_t word);
 uint64_t zc__ib_alarmed(void *state);
 zc_status zc__ib_peer_alive(void *state, uint32_t peer, char *err, size_t cap);
+void zc__ib_closing(void *state, uint64_t seqs);
+uint64_t zc__ib_closed_after(void *state, uint32_t peer);
 /* Takes one batch of completions (arrivals, finished sends, errors) and posts credits that
  * were waiting for send-queue room. */
 void zc__ib_poll(zc_ib *s);

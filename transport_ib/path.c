@@ -3,7 +3,8 @@
  * immediate (layout in ib.h) is checked against the sequence expected on that queue pair
  * before the slot is marked arrived; credits are 8-byte RDMA writes of a checked record of a
  * monotonic count into the peer's credit line; the alarm is a compare-and-swap (or a write,
- * on devices without atomics) into every peer's alarm word. Any error completion, failed post
+ * on devices without atomics) into every peer's alarm word; a clean close writes a checked
+ * mark (the collectives finished) into the next word of that credit line. Any error completion, failed post
  * or out-of-sequence arrival loses that peer for good (peer_alive says how). While the core
  * asks about a peer's liveness, one probe write to it stays in flight, so that a peer that
  * died on another host shows as soon as the queue pair's retries run out. A put is a plain
@@ -350,6 +351,25 @@ uint64_t zc__ib_alarmed(void *state) {
     return __atomic_load_n((uint64_t *)(void *)(s->win + zc__ib_alarm_off()), __ATOMIC_ACQUIRE);
 }
 
+/* Posts a signalled 8-byte write of value to raddr in connection i's window on its queue pair
+ * 0, which has room: 1 + the send request's number, or 0 when the post failed, which loses
+ * the peer (what names the write in the sentence). */
+static uint64_t zc_write_word(zc_ib *s, uint32_t i, uint64_t value, uint64_t raddr,
+                              const char *what) {
+    zc_ib_qp *q = zc__ib_qp(s, i, 0);
+    uint64_t *w = zc_word(s, i, 0, q->sq_posted);
+    *w = value;
+    int e = zc__ib_post_write(q->qp, zc__ib_wr_id(ZC_IB_WR_SEND, i, 0, q->sq_posted), 1, w,
+                              s->dev.loc_lkey, 8u, raddr, s->peers[i].rkey, 0, 0);
+    if (e) {
+        char why[128];
+        zc__ib_lose(s, i, "ib: posting %s failed (%s)", what,
+                    zc__ib_errno_text(e, why, sizeof why));
+        return 0;
+    }
+    return ++q->sq_posted;
+}
+
 /* A dead peer only shows when a write to it runs out of retries, and a rank that waits on
  * it may have nothing to write: so while the core asks (a stalled request, every 50 ms),
  * keep one signalled probe in flight towards it, a rewrite of the last credit record sent on
@@ -360,17 +380,8 @@ static void zc_probe(zc_ib *s, uint32_t peer) {
     if (!s->attached || peer == s->self || p->lost || (p->probe && p->probe > q->sq_done) ||
         !zc_room(s, q))
         return;
-    uint64_t *w = zc_word(s, peer, 0, q->sq_posted);
-    *w = zc__ib_credit_record(p->credit_sent[0]);
-    int e = zc__ib_post_write(q->qp, zc__ib_wr_id(ZC_IB_WR_SEND, peer, 0, q->sq_posted), 1, w,
-                              s->dev.loc_lkey, 8u, zc_credit_at(s, p, 0), p->rkey, 0, 0);
-    if (e) {
-        char why[128];
-        zc__ib_lose(s, peer, "ib: posting a liveness probe failed (%s)",
-                    zc__ib_errno_text(e, why, sizeof why));
-        return;
-    }
-    p->probe = ++q->sq_posted;
+    p->probe = zc_write_word(s, peer, zc__ib_credit_record(p->credit_sent[0]),
+                             zc_credit_at(s, p, 0), "a liveness probe");
 }
 
 zc_status zc__ib_peer_alive(void *state, uint32_t rank, char *err, size_t cap) {
@@ -388,4 +399,41 @@ zc_status zc__ib_peer_alive(void *state, uint32_t rank, char *err, size_t cap) {
     if (!p->lost) return ZC_OK;
     zc__fmt(err, cap, "%s", p->why);
     return (zc_status)p->lost;
+}
+
+/* ---- a clean close ---------------------------------------------------------------------------- */
+
+/* The clean-close mark: 1 + the collectives this rank finished (48 bits) under a 16-bit check
+ * of them, so that a torn or stray word reads as no mark. It lands in word 1 of this rank's
+ * lane-0 credit line in each peer's window (nothing else writes that word) and stays there
+ * after this rank's process is gone: the peer reads it when it finds this rank lost. */
+#define ZC_IB_MARK_BITS 48u
+static uint64_t zc_mark_record(uint64_t v) {
+    uint64_t h = (v ^ 0x2545f4914f6cdd1dull) * 0x9e3779b97f4a7c15ull;
+    return (h >> 48) << ZC_IB_MARK_BITS | v;
+}
+
+/* Writes the mark to every live peer on queue pair 0 (after every lane-0 credit), signalled:
+ * close's flush waits for its completion as for the credits (bounded the same). A count that
+ * does not fit 48 bits sends none (the exit then reads as a loss, as without a mark). */
+void zc__ib_closing(void *state, uint64_t seqs) {
+    zc_ib *s = state;
+    if (!s->attached || seqs + 1u >= 1ull << ZC_IB_MARK_BITS) return;
+    for (uint32_t i = 0; i < s->g.nconn; i++) {
+        zc_ib_peer *p = &s->peers[i];
+        zc_ib_qp *q = zc__ib_qp(s, i, 0);
+        if (i == s->self || p->lost || !zc_room(s, q)) continue; /* no room: no mark */
+        p->mark = zc_write_word(s, i, zc_mark_record(seqs + 1u), zc_credit_at(s, p, 0) + 8u,
+                                "the close mark");
+    }
+}
+
+uint64_t zc__ib_closed_after(void *state, uint32_t rank) {
+    const zc_ib *s = state;
+    uint32_t i = zc_ci(s, rank);
+    if (!s->win || i == ZC_NO_PEER || i == s->self) return 0;
+    uint64_t rec = __atomic_load_n((const uint64_t *)(const void *)(s->win +
+                                   zc_credit_off(s, 0, i) + 8u), __ATOMIC_ACQUIRE);
+    uint64_t v = rec & ((1ull << ZC_IB_MARK_BITS) - 1u);
+    return v && rec == zc_mark_record(v) ? v : 0;
 }

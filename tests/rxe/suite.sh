@@ -325,6 +325,36 @@ t_killed_other_host() {
     return 1
 }
 
+# mp_clean_exit_after_a_call_is_not_a_loss over verbs [on other hosts: WRAP=/tmp/otherhost,
+# where the exit shows only as the probe's failure]: rank 1 finishes a reduce, closes and exits
+# while rank 2 joins MP_LATE_MS late (longer than rank 1's close may wait for rank 0, with
+# ZC_IB_TIMEOUT=12): rank 0 completes with the right sum; then rank 1 closes before the reduce:
+# ranks 0 and 2 fail ZC_PEER_LOST, rank 0 saying rank 1 closed (the mark in its window).
+t_clean_exit() {
+    wrap=""
+    if [ "${1:-}" = otherhost ]; then otherhost_wrapper; wrap=/tmp/otherhost; fi
+    traffic_begin
+    ok=1
+    for c in late early; do
+        env ZC_TRANSPORT=ib ZC_IB_DEVICE=rxe0 ZC_IB_TIMEOUT=12 MP_LATE_MS=1500 MP_CASE=$c \
+            timeout -s KILL 75 zcrun -n 3 --timeout 60 $wrap /zc/build/zctest \
+            --rank mp_rank_clean_exit >/tmp/mp.$c 2>&1 || ok=0
+        grep -q 'mp FAILED' /tmp/mp.$c && ok=0
+    done
+    grep -q '^\[0\] mp-result: rank 0: reduce done' /tmp/mp.late || ok=0
+    grep -q '^\[0\] mp-result: rank 0: ZC_PEER_LOST: .*closed the communicator' /tmp/mp.early ||
+        ok=0
+    grep -q '^\[2\] mp-result: rank 2: ZC_PEER_LOST' /tmp/mp.early || ok=0
+    if [ $ok = 1 ]; then
+        grep -h 'mp-result: rank 0' /tmp/mp.late /tmp/mp.early && SHOW=1
+        traffic_end 1
+        return
+    fi
+    cat /tmp/mp.late /tmp/mp.early
+    traffic_end 0
+    return 1
+}
+
 # The failure lines of a wrong-rkey job (MARKER starts each rank's line): every rank reported a
 # failure that is not its deadline, one names the remote access error, and the job took less
 # than the 30 s deadline (MS). Says what is wrong, and returns 1, otherwise.
@@ -493,6 +523,8 @@ run_test ib/mp_rank_that_never_joins_times_out t_zctest mp_rank_that_never_joins
 run_test ib/mp_killed_peer_is_reported_as_peer_lost \
     t_zctest mp_killed_peer_is_reported_as_peer_lost 1
 run_test ib/mp_killed_peer_on_another_host_is_reported t_killed_other_host
+run_test ib/mp_clean_exit_after_a_call_is_not_a_loss t_clean_exit
+run_test ib/mp_clean_exit_on_another_host_is_not_a_loss t_clean_exit otherhost
 run_test ib/wrong_rkey_is_reported t_wrong_rkey
 run_test gpu/direct_collectives_match_reference_n2 t_gpu 2 zg_rank_collectives 400 ZG_PATH=direct
 run_test gpu/direct_collectives_match_reference_n3 t_gpu 3 zg_rank_collectives 400 ZG_PATH=direct

@@ -25,7 +25,8 @@
  *            queue slot is reused only after that request finished). Registered local only.
  *
  * Immediate of a data message (32 bits, host order on both ends of libibverbs):
- *   [31:30] kind: 0 lane 0, 1 lane 1 (2, 3 unused: a protocol error)
+ *   [31:30] lane: 0 collectives, 1 send/recv, 2 the relay lane (overlay mode with relays);
+ *           a lane the geometry does not have is a protocol error
  *   [29:20] slot (slots <= 1024)
  *   [19:0]  sequence: the low 20 bits of the message number on its (lane, peer) channel.
  * Message m of a channel travels on queue pair m % qps of that peer, so each queue pair sees

@@ -506,6 +506,12 @@ run_test ib/mp_overlay_processes_match_reference_n9 t_mp 9 mp_rank_overlay 300 M
     MP_BATCHES=6
 run_test ib/mp_overlay_processes_match_reference_n17 t_mp 17 mp_rank_overlay 400 MP_PER_HOST=4 \
     MP_BATCHES=3
+run_test ib/mp_overlay_relayed_send_recv_every_pair_n9 t_mp 9 mp_rank_overlay_relay 300 \
+    MP_PER_HOST=3
+run_test ib/mp_overlay_relayed_send_recv_every_pair_n17 t_mp 17 mp_rank_overlay_relay 400 \
+    MP_PER_HOST=4
+run_test ib/mp_overlay_killed_relay_fails_calls_over_it t_zctest \
+    mp_overlay_killed_relay_fails_calls_over_it 1
 run_test ib/mp_overlay_misuse_fails_init_on_every_rank t_zctest \
     mp_overlay_misuse_fails_init_on_every_rank 0
 run_test ib/mp_hier_processes_match_reference_n6 t_mp 6 mp_rank_hier 400 ZC_TRANSPORT=hier \

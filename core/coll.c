@@ -218,9 +218,48 @@ zc_status zc__build(zc_comm *c, uint32_t kind, const void *send, void *recv, siz
                                         false}, s);
 }
 
+/* The arguments of a, packed for the memo: every field zc_build reads. */
+static void zc_call_key(const zc_call *a, uint64_t key[ZC_CALL_KEY_WORDS]) {
+    key[0] = (uint64_t)(uint32_t)a->kind | (uint64_t)(uint32_t)a->dtype << 32;
+    key[1] = (uint64_t)(uint32_t)a->op | (uint64_t)a->root << 32;
+    key[2] = (uint64_t)a->tag | (uint64_t)a->any_ok << 32;
+    key[3] = (uint64_t)(uintptr_t)a->send;
+    key[4] = (uint64_t)(uintptr_t)a->recv;
+    key[5] = a->count;
+}
+
+/* zc_build through the communicator's memo: a call with the arguments of the last call of its
+ * kind that zc_build accepted takes that call's schedule again. zc_build's answer depends on
+ * the arguments and on what does not change after init (the configuration, the ranks and
+ * connections), except for what the memo stays out of: device memory (registrations decide a
+ * device algorithm: no memo once a ZC_MEM_CUDA registration was made), and the symmetric
+ * region's allocations and every registration, which forget it (zc__calls_forget). A receive
+ * from any source is not kept (matched later). */
+static zc_status zc_build_memo(zc_comm *c, const zc_call *a, zc__sched *s) {
+    if (!c || c->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
+    if ((unsigned)a->kind > ZC_K_BARRIER || (c->gpu && c->gpu->used) ||
+        (a->kind == ZC_K_RECV && a->root == ZC_ANY_SOURCE))
+        return zc_build(c, a, s);
+    if (c->failed) return (zc_status)c->failed;
+    zc__call_memo *m = &c->calls[a->kind];
+    uint64_t key[ZC_CALL_KEY_WORDS];
+    zc_call_key(a, key);
+    if (m->ok && ((key[0] ^ m->key[0]) | (key[1] ^ m->key[1]) | (key[2] ^ m->key[2]) |
+                  (key[3] ^ m->key[3]) | (key[4] ^ m->key[4]) | (key[5] ^ m->key[5])) == 0) {
+        *s = m->s;
+        return ZC_OK;
+    }
+    zc_status st = zc_build(c, a, s);
+    m->ok = st == ZC_OK;
+    if (st != ZC_OK) return st;
+    for (uint32_t i = 0; i < ZC_CALL_KEY_WORDS; i++) m->key[i] = key[i];
+    m->s = *s;
+    return ZC_OK;
+}
+
 static zc_status zc_call_issue_locked(zc_comm *c, const zc_call *a, zc_req *req) {
     zc__sched s;
-    zc_status st = zc_build(c, a, &s);
+    zc_status st = zc_build_memo(c, a, &s);
     if (st != ZC_OK) return st;
     if (!req) return zc__error(c, ZC_INVALID_ARG, "%s: req is NULL", zc__kind_name(a->kind));
     return zc__issue(c, &s, -1, 0, req);

@@ -819,6 +819,7 @@ static zc_status zc_lockable(zc_comm *comm, size_t bytes) {
 
 static zc_status zc_mem_register_locked(zc_comm *comm, void *addr, size_t bytes,
                                         zc_mem_kind kind, zc_mem **mem_out) {
+    zc__calls_forget(comm); /* a registration can change a call's schedule */
     if (!addr || !bytes || !mem_out)
         return zc__error(comm, ZC_INVALID_ARG, "zc_mem_register: %s",
                          !addr ? "addr is NULL" : !bytes ? "bytes is 0" : "mem_out is NULL");
@@ -852,6 +853,7 @@ zc_status zc_mem_register(zc_comm *comm, void *addr, size_t bytes, zc_mem_kind k
  * finishes it). */
 static zc_status zc_mem_deregister_locked(zc_comm *comm, zc_mem *mem, zc_req *req) {
     zc__mem_entry *e = (zc__mem_entry *)(void *)mem;
+    zc__calls_forget(comm);
     if (!mem || e < comm->mems || e >= comm->mems + comm->cfg.max_mems || !e->addr)
         return zc__error(comm, ZC_INVALID_ARG, "zc_mem_deregister: mem is not a registration "
                          "of this communicator");

@@ -115,6 +115,17 @@ typedef struct zc__links_memo {
     uint32_t ok; /* 1: the fields above hold such a reservation */
 } zc__links_memo;
 
+/* A host call's schedule as zc_build validated and chose it (coll.c), for the next call of its
+ * kind with the same arguments: those arguments (ZC_CALL_KEY_WORDS words, coll.c packs them)
+ * and the schedule. */
+#define ZC_CALL_KEY_WORDS 6u
+typedef struct zc__call_memo {
+    uint64_t key[ZC_CALL_KEY_WORDS];
+    uint32_t ok; /* 1: key and s hold a validated call */
+    uint32_t pad_;
+    zc__sched s;
+} zc__call_memo;
+
 struct zc_comm {
     /* What every call and progress pass reads, first: two cache lines, so that a pass over a
      * rank touches few lines (in-process groups of thousands of ranks are bound by them). */
@@ -169,6 +180,9 @@ struct zc_comm {
     /* Per kind of call, the reservation of the last host call of that kind (progress.c's
      * zc_reserve replays it for a call of the same schedule). */
     struct zc__links_memo links[ZC_K_BARRIER + 1];
+    /* Per kind of call, the last host call that zc_build validated (coll.c takes its schedule
+     * again for the same arguments; zc__calls_forget clears them). */
+    struct zc__call_memo calls[ZC_K_BARRIER + 1];
     uint8_t *addrs;        /* [zc__conn_cap * addr_bytes] the connections' address blobs */
     size_t addr_bytes;     /* of the largest candidate wire (the one in use may need less) */
     void *window;          /* in-process: this rank's inbound window, in the arena */
@@ -185,6 +199,12 @@ struct zc_comm {
     struct zc__stage *stage; /* staged-path state once opened; NULL: no gpu provider */
     char err[ZC_ERROR_TEXT_BYTES];
 };
+
+/* Forgets every call coll.c remembers (zc__call_memo): what zc_build reads besides a call's
+ * arguments changed (a registration, the symmetric region's allocations). */
+static inline void zc__calls_forget(zc_comm *c) {
+    for (uint32_t k = 0; k <= ZC_K_BARRIER; k++) c->calls[k].ok = 0;
+}
 
 /* The communicator's lock (zcoll.h, "Threads"). Every public call that reads or changes a
  * communicator's state holds it, so calls on one communicator from several threads are

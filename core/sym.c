@@ -36,6 +36,7 @@ static uint64_t zc_sym_bytes(const zc_comm *c) {
 }
 
 static zc_status zc_sym_alloc_locked(zc_comm *c, size_t bytes, void **out) {
+    zc__calls_forget(c); /* which buffers lie in the region decides a call's schedule */
     if (!out || !bytes)
         return zc__error(c, ZC_INVALID_ARG, "zc_sym_alloc: %s", !out ? "out is NULL"
                                                                      : "bytes is 0");
@@ -55,6 +56,7 @@ static zc_status zc_sym_alloc_locked(zc_comm *c, size_t bytes, void **out) {
 }
 
 static zc_status zc_sym_free_locked(zc_comm *c, void *p) {
+    zc__calls_forget(c);
     uint8_t *base = zc_sym_base(c, c->rank);
     uintptr_t at = (uintptr_t)p, lo = (uintptr_t)base;
     if (!base || !p || at < lo || at - lo >= c->sym_used || (at - lo) % 64u)

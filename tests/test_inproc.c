@@ -362,6 +362,69 @@ void inproc_one_line_calls_match_reference_2_to_8_and_17_ranks(void) {
  * line; 300, several messages on 256-byte slots), two collectives interleaved: each call
  * reserves its own peers' messages (the issue replays a reservation only for the same
  * schedule), against the reference. */
+/* The valid calls of inproc_repeated_call_is_validated_afresh_when_an_argument_changes, on
+ * both ranks: kind 0 an all_reduce of 8 float32, 1 a reduce to rank 0, 2 rank 0's send to rank
+ * 1 (and rank 1's receive); each result checked. */
+static void memo_valid(group *g, int kind, float (*in)[8], float (*out)[8]) {
+    zc_req q[2];
+    memset(out, 0, 2 * sizeof out[0]);
+    if (kind == 0) {
+        for (uint32_t r = 0; r < 2; r++)
+            ZT_CHECK_ST(zc_allreduce(g->c[r], in[r], out[r], 8, ZC_FLOAT32, ZC_SUM, &q[r]), ZC_OK);
+    } else if (kind == 1) {
+        for (uint32_t r = 0; r < 2; r++)
+            ZT_CHECK_ST(zc_reduce(g->c[r], in[r], out[r], 8, ZC_FLOAT32, ZC_SUM, 0, &q[r]), ZC_OK);
+    } else {
+        ZT_CHECK_ST(zc_send(g->c[0], in[0], 8, ZC_FLOAT32, 1, &q[0]), ZC_OK);
+        ZT_CHECK_ST(zc_recv(g->c[1], out[1], 8, ZC_FLOAT32, 0, &q[1]), ZC_OK);
+    }
+    wait_all(g, q, ZC_OK);
+    for (int i = 0; i < 8; i++) {
+        float sum = in[0][i] + in[1][i];
+        if (kind == 0) ZT_CHECK(out[0][i] == sum && out[1][i] == sum);
+        if (kind == 1) ZT_CHECK(out[0][i] == sum);
+        if (kind == 2) ZT_CHECK(out[1][i] == in[0][i]);
+    }
+}
+
+/* A call with the arguments of the last valid call of its kind takes that call's schedule
+ * without validating it again (core/coll.c's memo): each call below differs from a valid one
+ * made just before it in one argument, is validated afresh and refused, and leaves the
+ * communicator usable (the valid call runs again after it). */
+void inproc_repeated_call_is_validated_afresh_when_an_argument_changes(void) {
+    group g;
+    group_open(&g, 2, 256, 4, 0, 0);
+    float in[2][8], out[2][8];
+    for (int i = 0; i < 8; i++) {
+        in[0][i] = (float)i;
+        in[1][i] = (float)(100 + i);
+    }
+    zc_comm *c = g.c[0];
+    zc_req q;
+    for (int variant = 0; variant < 9; variant++) {
+        int kind = variant < 5 ? 0 : variant < 7 ? 1 : 2;
+        memo_valid(&g, kind, in, out);
+        memo_valid(&g, kind, in, out); /* the second takes the memo */
+        zc_status st = ZC_OK;
+        switch (variant) {
+        case 0: st = zc_allreduce(c, in[0], out[0], 8, ZC_FLOAT32, (zc_op)77, &q); break;
+        case 1: st = zc_allreduce(c, in[0], out[0], 8, (zc_dtype)77, ZC_SUM, &q); break;
+        case 2: st = zc_allreduce(c, in[0], out[0], SIZE_MAX / 2, ZC_FLOAT32, ZC_SUM, &q); break;
+        case 3: st = zc_allreduce(c, NULL, out[0], 8, ZC_FLOAT32, ZC_SUM, &q); break;
+        case 4: st = zc_allreduce(c, in[0], in[0] + 1, 8, ZC_FLOAT32, ZC_SUM, &q); break;
+        case 5: st = zc_reduce(c, in[0], out[0], 8, ZC_FLOAT32, ZC_SUM, 2, &q); break;
+        case 6: st = zc_reduce(c, in[0], out[0], 8, ZC_FLOAT32, (zc_op)-1, 0, &q); break;
+        case 7: st = zc_send(c, in[0], 8, ZC_FLOAT32, 0, &q); break;
+        default: st = zc_send(c, in[0], 8, ZC_FLOAT32, 7, &q); break;
+        }
+        if (st != ZC_INVALID_ARG)
+            printf("    variant %d: %s (%s)\n", variant, zc_status_name(st), zc_comm_error_text(c));
+        ZT_CHECK_ST(st, ZC_INVALID_ARG);
+        memo_valid(&g, kind, in, out);
+    }
+    group_close(&g);
+}
+
 void inproc_repeated_calls_changing_only_root_or_count_match_reference(void) {
     static const uint32_t ns[] = {2, 3, 5, 8};
     for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {

@@ -175,6 +175,46 @@ void sym_one_rank_outside_the_region_is_a_mismatch(void) {
     sym_close(&g);
 }
 
+/* A call repeated with the same arguments after zc_sym_alloc or zc_sym_free changed whether
+ * its buffers lie in the region is decided afresh (core/coll.c's memo forgets at both): rank 0
+ * re-allocating its freed buffers takes the single copy again while rank 1, whose buffers stay
+ * outside, takes the slots (a mismatch on both); then, with both in the region, rank 1 freeing
+ * its buffers makes the same call a mismatch again. */
+void sym_alloc_and_free_redecide_a_repeated_call(void) {
+    size_t count = 4 * ZC_SYM_MIN_BYTES / sizeof(float);
+    for (int phase = 0; phase < 2; phase++) {
+        sym_group g;
+        sym_open(&g, 2, SYM_REGION);
+        float *s[2], *r[2];
+        zc_req q[2];
+        for (uint32_t k = 0; k < 2; k++) {
+            ZT_CHECK_ST(zc_sym_alloc(g.c[k], count * sizeof(float), (void **)&s[k]), ZC_OK);
+            ZT_CHECK_ST(zc_sym_alloc(g.c[k], count * sizeof(float), (void **)&r[k]), ZC_OK);
+            for (size_t i = 0; i < count; i++) s[k][i] = (float)(k + 1u);
+            if (phase == 0) ZT_CHECK_ST(zc_sym_free(g.c[k], s[k]), ZC_OK); /* both outside */
+        }
+        for (int rep = 0; rep < 2; rep++) { /* the same call twice: the second takes the memo */
+            for (uint32_t k = 0; k < 2; k++)
+                ZT_CHECK_ST(zc_allreduce(g.c[k], s[k], r[k], count, ZC_FLOAT32, ZC_SUM, &q[k]),
+                            ZC_OK);
+            for (uint32_t k = 0; k < 2; k++) ZT_CHECK_ST(zc_wait(g.c[k], &q[k]), ZC_OK);
+            for (uint32_t k = 0; k < 2; k++) ZT_CHECK(r[k][0] == 3.0f && r[k][count - 1] == 3.0f);
+        }
+        if (phase == 0) { /* rank 0's buffers back in the region, at the same addresses */
+            void *again[2];
+            ZT_CHECK_ST(zc_sym_alloc(g.c[0], count * sizeof(float), &again[0]), ZC_OK);
+            ZT_CHECK_ST(zc_sym_alloc(g.c[0], count * sizeof(float), &again[1]), ZC_OK);
+            ZT_CHECK(again[0] == (void *)s[0] && again[1] == (void *)r[0]);
+        } else {
+            ZT_CHECK_ST(zc_sym_free(g.c[1], s[1]), ZC_OK);
+        }
+        for (uint32_t k = 0; k < 2; k++)
+            ZT_CHECK_ST(zc_allreduce(g.c[k], s[k], r[k], count, ZC_FLOAT32, ZC_SUM, &q[k]), ZC_OK);
+        for (uint32_t k = 0; k < 2; k++) ZT_CHECK_ST(zc_wait(g.c[k], &q[k]), ZC_MISMATCH);
+        sym_close(&g);
+    }
+}
+
 /* ---- send and recv ---- */
 
 /* Elements of a send/recv in the region: half of them from ZC_SYM_MIN_BYTES up (single copy),

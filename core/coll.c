@@ -228,8 +228,16 @@ static void zc_call_key(const zc_call *a, uint64_t key[ZC_CALL_KEY_WORDS]) {
     key[5] = a->count;
 }
 
-/* zc_build through the communicator's memo: a call with the arguments of the last call of its
- * kind that zc_build accepted takes that call's schedule again. zc_build's answer depends on
+/* The memo entry of the arguments key: a hash of every word, its top bits. */
+static uint32_t zc_call_entry(const uint64_t key[ZC_CALL_KEY_WORDS]) {
+    uint64_t h = key[0] ^ key[1] ^ key[2] ^ key[3] ^ (key[4] << 17 | key[4] >> 47) ^
+                 (key[5] << 31 | key[5] >> 33);
+    _Static_assert((ZC_CALL_MEMOS & (ZC_CALL_MEMOS - 1u)) == 0, "a power of two");
+    return (uint32_t)((h * 0x9e3779b97f4a7c15ull) >> 40) & (ZC_CALL_MEMOS - 1u);
+}
+
+/* zc_build through the communicator's memo: a call with the arguments of a call that zc_build
+ * accepted earlier (and whose memo entry no other call took since) takes its schedule again. zc_build's answer depends on
  * the arguments and on what does not change after init (the configuration, the ranks and
  * connections), except for what the memo stays out of: device memory (registrations decide a
  * device algorithm: no memo once a ZC_MEM_CUDA registration was made), and the symmetric
@@ -241,9 +249,9 @@ static zc_status zc_build_memo(zc_comm *c, const zc_call *a, zc__sched *s) {
         (a->kind == ZC_K_RECV && a->root == ZC_ANY_SOURCE))
         return zc_build(c, a, s);
     if (c->failed) return (zc_status)c->failed;
-    zc__call_memo *m = &c->calls[a->kind];
     uint64_t key[ZC_CALL_KEY_WORDS];
     zc_call_key(a, key);
+    zc__call_memo *m = &c->calls[zc_call_entry(key)];
     if (m->ok && ((key[0] ^ m->key[0]) | (key[1] ^ m->key[1]) | (key[2] ^ m->key[2]) |
                   (key[3] ^ m->key[3]) | (key[4] ^ m->key[4]) | (key[5] ^ m->key[5])) == 0) {
         *s = m->s;

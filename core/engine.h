@@ -115,10 +115,13 @@ typedef struct zc__links_memo {
     uint32_t ok; /* 1: the fields above hold such a reservation */
 } zc__links_memo;
 
-/* A host call's schedule as zc_build validated and chose it (coll.c), for the next call of its
- * kind with the same arguments: those arguments (ZC_CALL_KEY_WORDS words, coll.c packs them)
- * and the schedule. */
+/* A host call's schedule as zc_build validated and chose it (coll.c), for a later call with the
+ * same arguments: those arguments (ZC_CALL_KEY_WORDS words, coll.c packs them) and the schedule.
+ * ZC_CALL_MEMOS of them per communicator (a power of two), an entry per hash of the arguments, so
+ * that calls rotating over several buffers (one per bucket of gradients, one per layer) each
+ * keep theirs. */
 #define ZC_CALL_KEY_WORDS 6u
+#define ZC_CALL_MEMOS 16u
 typedef struct zc__call_memo {
     uint64_t key[ZC_CALL_KEY_WORDS];
     uint32_t ok; /* 1: key and s hold a validated call */
@@ -180,9 +183,9 @@ struct zc_comm {
     /* Per kind of call, the reservation of the last host call of that kind (progress.c's
      * zc_reserve replays it for a call of the same schedule). */
     struct zc__links_memo links[ZC_K_BARRIER + 1];
-    /* Per kind of call, the last host call that zc_build validated (coll.c takes its schedule
-     * again for the same arguments; zc__calls_forget clears them). */
-    struct zc__call_memo calls[ZC_K_BARRIER + 1];
+    /* Host calls that zc_build validated, by a hash of their arguments (coll.c takes a
+     * schedule again for the same arguments; zc__calls_forget clears them). */
+    struct zc__call_memo calls[ZC_CALL_MEMOS];
     uint8_t *addrs;        /* [zc__conn_cap * addr_bytes] the connections' address blobs */
     size_t addr_bytes;     /* of the largest candidate wire (the one in use may need less) */
     void *window;          /* in-process: this rank's inbound window, in the arena */
@@ -203,7 +206,7 @@ struct zc_comm {
 /* Forgets every call coll.c remembers (zc__call_memo): what zc_build reads besides a call's
  * arguments changed (a registration, the symmetric region's allocations). */
 static inline void zc__calls_forget(zc_comm *c) {
-    for (uint32_t k = 0; k <= ZC_K_BARRIER; k++) c->calls[k].ok = 0;
+    for (uint32_t k = 0; k < ZC_CALL_MEMOS; k++) c->calls[k].ok = 0;
 }
 
 /* The communicator's lock (zcoll.h, "Threads"). Every public call that reads or changes a

@@ -387,10 +387,10 @@ static void memo_valid(group *g, int kind, float (*in)[8], float (*out)[8]) {
     }
 }
 
-/* A call with the arguments of the last valid call of its kind takes that call's schedule
- * without validating it again (core/coll.c's memo): each call below differs from a valid one
- * made just before it in one argument, is validated afresh and refused, and leaves the
- * communicator usable (the valid call runs again after it). */
+/* A call with the arguments of an earlier valid call takes that call's schedule without
+ * validating it again (core/coll.c's memo): each call below differs from a valid one made just
+ * before it in one argument, is validated afresh and refused, and leaves the communicator
+ * usable (the valid call runs again after it); then calls rotating over four buffer pairs. */
 void inproc_repeated_call_is_validated_afresh_when_an_argument_changes(void) {
     group g;
     group_open(&g, 2, 256, 4, 0, 0);
@@ -422,6 +422,25 @@ void inproc_repeated_call_is_validated_afresh_when_an_argument_changes(void) {
         ZT_CHECK_ST(st, ZC_INVALID_ARG);
         memo_valid(&g, kind, in, out);
     }
+    /* Calls rotating over four buffer pairs, each kept in its own entry (or sharing one): every
+     * result lands in its own call's recv. */
+    static float rin[4][2][8], rout[4][2][8];
+    for (int rep = 0; rep < 3; rep++)
+        for (int b = 0; b < 4; b++) {
+            zc_req rq[2];
+            for (uint32_t r = 0; r < 2; r++) {
+                for (int i = 0; i < 8; i++) {
+                    rin[b][r][i] = (float)(rep * 1000 + b * 100 + (int)r * 10 + i);
+                    rout[b][r][i] = -1.0f;
+                }
+                ZT_CHECK_ST(zc_allreduce(g.c[r], rin[b][r], rout[b][r], 8, ZC_FLOAT32, ZC_SUM,
+                                         &rq[r]), ZC_OK);
+            }
+            wait_all(&g, rq, ZC_OK);
+            for (uint32_t r = 0; r < 2; r++)
+                for (int i = 0; i < 8; i++)
+                    ZT_CHECK(rout[b][r][i] == rin[b][0][i] + rin[b][1][i]);
+        }
     group_close(&g);
 }
 

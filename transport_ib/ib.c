@@ -402,13 +402,13 @@ static void zc_ib_seal(void *state) { (void)state; /* nothing is named: nothing 
 
 /* ---- close ----------------------------------------------------------------------------------- */
 
-/* Before the queue pairs go: a peer may still wait for this rank's last messages (a lost
- * packet is sent again only after a local ACK timeout, and the queue pair that would send it
- * is about to be destroyed). The peer's credits say which messages it consumed: wait until
- * every live peer consumed every message posted to it and took the clean-close mark (closing,
- * path.c), posting this rank's own owed credits meanwhile (the peers wait the same way). At most as long as the queue pairs retry
- * (retry_cnt + 1 local ACK timeouts, ZC_IB_FLUSH_MAX_NS at most): an unreachable peer would
- * be reported lost by then anyway. A failed job (the alarm word set, here or by a peer) owes
+/* Before the queue pairs go: a peer may still wait for this rank's last messages (a lost packet is
+ * sent again only after a local ACK timeout, and the queue pair that would send it is about to be
+ * destroyed). The peer's credits say which messages it consumed: wait until every live peer
+ * consumed every message posted to it and took the clean-close mark (closing, path.c), posting this
+ * rank's own owed credits meanwhile (the peers wait the same way). At most as long as the queue
+ * pairs retry (retry_cnt + 1 local ACK timeouts, ZC_IB_FLUSH_MAX_NS at most): an unreachable peer
+ * would be reported lost by then anyway. A failed job (the alarm word set, here or by a peer) owes
  * nobody anything and waits not at all. */
 static void zc_ib_flush(zc_ib *s) {
     if (!s->attached || zc__ib_alarmed(s)) return;

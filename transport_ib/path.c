@@ -1,17 +1,17 @@
-/* path.c: transport_ib's data path. post writes a staging slot (header + payload) into the
- * peer's inbound slot with one RDMA WRITE WITH IMM; arrivals are receive completions whose
- * immediate (layout in ib.h) is checked against the sequence expected on that queue pair
- * before the slot is marked arrived; credits are 8-byte RDMA writes of a checked record of a
- * monotonic count into the peer's credit line; the alarm is a compare-and-swap (or a write,
- * on devices without atomics) into every peer's alarm word; a clean close writes a checked
- * mark (the collectives finished) into the next word of that credit line. Any error completion, failed post
- * or out-of-sequence arrival loses that peer for good (peer_alive says how). While the core
- * asks about a peer's liveness, one probe write to it stays in flight, so that a peer that
- * died on another host shows as soon as the queue pair's retries run out. A put is a plain
- * RDMA WRITE into the peer's registered memory on the queue pair of the message it precedes
- * (an RC queue pair executes writes in order, so the message's completion at the receiver
- * means the put's data is in place); from the caller's registered memory it is always
- * signalled, so put_done can tell when the source may change again.
+/* path.c: transport_ib's data path. post writes a staging slot (header + payload) into the peer's
+ * inbound slot with one RDMA WRITE WITH IMM; arrivals are receive completions whose immediate
+ * (layout in ib.h) is checked against the sequence expected on that queue pair before the slot is
+ * marked arrived; credits are 8-byte RDMA writes of a checked record of a monotonic count into the
+ * peer's credit line; the alarm is a compare-and-swap (or a write, on devices without atomics)
+ * into every peer's alarm word; a clean close writes a checked mark (the collectives finished)
+ * into the next word of that credit line. Any error completion, failed post or out-of-sequence
+ * arrival loses that peer for good (peer_alive says how). While the core asks about a peer's
+ * liveness, one probe write to it stays in flight, so that a peer that died on another host shows
+ * as soon as the queue pair's retries run out. A put is a plain RDMA WRITE into the peer's
+ * registered memory on the queue pair of the message it precedes (an RC queue pair executes writes
+ * in order, so the message's completion at the receiver means the put's data is in place); from
+ * the caller's registered memory it is always signalled, so put_done can tell when the source may
+ * change again.
  * Must not: block (every poll takes at most one batch of completions), or allocate.
  *
  * Everything here is per connection: a peer named by rank (the ops' argument) is its index i
@@ -401,7 +401,7 @@ zc_status zc__ib_peer_alive(void *state, uint32_t rank, char *err, size_t cap) {
     return (zc_status)p->lost;
 }
 
-/* ---- a clean close ---------------------------------------------------------------------------- */
+/* ---- a clean close --------------------------------------------------------------------------- */
 
 /* The clean-close mark: 1 + the collectives this rank finished (48 bits) under a 16-bit check
  * of them, so that a torn or stray word reads as no mark. It lands in word 1 of this rank's

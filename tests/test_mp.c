@@ -2500,8 +2500,8 @@ int mp_rank_late_exit(void) {
 }
 
 /* 3 ranks, a reduce of 4 int32 to rank 0. Rank 1 sends its part, finishes, closes
- * (zc_comm_fini) and exits while rank 2 joins 300 ms late (MP_LATE_MS): rank 0, stalled on rank 2 through
- * several liveness checks, must not count rank 1's clean exit as a loss. MP_CASE=early: rank 1
+ * (zc_comm_fini) and exits while rank 2 joins 300 ms late (MP_LATE_MS): rank 0, stalled on
+ * rank 2 through several liveness checks, must not count rank 1's clean exit as a loss. MP_CASE=early: rank 1
  * closes before the reduce; then ranks 0 and 2 fail with ZC_PEER_LOST, rank 0 (which waits on
  * rank 1) saying rank 1 closed, rank 2 naming rank 0 as the detector. */
 int mp_rank_clean_exit(void) {

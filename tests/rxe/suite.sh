@@ -327,10 +327,10 @@ t_killed_other_host() {
 
 # t_clean_exit [otherhost]: mp_clean_exit_after_a_call_is_not_a_loss over verbs (with
 # `otherhost`, each rank a host of its own: the exit shows only as the probe's failure): rank 1
-# finishes a reduce, closes and exits
-# while rank 2 joins MP_LATE_MS late (longer than rank 1's close may wait for rank 0, with
-# ZC_IB_TIMEOUT=12): rank 0 completes with the right sum; then rank 1 closes before the reduce:
-# ranks 0 and 2 fail ZC_PEER_LOST, rank 0 saying rank 1 closed (the mark in its window).
+# finishes a reduce, closes and exits while rank 2 joins MP_LATE_MS late (longer than rank 1's
+# close may wait for rank 0, with ZC_IB_TIMEOUT=12): rank 0 completes with the right sum; then
+# rank 1 closes before the reduce: ranks 0 and 2 fail ZC_PEER_LOST, rank 0 saying rank 1 closed
+# (the mark in its window).
 t_clean_exit() {
     wrap=""
     if [ "${1:-}" = otherhost ]; then otherhost_wrapper; wrap=/tmp/otherhost; fi

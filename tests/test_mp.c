@@ -2034,10 +2034,11 @@ int mp_rank_misuse(void) {
 }
 
 /* A few small calls on both lanes (collectives, then a send/recv ring), each channel left with
- * fewer consumed messages than a credit batch, then zc_comm_fini on every rank at once: it
- * must return well within a second, since fini hands the last batch's credits back (a wire
- * that waits at close for its messages to be credited, transport_ib, would otherwise wait its
- * whole flush bound). */
+ * fewer consumed messages than a credit batch, then zc_comm_fini on every rank at once (or one
+ * after another, MP_FINI_STAGGER_MS): it must return well within a second, since fini hands
+ * the last batch's credits back (a wire that waits at close for its messages to be credited
+ * and its clean-close mark to land, transport_ib, would otherwise wait its whole flush bound,
+ * as for a peer that closed first). */
 int mp_rank_fini_prompt(void) {
     mp_ctx m;
     mp_config(&m, "mp_rank_fini_prompt");
@@ -2059,6 +2060,8 @@ int mp_rank_fini_prompt(void) {
         MP_CHECK(&m, in == from, "received %u from rank %u", in, from);
     }
     mp_barrier(&m);
+    /* MP_FINI_STAGGER_MS: rank r closes r times that late, after its peers closed. */
+    if (getenv("MP_FINI_STAGGER_MS")) mp_sleep_ms(m.rank * atol(getenv("MP_FINI_STAGGER_MS")));
     uint64_t t0 = mp_now_ns();
     mp_fini(&m);
     double ms = mp_ms(mp_now_ns() - t0);

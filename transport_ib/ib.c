@@ -423,9 +423,13 @@ static void zc_ib_flush(zc_ib *s) {
                 if (!s->peers[i].lost &&
                     zc__ib_credits(s, lane, s->g.conn_peer[i]) < s->peers[i].sent[lane])
                     pending = true;
+            /* The close mark's completion (polled by zc__ib_credits above), unless the peer's
+             * own mark is here: a peer that closed first waited for that mark's completion and
+             * may have taken its queue pairs down before ours arrived. */
             const zc_ib_peer *p = &s->peers[i];
-            if (i != s->self && !p->lost && p->mark > zc__ib_qp(s, i, 0)->sq_done)
-                pending = true; /* the close mark's completion, polled by zc__ib_credits */
+            if (i != s->self && !p->lost && p->mark > zc__ib_qp(s, i, 0)->sq_done &&
+                !zc__ib_closed_after(s, s->g.conn_peer[i]))
+                pending = true;
         }
         if (pending) zc_plat_cpu_relax();
     }

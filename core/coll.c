@@ -237,16 +237,15 @@ static uint32_t zc_call_entry(const uint64_t key[ZC_CALL_KEY_WORDS]) {
 }
 
 /* zc_build through the communicator's memo: a call with the arguments of a call that zc_build
- * accepted earlier (and whose memo entry no other call took since) takes its schedule again. zc_build's answer depends on
- * the arguments and on what does not change after init (the configuration, the ranks and
- * connections), except for what the memo stays out of: device memory (registrations decide a
- * device algorithm: no memo once a ZC_MEM_CUDA registration was made), and the symmetric
- * region's allocations and every registration, which forget it (zc__calls_forget). A receive
- * from any source is not kept (matched later). */
+ * accepted earlier (and whose memo entry no other call took since) takes its schedule again.
+ * zc_build's answer depends on the arguments and on what does not change after init (the
+ * configuration, the ranks and connections), except for what the memo stays out of: device
+ * memory (registrations decide a device algorithm: no memo once a ZC_MEM_CUDA registration was
+ * made), and the symmetric region's allocations and every registration, which forget it
+ * (zc__calls_forget). A receive from any source is not kept (matched later). */
 static zc_status zc_build_memo(zc_comm *c, const zc_call *a, zc__sched *s) {
     if (!c || c->magic != ZC_COMM_MAGIC) return ZC_INVALID_ARG;
-    if ((unsigned)a->kind > ZC_K_BARRIER || (c->gpu && c->gpu->used) ||
-        (a->kind == ZC_K_RECV && a->root == ZC_ANY_SOURCE))
+    if ((c->gpu && c->gpu->used) || (a->kind == ZC_K_RECV && a->root == ZC_ANY_SOURCE))
         return zc_build(c, a, s);
     if (c->failed) return (zc_status)c->failed;
     uint64_t key[ZC_CALL_KEY_WORDS];

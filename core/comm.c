@@ -104,6 +104,7 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
         zc__strlcpy(err, c->err, ZC_ERROR_TEXT_BYTES);
         return ZC_INVALID_ARG;
     }
+    zc__host_blocks(c, 0, 0);
     *out = c;
     return ZC_OK;
 }
@@ -658,6 +659,7 @@ zc_status zc_comm_init(const zc_config *cfg, void *arena, size_t arena_bytes,
     if (st == ZC_OK) {
         c->place = all[c->rank].place;
         if (!zc__conn_fill(c, &all[0].place, sizeof *all)) conns = ZC_INVALID_ARG;
+        zc__host_blocks(c, &all[0].place, sizeof *all);
         if (conns == ZC_OK && c->wire == &zc__wire_hier)
             conns = zc__hier_caps(c, &all[0].place, &all[0].host, sizeof *all);
     }
@@ -721,6 +723,8 @@ zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[
             zc__set_init_error("%s", comms[r]->err);
             return ZC_INVALID_ARG;
         }
+    if (hosts) zc__host_blocks(comms[0], hosts, sizeof *hosts); /* the same for every rank */
+    for (uint32_t r = 1; hosts && r < n; r++) comms[r]->hblock = comms[0]->hblock;
     for (uint32_t r = 0; r < n; r++) {
         zc_comm *c = comms[r];
         zc_wire_geom g = zc__geom(c, comm_id, windows);

@@ -67,6 +67,21 @@ static uint64_t zc_host(const zc_comm *c, const uint64_t *hosts, size_t stride, 
     return k && k < n ? p / k : 0u;
 }
 
+void zc__host_blocks(zc_comm *c, const uint64_t *hosts, size_t stride) {
+    uint32_t n = c->nranks, k = c->cfg.inproc_ranks_per_host, q = 0;
+    /* Simulated hosts of k ranks: a block stays on one when its size divides k; one host (k 0
+     * or at least n) has no blocks. */
+    bool one_host = !hosts && !(k && k < n);
+    for (uint32_t b = 2; !one_host && b <= n / 2u && n % b == 0; b *= 2u) {
+        bool one = hosts ? true : k % b == 0;
+        for (uint32_t r = 0; hosts && r < n && one; r++)
+            one = zc_host(c, hosts, stride, r) == zc_host(c, hosts, stride, r & ~(b - 1u));
+        if (!one) break;
+        q = b;
+    }
+    c->hblock = q;
+}
+
 uint32_t zc__conn_count(const zc_config *cfg, uint32_t per_host) {
     uint32_t set[128], n = cfg->nranks, r = cfg->rank;
     if (!zc__overlay(cfg)) return n;

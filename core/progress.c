@@ -32,6 +32,7 @@ static const zc__family *const zc_alg_family[ZC_ALG_COUNT_] = {
     [ZC_ALG_BRUCK] = &zc__fam_host,     [ZC_ALG_BINOMIAL] = &zc__fam_host,
     [ZC_ALG_RH] = &zc__fam_host,        [ZC_ALG_RAB] = &zc__fam_host,
     [ZC_ALG_VTREE] = &zc__fam_host,     [ZC_ALG_SCAG] = &zc__fam_host,
+    [ZC_ALG_HRD] = &zc__fam_host,
     [ZC_ALG_SYM] = &zc__fam_sym,        [ZC_ALG_RELAY] = &zc__fam_relay,
     [ZC_ALG_STAGED] = &zc__fam_staged,  [ZC_ALG_GPU_ONESHOT] = &zc__fam_ipc,
     [ZC_ALG_GPU_RSAG] = &zc__fam_ipc,   [ZC_ALG_GPU_DIRECT] = &zc__fam_ipc,

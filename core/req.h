@@ -42,6 +42,9 @@ typedef enum zc__alg {
                         * root's virtual rank, one accumulator chunk at a time */
     ZC_ALG_SCAG,       /* broadcast (large): binomial scatter of the n balanced blocks, then
                         * Bruck's all-gather of them (van de Geijn) */
+    ZC_ALG_HRD,        /* all_reduce (small) over blocks of ranks that share a place: the
+                        * canonical tree in each block toward its first rank, recursive
+                        * doubling among those, the result back down the block's tree */
     ZC_ALG_SYM,        /* buffers in the symmetric region: single copy, peers' buffers read
                         * and written directly (sym.c) */
     ZC_ALG_RELAY,      /* send/recv in overlay mode to a rank without a connection: over the
@@ -135,7 +138,8 @@ typedef struct zc__req {
     uint8_t *acc;        /* zc__acc_slice bytes: a log-depth algorithm's partial (sched.c);
                           * NULL when the configuration never picks one */
     /* Device schedules (sched_gpu.c, sched_put.c). */
-    uint32_t phase;      /* zc__gphase, or sched_put.c's phases */
+    uint32_t phase;      /* zc__gphase, or sched_put.c's phases; host schedules: the stage of
+                          * the hierarchical all_reduce (sched.c's ZC_HRD_*) */
     uint32_t round, rounds;
     uint32_t bind;       /* stream slot + 1 of a stream-ordered call (0: none): its start flag
                           * gates the request, its done flag is written when it ends */

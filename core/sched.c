@@ -246,6 +246,27 @@ static void zc_links_vtree(const zc_comm *c, const zc__sched *s, uint64_t C_slot
     }
 }
 
+/* The hierarchical all_reduce (ZC_ALG_HRD) over blocks of q = c->hblock ranks: in the block's
+ * tree a rank of block index l > 0 sends C partials to its parent l - lowbit(l) and gets C
+ * results back; it gets C partials from each child l + d (d a power of two below lowbit(l), or
+ * below q for the leader, l = 0) and sends it C results; the leaders exchange recursive
+ * doubling's links over the H = n / q blocks (a leader's view index is its block). */
+static void zc_links_hrd(const zc_comm *c, const zc__sched *s, uint64_t C_slots, zc__link_fn fn,
+                         void *ctx) {
+    uint32_t q = c->hblock, me = c->rank, l = me & (q - 1u), low = l ? zc_lowbit(l) : q;
+    uint64_t C = zc__msgs(s->count, zc_rd_elems(c, s));
+    (void)C_slots;
+    if (l) fn(ctx, me - low, C, C);
+    for (uint32_t d = low >> 1; d; d >>= 1) fn(ctx, me + d, C, C);
+    if (l) return;
+    zc_vr v = zc_vr_of(c->nranks / q);
+    uint32_t h = me / q;
+    if (h < 2u * v.e) fn(ctx, (h ^ 1u) * q, C, C);
+    if (zc_vr_folded(&v, h)) return;
+    uint32_t u = zc_vr_virt(&v, h);
+    for (uint32_t k = 0; k < v.steps; k++) fn(ctx, zc_vr_real(&v, u ^ (1u << k)) * q, C, C);
+}
+
 /* Bruck's all_gather: in round k (distance d = 2^k) a rank sends the blocks it holds of ranks
  * me .. me + min(d, n - d) - 1 to me - d and gets those of me + d .. from me + d. Bytes of
  * round k in blocks: */
@@ -386,7 +407,7 @@ void zc__place_plan(zc_comm *comm, zc__req *r) {
     if (s->alg == ZC_ALG_STAGED) return; /* its rounds' streams go through the slots */
     if (s->alg == ZC_ALG_RD || s->alg == ZC_ALG_BRUCK || s->alg == ZC_ALG_BINOMIAL ||
         s->alg == ZC_ALG_RH || s->alg == ZC_ALG_RAB || s->alg == ZC_ALG_VTREE ||
-        s->alg == ZC_ALG_SCAG)
+        s->alg == ZC_ALG_SCAG || s->alg == ZC_ALG_HRD)
         return; /* their streams go through the slots; no O(n) scan */
     for (uint32_t i = 0; i < comm->nconn; i++) {
         uint32_t p = comm->conn_peer[i];
@@ -480,8 +501,9 @@ static zc__alg zc_choose_overlay(const zc_comm *c, uint32_t kind, uint64_t count
     const zc_config *cfg = &c->cfg;
     switch (kind) {
     case ZC_K_ALLREDUCE:
-        return bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks ? ZC_ALG_RD
-                                                                               : ZC_ALG_RAB;
+        if (bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks)
+            return c->hblock ? ZC_ALG_HRD : ZC_ALG_RD;
+        return ZC_ALG_RAB;
     case ZC_K_REDUCE_SCATTER: return ZC_ALG_RH;
     case ZC_K_ALLGATHER:
     case ZC_K_ALLTOALL: return ZC_ALG_BRUCK;
@@ -505,7 +527,7 @@ zc__alg zc__choose(const zc_comm *c, uint32_t kind, uint64_t count, uint64_t byt
     switch (kind) {
     case ZC_K_ALLREDUCE:
         if (logn && (bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks))
-            return ZC_ALG_RD;
+            return c->hblock ? ZC_ALG_HRD : ZC_ALG_RD;
         if (bytes <= cfg->allreduce_oneshot_max_bytes || count < c->nranks)
             return ZC_ALG_ONESHOT;
         return ZC_ALG_RSAG;
@@ -823,77 +845,95 @@ static bool zc_step_local(zc_ctx *x) {
  * rank's input, sent as accumulators, combined on the right of the even rank's), 1..steps the
  * exchange with the partner of step b - 1 (message a on that channel, sent once: tx_done says
  * so), steps + 1 the store into recv, steps + 2 the result to the odd rank of a pair. A folded
- * odd rank: phase 0 sends, phase 1 copies the result in. */
-static bool zc_rd_folded(zc_ctx *x, uint64_t c, uint64_t elems, const uint8_t *in, uint8_t *out,
-                         size_t ab, bool back) {
+ * odd rank: phase 0 sends, phase 1 copies the result in. It runs over a view of the ranks:
+ * view index i is real rank i * stride, this rank index me (every rank: stride 1; the
+ * hierarchical all_reduce's leaders: stride hblock, whose partial is in r->acc already: in
+ * NULL). A move says whether it waits, moved, or finished the chunk (the caller counts it). */
+typedef struct zc_rdv {
+    zc_vr v;
+    uint32_t me, stride;
+} zc_rdv;
+
+enum { ZC_RD_WAIT, ZC_RD_MOVED, ZC_RD_DONE };
+
+static int zc_rd_folded(zc_ctx *x, const zc_rdv *w, uint64_t c, uint64_t elems,
+                        const uint8_t *in, uint8_t *out, size_t ab, bool back) {
     const zc__sched *s = &x->r->s;
-    uint32_t even = x->me - 1u;
+    uint32_t even = (w->me - 1u) * w->stride;
+    int done = ZC_RD_MOVED;
     if (x->r->b == 0) {
         uint8_t *d = zc__tx_begin_n(x->comm, x->r, even, c, elems * ab);
-        if (!d) return false;
-        zc__acc_load(d, in, elems, (zc_dtype)s->dtype, (zc_op)s->op);
-        if (zc__tx_end(x->comm, x->r, even, c, elems * ab) != ZC_OK) return false;
+        if (!d) return ZC_RD_WAIT;
+        if (in) zc__acc_load(d, in, elems, (zc_dtype)s->dtype, (zc_op)s->op);
+        else zc__memcpy(d, x->r->acc, elems * ab);
+        if (zc__tx_end(x->comm, x->r, even, c, elems * ab) != ZC_OK) return ZC_RD_WAIT;
         x->r->b = back;
-        x->r->a += !back; /* no result comes back: the chunk is done */
+        if (!back) done = ZC_RD_DONE; /* no result comes back */
     } else {
         const uint8_t *res = zc__rx_peek(x->comm, x->r, even, c, elems * x->es);
-        if (!res) return false;
+        if (!res) return ZC_RD_WAIT;
         zc__memcpy(out, res, elems * x->es);
         zc__rx_consume(x->comm, x->r, even);
-        x->r->b = 0;
-        x->r->a++;
+        done = ZC_RD_DONE;
     }
     (*x->budget)--;
-    return true;
+    return done;
 }
 
-/* One move of a virtual rank's chunk c (phases above); false when it must wait. */
-static bool zc_rd_virtual(zc_ctx *x, const zc_vr *v, uint64_t c, uint64_t elems,
-                          const uint8_t *in, uint8_t *out, size_t ab) {
+/* One move of a virtual rank's chunk c (phases above). */
+static int zc_rd_virtual(zc_ctx *x, const zc_rdv *w, uint64_t c, uint64_t elems,
+                         const uint8_t *in, uint8_t *out, size_t ab) {
     zc__req *r = x->r;
     zc_dtype t = (zc_dtype)r->s.dtype;
     zc_op op = (zc_op)r->s.op;
-    uint32_t u = zc_vr_virt(v, x->me);
-    bool pair = x->me < 2u * v->e;
+    const zc_vr *v = &w->v;
+    uint32_t u = zc_vr_virt(v, w->me), odd = (w->me + 1u) * w->stride;
+    bool pair = w->me < 2u * v->e;
     if (r->b == 0) {
-        const uint8_t *w = pair ? zc__rx_peek(x->comm, r, x->me + 1u, c, elems * ab) : in;
-        if (!w) return false;
-        zc__acc_load(r->acc, in, elems, t, op);
+        const uint8_t *got = pair ? zc__rx_peek(x->comm, r, odd, c, elems * ab) : 0;
+        if (pair && !got) return ZC_RD_WAIT;
+        if (in) zc__acc_load(r->acc, in, elems, t, op);
         if (pair) {
-            zc__acc_combine(r->acc, r->acc, w, elems, t, op);
-            zc__rx_consume(x->comm, r, x->me + 1u);
+            zc__acc_combine(r->acc, r->acc, got, elems, t, op);
+            zc__rx_consume(x->comm, r, odd);
             (*x->budget)--;
         }
         r->b = 1;
     } else if (r->b <= v->steps) {
-        uint32_t q = u ^ (1u << (r->b - 1u)), peer = zc_vr_real(v, q);
+        uint32_t q = u ^ (1u << (r->b - 1u)), peer = zc_vr_real(v, q) * w->stride;
         if (zc__tx_done(x->comm, r, peer) == c) {
             uint8_t *d = zc__tx_begin_n(x->comm, r, peer, c, elems * ab);
-            if (!d) return false;
+            if (!d) return ZC_RD_WAIT;
             zc__memcpy(d, r->acc, elems * ab);
-            if (zc__tx_end(x->comm, r, peer, c, elems * ab) != ZC_OK) return false;
-            if (!--*x->budget) return false;
+            if (zc__tx_end(x->comm, r, peer, c, elems * ab) != ZC_OK) return ZC_RD_WAIT;
+            if (!--*x->budget) return ZC_RD_WAIT;
         }
-        const uint8_t *w = zc__rx_peek(x->comm, r, peer, c, elems * ab);
-        if (!w) return false;
-        zc__acc_combine(r->acc, u < q ? r->acc : w, u < q ? w : r->acc, elems, t, op);
+        const uint8_t *got = zc__rx_peek(x->comm, r, peer, c, elems * ab);
+        if (!got) return ZC_RD_WAIT;
+        zc__acc_combine(r->acc, u < q ? r->acc : got, u < q ? got : r->acc, elems, t, op);
         zc__rx_consume(x->comm, r, peer);
         (*x->budget)--;
         r->b++;
     } else if (r->b == v->steps + 1u) {
         zc__acc_store(out, r->acc, elems, t, op, x->n);
-        r->b = pair ? r->b + 1u : 0;
-        r->a += !pair;
+        if (!pair) return ZC_RD_DONE;
+        r->b++;
     } else {
-        uint8_t *d = zc__tx_begin_n(x->comm, r, x->me + 1u, c, elems * x->es);
-        if (!d) return false;
+        uint8_t *d = zc__tx_begin_n(x->comm, r, odd, c, elems * x->es);
+        if (!d) return ZC_RD_WAIT;
         zc__memcpy(d, out, elems * x->es);
-        if (zc__tx_end(x->comm, r, x->me + 1u, c, elems * x->es) != ZC_OK) return false;
+        if (zc__tx_end(x->comm, r, odd, c, elems * x->es) != ZC_OK) return ZC_RD_WAIT;
         (*x->budget)--;
-        r->b = 0;
-        r->a++;
+        return ZC_RD_DONE;
     }
-    return true;
+    return ZC_RD_MOVED;
+}
+
+/* One move of recursive doubling's chunk c at this rank of view w, folded or virtual. */
+static int zc_rd_move(zc_ctx *x, const zc_rdv *w, uint64_t c, uint64_t elems, const uint8_t *in,
+                      uint8_t *out, size_t ab) {
+    return zc_vr_folded(&w->v, w->me) ? zc_rd_folded(x, w, c, elems, in, out, ab, true)
+                                      : zc_rd_virtual(x, w, c, elems, in, out, ab);
 }
 
 /* ZC_ALG_VTREE at a virtual rank, chunk c: r->b = 0 the leaf (as recursive doubling's), 1..steps
@@ -955,20 +995,117 @@ static bool zc_vt_virtual(zc_ctx *x, const zc_vr *v, uint32_t ur, uint64_t c, ui
  * reduce's recv is the root's alone (NULL elsewhere). */
 static bool zc_step_rd(zc_ctx *x) {
     const zc__sched *s = &x->r->s;
-    zc_vr v = zc_vr_of(x->n);
+    zc_rdv w = {zc_vr_of(x->n), x->me, 1};
     uint64_t E = zc_rd_elems(x->comm, s), C = zc__msgs(s->count, (uint32_t)E);
     size_t ab = zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op);
-    bool folded = zc_vr_folded(&v, x->me), tree = s->alg == ZC_ALG_VTREE;
+    bool folded = zc_vr_folded(&w.v, x->me), tree = s->alg == ZC_ALG_VTREE;
     bool result = !tree || x->me == s->root;
-    uint32_t ur = zc_vr_virt(&v, s->root);
+    uint32_t ur = zc_vr_virt(&w.v, s->root);
     while (*x->budget && x->r->a < C) {
         uint64_t c = x->r->a, elems = zc_min(E, s->count - c * E);
         const uint8_t *in = s->send + c * E * x->es;
         uint8_t *out = result ? s->recv + c * E * x->es : 0;
-        bool moved = folded ? zc_rd_folded(x, c, elems, in, out, ab, result)
-                     : tree ? zc_vt_virtual(x, &v, ur, c, elems, in, out, ab)
-                            : zc_rd_virtual(x, &v, c, elems, in, out, ab);
-        if (!moved) break;
+        if (tree && !folded) {
+            if (!zc_vt_virtual(x, &w.v, ur, c, elems, in, out, ab)) break;
+            continue;
+        }
+        int m = folded ? zc_rd_folded(x, &w, c, elems, in, out, ab, result)
+                       : zc_rd_virtual(x, &w, c, elems, in, out, ab);
+        if (m == ZC_RD_WAIT) break;
+        if (m == ZC_RD_DONE) x->r->b = 0, x->r->a++;
+    }
+    return zc_all_moved(x->r) && x->r->a == C;
+}
+
+/* ---- the hierarchical all_reduce (ZC_ALG_HRD) ----
+ * Blocks of q = comm->hblock consecutive ranks share a place (conn.c's zc__host_blocks), q a
+ * power of two that divides n; a block's first rank is its leader. Per accumulator chunk, in
+ * three stages (r->phase): up the canonical tree of the block's q ranks toward the leader (at
+ * step k a rank whose block index l has lowest set bit 2^k sends its partial to l - 2^k; one
+ * whose low k + 1 bits are clear combines that of l + 2^k on the right; r->b = k + 1), then
+ * recursive doubling among the H = n / q leaders (zc_rd_move over the view of the leaders,
+ * fold included), then the result down the same tree (from the parent, then to each child
+ * l + d, the largest subtree first). With q a power of two dividing n, the canonical tree of
+ * n is the tree of each block under the canonical tree of H (docs/algorithms.md), so the
+ * result has the documented order's bits; the peers are the block's ranks (one place) and the
+ * leaders' recursive-doubling partners, connections in overlay mode too (layout.h's (a), (b)). */
+enum { ZC_HRD_UP, ZC_HRD_LEADERS, ZC_HRD_DOWN };
+
+static bool zc_hrd_move(zc_ctx *x, const zc_rdv *w, uint32_t q, uint64_t c, uint64_t elems,
+                        const uint8_t *in, uint8_t *out, size_t ab) {
+    zc__req *r = x->r;
+    zc_dtype t = (zc_dtype)r->s.dtype;
+    zc_op op = (zc_op)r->s.op;
+    uint32_t me = x->me, l = me & (q - 1u), low = l ? zc_lowbit(l) : q;
+    if (r->phase == ZC_HRD_UP) {
+        if (r->b == 0) {
+            zc__acc_load(r->acc, in, elems, t, op);
+            r->b = 1;
+            return true;
+        }
+        uint32_t d = 1u << (r->b - 1u);
+        if (d == low && l) { /* the partial to the parent; the result comes back down */
+            uint8_t *m = zc__tx_begin_n(x->comm, r, me - d, c, elems * ab);
+            if (!m) return false;
+            zc__memcpy(m, r->acc, elems * ab);
+            if (zc__tx_end(x->comm, r, me - d, c, elems * ab) != ZC_OK) return false;
+            (*x->budget)--;
+            r->phase = ZC_HRD_DOWN;
+            return true;
+        }
+        if (d == q) { /* the leader holds its block's partial */
+            r->phase = ZC_HRD_LEADERS;
+            r->b = 0;
+            return true;
+        }
+        const uint8_t *got = zc__rx_peek(x->comm, r, me + d, c, elems * ab);
+        if (!got) return false;
+        zc__acc_combine(r->acc, r->acc, got, elems, t, op);
+        zc__rx_consume(x->comm, r, me + d);
+        (*x->budget)--;
+        r->b++;
+        return true;
+    }
+    if (r->phase == ZC_HRD_LEADERS) {
+        int m = zc_rd_move(x, w, c, elems, 0, out, ab);
+        if (m == ZC_RD_WAIT) return false;
+        if (m == ZC_RD_DONE) r->phase = ZC_HRD_DOWN;
+        return true;
+    }
+    if (l && zc__rx_done(x->comm, r, me - low) == c) { /* the result from the parent */
+        const uint8_t *got = zc__rx_peek(x->comm, r, me - low, c, elems * x->es);
+        if (!got) return false;
+        zc__memcpy(out, got, elems * x->es);
+        zc__rx_consume(x->comm, r, me - low);
+        (*x->budget)--;
+        return true;
+    }
+    for (uint32_t d = low >> 1; d; d >>= 1) {
+        if (zc__tx_done(x->comm, r, me + d) != c) continue; /* sent */
+        uint8_t *m = zc__tx_begin_n(x->comm, r, me + d, c, elems * x->es);
+        if (!m) return false;
+        zc__memcpy(m, out, elems * x->es);
+        if (zc__tx_end(x->comm, r, me + d, c, elems * x->es) != ZC_OK) return false;
+        (*x->budget)--;
+        return true;
+    }
+    r->phase = ZC_HRD_UP;
+    r->b = 0;
+    r->a++;
+    return true;
+}
+
+static bool zc_step_hrd(zc_ctx *x) {
+    const zc__sched *s = &x->r->s;
+    uint32_t q = x->comm->hblock;
+    zc_rdv w = {zc_vr_of(x->n / q), x->me / q, q};
+    uint64_t E = zc_rd_elems(x->comm, s), C = zc__msgs(s->count, (uint32_t)E);
+    size_t ab = zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op);
+    while (*x->budget && x->r->a < C) {
+        uint64_t c = x->r->a, elems = zc_min(E, s->count - c * E);
+        if (!zc_hrd_move(x, &w, q, c, elems, s->send + c * E * x->es, s->recv + c * E * x->es,
+                         ab))
+            break;
     }
     return zc_all_moved(x->r) && x->r->a == C;
 }
@@ -1228,6 +1365,7 @@ static const zc_line_fn zc_line_algs[ZC_ALG_BRUCK + 1] = {
  * every message decide alike from the call and the communicator's wire and slot size. */
 static void zc_host_begin(zc_comm *comm, zc__req *r) {
     const zc__sched *s = &r->s;
+    r->phase = ZC_HRD_UP;
     r->line = s->alg <= ZC_ALG_BRUCK && zc_line_algs[s->alg] && !r->place &&
               comm->nranks >= 2 && comm->nranks <= ZC_LINE_MAX_RANKS &&
               (s->count * s->esize <= ZC_INLINE_BYTES ||
@@ -1868,7 +2006,7 @@ typedef struct zc_host_alg {
     bool (*step)(zc_ctx *x); /* moves it within the budget; true once its work is done */
 } zc_host_alg;
 
-static const zc_host_alg zc_host_algs[ZC_ALG_SCAG + 1] = {
+static const zc_host_alg zc_host_algs[ZC_ALG_HRD + 1] = {
     [ZC_ALG_LOCAL] = {zc_links_none, zc_step_local},
     [ZC_ALG_ONESHOT] = {zc_links_all_c, zc_step_oneshot},
     [ZC_ALG_RSAG] = {zc_links_rsag, zc_step_rs},
@@ -1885,10 +2023,11 @@ static const zc_host_alg zc_host_algs[ZC_ALG_SCAG + 1] = {
     [ZC_ALG_RAB] = {zc_links_rh, zc_step_rh},
     [ZC_ALG_VTREE] = {zc_links_vtree, zc_step_rd},
     [ZC_ALG_SCAG] = {zc_links_scag, zc_step_scag},
+    [ZC_ALG_HRD] = {zc_links_hrd, zc_step_hrd},
 };
 
 static const zc_host_alg *zc_host_alg_of(uint32_t alg) {
-    ZC_ASSERT(alg <= ZC_ALG_SCAG && zc_host_algs[alg].step);
+    ZC_ASSERT(alg <= ZC_ALG_HRD && zc_host_algs[alg].step);
     return &zc_host_algs[alg];
 }
 

@@ -184,6 +184,7 @@ static zc_status zc_split(zc_comm *parent, int color, int key, void *arena, size
             zc__strlcpy(err, c->err, sizeof err);
             local = ZC_INVALID_ARG;
         }
+        if (local == ZC_OK) zc__host_blocks(c, places, sizeof *places);
         if (local == ZC_OK && c->wire == &zc__wire_hier) {
             c->place = parent->place;
             local = zc__hier_caps(c, places, 0, sizeof *places); /* the parent checked hosts */

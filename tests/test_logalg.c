@@ -1,4 +1,5 @@
-/* test_logalg.c: the log-depth host algorithms (recursive-doubling all_reduce, Bruck
+/* test_logalg.c: the log-depth host algorithms (recursive-doubling all_reduce and its
+ * hierarchical form over blocks of ranks that share a simulated host, Bruck
  * all_gather and all_to_all, binomial gather and scatter, reduce down the canonical tree and van
  * de Geijn broadcast from every root) forced by
  * cfg->log_min_ranks (the binomial tree by overlay mode, cfg->overlay_min_ranks), in process on n = 1..17, 31, 33 and 64 ranks: every
@@ -62,17 +63,24 @@ static void la_open(la_group *g, uint32_t n, uint32_t slot_bytes, uint64_t small
     zt_inproc_open(&cfg, g->arenas, g->c);
 }
 
-/* la_open in overlay mode (every rank its own simulated host): the binomial gather and scatter,
- * recursive halving and Rabenseifner run there; a full mesh keeps the direct ones. */
-static void la_open_overlay(la_group *g, uint32_t n, uint32_t slot_bytes, uint64_t small_max) {
+/* la_open with per_host ranks on each simulated host (0: one host) and in overlay mode or not:
+ * with every rank its own host, the binomial gather and scatter, recursive halving and
+ * Rabenseifner run in overlay mode (a full mesh keeps the direct ones); with blocks of ranks
+ * on one host (zc__host_blocks), the hierarchical all_reduce runs, in either mode. */
+static void la_open_hosts(la_group *g, uint32_t n, uint32_t slot_bytes, uint64_t small_max,
+                          uint32_t per_host, bool overlay) {
     zc_config cfg;
     memset(g, 0, sizeof *g);
     g->n = n;
     zr_group_config(&cfg, n, slot_bytes, 2, small_max, 0);
     cfg.log_min_ranks = 1;
-    cfg.overlay_min_ranks = 1;
-    cfg.inproc_ranks_per_host = 1;
+    cfg.overlay_min_ranks = overlay ? 1u : 0u;
+    cfg.inproc_ranks_per_host = per_host;
     zt_inproc_open(&cfg, g->arenas, g->c);
+}
+
+static void la_open_overlay(la_group *g, uint32_t n, uint32_t slot_bytes, uint64_t small_max) {
+    la_open_hosts(g, n, slot_bytes, small_max, 1, true);
 }
 
 static void la_close(la_group *g) { zt_inproc_close(g->n, g->arenas, g->c); }
@@ -146,6 +154,14 @@ static bool la_overlay_bc(uint32_t n, uint32_t r, uint32_t p) {
     return false;
 }
 
+/* Whether rank r of n may send to p under the hierarchical all_reduce over blocks of q ranks:
+ * a rank of its own block, or between two leaders (a block's first rank) the overlay's (b) or
+ * (c) of the n / q blocks. */
+static bool la_hrd_peer(uint32_t n, uint32_t q, uint32_t r, uint32_t p) {
+    if (p / q == r / q) return p != r;
+    return r % q == 0 && p % q == 0 && la_overlay_bc(n / q, r / q, p / q);
+}
+
 /* Case k on the log group (alg expected) and on the direct group: both equal the reference
  * bitwise; the log group's messages came from alg only, to few peers (for RH and Rabenseifner:
  * only to overlay peers (b) and (c)). */
@@ -172,6 +188,12 @@ static void la_case(la_group *lg, la_group *dg, const zr_case *k, uint32_t alg, 
                                        alg == ZC_ALG_VTREE); p++)
             if (la_seen.peers[r] >> p & 1u && !la_overlay_bc(n, r, p)) {
                 printf("    rank %u sent to %u, not an overlay peer (b)+(c)\n", r, p);
+                outside++;
+            }
+        for (uint32_t p = 0, q = lg->c[0]->hblock; p < n && alg == ZC_ALG_HRD; p++)
+            if (la_seen.peers[r] >> p & 1u && !la_hrd_peer(n, q, r, p)) {
+                printf("    rank %u sent to %u: not in its block of %u, nor a leaders' peer\n",
+                       r, p, q);
                 outside++;
             }
     }
@@ -252,6 +274,36 @@ static void la_sweep_rooted(la_group *og, la_group *rg, la_group *dg, zt_rng *rn
     }
 }
 
+/* The largest power of two q that divides n and leaves at least two blocks (0: none): with
+ * q ranks per simulated host, the blocks of the hierarchical all_reduce. */
+static uint32_t la_block(uint32_t n) {
+    uint32_t q = 0;
+    for (uint32_t b = 2; b <= n / 2u && n % b == 0; b *= 2u) q = b;
+    return q;
+}
+
+/* The hierarchical all_reduce, forced by q ranks per simulated host (la_block; in overlay
+ * mode and in a full mesh, hosts of 3q ranks where they fit: still blocks of q): dtype x op,
+ * ragged counts, in place and not. */
+static void la_sweep_blocks(la_group *dg, zt_rng *rng, bool full, uint32_t *i) {
+    uint32_t n = dg->n, q = la_block(n);
+    if (!q) return;
+    la_group hg, hog;
+    la_open_hosts(&hg, n, 256, 1u << 30, n % (3u * q) == 0 && n > 3u * q ? 3u * q : q, false);
+    la_open_hosts(&hog, n, 256, 1u << 30, q, true);
+    ZT_CHECK_EQ(hg.c[0]->hblock, q);
+    ZT_CHECK_EQ(hog.c[n - 1u]->hblock, q);
+    for (int t = 0; t < ZC_DTYPE_COUNT_; t++)
+        for (int op = 0; op < ZC_OP_COUNT_; op++) {
+            if (!full && zt_rng_below(rng, 4)) continue;
+            zr_case k = {ZR_ALLREDUCE, n, la_count(n, (*i)++), (zc_dtype)t, (zc_op)op, 0,
+                         zt_rng_below(rng, 2)};
+            la_case((t + op) & 1 ? &hog : &hg, dg, &k, ZC_ALG_HRD, zt_seed() + *i);
+        }
+    la_close(&hg);
+    la_close(&hog);
+}
+
 static void la_sweep(uint32_t n, bool full) {
     la_group og, lg, dg, rg;
     la_open_overlay(&og, n, 256, 1024);
@@ -275,6 +327,7 @@ static void la_sweep(uint32_t n, bool full) {
         zr_case k = {ZR_AG, n, la_count(n, i++), (zc_dtype)t, ZC_SUM, 0, zt_rng_below(&rng, 2)};
         la_case(&lg, &dg, &k, ZC_ALG_BRUCK, zt_seed() + i);
     }
+    la_sweep_blocks(&dg, &rng, full, &i);
     la_sweep_trees(&og, &lg, &dg, &rng, full, &i);
     la_sweep_rooted(&og, &rg, &dg, &rng, &i);
     for (int t = 0; t < ZC_DTYPE_COUNT_; t++)
@@ -306,6 +359,35 @@ void logalg_forced_match_reference_and_direct_31_33_64_ranks(void) {
     la_sweep(31, false);
     la_sweep(33, true);
     la_sweep(64, false);
+}
+
+/* The hierarchical all_reduce's blocks (zc__host_blocks) follow the simulated hosts: the
+ * largest power of two q dividing both the ranks per host and n, with at least two blocks;
+ * none on one host or with odd hosts. Then every dtype x op at 18 (hosts of 6: blocks of 2,
+ * 9 leaders), 24 (8 per host, 3 leaders) and 40 ranks (5 leaders), where the leaders' stage
+ * folds, against the reference and the direct algorithms. */
+void logalg_hierarchical_all_reduce_blocks_follow_the_hosts(void) {
+    static const uint32_t cases[][3] = {/* n, ranks per host, blocks */
+                                        {12, 6, 2}, {12, 3, 0}, {12, 4, 4}, {12, 0, 0},
+                                        {12, 12, 0}, {20, 8, 4}, {24, 8, 8}, {16, 16, 0},
+                                        {16, 8, 8}, {18, 6, 2}, {9, 3, 0}, {64, 16, 16}};
+    for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++) {
+        la_group g;
+        la_open_hosts(&g, cases[j][0], 256, 1024, cases[j][1], j & 1u);
+        for (uint32_t r = 0; r < g.n; r++) ZT_CHECK_EQ(g.c[r]->hblock, cases[j][2]);
+        la_close(&g);
+    }
+    static const uint32_t ns[] = {18, 24, 40};
+    zc__test_forge = la_hook;
+    for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
+        la_group dg;
+        zt_rng rng = {zt_seed() ^ ns[j]};
+        uint32_t i = 0;
+        la_open(&dg, ns[j], 256, 1024, 0);
+        la_sweep_blocks(&dg, &rng, true, &i);
+        la_close(&dg);
+    }
+    zc__test_forge = NULL;
 }
 
 /* The defaults: today's algorithms up to 8 ranks, the log-depth ones from 9. */

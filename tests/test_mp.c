@@ -815,6 +815,7 @@ static void mp_draw_op(zt_rng *g, const mp_ctx *m, mp_op *o) {
     memset(o, 0, sizeof *o);
     o->kind = (mp_kind)zt_rng_below(g, MP_KIND_COUNT);
     if (o->kind == MP_RING && m->n == 1) o->kind = MP_BARRIER; /* no peer to send to */
+    if (mp_env_u32("MP_ALLREDUCE_ONLY", 0)) o->kind = MP_ALLREDUCE; /* the draws stay the same */
     o->dt = (zc_dtype)zt_rng_below(g, ZC_DTYPE_COUNT_);
     o->op = (zc_op)zt_rng_below(g, ZC_OP_COUNT_);
     o->count = mp_draw_count(g, m->n, zc_dtype_bytes(o->dt), m->cfg.slot_bytes);
@@ -2302,7 +2303,8 @@ static void mp_hier_child(mp_ctx *m, int color, uint32_t size, uint32_t crank, c
 }
 
 /* ZC_TRANSPORT=hier with hosts claimed by MP_LAYOUT (MP_HIER_SHM=1: both instances shm; under
- * tests/rxe the inter-host one is ib), MP_OVERLAY=1 for overlay mode: the connections'
+ * tests/rxe the inter-host one is ib), MP_OVERLAY=1 for overlay mode (MP_HBLOCK: the blocks of
+ * the hierarchical all_reduce every rank must have found): the connections'
  * instances, batches of every collective against the reference (in place among them), then a
  * child per claimed host (shm) and an even/odd child (hier while it spans hosts). */
 int mp_rank_hier(void) {
@@ -2312,6 +2314,9 @@ int mp_rank_hier(void) {
     if (mp_env_u32("MP_OVERLAY", 0)) m.cfg.log_min_ranks = 1, m.cfg.overlay_min_ranks = 2;
     mp_init(&m);
     mp_hier_check(&m);
+    uint32_t blocks = mp_env_u32("MP_HBLOCK", 0); /* the claimed hosts' blocks, when given */
+    MP_CHECK(&m, !getenv("MP_HBLOCK") || m.comm->hblock == blocks, "rank %u found blocks of %u "
+             "ranks for the hierarchical all_reduce, not %u", m.rank, m.comm->hblock, blocks);
     uint64_t t0 = mp_now_ns();
     uint64_t calls = mp_batches(&m, (0x41e4ull << 32) ^ m.n, 0x10ca2ull, 0x41ull, 0, "hier");
     uint32_t *who = malloc(sizeof *who * m.n), size = 0, crank = 0, host = mp_layout_host(m.rank);
@@ -2851,6 +2856,24 @@ void mp_hier_processes_match_reference_n9(void) {
                                      "MP_BATCHES=8", "MP_OVERLAY=1", NULL};
     mp_job(9, "mp_rank_hier", 120, env, 0);
     mp_job(9, "mp_rank_hier", 120, ov, 0);
+}
+
+/* The hierarchical all_reduce between processes on the two-wire communicator, overlay mode (the
+ * log-depth algorithms): hosts claimed 4,4 (blocks of 4, two leaders across the second wire)
+ * and 2,2,2 (blocks of 2, three leaders: the leaders' stage folds); every rank found the
+ * blocks from the claimed places, and the batches (all_reduce only: MP_ALLREDUCE_ONLY) run it
+ * up to 16 KiB, Rabenseifner above. */
+void mp_hier_blocks_run_the_hierarchical_all_reduce(void) {
+    static const char *const two[] = {"ZC_TRANSPORT=hier", "MP_HIER_SHM=1", "MP_LAYOUT=4,4",
+                                      "MP_BATCHES=8", "MP_OVERLAY=1", "MP_HBLOCK=4",
+                                      "MP_ALLREDUCE_ONLY=1", NULL};
+    static const char *const three[] = {"ZC_TRANSPORT=hier", "MP_HIER_SHM=1", "MP_LAYOUT=2,2,2",
+                                        "MP_BATCHES=8", "MP_OVERLAY=1", "MP_HBLOCK=2",
+                                        "MP_ALLREDUCE_ONLY=1", NULL};
+    mp_job(8, "mp_rank_hier", 120, two, 0);
+    ZT_CHECK(strstr(mp_out, "mp-info: hier n=8") != NULL);
+    mp_job(6, "mp_rank_hier", 120, three, 0);
+    ZT_CHECK(strstr(mp_out, "mp-info: hier n=6") != NULL);
 }
 
 /* A rank of another claimed host killed mid all_reduce on the two-wire communicator: ranks 0

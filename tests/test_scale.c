@@ -1,6 +1,7 @@
 /* test_scale.c: overlay mode at scale, in process: groups of ZC_SCALE_RANKS ranks (a comma list;
  * default 1024; `ninja check-scale` runs 512 and 4096), 8 per simulated host, slots of 1 KiB x
- * 2: all_reduce (recursive doubling) at ragged counts, in place and not, all_gather (Bruck),
+ * 2: all_reduce (hierarchical recursive doubling over the hosts' blocks of 8) at ragged counts,
+ * in place and not, all_gather (Bruck),
  * broadcast from several roots (binomial tree; van de Geijn above bcast_tree_max_bytes), reduce
  * (the canonical tree toward the root), barrier; every result checked bitwise against tests/ref.c's
  * documented order. Prints per rank the arena bytes and connections, and the CPU time of one
@@ -105,11 +106,33 @@ static void sc_case(sc_group *g, const zr_case *k, uint64_t seed) {
     free(send), free(recv), free(want);
 }
 
-/* CPU ms of one 8-byte float32 all_reduce over every rank, median of 5 after a warm-up. */
+/* Messages every rank together sends in one small all_reduce of one chunk (the hierarchical
+ * form over blocks of q, docs/algorithms.md): 2 (q - 1) per block up and down its tree, and
+ * recursive doubling's among the H = n / q leaders (P the largest power of two <= H: P log2 P,
+ * and 2 per folded pair). */
+static uint64_t sc_hrd_messages(uint32_t n, uint32_t q) {
+    uint32_t H = n / q, P = 1, steps = 0;
+    while (P * 2u <= H) P *= 2u, steps++;
+    return 2u * (uint64_t)(q - 1u) * H + (uint64_t)P * steps + 2u * (uint64_t)(H - P);
+}
+
+static uint64_t sc_sent(const sc_group *g) {
+    uint64_t all = 0, tx;
+    for (uint32_t r = 0; r < g->n; r++) {
+        zc_comm_messages(g->c[r], &tx, NULL);
+        all += tx;
+    }
+    return all;
+}
+
+/* CPU ms of one 8-byte float32 all_reduce over every rank, median of 5 after a warm-up; the
+ * messages of each call are the formula's. */
 static double sc_time_allreduce(sc_group *g) {
     float *in = calloc(2u * g->n, sizeof *in), *out = calloc(2u * g->n, sizeof *out);
     double ms[6];
     ZT_CHECK(in && out);
+    ZT_CHECK_EQ(g->c[0]->hblock, 8u);
+    uint64_t sent = sc_sent(g);
     for (uint32_t r = 0; r < g->n; r++) in[2u * r] = 1.0f, in[2u * r + 1] = (float)(r & 7u);
     for (int i = 0; i < 6; i++) {
         double t0 = sc_cpu_ms();
@@ -119,6 +142,9 @@ static double sc_time_allreduce(sc_group *g) {
         sc_wait_all(g);
         ms[i] = sc_cpu_ms() - t0;
         ZT_CHECK(out[0] == (float)g->n);
+        uint64_t now = sc_sent(g);
+        ZT_CHECK_EQ(now - sent, sc_hrd_messages(g->n, 8u));
+        sent = now;
     }
     for (int i = 1; i < 6; i++) /* sort the 5 timed calls */
         for (int j = i; j > 1 && ms[j] < ms[j - 1]; j--) {
@@ -228,6 +254,8 @@ static void sc_one(uint32_t n, double *ms_first) {
             sc_case(&g, &ar, seed++);
         }
     }
+    zr_case avg = {ZR_ALLREDUCE, n, 600, ZC_FLOAT16, ZC_AVG, 0, true}; /* several chunks */
+    sc_case(&g, &avg, seed++);
     zr_case ag = {ZR_AG, n, 3, ZC_INT32, ZC_SUM, 0, false};
     sc_case(&g, &ag, seed++);
     zr_case ag2 = {ZR_AG, n, 1, ZC_FLOAT64, ZC_SUM, 0, true};

@@ -20,6 +20,11 @@ def model(g, per_host, s, a_host, a_net, b_host, b_net):
     # zcoll recursive doubling (small): log2 g steps, the first log2(per_host) inside a host
     # (partners u ^ 1, u ^ 2, u ^ 4 share it when ranks are numbered host by host).
     rows.append(("zcoll RD", lg_, s * lp, s * lh, lp * (a_host + s * b_host) + lh * (a_net + s * b_net)))
+    # zcoll hierarchical recursive doubling (small, blocks of per_host ranks, a power of two):
+    # up the host's tree (log2 per_host steps), recursive doubling among the h leaders, down
+    # again; a host's ranks send 2 (per_host - 1) messages inside it, only its leader crosses.
+    rows.append(("zcoll HRD", 2 * lp + lh, 2 * s * (per_host - 1) / per_host, s * lh / per_host,
+                 2 * lp * (a_host + s * b_host) + lh * (a_net + s * b_net)))
     # zcoll Rabenseifner (large): recursive halving then doubling; the halving steps inside a
     # host move s/2 + s/4 + ... (7s/8 at 8 per host) each way, the rest crosses hosts.
     inner = s * (1 - 1 / per_host)
@@ -77,7 +82,7 @@ def main():
             for name, steps, inner, nic, t in model(g, o.per_host, s, a_h, a_n, b_h, b_n):
                 if s <= 4096 and name == "zcoll Rabenseifner":
                     continue
-                if s > 4096 and name == "zcoll RD":
+                if s > 4096 and name in ("zcoll RD", "zcoll HRD"):
                     continue
                 print("| %d | %s | %d | %s | %s | %s |"
                       % (g, name, steps, size_text(inner), size_text(nic), time_text(t)))

@@ -294,6 +294,15 @@ static uint32_t zf_bsize(uint32_t n, uint32_t v) {
     return v == 0 ? n : zf_lowbit(v) < n - v ? zf_lowbit(v) : n - v;
 }
 
+/* The hierarchical all_reduce's blocks (core/conn.c's zc__host_blocks) on simulated hosts of
+ * cfg->inproc_ranks_per_host ranks: the largest power of two dividing that and n, leaving at
+ * least two blocks; 0: none. */
+static uint32_t zf_blocks(const zc_config *cfg, uint32_t n) {
+    uint32_t k = cfg->inproc_ranks_per_host, q = 0;
+    for (uint32_t b = 2; k && k < n && b <= n / 2u && n % b == 0 && k % b == 0; b *= 2u) q = b;
+    return q;
+}
+
 typedef struct zf_cost {
     const char *alg;
     uint32_t steps;  /* message rounds one after another (chunks pipelined) */
@@ -316,8 +325,18 @@ static zf_cost zf_cost_of(const zc_config *cfg, int k, uint32_t n, uint64_t coun
     if (n == 1) return (zf_cost){"local", 0, 0};
     switch (k) {
     case ZF_AR:
-        if ((ov || logn) && (bytes <= cfg->allreduce_oneshot_max_bytes || count < n))
-            return (zf_cost){"rd", steps + (e ? 2u : 0u), ((double)P * steps + 2.0 * e) * (double)Ca / dn};
+        if ((ov || logn) && (bytes <= cfg->allreduce_oneshot_max_bytes || count < n)) {
+            uint32_t q = zf_blocks(cfg, n), H = q ? n / q : 0, PH = 1, sH = 0;
+            if (!q)
+                return (zf_cost){"rd", steps + (e ? 2u : 0u),
+                                 ((double)P * steps + 2.0 * e) * (double)Ca / dn};
+            while (PH * 2u <= H) PH *= 2u, sH++;
+            /* up and down each block's tree (q - 1 messages each way), then recursive
+             * doubling among the H leaders */
+            return (zf_cost){"hrd", 2u * zf_log2c(q) + sH + (H > PH ? 2u : 0u),
+                             (2.0 * (q - 1u) * H + (double)PH * sH + 2.0 * (H - PH)) *
+                                 (double)Ca / dn};
+        }
         if (ov) return (zf_cost){"rabenseifner", 2u * steps + (e ? 2u : 0u), -1};
         if (bytes <= cfg->allreduce_oneshot_max_bytes || count < n)
             return (zf_cost){"oneshot", 1, (dn - 1) * (double)C};

@@ -519,6 +519,8 @@ run_test ib/mp_hier_processes_match_reference_n6 t_mp 6 mp_rank_hier 400 ZC_TRAN
     MP_LAYOUT=3,2,1 MP_BATCHES=4
 run_test ib/mp_hier_overlay_processes_match_reference_n6 t_mp 6 mp_rank_hier 400 \
     ZC_TRANSPORT=hier MP_LAYOUT=2,3,1 MP_BATCHES=3 MP_OVERLAY=1
+run_test ib/mp_hier_hierarchical_all_reduce_n8 t_mp 8 mp_rank_hier 400 ZC_TRANSPORT=hier \
+    MP_LAYOUT=4,4 MP_BATCHES=4 MP_OVERLAY=1 MP_HBLOCK=4 MP_ALLREDUCE_ONLY=1
 run_test ib/mp_hier_killed_peer_is_reported_as_peer_lost \
     t_zctest mp_hier_killed_peer_is_reported_as_peer_lost 1 MP_HIER_IB=1 MP_COUNT=12
 run_test ib/mp_fini_returns_promptly_after_small_calls_n3 t_mp 3 mp_rank_fini_prompt 60

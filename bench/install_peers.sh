@@ -19,7 +19,8 @@ fi
 
 apt-get update
 DEBIAN_FRONTEND=noninteractive apt-get install -y \
-    openmpi-bin libopenmpi-dev mpich libmpich-dev python3-torch python3-matplotlib strace
+    openmpi-bin libopenmpi-dev mpich libmpich-dev python3-torch python3-matplotlib strace \
+    valgrind
 
 # Show what ended up on the machine.
 for tool in mpicc.openmpi mpirun.openmpi mpicc.mpich mpirun.mpich; do

@@ -582,19 +582,62 @@ def host_facts():
 
 STARTPAIR_LAUNCHES = 3
 
+# bench/percall.c's collectives (its names) and the report's.
+PERCALL_COLLS = (('allreduce', 'allreduce'), ('reduce', 'reduce'), ('broadcast', 'broadcast'),
+                 ('reduce_scatter', 'reduce_scatter'), ('allgather', 'allgather'),
+                 ('gather', 'gather'), ('scatter', 'scatter'), ('alltoall', 'alltoall'),
+                 ('sendrecv', 'sendrecv'), ('barrier', 'barrier'), ('start', 'zc_start'))
+PERCALL_ITERS = (1000, 2000)
+PERCALL_TOTAL = re.compile(r'Collected : (\d+)')
+
+
+def zcoll_libs():
+    """The link flags build.ninja gives programs linked with libzcoll.a."""
+    with open('build.ninja') as f:
+        for line in f:
+            if line.startswith('libs = '):
+                return shlex.split(line[len('libs = '):].strip())
+    return []
+
+
+def percall_counts():
+    """bench/percall.c under callgrind: instructions per 8-byte call of each collective for
+    each of the two in-process ranks, the difference of two iteration counts over their
+    difference (start-up and warm-up cancel); {'rows': [...]} or {'reason': why not}."""
+    if not shutil.which('valgrind'):
+        return {'reason': 'valgrind not installed (apt-get install valgrind)'}
+    exe = os.path.join(OUT, 'percall')
+    cmd = ['cc', '-O2', '-g', '-Iinclude', os.path.join('bench', 'percall.c'),
+           os.path.join('build', 'libzcoll.a')] + zcoll_libs() + ['-o', exe]
+    if run_quiet(cmd) is None or not os.access(exe, os.X_OK):
+        return {'reason': 'bench/percall.c did not build'}
+    rows = []
+    for name, label in PERCALL_COLLS:
+        per_rank = []
+        for rank in (0, 1):
+            totals = []
+            for iters in PERCALL_ITERS:
+                out = run_quiet(['valgrind', '--tool=callgrind', '--collect-atstart=no',
+                                 '--callgrind-out-file=/dev/null', exe, name, str(iters),
+                                 str(rank)], timeout=300) or ''
+                m = PERCALL_TOTAL.search(out)
+                totals.append(int(m.group(1)) if m else None)
+            if None in totals:
+                return {'reason': 'percall %s rank %d printed no count' % (name, rank)}
+            per_rank.append((totals[1] - totals[0]) // (PERCALL_ITERS[1] - PERCALL_ITERS[0]))
+        rows.append({'coll': label, 'rank0': per_rank[0], 'rank1': per_rank[1]})
+        log('percall: %s %d / %d instructions per call (rank 0 / rank 1)'
+            % (label, per_rank[0], per_rank[1]))
+    return {'rows': rows}
+
 
 def start_pair():
     """bench/startpair.c: zc_start of a plan against the plain 8-byte all_reduce, alternated in
     blocks within each launch (2 ranks, STARTPAIR_LAUNCHES launches); {'ratios': [...], 'rows':
     [...]} or {'reason': why not}."""
     exe = os.path.join(OUT, 'startpair')
-    libs = ''
-    with open('build.ninja') as f:
-        for line in f:
-            if line.startswith('libs = '):
-                libs = line[len('libs = '):].strip()
     cmd = ['cc', '-O2', '-Iinclude', os.path.join('bench', 'startpair.c'),
-           os.path.join('build', 'libzcoll.a')] + shlex.split(libs) + ['-o', exe]
+           os.path.join('build', 'libzcoll.a')] + zcoll_libs() + ['-o', exe]
     if run_quiet(cmd) is None or not os.access(exe, os.X_OK):
         return {'reason': 'bench/startpair.c did not build'}
     rows = []
@@ -908,6 +951,76 @@ def latency_target_lines(table):
     return out
 
 
+SMALL_LAT_MAX = 4096  # the small-message targets' sizes: 8 B to 4 KiB
+
+
+def small_message_target_lines(table, floor):
+    """The small-message targets: the 8-byte all_reduce's p50 against the hardware floor (the
+    one-way cache-line latency measured in this run) and its p99.9 against Open MPI's; for every
+    collective at 8 B-4 KiB, zcoll's mean within 1.5x its own p50 (no rare stalls) and at most
+    0.8x the best peer's mean in every repetition; instructions per call (bench/percall.c)."""
+    out = []
+    zc = table.median(2, 'loop', 'allreduce', 8, 'zcoll')
+    one_way = (floor or {}).get('one_way_ns_p50')
+    head = '| allreduce 8 B p50 <= 2x the one-way cache-line latency'
+    if zc and one_way:
+        r = zc['p50_us'] * 1000.0 / one_way
+        out.append('%s | zcoll %s us, floor %.0f ns: %.2fx | %s |'
+                   % (head, num(zc['p50_us']), one_way, r, verdict(r <= 2.0)))
+    else:
+        out.append('%s | %s | not measured |'
+                   % (head, 'no zcoll result' if not zc else 'no floor measured'))
+    r, who = table.paired_ratio(2, 'loop', 'allreduce', 8, 'p999_us', ('openmpi',))
+    head = '| allreduce 8 B p99.9 <= 1.0x Open MPI'
+    if r is None:
+        out.append('%s | no zcoll and Open MPI result | not measured |' % head)
+    else:
+        out.append('%s | zcoll %s us: %.2fx | %s |' % (head, num(zc['p999_us']), r,
+                                                        verdict(r <= 1.0)))
+    for coll in [c for c in COLLS if table.sizes(2, 'loop', c)]:
+        sizes = [b for b in table.sizes(2, 'loop', coll, 'zcoll') if b <= SMALL_LAT_MAX]
+        tails, worst = [], []
+        for nbytes in sizes:
+            m = table.median(2, 'loop', coll, nbytes, 'zcoll')
+            if m and m['p50_us'] > 0:
+                tails.append((nbytes, m['time_us'] / m['p50_us'], 'its p50'))
+            ratios = []  # each repetition's zcoll mean / its best peer mean
+            for rep, row in table.by_rep.get((2, 'loop', coll, nbytes, 'zcoll'), {}).items():
+                peers = [table.by_rep.get((2, 'loop', coll, nbytes, i), {}).get(rep)
+                         for i in coll_peers(coll)]
+                best = min((p['time_us'] for p in peers if p and p['time_us'] > 0),
+                           default=None)
+                if best:
+                    ratios.append(row['time_us'] / best)
+            if ratios:
+                worst.append((nbytes, max(ratios), 'the best peer, worst of %d repetitions'
+                              % len(ratios)))
+        head = '| %s 8 B-4 KiB: mean <= 1.5x its p50' % coll
+        if tails:
+            text, ok = worst_text(tails, 1.5)
+            out.append('%s | %s | %s |' % (head, text, verdict(ok)))
+        else:
+            out.append('%s | no zcoll result | not measured |' % head)
+        head = '| %s 8 B-4 KiB: mean <= 0.8x the best peer\'s, every repetition' % coll
+        if worst:
+            text, ok = worst_text(worst, 0.8)
+            out.append('%s | %s | %s |' % (head, text, verdict(ok)))
+        else:
+            out.append('%s | no zcoll and peer result at the same size | not measured |' % head)
+    pc = table.percall.get('rows') or []
+    head = '| instructions per 8-byte call <= 400 (bench/percall.c, callgrind, per rank)'
+    if pc:
+        most = max(pc, key=lambda x: max(x['rank0'], x['rank1']))
+        text = ', '.join('%s %d / %d' % (x['coll'], x['rank0'], x['rank1']) for x in pc)
+        out.append('%s | %s (rank 0 / rank 1); most %d (%s) | %s |'
+                   % (head, text, max(most['rank0'], most['rank1']), most['coll'],
+                      verdict(max(most['rank0'], most['rank1']) <= 400)))
+    else:
+        out.append('%s | %s | not measured |'
+                   % (head, table.percall.get('reason', 'not run')))
+    return out
+
+
 def persistent_target_line(table):
     """By bench/startpair.c's paired measure when it ran (the two calls alternated within each
     launch), else by the persistent section's launch against the loop section's."""
@@ -966,6 +1079,7 @@ def target_lines(table, floor):
     out += sweep_target_lines(table, 2, 'buffers in the symmetric region (zcoll_sym), every size '
                               'from 64 KiB: <= 1.0x the best peer', 1.0, sym2,
                               lambda b: b >= SYM_MIN, coll_peers, 'zcoll_sym')
+    out += small_message_target_lines(table, floor)
     out.append(persistent_target_line(table))
     out += bandwidth_target_lines(table, floor)
     out += sweep_target_lines(table, 4, '4 ranks on 2 cores: <= 1.0x Open MPI', 1.0, colls4,
@@ -1265,6 +1379,7 @@ def report_only(runs_path):
     table = Table(launches, args.reps)
     table.syscalls = (end or {}).get('syscalls', {})
     table.start_pair = (end or {}).get('start_pair', {})
+    table.percall = (end or {}).get('percall', {'reason': 'not in the run'})
     write_report(report, host, sections, table, peers,
                  launches, args, started, seconds, interrupted, start['load_start'],
                  end['load_end'] if end else '?')
@@ -1306,16 +1421,19 @@ def main(argv):
         launches, interrupted = run_all(sections, peers, args, results_file, runs_file)
         syscalls = {} if interrupted else count_syscalls()
         pair = {} if interrupted else start_pair()
+        percall = {'reason': 'interrupted'} if interrupted else percall_counts()
         seconds = time.monotonic() - t0
         load_end = loadavg()
         runs_file.write(json.dumps({'kind': 'end', 'seconds': round(seconds, 1),
                                     'load_end': load_end, 'interrupted': interrupted,
                                     'syscalls': syscalls, 'start_pair': pair,
+                                    'percall': percall,
                                     'peers': peers_state(peers)}) + '\n')
     report = os.path.join(OUT, 'report.md')
     table = Table(launches, args.reps)
     table.syscalls = syscalls
     table.start_pair = pair
+    table.percall = percall
     write_report(report, host, sections, table, peers, launches, args,
                  started, seconds, interrupted, load_start, load_end)
     log('wrote %s (%.0f s)' % (report, seconds))

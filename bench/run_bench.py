@@ -922,18 +922,23 @@ def worst_text(ratios, limit):
     return text, not over
 
 
+def worst_line(head, ratios, limit, missing):
+    """A target's line: the worst of ratios [(bytes, ratio, against)] against limit, or
+    missing when there is none."""
+    if not ratios:
+        return '%s | %s | not measured |' % (head, missing)
+    text, ok = worst_text(ratios, limit)
+    return '%s | %s | %s |' % (head, text, verdict(ok))
+
+
 def sweep_target_lines(table, ranks, name, limit, colls, size_ok, peers_of, zimpl='zcoll'):
     """One line per collective: zimpl's worst paired time ratio over the sizes size_ok keeps."""
     out = []
     for coll in colls:
         sizes = [b for b in table.sizes(ranks, 'loop', coll) if size_ok(b)]
         ratios = ratio_sweep(table, ranks, coll, sizes, peers_of(coll), zimpl)
-        head = '| %s, %s' % (coll, name)
-        if not ratios:
-            out.append('%s | no zcoll and peer result at the same size | not measured |' % head)
-            continue
-        text, ok = worst_text(ratios, limit)
-        out.append('%s | %s | %s |' % (head, text, verdict(ok)))
+        out.append(worst_line('| %s, %s' % (coll, name), ratios, limit,
+                              'no zcoll and peer result at the same size'))
     return out
 
 
@@ -995,18 +1000,10 @@ def small_message_target_lines(table, floor):
             if ratios:
                 worst.append((nbytes, max(ratios), 'the best peer, worst of %d repetitions'
                               % len(ratios)))
-        head = '| %s 8 B-4 KiB: mean <= 1.5x its p50' % coll
-        if tails:
-            text, ok = worst_text(tails, 1.5)
-            out.append('%s | %s | %s |' % (head, text, verdict(ok)))
-        else:
-            out.append('%s | no zcoll result | not measured |' % head)
-        head = '| %s 8 B-4 KiB: mean <= 0.8x the best peer\'s, every repetition' % coll
-        if worst:
-            text, ok = worst_text(worst, 0.8)
-            out.append('%s | %s | %s |' % (head, text, verdict(ok)))
-        else:
-            out.append('%s | no zcoll and peer result at the same size | not measured |' % head)
+        out.append(worst_line('| %s 8 B-4 KiB: mean <= 1.5x its p50' % coll, tails, 1.5,
+                              'no zcoll result'))
+        out.append(worst_line('| %s 8 B-4 KiB: mean <= 0.8x the best peer\'s, every repetition'
+                              % coll, worst, 0.8, 'no zcoll and peer result at the same size'))
     pc = table.percall.get('rows') or []
     head = '| instructions per 8-byte call <= 400 (bench/percall.c, callgrind, per rank)'
     if pc:

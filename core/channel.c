@@ -62,7 +62,7 @@ static size_t zc_post_bytes(size_t bytes, uint32_t placed) {
 static bool zc_repost(zc_comm *comm, uint32_t lane, uint32_t peer) {
     zc__chan *c = zc_chan(comm, lane, peer);
     uint64_t tag = c->tx_unposted;
-    uint32_t slot = (uint32_t)((tag - 1u) & (comm->cfg.slots - 1u));
+    uint32_t slot = (uint32_t)((tag - 1u) & comm->slot_mask);
     const zc__hdr *h = comm->wire->tx_slot(comm->wire_state, lane, peer, slot);
     zc_status st = comm->wire->post(comm->wire_state, lane, peer, slot,
                                     zc_post_bytes(h->bytes, h->placed), tag);
@@ -126,7 +126,7 @@ ZC_HOT zc__hdr *zc_turn_lane(zc_comm *comm, uint32_t lane, const zc__req *r, uin
         if (m - c->tx_credit >= comm->cfg.slots) return 0; /* the peer's ring is full */
     }
     return comm->wire->tx_slot(comm->wire_state, lane, peer,
-                               (uint32_t)(m & (comm->cfg.slots - 1u)));
+                               (uint32_t)(m & comm->slot_mask));
 }
 ZC_HOT zc__hdr *zc_turn(zc_comm *comm, const zc__req *r, uint32_t peer, zc__chan *c,
                         uint64_t m) {
@@ -145,7 +145,7 @@ uint8_t *zc__tx_begin_n(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, si
 zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
                      const zc_wire_mr *mr, size_t bytes, uint64_t raddr, uint64_t rkey) {
     uint64_t m = r->tx_base[zc__ci(comm, peer)] + k;
-    uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
+    uint32_t slot = (uint32_t)(m & comm->slot_mask);
     const zc__chan *c = zc_chan(comm, r->lane, peer);
     ZC_ASSERT(c->tx_count == m && !c->tx_unposted && comm->wire->put);
     zc_status st = comm->wire->put(comm->wire_state, r->lane, peer, slot, m + 1u, src, mr, bytes,
@@ -230,7 +230,7 @@ ZC_HOT zc_status zc_post_msg(zc_comm *comm, zc__req *r, uint32_t peer, zc__chan 
     (void)bytes;
 #endif
     zc_status st = comm->wire->post(comm->wire_state, r->lane, peer,
-                                    (uint32_t)(m & (comm->cfg.slots - 1u)), post, m + 1u);
+                                    (uint32_t)(m & comm->slot_mask), post, m + 1u);
     if (st != ZC_OK && st != ZC_AGAIN)
         return zc_post_failed(comm, r->s.kind, r->seq, peer, k, "post", st);
     if (st == ZC_AGAIN) { /* back-pressure: it goes again before anything else to peer */
@@ -375,7 +375,7 @@ const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
     zc__chan *c = zc_chan(comm, r->lane, peer);
     uint64_t m = r->rx_base[zc__ci(comm, peer)] + k;
     if (c->rx_count != m) return 0;
-    uint32_t slot = (uint32_t)(m & (comm->cfg.slots - 1u));
+    uint32_t slot = (uint32_t)(m & comm->slot_mask);
     const zc__hdr *h = comm->wire->rx_slot(comm->wire_state, r->lane, peer, slot, m + 1u,
                                            zc_wait_lines(expect_bytes));
     if (!h) return 0;
@@ -432,9 +432,9 @@ zc_status zc__relay_tx_post(zc_comm *comm, uint32_t peer, size_t bytes) {
     ZC_ASSERT(!c->tx_unposted && m - c->tx_credit < comm->cfg.slots &&
               bytes <= comm->cfg.slot_bytes);
     const zc__hdr *h = comm->wire->tx_slot(comm->wire_state, ZC_LANE_RELAY, peer,
-                                           (uint32_t)(m & (comm->cfg.slots - 1u)));
+                                           (uint32_t)(m & comm->slot_mask));
     zc_status st = comm->wire->post(comm->wire_state, ZC_LANE_RELAY, peer,
-                                    (uint32_t)(m & (comm->cfg.slots - 1u)),
+                                    (uint32_t)(m & comm->slot_mask),
                                     ZC_SLOT_HDR_BYTES + bytes, m + 1u);
     if (st != ZC_OK && st != ZC_AGAIN)
         return zc_post_failed(comm, h->kind, h->seq, peer, h->step, "relay", st);
@@ -450,7 +450,7 @@ const zc__hdr *zc__relay_rx_slot(zc_comm *comm, uint32_t peer) {
     const zc__chan *c = zc_chan(comm, ZC_LANE_RELAY, peer);
     uint64_t m = c->rx_count;
     return comm->wire->rx_slot(comm->wire_state, ZC_LANE_RELAY, peer,
-                               (uint32_t)(m & (comm->cfg.slots - 1u)), m + 1u, 0);
+                               (uint32_t)(m & comm->slot_mask), m + 1u, 0);
 }
 
 void zc__relay_rx_consume(zc_comm *comm, uint32_t peer) {
@@ -618,7 +618,7 @@ const uint8_t *zc__rx_lines(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
     uint64_t m = r->rx_base[zc__ci(comm, peer)] + k, tag = m + 1u;
     if (c->rx_count != m) return 0;
     const uint8_t *slot = comm->wire->rx_mem(comm->wire_state, r->lane, peer,
-                                             (uint32_t)(m & (comm->cfg.slots - 1u)));
+                                             (uint32_t)(m & comm->slot_mask));
     const uint8_t *lines = slot + ZC_SLOT_HDR_BYTES;
     const zc__hdr *h = (const zc__hdr *)(const void *)slot;
     uint32_t n = zc_nlines(bytes), last = n - 1u;

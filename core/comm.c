@@ -66,7 +66,10 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
     c->cfg = *cfg;
     if (!c->cfg.timeout_ns) c->cfg.timeout_ns = ZC_DEFAULT_TIMEOUT_NS;
     if (!c->cfg.init_timeout_ns) c->cfg.init_timeout_ns = ZC_DEFAULT_INIT_TIMEOUT_NS;
-    if (!c->cfg.spin_polls) c->cfg.spin_polls = ZC_DEFAULT_SPIN_POLLS; /* init may lower it */
+    /* init may lower it (zc_auto_spin) */
+    zc__set_spin(c, c->cfg.spin_polls ? c->cfg.spin_polls : ZC_DEFAULT_SPIN_POLLS);
+    c->serial = c->cfg.threads == ZC_THREADS_SERIAL;
+    c->slot_mask = c->cfg.slots - 1u;
     c->rank = cfg->rank;
     c->nranks = cfg->nranks;
     c->wire = zc__wire_for(cfg);
@@ -397,7 +400,7 @@ static void zc_auto_spin(zc_comm *c, const zc_hello *all) {
         for (uint32_t w = 0; w < ZC_PLAT_CPU_WORDS; w++)
             for (uint64_t v = any[w]; v; v &= v - 1u) cpus++;
     }
-    c->cfg.spin_polls = cpus && local > cpus ? 1u : ZC_DEFAULT_SPIN_POLLS;
+    zc__set_spin(c, cpus && local > cpus ? 1u : ZC_DEFAULT_SPIN_POLLS);
 }
 
 static zc_status zc_check_hellos(zc_comm *c, const zc_hello *all, const char *host_why) {

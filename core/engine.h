@@ -143,15 +143,19 @@ struct zc_comm {
     uint32_t *active;      /* [max_requests] active request slots in issue order */
     struct zc__gpu *gpu;   /* device-memory state; NULL: no CUDA build, no device, or off */
     uint64_t unposted;     /* channels with a message the wire refused for now (tx_unposted) */
-    uint64_t empty_polls;  /* zc_progress calls in a row that moved nothing */
+    uint32_t empty_polls;  /* zc_progress calls in a row that moved nothing */
+    uint32_t spin_polls;   /* cfg.spin_polls, here where every idle pass reads it (zc__set_spin) */
     uint32_t clock_polls;  /* zc_progress calls since it last read the clock */
-    uint32_t relay;        /* 1: overlay_relay: progress serves the relay lane (relay.c) */
-    uint64_t seq;          /* next collective sequence number */
+    uint16_t relay;        /* 1: overlay_relay: progress serves the relay lane (relay.c) */
+    uint16_t serial;       /* 1: cfg.threads is ZC_THREADS_SERIAL: no lock (zc__lock) */
+    uint32_t slot_mask;    /* cfg.slots - 1: message m of a channel is in slot m & slot_mask */
+    uint32_t pad_;
     zc__chan *chans;       /* [zc__lanes(cfg) * nconn] */
     uint32_t *conn;        /* [nranks] rank -> its connection's index; ZC_NO_CONN: none */
     zc__chan *tx_begun;    /* the channel whose next message zc__tx_begin_n returned last ... */
     struct zc__hdr *tx_hdr; /* ... and that message's slot header (NULL: none since the
                             * channel's last publish), which its publish reuses */
+    uint64_t seq;          /* next collective sequence number */
     uint32_t splitting;    /* 1 while a zc_comm_split(_inproc) of this parent runs (split.c) */
     uint64_t comm_id;
     zc_config cfg;         /* a copy; rank/nranks are this communicator's */
@@ -220,7 +224,7 @@ static inline void zc__calls_forget(zc_comm *c) {
  * serial calls (cfg.threads ZC_THREADS_SERIAL) takes none: its atomic exchange is the costliest
  * instruction of a small call (15 to 30 ns per call on the 2-vCPU VM with a slow cache line). */
 static inline void zc__lock(zc_comm *c) {
-    if (c->cfg.threads == ZC_THREADS_SERIAL) return;
+    if (c->serial) return;
     for (uint32_t spins = 0; __atomic_exchange_n(&c->lock, 1u, __ATOMIC_ACQUIRE);) {
         while (__atomic_load_n(&c->lock, __ATOMIC_RELAXED)) {
             if (++spins % 256u == 0) zc_plat_yield();
@@ -229,7 +233,11 @@ static inline void zc__lock(zc_comm *c) {
     }
 }
 static inline void zc__unlock(zc_comm *c) {
-    if (c->cfg.threads != ZC_THREADS_SERIAL) __atomic_store_n(&c->lock, 0u, __ATOMIC_RELEASE);
+    if (!c->serial) __atomic_store_n(&c->lock, 0u, __ATOMIC_RELEASE);
+}
+/* Empty polls before a yield: cfg.spin_polls and its copy in the lines a pass reads. */
+static inline void zc__set_spin(zc_comm *c, uint32_t polls) {
+    c->cfg.spin_polls = c->spin_polls = polls;
 }
 /* The body of a public call: ZC_INVALID_ARG for what is not a communicator, else call (an
  * expression giving the zc_status) under c's lock. */

@@ -83,8 +83,11 @@ typedef struct zc__arena_map {
  * algorithm keeps between its steps, one slot's worth at most, capped so that the region stays
  * small (max_requests x 8 KiB at the default 64 KiB slots). */
 #define ZC_ACC_SLICE_MAX 8192u
+static inline size_t zc__acc_slice_of(uint64_t slot_bytes) {
+    return slot_bytes < ZC_ACC_SLICE_MAX ? (size_t)slot_bytes : ZC_ACC_SLICE_MAX;
+}
 static inline size_t zc__acc_slice(const zc_config *cfg) {
-    return cfg->slot_bytes < ZC_ACC_SLICE_MAX ? cfg->slot_bytes : ZC_ACC_SLICE_MAX;
+    return zc__acc_slice_of(cfg->slot_bytes);
 }
 /* Whether a communicator of cfg picks the log-depth host algorithms (sched.c's zc__choose). */
 static inline bool zc__log_algs(const zc_config *cfg) {

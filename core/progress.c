@@ -169,7 +169,7 @@ static bool zc_resolve(zc_comm *comm, zc__req *r) {
             uint64_t m = comm->chans[(size_t)comm->nconn + i].rx_reserved;
             if (p != comm->rank &&
                 comm->wire->rx_slot(comm->wire_state, 1u, p,
-                                    (uint32_t)(m & (comm->cfg.slots - 1u)), m + 1u, 0))
+                                    (uint32_t)(m & comm->slot_mask), m + 1u, 0))
                 break;
         }
         /* Overlay mode: a relayed message from a lower rank goes first (relay.c). */
@@ -538,7 +538,7 @@ static zc_status zc_progress_locked(zc_comm *comm) {
         if (comm->relay_wait && !comm->failed) zc__relay_check(comm, now);
     }
     if (idle) {
-        if (++comm->empty_polls >= comm->cfg.spin_polls) {
+        if (++comm->empty_polls >= comm->spin_polls) {
             comm->empty_polls = 0;
             zc_plat_yield();
         }

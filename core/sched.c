@@ -203,9 +203,12 @@ static uint32_t zc_vr_virt(const zc_vr *v, uint32_t m) { return m < 2u * v->e ? 
 static uint32_t zc_vr_real(const zc_vr *v, uint32_t u) { return u < v->e ? 2u * u : u + v->e; }
 
 /* Elements of one recursive-doubling chunk: the partial of a chunk, in accumulator format,
- * fills one request's ZC_R_ACC slice at most (which is at most a slot). */
-static uint32_t zc_rd_elems(const zc_comm *c, const zc__sched *s) {
-    return (uint32_t)(zc__acc_slice(&c->cfg) / zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op));
+ * fills one request's ZC_R_ACC slice at most (which is at most a slot). A host schedule's chunk
+ * is one slot of its elements (zc_build), so the slot's bytes come from the schedule, in the
+ * request's own lines, not from the configuration's. */
+static uint32_t zc_rd_elems(const zc__sched *s) {
+    return (uint32_t)(zc__acc_slice_of((uint64_t)s->chunk * s->esize) /
+                      zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op));
 }
 
 /* Recursive doubling: C messages each way with the fold partner and with the partner of every
@@ -214,7 +217,7 @@ static void zc_links_rd(const zc_comm *c, const zc__sched *s, uint64_t C_slots, 
                         void *ctx) {
     zc_vr v = zc_vr_of(c->nranks);
     uint32_t me = c->rank;
-    uint64_t C = zc__msgs(s->count, zc_rd_elems(c, s));
+    uint64_t C = zc__msgs(s->count, zc_rd_elems(s));
     (void)C_slots;
     if (me < 2u * v.e) fn(ctx, me ^ 1u, C, C);
     if (zc_vr_folded(&v, me)) return;
@@ -232,7 +235,7 @@ static void zc_links_vtree(const zc_comm *c, const zc__sched *s, uint64_t C_slot
                            zc__link_fn fn, void *ctx) {
     zc_vr v = zc_vr_of(c->nranks);
     uint32_t me = c->rank, root = s->root;
-    uint64_t C = zc__msgs(s->count, zc_rd_elems(c, s));
+    uint64_t C = zc__msgs(s->count, zc_rd_elems(s));
     (void)C_slots;
     if (me < 2u * v.e) {
         if (me & 1u) fn(ctx, me - 1u, C, me == root ? C : 0);
@@ -254,7 +257,7 @@ static void zc_links_vtree(const zc_comm *c, const zc__sched *s, uint64_t C_slot
 static void zc_links_hrd(const zc_comm *c, const zc__sched *s, uint64_t C_slots, zc__link_fn fn,
                          void *ctx) {
     uint32_t q = c->hblock, me = c->rank, l = me & (q - 1u), low = l ? zc_lowbit(l) : q;
-    uint64_t C = zc__msgs(s->count, zc_rd_elems(c, s));
+    uint64_t C = zc__msgs(s->count, zc_rd_elems(s));
     (void)C_slots;
     if (l) fn(ctx, me - low, C, C);
     for (uint32_t d = low >> 1; d; d >>= 1) fn(ctx, me + d, C, C);
@@ -996,7 +999,7 @@ static bool zc_vt_virtual(zc_ctx *x, const zc_vr *v, uint32_t ur, uint64_t c, ui
 static bool zc_step_rd(zc_ctx *x) {
     const zc__sched *s = &x->r->s;
     zc_rdv w = {zc_vr_of(x->n), x->me, 1};
-    uint64_t E = zc_rd_elems(x->comm, s), C = zc__msgs(s->count, (uint32_t)E);
+    uint64_t E = zc_rd_elems(s), C = zc__msgs(s->count, (uint32_t)E);
     size_t ab = zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op);
     bool folded = zc_vr_folded(&w.v, x->me), tree = s->alg == ZC_ALG_VTREE;
     bool result = !tree || x->me == s->root;
@@ -1099,7 +1102,7 @@ static bool zc_step_hrd(zc_ctx *x) {
     const zc__sched *s = &x->r->s;
     uint32_t q = x->comm->hblock;
     zc_rdv w = {zc_vr_of(x->n / q), x->me / q, q};
-    uint64_t E = zc_rd_elems(x->comm, s), C = zc__msgs(s->count, (uint32_t)E);
+    uint64_t E = zc_rd_elems(s), C = zc__msgs(s->count, (uint32_t)E);
     size_t ab = zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op);
     while (*x->budget && x->r->a < C) {
         uint64_t c = x->r->a, elems = zc_min(E, s->count - c * E);

@@ -414,7 +414,7 @@ static zc_status zc_put_reduce(zc_comm *c, zc__req *r, bool *launched) {
  * scratch of the slot that mirrors the message's host slot, in the sender's ring. */
 static uint64_t zc_put_slot(const zc_comm *c, uint32_t sender, uint64_t m) {
     const struct zc__gpu *g = c->gpu;
-    uint64_t slot = m & (c->cfg.slots - 1u);
+    uint64_t slot = m & c->slot_mask;
     return g->p2p_at + ((uint64_t)sender * c->cfg.slots + slot) * c->cfg.slot_bytes;
 }
 

@@ -408,16 +408,24 @@ static void zc_ib_seal(void *state) { (void)state; /* nothing is named: nothing 
  * consumed every message posted to it and took the clean-close mark (closing, path.c), posting this
  * rank's own owed credits meanwhile (the peers wait the same way). At most as long as the queue
  * pairs retry (retry_cnt + 1 local ACK timeouts, ZC_IB_FLUSH_MAX_NS at most): an unreachable peer
- * would be reported lost by then anyway. A failed job (the alarm word set, here or by a peer) owes
- * nobody anything and waits not at all. */
+ * would be reported lost by then anyway. A peer on this host whose process has exited (it
+ * crashed, or exited without closing) is lost at once: its process is looked for every
+ * ZC_IB_FLUSH_WATCH_NS while the flush waits. A failed job (the alarm word set, here or by a
+ * peer) owes nobody anything and waits not at all. */
+#define ZC_IB_FLUSH_WATCH_NS 1000000ull
 static void zc_ib_flush(zc_ib *s) {
     if (!s->attached || zc__ib_alarmed(s)) return;
-    uint64_t try_ns = 4096ull << s->timeout, end = zc_plat_now_ns();
-    uint64_t retry_ns = (s->retry_cnt + 1u) * try_ns;
+    uint64_t try_ns = 4096ull << s->timeout, now = zc_plat_now_ns(), end = now;
+    uint64_t retry_ns = (s->retry_cnt + 1u) * try_ns, watch = now + ZC_IB_FLUSH_WATCH_NS;
     end += retry_ns < ZC_IB_FLUSH_MAX_NS ? retry_ns : ZC_IB_FLUSH_MAX_NS;
     /* Bounded by the time above: each pass polls once. */
-    for (bool pending = true; pending && zc_plat_now_ns() < end;) {
+    for (bool pending = true; pending && (now = zc_plat_now_ns()) < end;) {
         pending = false;
+        if (now >= watch) { /* the peers on this host whose process is gone owe nothing */
+            for (uint32_t i = 0; i < s->g.nconn; i++)
+                if (i != s->self) zc__ib_watch_process(s, i);
+            watch = now + ZC_IB_FLUSH_WATCH_NS;
+        }
         for (uint32_t i = 0; i < s->g.nconn && !pending; i++) {
             for (uint32_t lane = 0; lane < zc_wire_lanes(&s->g) && i != s->self; lane++)
                 if (!s->peers[i].lost &&

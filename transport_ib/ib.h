@@ -203,6 +203,9 @@ void zc__ib_poll(zc_ib *s);
  * conversions). */
 void zc__ib_lose(zc_ib *s, uint32_t i, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Marks connection i lost when its peer runs on this host and its process has exited (a
+ * system call: the callers space it out); the wire cannot tell that of another host's. */
+void zc__ib_watch_process(zc_ib *s, uint32_t i);
 zc_status zc__ib_put(void *state, uint32_t lane, uint32_t peer, uint32_t slot, uint64_t tag,
                      const void *src, const zc_wire_mr *mr, size_t bytes, uint64_t raddr,
                      uint64_t rkey);

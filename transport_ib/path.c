@@ -384,6 +384,14 @@ static void zc_probe(zc_ib *s, uint32_t peer) {
                              zc_credit_at(s, p, 0), "a liveness probe");
 }
 
+void zc__ib_watch_process(zc_ib *s, uint32_t i) {
+    zc_ib_peer *p = &s->peers[i];
+    if (!p->lost && p->pid && p->host == s->host &&
+        zc_plat_process_alive(p->pid) == ZC_PLAT_NOT_FOUND)
+        zc__ib_lose(s, i, "ib: the peer's process (pid %llu on this host) has exited",
+                    (unsigned long long)p->pid);
+}
+
 zc_status zc__ib_peer_alive(void *state, uint32_t rank, char *err, size_t cap) {
     zc_ib *s = state;
     uint32_t peer = zc_ci(s, rank);
@@ -391,10 +399,7 @@ zc_status zc__ib_peer_alive(void *state, uint32_t rank, char *err, size_t cap) {
     zc_ib_peer *p = &s->peers[peer];
     zc__ib_poll(s);
     /* On one host the peer's process is watched too (as shm does): that is immediate. */
-    if (!p->lost && p->pid && p->host == s->host &&
-        zc_plat_process_alive(p->pid) == ZC_PLAT_NOT_FOUND)
-        zc__ib_lose(s, peer, "ib: the peer's process (pid %llu on this host) has exited",
-                    (unsigned long long)p->pid);
+    zc__ib_watch_process(s, peer);
     zc_probe(s, peer);
     if (!p->lost) return ZC_OK;
     zc__fmt(err, cap, "%s", p->why);

@@ -526,6 +526,8 @@ run_test ib/mp_hier_killed_peer_is_reported_as_peer_lost \
 run_test ib/mp_fini_returns_promptly_after_small_calls_n3 t_mp 3 mp_rank_fini_prompt 60
 run_test ib/mp_fini_returns_promptly_after_peers_closed_n3 t_mp 3 mp_rank_fini_prompt 60 \
     MP_FINI_STAGGER_MS=300
+run_test ib/mp_fini_returns_promptly_after_a_peer_crashed_n3 t_mp 3 mp_rank_fini_prompt 60 \
+    MP_FINI_CRASH=1
 run_test ib/mp_allocation_free_after_init t_alloc_free
 run_test zcbench/all_collectives_checked_over_ib_n3 t_zcbench
 run_test zcbench/all_collectives_checked_in_place_over_ib_n3 t_zcbench ZC_IB_ZCOPY_MIN_BYTES=4096

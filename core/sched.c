@@ -249,15 +249,21 @@ static void zc_links_vtree(const zc_comm *c, const zc__sched *s, uint64_t C_slot
     }
 }
 
-/* The hierarchical all_reduce (ZC_ALG_HRD) over blocks of q = c->hblock ranks: in the block's
- * tree a rank of block index l > 0 sends C partials to its parent l - lowbit(l) and gets C
- * results back; it gets C partials from each child l + d (d a power of two below lowbit(l), or
- * below q for the leader, l = 0) and sends it C results; the leaders exchange recursive
- * doubling's links over the H = n / q blocks (a leader's view index is its block). */
+/* The hierarchical all_reduce and barrier (ZC_ALG_HRD): messages per link, the chunks of an
+ * all_reduce or a barrier's one empty message. */
+static uint64_t zc_hrd_msgs(const zc__sched *s) {
+    return s->kind == ZC_K_BARRIER ? 1u : zc__msgs(s->count, zc_rd_elems(s));
+}
+
+/* ZC_ALG_HRD over blocks of q = c->hblock ranks: in the block's tree a rank of block index
+ * l > 0 sends C partials to its parent l - lowbit(l) and gets C results back; it gets C
+ * partials from each child l + d (d a power of two below lowbit(l), or below q for the leader,
+ * l = 0) and sends it C results; the leaders exchange recursive doubling's links over the
+ * H = n / q blocks (a leader's view index is its block). */
 static void zc_links_hrd(const zc_comm *c, const zc__sched *s, uint64_t C_slots, zc__link_fn fn,
                          void *ctx) {
     uint32_t q = c->hblock, me = c->rank, l = me & (q - 1u), low = l ? zc_lowbit(l) : q;
-    uint64_t C = zc__msgs(s->count, zc_rd_elems(s));
+    uint64_t C = zc_hrd_msgs(s);
     (void)C_slots;
     if (l) fn(ctx, me - low, C, C);
     for (uint32_t d = low >> 1; d; d >>= 1) fn(ctx, me + d, C, C);
@@ -523,7 +529,7 @@ static zc__alg zc_choose_overlay(const zc_comm *c, uint32_t kind, uint64_t count
 zc__alg zc__choose(const zc_comm *c, uint32_t kind, uint64_t count, uint64_t bytes) {
     const zc_config *cfg = &c->cfg;
     bool logn = zc__log_algs(cfg); /* its ZC_R_ACC slices are carved */
-    if (kind == ZC_K_BARRIER) return ZC_ALG_DISSEM;
+    if (kind == ZC_K_BARRIER) return logn && c->hblock ? ZC_ALG_HRD : ZC_ALG_DISSEM;
     if (count == 0) return ZC_ALG_LOCAL;
     if (cfg->overlay_min_ranks && c->nranks >= cfg->overlay_min_ranks) /* overlay mode */
         return zc_choose_overlay(c, kind, count, bytes);
@@ -1098,17 +1104,22 @@ static bool zc_hrd_move(zc_ctx *x, const zc_rdv *w, uint32_t q, uint64_t c, uint
     return true;
 }
 
+/* An all_reduce chunk by chunk; a barrier as one chunk of no elements: every message empty, so
+ * that a leader hears of its whole block before recursive doubling, a rank returns only once
+ * its leader heard of every leader, and those of every rank (the acc slice stands in for the
+ * buffers, of which nothing is read or written). */
 static bool zc_step_hrd(zc_ctx *x) {
     const zc__sched *s = &x->r->s;
     uint32_t q = x->comm->hblock;
     zc_rdv w = {zc_vr_of(x->n / q), x->me / q, q};
-    uint64_t E = zc_rd_elems(s), C = zc__msgs(s->count, (uint32_t)E);
-    size_t ab = zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op);
+    bool barrier = s->kind == ZC_K_BARRIER;
+    uint64_t E = barrier ? 0u : zc_rd_elems(s), C = zc_hrd_msgs(s);
+    size_t ab = barrier ? 0u : zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op);
     while (*x->budget && x->r->a < C) {
-        uint64_t c = x->r->a, elems = zc_min(E, s->count - c * E);
-        if (!zc_hrd_move(x, &w, q, c, elems, s->send + c * E * x->es, s->recv + c * E * x->es,
-                         ab))
-            break;
+        uint64_t c = x->r->a, elems = barrier ? 0u : zc_min(E, s->count - c * E);
+        const uint8_t *in = barrier ? x->r->acc : s->send + c * E * x->es;
+        uint8_t *out = barrier ? x->r->acc : s->recv + c * E * x->es;
+        if (!zc_hrd_move(x, &w, q, c, elems, in, out, ab)) break;
     }
     return zc_all_moved(x->r) && x->r->a == C;
 }

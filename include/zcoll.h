@@ -142,7 +142,8 @@ typedef enum zc_mem_kind { ZC_MEM_HOST, ZC_MEM_CUDA } zc_mem_kind;
 #define ZC_DEFAULT_BCAST_TREE_MAX_BYTES 65536u
 /* Host collectives of a communicator of at least this many ranks take the log-depth algorithms
  * (all_reduce: recursive doubling up to allreduce_oneshot_max_bytes, in its hierarchical form
- * when ranks numbered host by host fill blocks of a power of two per host; all_gather: Bruck;
+ * when ranks numbered host by host fill blocks of a power of two per host, as barrier then
+ * does; all_gather: Bruck;
  * all_to_all: Bruck up to blocks of 1 KiB; in overlay mode also gather and scatter down a
  * binomial tree, all_to_all by Bruck at every size, reduce_scatter by recursive halving, a
  * larger all_reduce by Rabenseifner, reduce down the canonical tree toward the root and a

@@ -390,6 +390,49 @@ void logalg_hierarchical_all_reduce_blocks_follow_the_hosts(void) {
     zc__test_forge = NULL;
 }
 
+/* A barrier returns on no rank before every rank entered it: each rank but one enters, every
+ * entered rank polls it 64 times (zc_test) and must still be waiting; then the last one enters
+ * and every rank's barrier completes. The hierarchical barrier (blocks of q ranks on simulated
+ * hosts: one empty message up and down each block's tree, recursive doubling among the
+ * leaders, the fold where their count is not a power of two) in a full mesh and in overlay
+ * mode, and dissemination (one rank per host); the rank that enters last is a leader, a
+ * block's last rank, the last rank or one in the middle. */
+void logalg_barrier_returns_only_after_every_rank_entered(void) {
+    static const uint32_t ns[] = {6, 12, 24, 40};
+    zc__test_forge = la_hook;
+    for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
+        uint32_t n = ns[j], q = la_block(n);
+        for (int hier = 0; hier < 2; hier++) {
+            la_group g;
+            la_open_hosts(&g, n, 256, 1024, hier ? q : 1u, j & 1u);
+            ZT_CHECK_EQ(g.c[0]->hblock, hier ? q : 0u);
+            const uint32_t lates[] = {q, 2u * q - 1u, n - 1u, n / 2u, 0};
+            for (size_t k = 0; k < sizeof lates / sizeof lates[0]; k++) {
+                uint32_t late = lates[k];
+                zc_req reqs[LA_MAXR];
+                la_seen_reset(&g);
+                for (uint32_t r = 0; r < n; r++)
+                    if (r != late) ZT_CHECK_ST(zc_barrier(g.c[r], &reqs[r]), ZC_OK);
+                uint32_t early = 0;
+                for (int pass = 0; pass < 64; pass++)
+                    for (uint32_t r = 0; r < n; r++)
+                        if (r != late && zc_test(g.c[r], &reqs[r]) != ZC_IN_PROGRESS) early++;
+                if (early) printf("    n=%u blocks %u: %u barrier(s) returned before rank %u "
+                                  "entered\n", n, hier ? q : 0u, early, late);
+                ZT_CHECK_EQ(early, 0);
+                ZT_CHECK_ST(zc_barrier(g.c[late], &reqs[late]), ZC_OK);
+                for (uint32_t r = 0; r < n; r++) ZT_CHECK_ST(zc_wait(g.c[r], &reqs[r]), ZC_OK);
+                ZT_CHECK_EQ(la_seen.algs, 1u << (hier ? ZC_ALG_HRD : ZC_ALG_DISSEM));
+                for (uint32_t r = 0; hier && r < n; r++)
+                    for (uint32_t p = 0; p < n; p++)
+                        ZT_CHECK(!(la_seen.peers[r] >> p & 1u) || la_hrd_peer(n, q, r, p));
+            }
+            la_close(&g);
+        }
+    }
+    zc__test_forge = NULL;
+}
+
 /* The defaults: today's algorithms up to 8 ranks, the log-depth ones from 9. */
 void logalg_default_choice_switches_at_nine_ranks(void) {
     for (uint32_t n = 8; n <= 9; n++) {

@@ -169,8 +169,8 @@ struct zc_comm {
     uint64_t place;        /* where it runs for its connection set: host, or ZC_HOST_ID's
                             * claim (comm.c's zc_place_hash; a child keeps its parent's) */
     uint32_t node;         /* the lowest rank on this rank's host (zc_comm_node) */
-    uint32_t hblock;       /* ranks per block of the hierarchical all_reduce (conn.c's
-                            * zc__host_blocks; 0: no such blocks) */
+    uint32_t hblock;       /* ranks per block of the hierarchical all_reduce and barrier
+                            * (conn.c's zc__host_blocks; 0: no such blocks) */
     uint32_t wire_auto;    /* 1: cfg asked for ZC_TRANSPORT_AUTO: a split child whose ranks
                             * share a host takes the shared-memory wire (split.c) */
     uint32_t hier_cap[2];  /* on the two-wire communicator (hier.c): each instance's

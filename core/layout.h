@@ -123,8 +123,8 @@ bool zc__conn_fill(struct zc_comm *c, const uint64_t *hosts, size_t stride);
 /* Sets c->hblock: the largest power of two q >= 2 that divides n, leaves at least two blocks,
  * and keeps each block of ranks jq .. jq + q - 1 on one place (hosts as zc__conn_fill's), or
  * 0 when there is none. A function of every rank's place, so all ranks agree: the
- * hierarchical all_reduce (sched.c's ZC_ALG_HRD) runs over these blocks. O(n log n); O(1)
- * for simulated hosts. */
+ * hierarchical all_reduce and barrier (sched.c's ZC_ALG_HRD) run over these blocks.
+ * O(n log n); O(log n) for simulated hosts. */
 void zc__host_blocks(struct zc_comm *c, const uint64_t *hosts, size_t stride);
 /* order[0..n) = the ranks sorted by keys[r] (a uint64_t every stride bytes), ties by rank:
  * heapsort, O(n log n), nothing but order. */

@@ -42,9 +42,10 @@ typedef enum zc__alg {
                         * root's virtual rank, one accumulator chunk at a time */
     ZC_ALG_SCAG,       /* broadcast (large): binomial scatter of the n balanced blocks, then
                         * Bruck's all-gather of them (van de Geijn) */
-    ZC_ALG_HRD,        /* all_reduce (small) over blocks of ranks that share a place: the
-                        * canonical tree in each block toward its first rank, recursive
-                        * doubling among those, the result back down the block's tree */
+    ZC_ALG_HRD,        /* all_reduce (small) and barrier over blocks of ranks that share a
+                        * place: the canonical tree in each block toward its first rank,
+                        * recursive doubling among those, the result back down the block's
+                        * tree (a barrier: one empty message per link) */
     ZC_ALG_SYM,        /* buffers in the symmetric region: single copy, peers' buffers read
                         * and written directly (sym.c) */
     ZC_ALG_RELAY,      /* send/recv in overlay mode to a rank without a connection: over the

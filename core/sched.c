@@ -1026,7 +1026,7 @@ static bool zc_step_rd(zc_ctx *x) {
     return zc_all_moved(x->r) && x->r->a == C;
 }
 
-/* ---- the hierarchical all_reduce (ZC_ALG_HRD) ----
+/* ---- the hierarchical all_reduce and barrier (ZC_ALG_HRD) ----
  * Blocks of q = comm->hblock consecutive ranks share a place (conn.c's zc__host_blocks), q a
  * power of two that divides n; a block's first rank is its leader. Per accumulator chunk, in
  * three stages (r->phase): up the canonical tree of the block's q ranks toward the leader (at
@@ -1037,7 +1037,8 @@ static bool zc_step_rd(zc_ctx *x) {
  * l + d, the largest subtree first). With q a power of two dividing n, the canonical tree of
  * n is the tree of each block under the canonical tree of H (docs/algorithms.md), so the
  * result has the documented order's bits; the peers are the block's ranks (one place) and the
- * leaders' recursive-doubling partners, connections in overlay mode too (layout.h's (a), (b)). */
+ * leaders' recursive-doubling partners, connections in overlay mode too (layout.h's (a), (b)).
+ * A barrier runs the same stages with no elements (zc_step_hrd). */
 enum { ZC_HRD_UP, ZC_HRD_LEADERS, ZC_HRD_DOWN };
 
 static bool zc_hrd_move(zc_ctx *x, const zc_rdv *w, uint32_t q, uint64_t c, uint64_t elems,

@@ -513,6 +513,22 @@ void zcfoot_times_a_small_inproc_allreduce(void) {
     ZT_CHECK(strstr(fp_out, "failed") == NULL);
 }
 
+/* A barrier's time and messages: the hierarchical one on hosts of 4 (16 ranks: 2.0 messages per
+ * rank, measured and by formula), dissemination with every rank its own host (4 each). */
+void zcfoot_times_barriers_with_their_formula(void) {
+    const char *hier[] = {"--time", "--coll", "barrier", "--ranks", "16", "--overlay", "9",
+                          "--per-host", "4", "--slot-bytes", "1024", "--slots", "2", "--reps",
+                          "3", "--no-gpu", NULL};
+    ZT_CHECK_EQ(fp_zcfoot(hier), 0);
+    ZT_CHECK(strstr(fp_out, " hrd ") != NULL);
+    ZT_CHECK(strstr(fp_out, "2.0         4           hrd      6         2.0") != NULL);
+    const char *flat[] = {"--time", "--coll", "barrier", "--ranks", "16", "--overlay", "9",
+                          "--per-host", "1", "--slot-bytes", "1024", "--slots", "2", "--reps",
+                          "3", "--no-gpu", NULL};
+    ZT_CHECK_EQ(fp_zcfoot(flat), 0);
+    ZT_CHECK(strstr(fp_out, "4.0         4 dissemination      4         4.0") != NULL);
+}
+
 /* ---- over real verbs (tests/rxe runs the ib_ tests in a soft-RoCE guest) ---- */
 
 /* RC queue pairs `rdma res show qp` lists for this process. */

@@ -11,13 +11,14 @@
  *     [--log-min-ranks K] (cfg->log_min_ranks: 0 = one-shot at every n, 1 = recursive doubling)
  *     [--overlay K] (both forms: cfg->overlay_min_ranks, overlay mode from K ranks; log_min_ranks
  *     1 unless it is 1..K)
- *     [--coll allreduce|reduce|broadcast|reduce_scatter|allgather|alltoall|gather|scatter]
- *     [--bytes B]
+ *     [--coll allreduce|reduce|broadcast|reduce_scatter|allgather|alltoall|gather|scatter|
+ *     barrier] [--bytes B]
  *     per N: an in-process group (zc_comm_init_inproc) and the CPU time of one call over all
  *     ranks driven by this thread (issue on every rank, then zc_wait on each), median and
  *     minimum of R calls after one warm-up, with the arena per rank. The call is --coll (default
  *     allreduce; rooted ones at root 0) of B bytes of float32 per rank (per block for
- *     reduce_scatter, allgather, alltoall, gather, scatter; default 8), results checked. Also per
+ *     reduce_scatter, allgather, alltoall, gather, scatter; default 8; none for barrier), results
+ *     checked. Also per
  *     call: the messages each rank sent (mean and most, from zc_comm_messages), and the
  *     algorithm zc__choose takes for host memory with its message rounds (steps) and its mean
  *     messages per rank by formula (docs/algorithms.md; "-" where it has none here). The
@@ -50,8 +51,9 @@ typedef struct zf_opts {
 
 /* --coll's names, in zf_call's order. */
 static const char *const zf_colls[] = {"allreduce", "reduce", "broadcast", "reduce_scatter",
-                                       "allgather", "alltoall", "gather", "scatter"};
-enum { ZF_AR, ZF_RE, ZF_BC, ZF_RS, ZF_AG, ZF_A2A, ZF_GA, ZF_SC, ZF_NCOLLS };
+                                       "allgather", "alltoall", "gather", "scatter",
+                                       "barrier"};
+enum { ZF_AR, ZF_RE, ZF_BC, ZF_RS, ZF_AG, ZF_A2A, ZF_GA, ZF_SC, ZF_BAR, ZF_NCOLLS };
 
 static int zf_coll_index(const char *c) {
     if (strcmp(c, "all_reduce") == 0) return ZF_AR;
@@ -68,7 +70,7 @@ static void zf_usage(const char *why) {
             "[--no-gpu] [--raw]\n       zcfoot --time [--ranks N,...] [--slot-bytes B] "
             "[--slots S] [--reps R] [--no-gpu] [--huge] [--log-min-ranks K]\n"
             "       [--coll allreduce|reduce|broadcast|reduce_scatter|allgather|alltoall|gather|"
-            "scatter] [--bytes B]\n       both: [--overlay K]\n");
+            "scatter|barrier] [--bytes B]\n       both: [--overlay K]\n");
     exit(why ? 2 : 0);
 }
 
@@ -231,6 +233,7 @@ static zc_status zf_issue(int k, zc_comm *c, uint32_t r, size_t count, float *in
     case ZF_AG: return zc_allgather(c, in, out, count, ZC_FLOAT32, req);
     case ZF_A2A: return zc_alltoall(c, in, out, count, ZC_FLOAT32, req);
     case ZF_GA: return zc_gather(c, in, out, count, ZC_FLOAT32, 0, req);
+    case ZF_BAR: return zc_barrier(c, req);
     default: return zc_scatter(c, in, out, count, ZC_FLOAT32, 0, req);
     }
 }
@@ -238,7 +241,8 @@ static zc_status zf_issue(int k, zc_comm *c, uint32_t r, size_t count, float *in
 /* Whether rank r's result of call k is right (elements [0, len) of out). */
 static bool zf_right(int k, uint32_t n, uint32_t r, size_t count, const float *out) {
     size_t len = k == ZF_AG || k == ZF_A2A || (k == ZF_GA && r == 0) ? count * n : count;
-    if ((k == ZF_RE || k == ZF_GA) && r != 0) return true; /* the root's alone */
+    /* gather and reduce: the root's alone; a barrier has none */
+    if (((k == ZF_RE || k == ZF_GA) && r != 0) || k == ZF_BAR) return true;
     for (size_t i = 0; i < len; i++) {
         float want = k == ZF_AR || k == ZF_RE || k == ZF_RS ? (float)n * ((float)n + 1.0f) / 2.0f
                      : k == ZF_AG || k == ZF_A2A || k == ZF_GA ? (float)(i / count + 1u)
@@ -309,6 +313,16 @@ typedef struct zf_cost {
     double msgs;     /* mean messages a rank sends per call; < 0: no formula here */
 } zf_cost;
 
+/* The hierarchical schedule over blocks of q ranks (n / q leaders), C messages per link: up
+ * and down each block's tree (q - 1 messages each way), recursive doubling among the leaders
+ * (the fold's two steps when their count is not a power of two). */
+static zf_cost zf_hrd_cost(uint32_t q, uint32_t n, double C) {
+    uint32_t H = n / q, PH = 1, sH = 0;
+    while (PH * 2u <= H) PH *= 2u, sH++;
+    return (zf_cost){"hrd", 2u * zf_log2c(q) + sH + (H > PH ? 2u : 0u),
+                     (2.0 * (q - 1u) * H + (double)PH * sH + 2.0 * (H - PH)) * C / n};
+}
+
 /* The choice of core/sched.c's zc__choose for a host call of count elements per rank (per
  * block) and its cost: E elements per slot, A per accumulator chunk (float32 sum: 4-byte
  * accumulators in a slice of min(slot, 8 KiB)). */
@@ -326,16 +340,9 @@ static zf_cost zf_cost_of(const zc_config *cfg, int k, uint32_t n, uint64_t coun
     switch (k) {
     case ZF_AR:
         if ((ov || logn) && (bytes <= cfg->allreduce_oneshot_max_bytes || count < n)) {
-            uint32_t q = zf_blocks(cfg, n), H = q ? n / q : 0, PH = 1, sH = 0;
-            if (!q)
-                return (zf_cost){"rd", steps + (e ? 2u : 0u),
-                                 ((double)P * steps + 2.0 * e) * (double)Ca / dn};
-            while (PH * 2u <= H) PH *= 2u, sH++;
-            /* up and down each block's tree (q - 1 messages each way), then recursive
-             * doubling among the H leaders */
-            return (zf_cost){"hrd", 2u * zf_log2c(q) + sH + (H > PH ? 2u : 0u),
-                             (2.0 * (q - 1u) * H + (double)PH * sH + 2.0 * (H - PH)) *
-                                 (double)Ca / dn};
+            if (zf_blocks(cfg, n)) return zf_hrd_cost(zf_blocks(cfg, n), n, (double)Ca);
+            return (zf_cost){"rd", steps + (e ? 2u : 0u),
+                             ((double)P * steps + 2.0 * e) * (double)Ca / dn};
         }
         if (ov) return (zf_cost){"rabenseifner", 2u * steps + (e ? 2u : 0u), -1};
         if (bytes <= cfg->allreduce_oneshot_max_bytes || count < n)
@@ -377,6 +384,9 @@ static zf_cost zf_cost_of(const zc_config *cfg, int k, uint32_t n, uint64_t coun
             x += (double)zf_msgs_of(((n / (2u * d)) * d + (rest > d ? rest - d : 0)) * count, E);
         }
         return (zf_cost){"bruck", L, x};
+    case ZF_BAR: /* one empty message per link */
+        if ((ov || logn) && zf_blocks(cfg, n)) return zf_hrd_cost(zf_blocks(cfg, n), n, 1.0);
+        return (zf_cost){"dissemination", L, (double)L};
     default: /* gather, scatter */
         if (!ov) return (zf_cost){"direct", 1, (dn - 1) * (double)C / dn};
         for (uint32_t v = 1; v < n; v++) x += (double)zf_bsize(n, v) * (double)C;

@@ -211,18 +211,28 @@ static uint32_t zc_rd_elems(const zc__sched *s) {
                       zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op));
 }
 
-/* Recursive doubling: C messages each way with the fold partner and with the partner of every
- * step (all distinct ranks). */
+/* Recursive doubling over a view of the ranks: view index i is real rank i * stride, this rank
+ * is index me (every rank: stride 1; the hierarchical schedule's leaders: stride hblock). */
+typedef struct zc_rdv {
+    zc_vr v;
+    uint32_t me, stride;
+} zc_rdv;
+
+/* Its links: C messages each way with the fold partner and with the partner of every step (all
+ * distinct ranks). */
+static void zc_links_rd_view(const zc_rdv *w, uint64_t C, zc__link_fn fn, void *ctx) {
+    if (w->me < 2u * w->v.e) fn(ctx, (w->me ^ 1u) * w->stride, C, C);
+    if (zc_vr_folded(&w->v, w->me)) return;
+    uint32_t u = zc_vr_virt(&w->v, w->me);
+    for (uint32_t k = 0; k < w->v.steps; k++)
+        fn(ctx, zc_vr_real(&w->v, u ^ (1u << k)) * w->stride, C, C);
+}
+
 static void zc_links_rd(const zc_comm *c, const zc__sched *s, uint64_t C_slots, zc__link_fn fn,
                         void *ctx) {
-    zc_vr v = zc_vr_of(c->nranks);
-    uint32_t me = c->rank;
-    uint64_t C = zc__msgs(s->count, zc_rd_elems(s));
+    zc_rdv w = {zc_vr_of(c->nranks), c->rank, 1};
     (void)C_slots;
-    if (me < 2u * v.e) fn(ctx, me ^ 1u, C, C);
-    if (zc_vr_folded(&v, me)) return;
-    uint32_t u = zc_vr_virt(&v, me);
-    for (uint32_t k = 0; k < v.steps; k++) fn(ctx, zc_vr_real(&v, u ^ (1u << k)), C, C);
+    zc_links_rd_view(&w, zc__msgs(s->count, zc_rd_elems(s)), fn, ctx);
 }
 
 /* The canonical tree as a reduction toward the root (ZC_ALG_VTREE): virtual rank u's place
@@ -268,12 +278,8 @@ static void zc_links_hrd(const zc_comm *c, const zc__sched *s, uint64_t C_slots,
     if (l) fn(ctx, me - low, C, C);
     for (uint32_t d = low >> 1; d; d >>= 1) fn(ctx, me + d, C, C);
     if (l) return;
-    zc_vr v = zc_vr_of(c->nranks / q);
-    uint32_t h = me / q;
-    if (h < 2u * v.e) fn(ctx, (h ^ 1u) * q, C, C);
-    if (zc_vr_folded(&v, h)) return;
-    uint32_t u = zc_vr_virt(&v, h);
-    for (uint32_t k = 0; k < v.steps; k++) fn(ctx, zc_vr_real(&v, u ^ (1u << k)) * q, C, C);
+    zc_rdv w = {zc_vr_of(c->nranks / q), me / q, q};
+    zc_links_rd_view(&w, C, fn, ctx);
 }
 
 /* Bruck's all_gather: in round k (distance d = 2^k) a rank sends the blocks it holds of ranks
@@ -854,15 +860,9 @@ static bool zc_step_local(zc_ctx *x) {
  * rank's input, sent as accumulators, combined on the right of the even rank's), 1..steps the
  * exchange with the partner of step b - 1 (message a on that channel, sent once: tx_done says
  * so), steps + 1 the store into recv, steps + 2 the result to the odd rank of a pair. A folded
- * odd rank: phase 0 sends, phase 1 copies the result in. It runs over a view of the ranks:
- * view index i is real rank i * stride, this rank index me (every rank: stride 1; the
- * hierarchical all_reduce's leaders: stride hblock, whose partial is in r->acc already: in
- * NULL). A move says whether it waits, moved, or finished the chunk (the caller counts it). */
-typedef struct zc_rdv {
-    zc_vr v;
-    uint32_t me, stride;
-} zc_rdv;
-
+ * odd rank: phase 0 sends, phase 1 copies the result in. It runs over a view of the ranks
+ * (zc_rdv; the hierarchical schedule's leaders hold their partial in r->acc already: in NULL).
+ * A move says whether it waits, moved, or finished the chunk (the caller counts it). */
 enum { ZC_RD_WAIT, ZC_RD_MOVED, ZC_RD_DONE };
 
 static int zc_rd_folded(zc_ctx *x, const zc_rdv *w, uint64_t c, uint64_t elems,

@@ -113,6 +113,23 @@ uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k) {
     return zc__tx_begin_n(comm, r, peer, k, SIZE_MAX);
 }
 
+/* A step could not move a message this pass: one to send, or one to receive that is not
+ * there yet and that zc_wait_for could not name. progress.c parks on a pass's one wait. */
+static inline void zc_blocked(zc_comm *comm) { comm->park_waits = 2u; }
+
+/* The pass waits for the next message of channel c (lane, peer): named when it is the pass's
+ * first wait (its slot and tag; out of line, off the path of a message that is there). */
+__attribute__((noinline)) static void zc_wait_for(zc_comm *comm, uint32_t lane, uint32_t peer,
+                                                  const zc__chan *c) {
+    if (comm->park_waits++) {
+        comm->park_waits = 2u;
+        return;
+    }
+    comm->park.where = (uint64_t)peer << 32 | (uint64_t)(c->rx_count & comm->slot_mask) << 8 |
+                       lane;
+    comm->park_tag = c->rx_count + 1u;
+}
+
 /* Message m on r's channel c to peer: its slot's header when it may be written now (its turn,
  * the message before it posted, a credit for its slot), else NULL. Inlined into the one-line
  * send as into zc__tx_begin_n (a small call's hot path). */
@@ -136,7 +153,10 @@ ZC_HOT zc__hdr *zc_turn(zc_comm *comm, const zc__req *r, uint32_t peer, zc__chan
 uint8_t *zc__tx_begin_n(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
     zc__hdr *h = zc_turn(comm, r, peer, c, r->tx_base[zc__ci(comm, peer)] + k);
-    if (!h) return 0;
+    if (!h) {
+        zc_blocked(comm);
+        return 0;
+    }
     comm->tx_begun = c;
     comm->tx_hdr = h;
     return zc_payload(h, bytes);
@@ -268,7 +288,10 @@ zc_status zc__tx_line(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, cons
     zc__chan *c = zc_chan(comm, r->lane, peer);
     uint64_t m = r->tx_base[zc__ci(comm, peer)] + k;
     zc__hdr *h = zc_turn(comm, r, peer, c, m);
-    if (!h) return ZC_AGAIN;
+    if (!h) {
+        zc_blocked(comm);
+        return ZC_AGAIN;
+    }
     const uint8_t *from = src;
     zc_fill_hdr(comm, r, h, k, bytes, 0);
     if (bytes > ZC_INLINE_BYTES) { /* flagged lines after the header, which goes first */
@@ -374,11 +397,17 @@ const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
                            size_t expect_bytes) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
     uint64_t m = r->rx_base[zc__ci(comm, peer)] + k;
-    if (c->rx_count != m) return 0;
+    if (c->rx_count != m) {
+        zc_blocked(comm);
+        return 0;
+    }
     uint32_t slot = (uint32_t)(m & comm->slot_mask);
     const zc__hdr *h = comm->wire->rx_slot(comm->wire_state, r->lane, peer, slot, m + 1u,
                                            zc_wait_lines(expect_bytes));
-    if (!h) return 0;
+    if (!h) {
+        if (comm->park_waits < 2u) zc_wait_for(comm, r->lane, peer, c);
+        return 0;
+    }
     if (!zc_matches(comm, r, h, peer, k, expect_bytes)) {
         zc_mismatch(comm, r, h, peer, k, expect_bytes);
         return 0;
@@ -616,7 +645,10 @@ const uint8_t *zc__rx_lines(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
                             uint8_t *dst) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
     uint64_t m = r->rx_base[zc__ci(comm, peer)] + k, tag = m + 1u;
-    if (c->rx_count != m) return 0;
+    if (c->rx_count != m) {
+        zc_blocked(comm);
+        return 0;
+    }
     const uint8_t *slot = comm->wire->rx_mem(comm->wire_state, r->lane, peer,
                                              (uint32_t)(m & comm->slot_mask));
     const uint8_t *lines = slot + ZC_SLOT_HDR_BYTES;
@@ -624,6 +656,7 @@ const uint8_t *zc__rx_lines(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
     uint32_t n = zc_nlines(bytes), last = n - 1u;
     const uint64_t *fl = (const uint64_t *)(const void *)(lines + (size_t)last * 64u + 56u);
     if ((uint32_t)__atomic_load_n(fl, __ATOMIC_ACQUIRE) != (uint32_t)tag) {
+        zc_blocked(comm);
         zc_lines_absent(comm, r, peer, k, bytes, slot, m);
         return 0;
     }
@@ -631,7 +664,10 @@ const uint8_t *zc__rx_lines(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
                         zc_pair_word((uint32_t)k, (uint32_t)bytes), peer);
     uint64_t w[7], wl[7];
     int st = zc_line_take(lines, last, fp, tag, wl);
-    if (st == 2 && (m + 1u) >> 32 != 0) return 0; /* maybe a line 2^32 messages old */
+    if (st == 2 && (m + 1u) >> 32 != 0) { /* maybe a line 2^32 messages old */
+        zc_blocked(comm);
+        return 0;
+    }
     uint8_t *out = dst ? dst : (uint8_t *)(uintptr_t)(lines + (size_t)n * 64u);
     for (uint32_t i = 0; i < last && !st; i++) {
         st = zc_line_take(lines, i, fp, tag, w);

@@ -149,9 +149,17 @@ struct zc_comm {
     uint16_t relay;        /* 1: overlay_relay: progress serves the relay lane (relay.c) */
     uint16_t serial;       /* 1: cfg.threads is ZC_THREADS_SERIAL: no lock (zc__lock) */
     uint32_t slot_mask;    /* cfg.slots - 1: message m of a channel is in slot m & slot_mask */
-    uint32_t pad_;
+    uint16_t park_waits;   /* this pass's waits: 0 none, 1 one message (park.where), 2 more,
+                            * or a message it could not send (channel.c) */
+    uint16_t parked;       /* 1: the one call in flight waits for park_tag at park.at alone */
     zc__chan *chans;       /* [zc__lanes(cfg) * nconn] */
     uint32_t *conn;        /* [nranks] rank -> its connection's index; ZC_NO_CONN: none */
+    union {
+        uint64_t where;    /* during a pass: the awaited message's peer << 32 | slot << 8 |
+                            * lane (park_waits 1) */
+        const uint64_t *at; /* parked: that slot's tag word (progress.c's zc_parks) */
+    } park;
+    uint64_t park_tag;     /* the awaited message's tag */
     zc__chan *tx_begun;    /* the channel whose next message zc__tx_begin_n returned last ... */
     struct zc__hdr *tx_hdr; /* ... and that message's slot header (NULL: none since the
                             * channel's last publish), which its publish reuses */

@@ -307,6 +307,7 @@ ZT_TEST(faults_every_platform_call_fails_cleanly, 900)
 /* tests/test_engine.c */
 ZT_TEST(failure_record_keeps_the_first_failure_sentence_peer_and_status, 20)
 ZT_TEST(failure_record_fails_every_active_request_with_the_first_status, 20)
+ZT_TEST(parking_wakes_for_the_message_a_new_call_a_report_and_the_deadline, 30)
 ZT_TEST(threads_create_in_process_groups_and_splits_at_once, 60)
 ZT_TEST(threads_init_and_split_through_the_bootstrap_at_once, 90)
 ZT_TEST(wire_again_on_post_is_back_pressure_not_failure, 60)

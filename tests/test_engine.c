@@ -5,6 +5,7 @@
 #include "zt.h"
 #include "zcoll.h"
 #include "engine.h"
+#include "platform.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,112 @@ void failure_record_fails_every_active_request_with_the_first_status(void) {
     ZT_CHECK_ST(zc_wait(c[1], &p), ZC_PEER_LOST);
     ZT_CHECK(strstr(zc_comm_error_text(c[1]), "rank 0 detected ZC_PEER_LOST") != NULL);
     ZT_CHECK_EQ(c[1]->fail_peer, 0);
+    pair_close(arenas, c);
+}
+
+/* ---- parking: a call that waits for one message reads one word ---- */
+
+/* Polls rank 0 alone up to `most` times, until q is no longer in flight; the polls it took. */
+static int park_poll(zc_comm *c, zc_req *q, int most) {
+    for (int i = 1; i <= most; i++) {
+        (void)zc_progress(c);
+        zc__req *r = zc__lookup(c, q);
+        if (!r || r->state != ZC_REQ_ACTIVE) return i;
+    }
+    return most + 1;
+}
+
+/* Rank 0 polls until it parks (bounded); whether it did. */
+static bool park_until_parked(zc_comm *c) {
+    for (int i = 0; i < 64 && !c->parked; i++) (void)zc_progress(c);
+    return c->parked != 0;
+}
+
+void parking_wakes_for_the_message_a_new_call_a_report_and_the_deadline(void) {
+    zc_config cfg;
+    void *arenas[2];
+    zc_comm *c[2];
+    pair_open(&cfg, arenas, c);
+    /* The message: one line, and chunk streams (16 KiB of int32 in 64 KiB slots: one chunk
+     * too, then 3 x 64 KiB across slots). Rank 0 parks on it, finishes at the first poll after
+     * rank 1's message lands (streams: every later chunk as soon as it lands), bitwise right. */
+    static int32_t in[2][3 << 14], out[2][3 << 14];
+    const size_t counts[] = {2, 4096, 3u << 14};
+    for (size_t t = 0; t < 3; t++) {
+        size_t n = counts[t];
+        for (uint32_t r = 0; r < 2; r++)
+            for (size_t i = 0; i < n; i++) in[r][i] = (int32_t)((r + 1u) * (i + t));
+        zc_req q[2];
+        ZT_CHECK_ST(zc_allreduce(c[0], in[0], out[0], n, ZC_INT32, ZC_SUM, &q[0]), ZC_OK);
+        ZT_CHECK(park_until_parked(c[0]));
+        ZT_CHECK(park_poll(c[0], &q[0], 16) == 17); /* parked: nothing comes */
+        ZT_CHECK_ST(zc_allreduce(c[1], in[1], out[1], n, ZC_INT32, ZC_SUM, &q[1]), ZC_OK);
+        int polls = 0;
+        for (zc__req *r = zc__lookup(c[0], &q[0]); polls < 1000 && r->state == ZC_REQ_ACTIVE;
+             polls++) {
+            (void)zc_progress(c[0]);
+            (void)zc_progress(c[1]);
+        }
+        if (n == 2) ZT_CHECK_EQ(polls, 1); /* the first poll after the line landed */
+        ZT_CHECK(polls < 1000);
+        ZT_CHECK_ST(zc_test(c[0], &q[0]), ZC_OK);
+        ZT_CHECK_ST(zc_wait(c[1], &q[1]), ZC_OK);
+        for (size_t i = 0; i < n; i++) {
+            ZT_CHECK_EQ(out[0][i], (int32_t)(3u * (i + t)));
+            ZT_CHECK_EQ(out[1][i], (int32_t)(3u * (i + t)));
+        }
+    }
+    /* A new call ends the parking: rank 0 parks on an all_reduce, then issues a receive from
+     * rank 1, whose send lands: the receive finishes at the next poll though the all_reduce's
+     * word did not change. */
+    int32_t a[2] = {1, 2}, b[2], v = 7, got = 0;
+    zc_req ar[2], rq, sq;
+    ZT_CHECK_ST(zc_allreduce(c[0], a, b, 2, ZC_INT32, ZC_SUM, &ar[0]), ZC_OK);
+    ZT_CHECK(park_until_parked(c[0]));
+    ZT_CHECK_ST(zc_recv(c[0], &got, 1, ZC_INT32, 1, &rq), ZC_OK);
+    ZT_CHECK_EQ(c[0]->parked, 0);
+    ZT_CHECK_ST(zc_send(c[1], &v, 1, ZC_INT32, 0, &sq), ZC_OK);
+    ZT_CHECK_EQ(park_poll(c[0], &rq, 1), 1);
+    ZT_CHECK_ST(zc_test(c[0], &rq), ZC_OK);
+    ZT_CHECK_EQ(got, 7);
+    ZT_CHECK_ST(zc_wait(c[1], &sq), ZC_OK);
+    ZT_CHECK_ST(zc_allreduce(c[1], a, b, 2, ZC_INT32, ZC_SUM, &ar[1]), ZC_OK);
+    ZT_CHECK_ST(zc_wait(c[0], &ar[0]), ZC_OK);
+    ZT_CHECK_ST(zc_wait(c[1], &ar[1]), ZC_OK);
+    /* A mismatch lands in the awaited slot: found at once, not at the deadline. */
+    int32_t m3[3] = {0, 0, 0};
+    ZT_CHECK_ST(zc_allreduce(c[0], a, b, 2, ZC_INT32, ZC_SUM, &ar[0]), ZC_OK);
+    ZT_CHECK(park_until_parked(c[0]));
+    ZT_CHECK_ST(zc_allreduce(c[1], m3, m3, 3, ZC_INT32, ZC_SUM, &ar[1]), ZC_OK);
+    ZT_CHECK_EQ(park_poll(c[0], &ar[0], 1), 1);
+    ZT_CHECK_ST(zc_test(c[0], &ar[0]), ZC_MISMATCH);
+    (void)zc_wait(c[1], &ar[1]);
+    pair_close(arenas, c);
+
+    /* A failure report: rank 1 fails and reports while rank 0 is parked; rank 0 reads it
+     * within one clock period of polls (ZC_CLOCK_IDLE_POLLS). */
+    pair_open(&cfg, arenas, c);
+    ZT_CHECK_ST(zc_allreduce(c[0], a, b, 2, ZC_INT32, ZC_SUM, &ar[0]), ZC_OK);
+    ZT_CHECK(park_until_parked(c[0]));
+    ZT_CHECK_ST(zc__fail(c[1], ZC_PEER_LOST, 0, 1, 0, "rank %u is gone (test)", 1u),
+                ZC_PEER_LOST);
+    ZT_CHECK(park_poll(c[0], &ar[0], (int)ZC_CLOCK_IDLE_POLLS + 1) <= (int)ZC_CLOCK_IDLE_POLLS + 1);
+    ZT_CHECK_ST(zc_test(c[0], &ar[0]), ZC_PEER_LOST);
+    ZT_CHECK(strstr(zc_comm_error_text(c[0]), "rank 1 detected ZC_PEER_LOST") != NULL);
+    pair_close(arenas, c);
+
+    /* The deadline: rank 1 never joins; rank 0, parked, times out within it (300 ms) and
+     * well before twice it. */
+    pair_open(&cfg, arenas, c);
+    ZT_CHECK_ST(zc_allreduce(c[0], a, b, 2, ZC_INT32, ZC_SUM, &ar[0]), ZC_OK);
+    ZT_CHECK(park_until_parked(c[0]));
+    uint64_t t0 = zc_plat_now_ns();
+    while (zc_test(c[0], &ar[0]) == ZC_IN_PROGRESS && zc_plat_now_ns() - t0 < 5000000000ull)
+        (void)zc_progress(c[0]);
+    uint64_t took = zc_plat_now_ns() - t0;
+    ZT_CHECK_ST(zc_test(c[0], &ar[0]), ZC_INVALID_ARG); /* already finished by the loop */
+    ZT_CHECK_EQ(c[0]->failed, ZC_TIMED_OUT);
+    ZT_CHECK(took < 2u * cfg.timeout_ns);
     pair_close(arenas, c);
 }
 

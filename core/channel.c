@@ -117,14 +117,12 @@ uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k) {
  * there yet and that zc_wait_for could not name. progress.c parks on a pass's one wait. */
 static inline void zc_blocked(zc_comm *comm) { comm->park_waits = 2u; }
 
-/* The pass waits for the next message of channel c (lane, peer): named when it is the pass's
- * first wait (its slot and tag; out of line, off the path of a message that is there). */
+/* The pass waits for the next message of channel c (lane, peer), with park_waits 0 or 1 (the
+ * caller's test): named when it is the pass's first wait (its slot and tag; out of line, off
+ * the path of a message that is there), else the pass waits on more. */
 __attribute__((noinline)) static void zc_wait_for(zc_comm *comm, uint32_t lane, uint32_t peer,
                                                   const zc__chan *c) {
-    if (comm->park_waits++) {
-        comm->park_waits = 2u;
-        return;
-    }
+    if (comm->park_waits++) return;
     comm->park.where = (uint64_t)peer << 32 | (uint64_t)(c->rx_count & comm->slot_mask) << 8 |
                        lane;
     comm->park_tag = c->rx_count + 1u;

@@ -118,15 +118,25 @@ uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k) {
 static inline void zc_blocked(zc_comm *comm) { comm->park_waits = 2u; }
 
 /* The pass waits for the next message of channel c (lane, peer), with park_waits 0 or 1 (the
- * caller's test): named when it is the pass's first wait (its slot and tag; out of line, off
- * the path of a message that is there), else the pass waits on more. */
+ * caller's test): named when it is the pass's first wait (its slot, the word of the slot whose
+ * low 32 bits turn into the message's tag when it lands, `word` 8-byte words from the slot's
+ * start, and the tag; out of line, off the path of a message that is there), else the pass
+ * waits on more. A slot's index fits the 10 bits park.where has for it: config.c allows at most
+ * 1024 slots. */
 __attribute__((noinline)) static void zc_wait_for(zc_comm *comm, uint32_t lane, uint32_t peer,
-                                                  const zc__chan *c) {
-    if (comm->park_waits++) return;
-    comm->park.where = (uint64_t)peer << 32 | (uint64_t)(c->rx_count & comm->slot_mask) << 8 |
-                       lane;
+                                                  const zc__chan *c, uint32_t word) {
+    if (comm->park_waits) { /* a second wait: the pass waits on more */
+        comm->park_waits = 2u;
+        return;
+    }
+    comm->park_waits = 1u;
+    comm->park.where = (uint64_t)peer << 32 | (uint64_t)word << 12 |
+                       (uint64_t)(c->rx_count & comm->slot_mask) << 2 | lane;
     comm->park_tag = c->rx_count + 1u;
 }
+
+/* The word of a slot that a wait on its header's tag reads (zc_wait_for). */
+#define ZC_HDR_TAG_WORD ((uint32_t)(__builtin_offsetof(zc__hdr, tag) / 8u))
 
 /* Message m on r's channel c to peer: its slot's header when it may be written now (its turn,
  * the message before it posted, a credit for its slot), else NULL. Inlined into the one-line
@@ -403,7 +413,7 @@ const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
     const zc__hdr *h = comm->wire->rx_slot(comm->wire_state, r->lane, peer, slot, m + 1u,
                                            zc_wait_lines(expect_bytes));
     if (!h) {
-        if (comm->park_waits < 2u) zc_wait_for(comm, r->lane, peer, c);
+        if (comm->park_waits < 2u) zc_wait_for(comm, r->lane, peer, c, ZC_HDR_TAG_WORD);
         return 0;
     }
     if (!zc_matches(comm, r, h, peer, k, expect_bytes)) {
@@ -654,7 +664,12 @@ const uint8_t *zc__rx_lines(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
     uint32_t n = zc_nlines(bytes), last = n - 1u;
     const uint64_t *fl = (const uint64_t *)(const void *)(lines + (size_t)last * 64u + 56u);
     if ((uint32_t)__atomic_load_n(fl, __ATOMIC_ACQUIRE) != (uint32_t)tag) {
-        zc_blocked(comm);
+        /* A parked pass reads the last line's flag, whose low 32 bits are the tag (not the
+         * header, which the sender writes around the lines: polled, it would move between
+         * the cores while the sender fills it). */
+        if (comm->park_waits < 2u)
+            zc_wait_for(comm, r->lane, peer, c,
+                        (uint32_t)((ZC_SLOT_HDR_BYTES + (size_t)last * 64u + 56u) / 8u));
         zc_lines_absent(comm, r, peer, k, bytes, slot, m);
         return 0;
     }

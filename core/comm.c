@@ -70,6 +70,8 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
     zc__set_spin(c, c->cfg.spin_polls ? c->cfg.spin_polls : ZC_DEFAULT_SPIN_POLLS);
     c->serial = c->cfg.threads == ZC_THREADS_SERIAL;
     c->slot_mask = c->cfg.slots - 1u;
+    c->park_after = (uint16_t)(cfg->transport == ZC_TRANSPORT_INPROC ? ZC_PARK_AFTER_INPROC
+                                                                      : ZC_PARK_AFTER_PROCS);
     c->rank = cfg->rank;
     c->nranks = cfg->nranks;
     c->wire = zc__wire_for(cfg);

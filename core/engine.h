@@ -71,6 +71,16 @@
  * many calls that moved nothing: deadlines are stamped and checked then. */
 #define ZC_CLOCK_BUSY_POLLS 64u
 #define ZC_CLOCK_IDLE_POLLS 8u
+/* Idle passes in a row before one parks (its waits are named from the pass before; comm.c
+ * sets a communicator's park_after, progress.c parks). In process, ZC_PARK_AFTER_INPROC: a
+ * rank of a large group driven by one thread waits through many walks of the group, and each
+ * idle visit parked touches two lines of it, not ten. Between processes, ZC_PARK_AFTER_PROCS:
+ * a parked rank polls the awaited line every few nanoseconds and takes it from the sender
+ * between the stores that fill it, which costs a call that waits a few passes (2 processes,
+ * 8-byte all_reduce p50 0.52-0.55 us parked after 4 idle passes against 0.43 never parked,
+ * 3 runs each; after 64, 0.43), so only a long wait (a root's for a late peer) parks there. */
+#define ZC_PARK_AFTER_INPROC 4u
+#define ZC_PARK_AFTER_PROCS 64u
 #define ZC_COMM_MAGIC 0x7a63636f6d6d3031ull /* "zccomm01" */
 #define ZC_REQ_MAGIC 0x7a63u
 #define ZC_PLAN_MAGIC 0x7a70u
@@ -149,17 +159,18 @@ struct zc_comm {
     uint16_t relay;        /* 1: overlay_relay: progress serves the relay lane (relay.c) */
     uint16_t serial;       /* 1: cfg.threads is ZC_THREADS_SERIAL: no lock (zc__lock) */
     uint32_t slot_mask;    /* cfg.slots - 1: message m of a channel is in slot m & slot_mask */
-    uint16_t park_waits;   /* this pass's waits: 0 none, 1 one message (park.where), 2 more,
+    uint8_t park_waits;    /* this pass's waits: 0 none, 1 one message (park.where), 2 more,
                             * or a message it could not send (channel.c) */
-    uint16_t parked;       /* 1: the one call in flight waits for park_tag at park.at alone */
+    uint8_t parked;        /* 1: the one call in flight waits for park_tag at park.at alone */
+    uint16_t park_after;   /* idle passes in a row before one parks (comm.c, progress.c) */
     zc__chan *chans;       /* [zc__lanes(cfg) * nconn] */
     uint32_t *conn;        /* [nranks] rank -> its connection's index; ZC_NO_CONN: none */
     union {
-        uint64_t where;    /* during a pass: the awaited message's peer << 32 | slot << 8 |
-                            * lane (park_waits 1) */
-        const uint64_t *at; /* parked: that slot's tag word (progress.c's zc_parks) */
+        uint64_t where;    /* during a pass: the awaited message's peer << 32 | word << 12 |
+                            * slot << 2 | lane (park_waits 1; word: channel.c's zc_wait_for) */
+        const uint64_t *at; /* parked: that word of the slot (progress.c's zc_parks) */
     } park;
-    uint64_t park_tag;     /* the awaited message's tag */
+    uint64_t park_tag;     /* the awaited message's tag (the word's low 32 bits show it) */
     zc__chan *tx_begun;    /* the channel whose next message zc__tx_begin_n returned last ... */
     struct zc__hdr *tx_hdr; /* ... and that message's slot header (NULL: none since the
                             * channel's last publish), which its publish reuses */

@@ -499,13 +499,6 @@ zc_status zc__binds_fini(zc_comm *comm) {
 void (*zc__test_clock)(const zc_comm *comm);
 #endif
 
-/* Idle passes in a row before one parks (its waits are named from the pass before). Between
- * processes a parked rank polls the awaited line every few nanoseconds and takes it from the
- * sender between the stores that fill it: 2 processes, 8-byte all_reduce p50 0.52-0.55 us
- * parked at once or after 2 passes against 0.41-0.51 with full passes only; parked after 4,
- * 0.43-0.47 against 0.45-0.46. A wait of more passes (a rank of a large in-process group,
- * a root waiting on a slow peer) parks. */
-#define ZC_PARK_AFTER 4u
 /* A pass that moved nothing: after spin_polls of them in a row the thread yields. */
 static void zc_idle_pass(zc_comm *comm) {
     if (++comm->empty_polls >= comm->spin_polls) {
@@ -517,10 +510,12 @@ static void zc_idle_pass(zc_comm *comm) {
 /* Whether the pass that just moved nothing can park: the one call in flight, of the host
  * family, waited for exactly one message and nothing else (no send held back, no message the
  * wire refused, no relay or stream slot to serve), on a wire whose slots this rank reads in
- * place (channel.c's zc_wait_for named it): then it points park.at at that slot's tag word.
- * Until the word holds the awaited tag, a pass would find the same: progress only counts
+ * place (channel.c's zc_wait_for named it): then it points park.at at the word of that slot
+ * whose low 32 bits turn into the awaited tag when the message lands (the header's tag, or the
+ * last flagged line's flag). Until they do, a pass would find the same: progress only counts
  * toward the clock's read (which ends the parking, so deadlines and failure reports are read
- * as before); an issue ends it too. */
+ * as before); an issue ends it too. A word that shows the tag early (a line of a message 2^32
+ * before) only ends the parking: the pass then looks as any other does. */
 static bool zc_parks(zc_comm *comm) {
     if (comm->park_waits != 1u || !comm->wire->rx_mem || comm->nreqs_active != 1u ||
         comm->unposted || comm->relay || comm->failed || (comm->gpu && comm->gpu->binds_live))
@@ -528,9 +523,9 @@ static bool zc_parks(zc_comm *comm) {
     const zc__req *r = &comm->reqs[comm->active[0]];
     if (zc_alg_family[r->s.alg] != &zc__fam_host || r->wild || r->held || r->place) return false;
     uint64_t w = comm->park.where;
-    const zc__hdr *h = comm->wire->rx_mem(comm->wire_state, (uint32_t)(w & 0xffu),
-                                          (uint32_t)(w >> 32), (uint32_t)(w >> 8) & 0xffffffu);
-    comm->park.at = &h->tag;
+    const uint8_t *slot = comm->wire->rx_mem(comm->wire_state, (uint32_t)(w & 3u),
+                                             (uint32_t)(w >> 32), (uint32_t)(w >> 2) & 0x3ffu);
+    comm->park.at = (const uint64_t *)(const void *)(slot + ((w >> 12) & 0xfffffu) * 8u);
     return true;
 }
 
@@ -543,14 +538,15 @@ static zc_status zc_progress_locked(zc_comm *comm) {
     if (comm->gpu && comm->gpu->binds_live) zc_poll_binds(comm, comm->gpu, &budget);
     if (comm->failed) return (zc_status)comm->failed;
     if (comm->parked) { /* nothing to do until the word changes, or the clock is due */
-        if (__atomic_load_n(comm->park.at, __ATOMIC_ACQUIRE) != comm->park_tag &&
+        if ((uint32_t)__atomic_load_n(comm->park.at, __ATOMIC_ACQUIRE) !=
+                (uint32_t)comm->park_tag &&
             ++comm->clock_polls < ZC_CLOCK_IDLE_POLLS) {
             zc_idle_pass(comm);
             return ZC_OK;
         }
         comm->parked = 0;
     }
-    comm->park_waits = comm->empty_polls + 1u >= ZC_PARK_AFTER ? 0u : 2u; /* 2: not named */
+    comm->park_waits = comm->empty_polls + 1u >= comm->park_after ? 0u : 2u; /* 2: not named */
     zc_check_alarm(comm);
     if (comm->unposted) zc__tx_flush(comm); /* messages the wire refused for now, first */
     if (comm->failed) return (zc_status)comm->failed;
@@ -588,7 +584,7 @@ static zc_status zc_progress_locked(zc_comm *comm) {
     }
     if (idle) {
         zc_idle_pass(comm);
-        comm->parked = comm->empty_polls >= ZC_PARK_AFTER && zc_parks(comm);
+        comm->parked = comm->empty_polls >= comm->park_after && zc_parks(comm);
     } else {
         comm->empty_polls = 0;
     }

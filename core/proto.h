@@ -50,7 +50,8 @@ _Static_assert(sizeof(zc__hdr) == ZC_SLOT_HDR_BYTES, "slot header is 64 bytes");
  * the channel + 1, modulo 2^32), high 32 bits a check over the line's data, its index and the
  * message's fingerprint (the header's words). The receiver polls the flags of the lines
  * themselves, never the header (which the sender still fills, for mismatch diagnosis and for a
- * peer that made another protocol choice). A slot of slot_bytes holds slot_bytes / 128 lines:
+ * peer that made another protocol choice); a parked pass (progress.c) reads the last line's
+ * flag alone. A slot of slot_bytes holds slot_bytes / 128 lines:
  * the rest of it is the receiver's scratch for the payload in one piece. */
 #define ZC_LINE_DATA_BYTES 56u
 /* Flagged lines up to one line: measured (2 processes on 2 cores, p50, against the header

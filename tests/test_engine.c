@@ -98,6 +98,8 @@ void failure_record_fails_every_active_request_with_the_first_status(void) {
 
 /* ---- parking: a call that waits for one message reads one word ---- */
 
+extern size_t zc__test_lines_max; /* the test build's ceiling of flagged lines (channel.c) */
+
 /* Polls rank 0 alone up to `most` times, until q is no longer in flight; the polls it took. */
 static int park_poll(zc_comm *c, zc_req *q, int most) {
     for (int i = 1; i <= most; i++) {
@@ -119,13 +121,16 @@ void parking_wakes_for_the_message_a_new_call_a_report_and_the_deadline(void) {
     void *arenas[2];
     zc_comm *c[2];
     pair_open(&cfg, arenas, c);
-    /* The message: one line, and chunk streams (16 KiB of int32 in 64 KiB slots: one chunk
-     * too, then 3 x 64 KiB across slots). Rank 0 parks on it, finishes at the first poll after
-     * rank 1's message lands (streams: every later chunk as soon as it lands), bitwise right. */
+    /* The message: one line (in the header), flagged lines (40 bytes: one line after the
+     * header; 400 bytes: eight, with the lines' ceiling raised), and chunk streams (16 KiB of
+     * int32 in 64 KiB slots: one chunk too, then 3 x 64 KiB across slots). Rank 0 parks on it,
+     * finishes at the first poll after rank 1's message lands (streams: every later chunk as
+     * soon as it lands), bitwise right. */
     static int32_t in[2][3 << 14], out[2][3 << 14];
-    const size_t counts[] = {2, 4096, 3u << 14};
-    for (size_t t = 0; t < 3; t++) {
+    const size_t counts[] = {2, 10, 100, 4096, 3u << 14};
+    for (size_t t = 0; t < 5; t++) {
         size_t n = counts[t];
+        zc__test_lines_max = n == 100 ? 4096u : 0u;
         for (uint32_t r = 0; r < 2; r++)
             for (size_t i = 0; i < n; i++) in[r][i] = (int32_t)((r + 1u) * (i + t));
         zc_req q[2];
@@ -139,7 +144,7 @@ void parking_wakes_for_the_message_a_new_call_a_report_and_the_deadline(void) {
             (void)zc_progress(c[0]);
             (void)zc_progress(c[1]);
         }
-        if (n == 2) ZT_CHECK_EQ(polls, 1); /* the first poll after the line landed */
+        if (n <= 100) ZT_CHECK_EQ(polls, 1); /* the first poll after the lines landed */
         ZT_CHECK(polls < 1000);
         ZT_CHECK_ST(zc_test(c[0], &q[0]), ZC_OK);
         ZT_CHECK_ST(zc_wait(c[1], &q[1]), ZC_OK);
@@ -147,6 +152,7 @@ void parking_wakes_for_the_message_a_new_call_a_report_and_the_deadline(void) {
             ZT_CHECK_EQ(out[0][i], (int32_t)(3u * (i + t)));
             ZT_CHECK_EQ(out[1][i], (int32_t)(3u * (i + t)));
         }
+        zc__test_lines_max = 0;
     }
     /* A new call ends the parking: rank 0 parks on an all_reduce, then issues a receive from
      * rank 1, whose send lands: the receive finishes at the next poll though the all_reduce's

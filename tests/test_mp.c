@@ -1811,6 +1811,47 @@ int mp_rank_spin_auto(void) {
     return 0;
 }
 
+/* Between processes a call parks only after a long wait (engine.h's ZC_PARK_AFTER_PROCS idle
+ * passes; in process after ZC_PARK_AFTER_INPROC): rank 0's 8-byte all_reduce is not parked
+ * after ZC_PARK_AFTER_PROCS - 1 idle polls, parked at the next, and finishes, bitwise right,
+ * once rank 1 (held back by a receive that rank 0's send releases) sends its part; then a
+ * message of flagged lines (40 bytes) is waited for the same way. */
+int mp_rank_parks_after_a_long_wait(void) {
+    mp_ctx m;
+    mp_config(&m, "mp_rank_parks_after_a_long_wait");
+    mp_init(&m);
+    MP_CHECK(&m, m.comm->park_after == ZC_PARK_AFTER_PROCS, "park_after %u, expected %u",
+             m.comm->park_after, ZC_PARK_AFTER_PROCS);
+    const size_t counts[] = {2, 10};
+    for (size_t t = 0; t < 2; t++) {
+        int32_t in[10], out[10], go = 0;
+        for (size_t i = 0; i < counts[t]; i++) in[i] = (int32_t)((m.rank + 1u) * (i + 3u * t));
+        zc_req ar, pq;
+        mp_barrier(&m);
+        if (m.rank == 0) {
+            MP_ST(&m, zc_allreduce(m.comm, in, out, counts[t], ZC_INT32, ZC_SUM, &ar), ZC_OK);
+            for (uint32_t i = 1; i < ZC_PARK_AFTER_PROCS; i++) {
+                MP_ST(&m, zc_progress(m.comm), ZC_OK);
+                MP_CHECK(&m, !m.comm->parked, "parked after %u idle polls", i);
+            }
+            MP_ST(&m, zc_progress(m.comm), ZC_OK);
+            MP_CHECK(&m, m.comm->parked, "not parked after %u idle polls", ZC_PARK_AFTER_PROCS);
+            MP_ST(&m, zc_send(m.comm, &go, 1, ZC_INT32, 1, &pq), ZC_OK);
+            MP_ST(&m, zc_wait(m.comm, &pq), ZC_OK);
+        } else {
+            MP_ST(&m, zc_recv(m.comm, &go, 1, ZC_INT32, 0, &pq), ZC_OK);
+            MP_ST(&m, zc_wait(m.comm, &pq), ZC_OK);
+            MP_ST(&m, zc_allreduce(m.comm, in, out, counts[t], ZC_INT32, ZC_SUM, &ar), ZC_OK);
+        }
+        MP_ST(&m, zc_wait(m.comm, &ar), ZC_OK);
+        for (size_t i = 0; i < counts[t]; i++)
+            MP_CHECK(&m, out[i] == (int32_t)(3u * (i + 3u * t)), "element %zu: %d, expected %d",
+                     i, out[i], (int32_t)(3u * (i + 3u * t)));
+    }
+    mp_fini(&m);
+    return 0;
+}
+
 /* ---- 9. misuse ------------------------------------------------------------------------------ */
 
 /* Fills recv with the sentinel before a refused call and checks it after. */
@@ -2782,6 +2823,10 @@ void mp_spin_auto_yields_only_when_ranks_share_cpus(void) {
     const char *own[] = {"MP_PIN=own", NULL}, *shared[] = {"MP_PIN=shared", NULL};
     mp_job(2, "mp_rank_spin_auto", 30, own, 0);
     mp_job(2, "mp_rank_spin_auto", 30, shared, 0);
+}
+
+void mp_parks_only_after_a_long_wait(void) {
+    mp_job(2, "mp_rank_parks_after_a_long_wait", 30, NULL, 0);
 }
 
 void mp_oversubscribed_8_ranks_stay_fast(void) {

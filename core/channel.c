@@ -669,7 +669,7 @@ const uint8_t *zc__rx_lines(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k
          * the cores while the sender fills it). */
         if (comm->park_waits < 2u)
             zc_wait_for(comm, r->lane, peer, c,
-                        (uint32_t)((ZC_SLOT_HDR_BYTES + (size_t)last * 64u + 56u) / 8u));
+                        (uint32_t)(((const uint8_t *)(const void *)fl - slot) / 8));
         zc_lines_absent(comm, r, peer, k, bytes, slot, m);
         return 0;
     }

@@ -102,11 +102,23 @@ static uint64_t zc_credit(zc_comm *comm, uint32_t lane, const zc__req *r, uint32
     return c->tx_credit;
 }
 
+/* Whether peer's credit on channel c has reached want, read again when the count held says
+ * not. When it has not: in an in-process group, the credit that comes next wakes this rank
+ * (the wire's credit_wake; a credit that came meanwhile is read). */
+static bool zc_credit_at(zc_comm *comm, uint32_t lane, const zc__req *r, uint32_t peer,
+                         zc__chan *c, uint64_t want) {
+    if (c->tx_credit >= want) return true;
+    c->tx_credit = zc_credit(comm, lane, r, peer, c);
+    if (c->tx_credit >= want) return true;
+    if (!comm->wire->credit_wake || !comm->wire->credit_wake(comm->wire_state, lane, peer, want))
+        return false;
+    c->tx_credit = zc_credit(comm, lane, r, peer, c);
+    return c->tx_credit >= want;
+}
+
 bool zc__tx_consumed(zc_comm *comm, const zc__req *r, uint32_t peer, uint64_t k) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
-    uint64_t m = r->tx_base[zc__ci(comm, peer)] + k;
-    if (c->tx_credit <= m) c->tx_credit = zc_credit(comm, r->lane, r, peer, c);
-    return c->tx_credit > m;
+    return zc_credit_at(comm, r->lane, r, peer, c, r->tx_base[zc__ci(comm, peer)] + k + 1u);
 }
 
 uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k) {
@@ -146,10 +158,9 @@ ZC_HOT zc__hdr *zc_turn_lane(zc_comm *comm, uint32_t lane, const zc__req *r, uin
                              zc__chan *c, uint64_t m) {
     if (c->tx_count != m) return 0; /* not this message's turn */
     if (c->tx_unposted && !zc_repost(comm, lane, peer)) return 0; /* the one before first */
-    if (m - c->tx_credit >= comm->cfg.slots) {
-        c->tx_credit = zc_credit(comm, lane, r, peer, c);
-        if (m - c->tx_credit >= comm->cfg.slots) return 0; /* the peer's ring is full */
-    }
+    if (m - c->tx_credit >= comm->cfg.slots &&
+        !zc_credit_at(comm, lane, r, peer, c, m - comm->cfg.slots + 1u))
+        return 0; /* the peer's ring is full */
     return comm->wire->tx_slot(comm->wire_state, lane, peer,
                                (uint32_t)(m & comm->slot_mask));
 }

@@ -94,6 +94,12 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
     for (uint32_t i = 0; i < cfg->max_plans; i++) c->plans[i].running = -1;
     c->mems = (zc__mem_entry *)(void *)(a + L.at[ZC_R_MEMS]);
     zc_carve_gpu(c, a, &L);
+    if (L.bytes[ZC_R_GROUP]) { /* in process: zc__inproc_group points every rank at rank 0's */
+        c->group = (zc_comm *const *)(void *)(a + L.at[ZC_R_GROUP]);
+        if (cfg->nranks >= ZC_WAKE_MIN_RANKS)
+            c->group_wake =
+                (uint64_t *)(void *)(a + L.at[ZC_R_GROUP] + cfg->nranks * sizeof(void *));
+    }
     c->scratch = a + L.at[ZC_R_SCRATCH];
     c->window = L.bytes[ZC_R_WINDOW] ? a + L.at[ZC_R_WINDOW] : 0;
     if (zc__overlay(cfg) && cfg->sym_bytes) {
@@ -119,7 +125,7 @@ zc_wire_geom zc__geom(const zc_comm *c, uint64_t comm_id, void *const *windows) 
                       c->cfg.slots, c->cfg.slot_bytes, ZC_SLOT_HDR_BYTES + c->cfg.slot_bytes,
                       c->nconn,    zc__conn_cap(&c->cfg), zc__lanes(&c->cfg),
                       c->conn,     c->conn_peer, windows,
-                      &c->cfg};
+                      &c->cfg,     0};
     return g;
 }
 
@@ -721,6 +727,9 @@ zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[
         }
         if (r == 0) windows = (void **)(void *)comms[0]->scratch;
         windows[r] = comms[r]->window;
+        ((zc_comm **)(uintptr_t)comms[0]->group)[r] = comms[r];
+        comms[r]->group = comms[0]->group;
+        comms[r]->group_wake = comms[0]->group_wake;
         zc_inproc_host(&rc, hosts, n, r, comms[r]);
     }
     for (uint32_t r = 0; hosts && zc__overlay(&rc) && r < n; r++) /* the parents' hosts */
@@ -733,13 +742,13 @@ zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[
     for (uint32_t r = 0; r < n; r++) {
         zc_comm *c = comms[r];
         zc_wire_geom g = zc__geom(c, comm_id, windows);
+        g.inproc_wake = c->group_wake;
         c->comm_id = comm_id;
         zc_status st = c->wire->create(c->wire_state, &g, c->window, 0, c->err, sizeof c->err);
         if (st != ZC_OK) {
             zc__set_init_error("%s", c->err);
             return st;
         }
-        c->group_next = comms[(r + 1u) % n];
     }
     for (uint32_t r = 0; r < n; r++) {
         zc_comm *c = comms[r];

@@ -81,6 +81,10 @@
  * 3 runs each; after 64, 0.43), so only a long wait (a root's for a late peer) parks there. */
 #define ZC_PARK_AFTER_INPROC 4u
 #define ZC_PARK_AFTER_PROCS 64u
+/* In-process groups of this many ranks or more have wake bits (progress.c's zc_walk visits
+ * the ranks something arrived for); a smaller one is walked whole at every pass, which costs
+ * fewer instructions than setting and taking the bits (two ranks: 13 to 39 more per call). */
+#define ZC_WAKE_MIN_RANKS 16u
 #define ZC_COMM_MAGIC 0x7a63636f6d6d3031ull /* "zccomm01" */
 #define ZC_REQ_MAGIC 0x7a63u
 #define ZC_PLAN_MAGIC 0x7a70u
@@ -175,6 +179,8 @@ struct zc_comm {
     struct zc__hdr *tx_hdr; /* ... and that message's slot header (NULL: none since the
                             * channel's last publish), which its publish reuses */
     uint64_t seq;          /* next collective sequence number */
+    uint64_t *group_wake;  /* in-process: the group's wake bits (rank 0's ZC_R_GROUP; wire.h's
+                            * zc_wire_wake): an issue sets this rank's; else NULL */
     uint32_t splitting;    /* 1 while a zc_comm_split(_inproc) of this parent runs (split.c) */
     uint64_t comm_id;
     zc_config cfg;         /* a copy; rank/nranks are this communicator's */
@@ -214,8 +220,8 @@ struct zc_comm {
     uint8_t *addrs;        /* [zc__conn_cap * addr_bytes] the connections' address blobs */
     size_t addr_bytes;     /* of the largest candidate wire (the one in use may need less) */
     void *window;          /* in-process: this rank's inbound window, in the arena */
-    zc_comm *group_next;   /* in-process: the next rank's communicator (the last rank's: rank
-                            * 0's), a ring zc_wait walks to progress the group; else NULL */
+    zc_comm *const *group; /* in-process: the group's communicators by rank (rank 0's
+                            * ZC_R_GROUP), which zc_wait walks to progress the group; else NULL */
     uint32_t nconn;        /* connections: this rank itself and the peers it exchanges
                             * messages with (layout.h: zc__conn_set), rank order */
     uint32_t *conn_peer;   /* [nconn] connection index -> rank */

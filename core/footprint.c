@@ -99,7 +99,7 @@ zc_status zc_comm_footprint(const zc_config *cfg, uint32_t ranks_per_host, zc_fo
     out->cq_entries = links.cq_entries;
     out->address_bytes = L.bytes[ZC_R_ADDRS];
     out->init_bytes = L.bytes[ZC_R_SCRATCH];
-    out->rank_bytes = L.bytes[ZC_R_CONN];
+    out->rank_bytes = L.bytes[ZC_R_CONN] + L.bytes[ZC_R_GROUP];
     out->hosts = hosts;
     out->transport = picked.transport;
     return ZC_OK;

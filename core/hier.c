@@ -385,4 +385,5 @@ const zc_wire_ops zc__wire_hier = {
     zc_hier_links,
     0, /* no flagged lines: instance 1's peers cannot poll a sender's stores */
     zc_hier_closing, zc_hier_closed_after,
+    0, /* no waking: between processes only */
 };

@@ -68,6 +68,8 @@ typedef enum zc__region {
     ZC_R_STAGE_REQS, /* [max_requests] zc__stage_req (zc__req.stg) */
     ZC_R_STAGE_P2P,  /* [max_requests][slot_bytes] send/recv's staging */
     ZC_R_STAGE_BUF,  /* [gpu_stage_bytes] the collectives' staging */
+    ZC_R_GROUP,      /* in-process: [nranks] zc_comm * the group's ranks, then [ceil(nranks /
+                      * 64)] uint64_t their wake bits (rank 0's serve the group); else empty */
     ZC_R_SCRATCH,    /* init and split time (ZC_SCRATCH_RANK_BYTES above) */
     ZC_R_WINDOW,     /* in-process: this rank's inbound window; else empty */
     ZC_R_COUNT_

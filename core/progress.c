@@ -265,6 +265,7 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
     r->held = bind != 0; /* gated by its stream slot's start flag (zc_gate) */
     r->line = 0;         /* the chunk streams, unless the host family's begin says lines */
     comm->parked = 0;    /* a pass looks at the new call */
+    if (comm->group_wake) zc_wire_wake(comm->group_wake, comm->rank); /* and a walk visits */
     if (f->begin) f->begin(comm, r);
     comm->active[comm->nreqs_active++] = index;
     req->opaque_[0] = ZC_HANDLE_MAGIC | index;
@@ -625,9 +626,74 @@ zc_status zc_test(zc_comm *comm, zc_req *req) {
     ZC_LOCKED(comm, zc__test(comm, req));
 }
 
+/* In process, one thread may drive the whole group: between two passes of its zc_wait it
+ * walks the group (zc_walk). A group of ZC_WAKE_MIN_RANKS or more (comm.c) has wake bits, and
+ * a walk visits the ranks whose bits it takes: set by the wire for a post to the rank or a
+ * credit it asked for, by an issue on it, and by its own last visit when that moved something
+ * (it may have more to move). Every ZC_WALK_FULL-th walk, and a walk that finds no bit set,
+ * visits every rank instead: deadlines, liveness, failure reports and a stream's start come by
+ * the clock or a flag, not by a message, and a group that waits for one of them has nothing in
+ * flight to set a bit. So a visit comes to a rank that something arrived for without a pass
+ * over thousands that nothing did, and none waits long for one. A smaller group is walked
+ * whole at every pass. */
+#define ZC_WALK_FULL 64u
+
+/* One rank's progress pass; whether it moved something while it has work in flight. */
+static bool zc_walk_visit(zc_comm *p) {
+    if (!zc__comm_ok(p)) return false;
+    zc__lock(p);
+    (void)zc_progress_locked(p);
+    bool more = p->empty_polls == 0 && (p->nreqs_active || p->relay);
+    zc__unlock(p);
+    return more;
+}
+
+static void zc_walk_prefetch(const zc_comm *p) {
+    __builtin_prefetch(p, 1, 3);
+    __builtin_prefetch((const uint8_t *)p + 64, 1, 3);
+}
+
+/* The woken ranks' visits; whether any bit was set. */
+static bool zc_walk_woken(zc_comm *comm, zc_comm *const *g, uint64_t *wake) {
+    bool any = false;
+    for (uint32_t i = 0; i < (comm->nranks + 63u) / 64u; i++) {
+        if (!__atomic_load_n(&wake[i], __ATOMIC_RELAXED)) continue;
+        uint64_t w = __atomic_exchange_n(&wake[i], 0, __ATOMIC_ACQUIRE);
+        any = any || w;
+        while (w) {
+            uint32_t r = i * 64u + (uint32_t)__builtin_ctzll(w);
+            w &= w - 1u;
+            if (w) zc_walk_prefetch(g[i * 64u + (uint32_t)__builtin_ctzll(w)]);
+            if (r != comm->rank && zc_walk_visit(g[r])) zc_wire_wake(wake, r);
+        }
+    }
+    return any;
+}
+
+static void zc_walk(zc_comm *comm, uint32_t pass) {
+    uint32_t n = comm->nranks;
+    zc_comm *const *g = comm->group;
+    uint64_t *wake = comm->group_wake; /* NULL: a small group, walked whole at every pass */
+    if (wake && pass % ZC_WALK_FULL && zc_walk_woken(comm, g, wake)) return;
+    if (wake) {
+        for (uint32_t i = 0; i < (n + 63u) / 64u; i++)
+            __atomic_store_n(&wake[i], 0, __ATOMIC_RELEASE);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST); /* every later bit is the walk's next */
+    }
+    for (uint32_t k = 1, r = comm->rank; k < n; k++) {
+        r = r + 1u == n ? 0 : r + 1u;
+        if (!wake) { /* a small group: its lines stay in cache, and no bit is kept */
+            (void)zc_progress(g[r]);
+            continue;
+        }
+        if (k + 1u < n) zc_walk_prefetch(g[r + 1u == n ? 0 : r + 1u]);
+        if (zc_walk_visit(g[r])) zc_wire_wake(wake, r);
+    }
+}
+
 /* Polls until req finishes. The lock is let go every ZC_WAIT_PASSES passes (and in-process
- * after every pass, to progress the group's other ranks), so that other threads may issue and
- * progress in between: no request waits on a call another thread cannot make. */
+ * after every pass, to walk the group: zc_walk), so that other threads may issue and progress
+ * in between: no request waits on a call another thread cannot make. */
 #define ZC_WAIT_PASSES 16u
 zc_status zc_wait(zc_comm *comm, zc_req *req) {
     if (!comm || comm->magic != ZC_COMM_MAGIC || !req) return ZC_INVALID_ARG;
@@ -638,8 +704,7 @@ zc_status zc_wait(zc_comm *comm, zc_req *req) {
         (void)zc_progress_locked(comm);
         if (r->state != ZC_REQ_ACTIVE || (!inproc && pass % ZC_WAIT_PASSES)) continue;
         zc__unlock(comm);
-        for (zc_comm *p = comm->group_next; inproc && p && p != comm; p = p->group_next)
-            (void)zc_progress(p);
+        if (inproc) zc_walk(comm, pass);
         zc__lock(comm);
     }
     /* The lock was let go between passes: another thread may have finished the request (its

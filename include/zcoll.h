@@ -369,7 +369,8 @@ typedef struct zc_footprint {
                               * place index, rank 0's table) and a work area (4 bytes per
                               * rank, or the address window when larger) */
     size_t rank_bytes;       /* of arena_bytes, the tables of every rank the communicator
-                              * keeps after init (rank -> connection) */
+                              * keeps after init (rank -> connection; in process also the
+                              * group's communicators and their wake bits) */
 } zc_footprint;
 
 /* What a communicator with cfg would take on rank cfg->rank when its ranks run ranks_per_host
@@ -406,7 +407,8 @@ const char *zc_init_error_text(void);
  * single-process pipelines). cfg->transport must be ZC_TRANSPORT_INPROC and cfg->nranks the
  * number of ranks; arenas[r] (each zc_comm_arena_bytes(cfg) bytes) becomes rank r's comms[r].
  * Ranks are progressed in turn by whichever thread calls zc_progress/zc_wait: zc_wait on one
- * rank progresses every rank of the group. Not collective: returns at once. */
+ * rank progresses the group's other ranks too (at each of its passes those that something
+ * arrived for, now and then every rank). Not collective: returns at once. */
 zc_status zc_comm_init_inproc(const zc_config *cfg, void *const arenas[], size_t arena_bytes,
                               zc_comm *comms[]);
 

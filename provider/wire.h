@@ -22,14 +22,21 @@
  * core registers the caller's buffers through mem_register; a receiver tells a sender where a
  * stream goes (address and remote key) and the sender puts each chunk there before posting the
  * chunk's message with a header only. A put is ordered before the message posted next into the
- * same slot, so the message's arrival means the chunk is in place. */
+ * same slot, so the message's arrival means the chunk is in place.
+ *
+ * Waking (in-process groups only). One thread may drive a whole group, and visiting every rank
+ * in turn to find the few that something arrived for costs cache misses per rank; so a wire
+ * whose geometry has inproc_wake sets the receiver's bit there (zc_wire_wake) after each post,
+ * and the sender's after a credit that it asked for (credit_wake: it found no slot free), and
+ * the core's walk visits the ranks whose bits it takes (a full walk still comes regularly:
+ * deadlines, alarms). A missed bit costs time, never a message. */
 #ifndef ZC_WIRE_H
 #define ZC_WIRE_H
 
 #include "fmt.h"
 #include "zcoll.h"
 
-#define ZC_WIRE_VERSION 10u
+#define ZC_WIRE_VERSION 11u
 /* Lanes: 0 collectives, 1 send/recv, 2 (relaying overlay communicators only: geometry lanes 3)
  * messages relayed toward a rank without a connection. ZC_WIRE_LANES is the most a geometry names. */
 #define ZC_WIRE_LANES 3u
@@ -54,11 +61,22 @@ typedef struct zc_wire_geom {
                                   * attach only); NULL between processes */
     const zc_config *cfg;  /* the communicator's configuration (device choice, timeouts);
                             * valid during create only: copy what is needed later */
+    uint64_t *inproc_wake; /* in-process: the group's wake bits, one per rank (zc_wire_wake),
+                            * valid until close; NULL between processes */
 } zc_wire_geom;
 
 /* The lanes g's windows hold a ring of per connection. */
 static inline uint32_t zc_wire_lanes(const zc_wire_geom *g) {
     return g->lanes ? g->lanes : ZC_WIRE_LANES_MESH;
+}
+
+/* Sets rank's wake bit in bits (the geometry's inproc_wake): a wire of an in-process group
+ * calls it after a post or a credit to rank, so that the core's walk of the group (progress.c)
+ * visits the ranks something arrived for, not all of them. Release: the walker that takes the
+ * bit (acquire) sees what the post wrote. */
+static inline void zc_wire_wake(uint64_t *bits, uint32_t rank) {
+    uint64_t *w = bits + (rank >> 6), bit = (uint64_t)1 << (rank & 63u);
+    if (!(__atomic_load_n(w, __ATOMIC_RELAXED) & bit)) __atomic_fetch_or(w, bit, __ATOMIC_RELEASE);
 }
 
 /* A registration of the caller's memory with the wire (mem_register fills it). */
@@ -172,6 +190,10 @@ typedef struct zc_wire_ops {
      * the peer's process is gone, so that a rank still in a call the peer had finished does not
      * count the peer's exit as a loss. */
     uint64_t (*closed_after)(void *state, uint32_t peer);
+    /* ---- waking (see Waking): NULL in wires without in-process groups ---- */
+    /* A sender with no slot free until peer's credit on lane reaches want: true if it has (read
+     * credits again); else, in an in-process group, peer's next credit wakes this rank. */
+    bool (*credit_wake)(void *state, uint32_t lane, uint32_t peer, uint64_t want);
 } zc_wire_ops;
 
 extern const zc_wire_ops zc_wire_shm;

@@ -45,6 +45,14 @@ uint64_t zt_seed(void) {
     return s ? strtoull(s, NULL, 0) : 20261121ull;
 }
 
+void zt_inproc_config(zc_config *cfg, uint32_t n, uint32_t slots, uint32_t slot_bytes) {
+    zc_config_default(cfg);
+    cfg->transport = ZC_TRANSPORT_INPROC;
+    cfg->nranks = n;
+    cfg->slots = slots;
+    cfg->slot_bytes = slot_bytes;
+}
+
 void zt_inproc_open(const zc_config *cfg, void **arenas, zc_comm **comms) {
     size_t bytes = zc_comm_arena_bytes(cfg);
     ZT_CHECK(bytes > 0);

@@ -208,6 +208,73 @@ void parking_wakes_for_the_message_a_new_call_a_report_and_the_deadline(void) {
     pair_close(arenas, c);
 }
 
+/* ---- the in-process walk: zc_wait visits the ranks something arrived for ---- */
+
+#define WALK_N 64u
+
+/* Whether no rank but a and b was visited since the counts in idle were taken (a visit to a
+ * rank with nothing in flight is an idle pass: empty_polls grows by one). */
+static bool walk_untouched(zc_comm **c, const uint32_t *idle, uint32_t a, uint32_t b) {
+    for (uint32_t r = 0; r < WALK_N; r++)
+        if (r != a && r != b && c[r]->empty_polls != idle[r]) return false;
+    return true;
+}
+
+void inproc_walk_visits_the_ranks_something_arrived_for(void) {
+    zc_config cfg;
+    zt_inproc_config(&cfg, WALK_N, 2, 1024);
+    cfg.sym_bytes = 0; /* send/recv through the rings, not the symmetric region's one copy */
+    cfg.timeout_ns = 2000000000ull;
+    void *arenas[WALK_N];
+    zc_comm *c[WALK_N];
+    uint32_t idle[WALK_N];
+    zt_inproc_open(&cfg, arenas, c);
+    /* A stream of 12 slots through a ring of 2, rank 5 to rank 40, driven by rank 40's wait,
+     * its receive issued after rank 5 filled the ring and found no slot more: the credit rank
+     * 5 waits for wakes it (the wire's credit_wake), and no other rank is visited. Without
+     * that wake the walk would find no bit and visit every rank. */
+    static int32_t src[3072], dst[3072];
+    for (uint32_t i = 0; i < 3072u; i++) src[i] = (int32_t)(i * 7u + 1u), dst[i] = 0;
+    zc_req sq, rq;
+    ZT_CHECK_ST(zc_send(c[5], src, 3072, ZC_INT32, 40, &sq), ZC_OK);
+    for (int i = 0; i < 8; i++) ZT_CHECK_ST(zc_progress(c[5]), ZC_OK);
+    ZT_CHECK(c[5]->empty_polls > 0); /* the ring is full */
+    memset(c[0]->group_wake, 0, sizeof(uint64_t)); /* as a walk that visited rank 5 leaves it */
+    ZT_CHECK_ST(zc_recv(c[40], dst, 3072, ZC_INT32, 5, &rq), ZC_OK);
+    for (uint32_t r = 0; r < WALK_N; r++) idle[r] = c[r]->empty_polls;
+    ZT_CHECK_ST(zc_wait(c[40], &rq), ZC_OK);
+    ZT_CHECK_ST(zc_wait(c[5], &sq), ZC_OK);
+    ZT_CHECK(memcmp(src, dst, sizeof src) == 0);
+    ZT_CHECK(walk_untouched(c, idle, 5, 40));
+    /* A lost wake (the bits cleared after the send's issue set its rank's; a send of three
+     * slots posts nothing at issue): the wait finds no bit, walks every rank, and the message
+     * arrives all the same. */
+    for (uint32_t i = 0; i < 3072u; i++) dst[i] = 0;
+    ZT_CHECK_ST(zc_recv(c[9], dst, 600, ZC_INT32, 7, &rq), ZC_OK);
+    ZT_CHECK_ST(zc_send(c[7], src, 600, ZC_INT32, 9, &sq), ZC_OK);
+    memset(c[0]->group_wake, 0, sizeof(uint64_t));
+    for (uint32_t r = 0; r < WALK_N; r++) idle[r] = c[r]->empty_polls;
+    ZT_CHECK_ST(zc_wait(c[9], &rq), ZC_OK);
+    ZT_CHECK_ST(zc_wait(c[7], &sq), ZC_OK);
+    ZT_CHECK(memcmp(src, dst, 600 * sizeof(int32_t)) == 0);
+    ZT_CHECK(!walk_untouched(c, idle, 7, 9));
+    /* A collective of every rank, many times over (the walk's regular full visits among them):
+     * results right. */
+    int32_t a[WALK_N][4], b[WALK_N][4];
+    zc_req q[WALK_N];
+    for (uint32_t k = 0; k < 100u; k++) {
+        for (uint32_t r = 0; r < WALK_N; r++) {
+            for (uint32_t i = 0; i < 4u; i++) a[r][i] = (int32_t)(r + i + k);
+            ZT_CHECK_ST(zc_allreduce(c[r], a[r], b[r], 4, ZC_INT32, ZC_SUM, &q[r]), ZC_OK);
+        }
+        for (uint32_t r = 0; r < WALK_N; r++) ZT_CHECK_ST(zc_wait(c[r], &q[r]), ZC_OK);
+        for (uint32_t r = 0; r < WALK_N; r++)
+            for (uint32_t i = 0; i < 4u; i++)
+                ZT_CHECK_EQ(b[r][i], (int32_t)(WALK_N * (i + k) + WALK_N * (WALK_N - 1u) / 2u));
+    }
+    zt_inproc_close(WALK_N, arenas, c);
+}
+
 /* ---- communicators created by several threads at once ---- */
 
 #include "platform.h"
@@ -386,11 +453,7 @@ static zc_status flaky_post(void *state, uint32_t lane, uint32_t peer, uint32_t 
 void wire_again_on_post_is_back_pressure_not_failure(void) {
     enum { N = 4, COUNT = 20000 };
     zc_config cfg;
-    zc_config_default(&cfg);
-    cfg.transport = ZC_TRANSPORT_INPROC;
-    cfg.nranks = N;
-    cfg.slots = 4;
-    cfg.slot_bytes = 1024;
+    zt_inproc_config(&cfg, N, 4, 1024);
     size_t bytes = zc_comm_arena_bytes(&cfg);
     void *arenas[N];
     zc_comm *c[N];

@@ -38,11 +38,7 @@ static double sc_cpu_ms(void) {
 
 static void sc_open(sc_group *g, uint32_t n) {
     zc_config cfg;
-    zc_config_default(&cfg);
-    cfg.transport = ZC_TRANSPORT_INPROC;
-    cfg.nranks = n;
-    cfg.slot_bytes = 1024;
-    cfg.slots = 2;
+    zt_inproc_config(&cfg, n, 2, 1024);
     cfg.log_min_ranks = 1;
     cfg.overlay_min_ranks = 9;
     cfg.overlay_relay = 1; /* sc_relayed; the arena bound is checked without it */

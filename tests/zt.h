@@ -79,6 +79,8 @@ int zt_run(const char *const argv[], const char *const env[], char *out, size_t 
 int zt_run_ranks(uint32_t nranks, const char *rank_fn_name, uint32_t timeout_s,
                  const char *const env[], char *out, size_t cap);
 
+/* zc_config_default, then an in-process group of n ranks with rings of slots x slot_bytes. */
+void zt_inproc_config(zc_config *cfg, uint32_t n, uint32_t slots, uint32_t slot_bytes);
 /* An in-process group of cfg->nranks ranks: an arena each (aligned_alloc) into arenas[], the
  * communicators into comms[]; a failure is a failed check that prints init's sentence. */
 void zt_inproc_open(const zc_config *cfg, void **arenas, zc_comm **comms);

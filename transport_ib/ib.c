@@ -533,4 +533,5 @@ const zc_wire_ops zc_wire_ib = {
     zc_ib_links,
     0, /* no flagged lines: an RDMA write does not promise the order its bytes land in */
     zc__ib_closing, zc__ib_closed_after,
+    0, /* no waking: no in-process groups */
 };

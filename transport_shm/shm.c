@@ -273,8 +273,10 @@ static void *zc_shm_tx_slot(void *state, uint32_t lane, uint32_t peer, uint32_t 
 static zc_status zc_shm_post(void *state, uint32_t lane, uint32_t peer, uint32_t slot,
                              size_t bytes, uint64_t tag) {
     (void)bytes;
+    zc_shm *s = state;
     uint8_t *p = zc_shm_tx_slot(state, lane, peer, slot);
     __atomic_store_n((uint64_t *)(void *)(p + ZC_SLOT_HDR_BYTES - 8u), tag, __ATOMIC_RELEASE);
+    if (s->g.inproc_wake) zc_wire_wake(s->g.inproc_wake, peer);
     return ZC_OK;
 }
 
@@ -294,17 +296,42 @@ static const void *zc_shm_rx_slot(void *state, uint32_t lane, uint32_t peer, uin
     return 0;
 }
 
+/* In an in-process group a sender that found no slot free marks its credit word with
+ * ZC_SHM_CREDIT_WAKE (zc_shm_credit_wake), and the credit that replaces the word wakes it. */
+#define ZC_SHM_CREDIT_WAKE ((uint64_t)1 << 63)
+
 static void zc_shm_credit(void *state, uint32_t lane, uint32_t peer, uint64_t consumed) {
     zc_shm *s = state;
     uint32_t i = zc_shm_ci(s, peer);
-    __atomic_store_n(zc_shm_credit_word(s, s->peers[i], lane, s->back[i]), consumed,
-                     __ATOMIC_RELEASE);
+    uint64_t *w = zc_shm_credit_word(s, s->peers[i], lane, s->back[i]);
+    if (!s->g.inproc_wake) {
+        __atomic_store_n(w, consumed, __ATOMIC_RELEASE);
+        return;
+    }
+    if (__atomic_exchange_n(w, consumed, __ATOMIC_ACQ_REL) & ZC_SHM_CREDIT_WAKE)
+        zc_wire_wake(s->g.inproc_wake, peer);
 }
 
 static uint64_t zc_shm_credits(void *state, uint32_t lane, uint32_t peer) {
     zc_shm *s = state;
-    return __atomic_load_n(zc_shm_credit_word(s, s->mine, lane, zc_shm_ci(s, peer)),
-                           __ATOMIC_ACQUIRE);
+    uint64_t v = __atomic_load_n(zc_shm_credit_word(s, s->mine, lane, zc_shm_ci(s, peer)),
+                                 __ATOMIC_ACQUIRE);
+    return s->g.inproc_wake ? v & ~ZC_SHM_CREDIT_WAKE : v; /* between processes: as written */
+}
+
+/* The mark goes on only over the count read: a credit that comes in between fails it and is
+ * read again, and one that comes after it finds it. */
+static bool zc_shm_credit_wake(void *state, uint32_t lane, uint32_t peer, uint64_t want) {
+    zc_shm *s = state;
+    uint64_t *w = zc_shm_credit_word(s, s->mine, lane, zc_shm_ci(s, peer));
+    uint64_t v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if ((v & ~ZC_SHM_CREDIT_WAKE) >= want) return true;
+        if (!s->g.inproc_wake || (v & ZC_SHM_CREDIT_WAKE)) return false;
+        if (__atomic_compare_exchange_n(w, &v, v | ZC_SHM_CREDIT_WAKE, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            return false;
+    }
 }
 
 static void zc_shm_alarm(void *state, uint64_t word) {
@@ -382,4 +409,5 @@ const zc_wire_ops zc_wire_shm = {
     zc_shm_links,
     zc_shm_rx_mem,
     zc_shm_closing, zc_shm_closed_after,
+    zc_shm_credit_wake,
 };

@@ -166,7 +166,7 @@ bool zc__layout(const zc_config *cfg, zc__arena_map *L) {
         L->at[r] = end;
         end = zc_align64(end + L->bytes[r]);
     }
-    L->total = end;
+    L->total = end + (cfg->transport == ZC_TRANSPORT_INPROC ? ZC_INPROC_COLOR_BYTES : 0u);
     L->geom.cfg = 0;
     return true;
 }

@@ -61,7 +61,7 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
         return ZC_TOO_SMALL;
     }
     uint8_t *a = arena;
-    if (cfg->transport == ZC_TRANSPORT_INPROC) a += (size_t)(cfg->rank % 64u) * 64u;
+    if (cfg->transport == ZC_TRANSPORT_INPROC) a += (size_t)(cfg->rank % ZC_INPROC_COLORS) * 64u;
     zc__memset(a, 0, L.at[ZC_R_WINDOW]); /* the window (in-process) is cleared by the wire */
     zc_comm *c = (zc_comm *)(void *)(a + L.at[ZC_R_COMM]);
     c->cfg = *cfg;

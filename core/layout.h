@@ -23,10 +23,12 @@
 /* In-process groups need less per rank: zc_comm_split_inproc's color and key, arena, child and
  * host (split.c), or the group's windows. */
 #define ZC_SCRATCH_INPROC_RANK_BYTES 32u
-/* An in-process rank carves its state from (rank mod 64) cache lines into its arena, so that
- * the same field of thousands of ranks' arenas (page-aligned, a multiple of pages apart) does
- * not fall into the same few cache sets; every in-process arena has the 63 lines of room. */
-#define ZC_INPROC_COLOR_BYTES (63u * 64u)
+/* An in-process rank carves its state from (rank mod ZC_INPROC_COLORS) cache lines into its
+ * arena, so that the same field of thousands of ranks' arenas (page-aligned, a multiple of
+ * pages apart) does not fall into the same few cache sets; every in-process arena has the
+ * room (ZC_INPROC_COLOR_BYTES). */
+#define ZC_INPROC_COLORS 64u
+#define ZC_INPROC_COLOR_BYTES ((ZC_INPROC_COLORS - 1u) * 64u)
 /* The address blobs a rank holds at once in overlay mode's sparse exchange (bootstrap.h): the
  * exchange runs in rounds of ZC_ADDR_WINDOW_BYTES / addr_bytes ranks. */
 #define ZC_ADDR_WINDOW_BYTES (1u << 20)

@@ -96,7 +96,7 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
     c->mems = (zc__mem_entry *)(void *)(a + L.at[ZC_R_MEMS]);
     zc_carve_gpu(c, a, &L);
     if (L.bytes[ZC_R_GROUP]) { /* in process: zc__inproc_group points every rank at rank 0's */
-        c->group = (zc_comm *const *)(void *)(a + L.at[ZC_R_GROUP]);
+        c->group = (zc_comm **)(void *)(a + L.at[ZC_R_GROUP]);
         if (cfg->nranks >= ZC_WAKE_MIN_RANKS)
             c->group_wake =
                 (uint64_t *)(void *)(a + L.at[ZC_R_GROUP] + cfg->nranks * sizeof(void *));
@@ -728,7 +728,7 @@ zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[
         }
         if (r == 0) windows = (void **)(void *)comms[0]->scratch;
         windows[r] = comms[r]->window;
-        ((zc_comm **)(uintptr_t)comms[0]->group)[r] = comms[r];
+        comms[0]->group[r] = comms[r];
         comms[r]->group = comms[0]->group;
         comms[r]->group_wake = comms[0]->group_wake;
         zc_inproc_host(&rc, hosts, n, r, comms[r]);

@@ -220,7 +220,7 @@ struct zc_comm {
     uint8_t *addrs;        /* [zc__conn_cap * addr_bytes] the connections' address blobs */
     size_t addr_bytes;     /* of the largest candidate wire (the one in use may need less) */
     void *window;          /* in-process: this rank's inbound window, in the arena */
-    zc_comm *const *group; /* in-process: the group's communicators by rank (rank 0's
+    zc_comm **group;       /* in-process: the group's communicators by rank (rank 0's
                             * ZC_R_GROUP), which zc_wait walks to progress the group; else NULL */
     uint32_t nconn;        /* connections: this rank itself and the peers it exchanges
                             * messages with (layout.h: zc__conn_set), rank order */

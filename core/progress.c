@@ -653,10 +653,10 @@ static void zc_walk_prefetch(const zc_comm *p) {
     __builtin_prefetch((const uint8_t *)p + 64, 1, 3);
 }
 
-/* The woken ranks' visits; whether any bit was set. */
-static bool zc_walk_woken(zc_comm *comm, zc_comm *const *g, uint64_t *wake) {
+/* The woken ranks' visits (words: the bitmap's); whether any bit was set. */
+static bool zc_walk_woken(zc_comm *comm, zc_comm *const *g, uint64_t *wake, uint32_t words) {
     bool any = false;
-    for (uint32_t i = 0; i < (comm->nranks + 63u) / 64u; i++) {
+    for (uint32_t i = 0; i < words; i++) {
         if (!__atomic_load_n(&wake[i], __ATOMIC_RELAXED)) continue;
         uint64_t w = __atomic_exchange_n(&wake[i], 0, __ATOMIC_ACQUIRE);
         any = any || w;
@@ -671,23 +671,18 @@ static bool zc_walk_woken(zc_comm *comm, zc_comm *const *g, uint64_t *wake) {
 }
 
 static void zc_walk(zc_comm *comm, uint32_t pass) {
-    uint32_t n = comm->nranks;
+    uint32_t n = comm->nranks, words = (n + 63u) / 64u;
     zc_comm *const *g = comm->group;
     uint64_t *wake = comm->group_wake; /* NULL: a small group, walked whole at every pass */
-    if (wake && pass % ZC_WALK_FULL && zc_walk_woken(comm, g, wake)) return;
+    if (wake && pass % ZC_WALK_FULL && zc_walk_woken(comm, g, wake, words)) return;
     if (wake) {
-        for (uint32_t i = 0; i < (n + 63u) / 64u; i++)
-            __atomic_store_n(&wake[i], 0, __ATOMIC_RELEASE);
+        for (uint32_t i = 0; i < words; i++) __atomic_store_n(&wake[i], 0, __ATOMIC_RELEASE);
         __atomic_thread_fence(__ATOMIC_SEQ_CST); /* every later bit is the walk's next */
     }
     for (uint32_t k = 1, r = comm->rank; k < n; k++) {
         r = r + 1u == n ? 0 : r + 1u;
-        if (!wake) { /* a small group: its lines stay in cache, and no bit is kept */
-            (void)zc_progress(g[r]);
-            continue;
-        }
-        if (k + 1u < n) zc_walk_prefetch(g[r + 1u == n ? 0 : r + 1u]);
-        if (zc_walk_visit(g[r])) zc_wire_wake(wake, r);
+        if (wake && k + 1u < n) zc_walk_prefetch(g[r + 1u == n ? 0 : r + 1u]); /* not cached */
+        if (zc_walk_visit(g[r]) && wake) zc_wire_wake(wake, r);
     }
 }
 

@@ -496,7 +496,7 @@ void overlay_relay_stalled_or_aborted_fails_within_deadline(void) {
         ZT_CHECK_EQ(g.c[s]->conn[d], ZC_NO_CONN);
         static uint8_t a[700], b[700];
         zc_req q[2];
-        zc_comm **walked = (zc_comm **)(uintptr_t)g.c[0]->group; /* what zc_wait walks */
+        zc_comm **walked = g.c[0]->group; /* what zc_wait walks */
         if (mode == 0) /* stalled: out of the group zc_wait walks, never progressed */
             walked[relay] = g.c[relay + 1u];
         else

@@ -15,7 +15,10 @@
  *     barrier] [--bytes B]
  *     per N: an in-process group (zc_comm_init_inproc) and the CPU time of one call over all
  *     ranks driven by this thread (issue on every rank, then zc_wait on each), median and
- *     minimum of R calls after one warm-up, with the arena per rank. The call is --coll (default
+ *     minimum of R calls after one warm-up, with the arena per rank. The groups of every N are
+ *     made first and take their calls in turn, one of each per round, so that a host whose
+ *     speed drifts slows every size alike; a last line gives each size's median and minimum
+ *     over the first size's. The call is --coll (default
  *     allreduce; rooted ones at root 0) of B bytes of float32 per rank (per block for
  *     reduce_scatter, allgather, alltoall, gather, scatter; default 8; none for barrier), results
  *     checked. Also per
@@ -394,68 +397,117 @@ static zf_cost zf_cost_of(const zc_config *cfg, int k, uint32_t n, uint64_t coun
     }
 }
 
-/* The in-process baseline at n ranks; 1 when the group cannot be made or a call fails. */
-static int zf_time_one(const zf_opts *o, uint32_t n) {
-    zc_config cfg = zf_config(o, n, ZC_TRANSPORT_INPROC);
-    size_t bytes = zc_comm_arena_bytes(&cfg), count = o->bytes / 4u;
-    int k = zf_coll_index(o->coll);
-    bool blocks = k == ZF_RS || k == ZF_AG || k == ZF_A2A || k == ZF_GA || k == ZF_SC;
-    size_t stride = blocks ? count * n : count;
-    void **arenas = calloc(n, sizeof *arenas);
-    zc_comm **c = calloc(n, sizeof *c);
-    float *in = calloc(stride * n, sizeof *in), *out = calloc(stride * n, sizeof *out);
-    zc_req *reqs = calloc(n, sizeof *reqs);
+/* One size's in-process group, its buffers and its timings (ms[0]: the warm-up call). */
+typedef struct zf_group {
+    uint32_t n;
+    int k;
+    size_t bytes, count, stride;
+    zc_config cfg;
+    void **arenas;
+    zc_comm **c;
+    float *in, *out;
+    zc_req *reqs;
+    char *region;
     double ms[ZF_MAX_REPS + 1];
-    zf_msgs m = {0, 0};
-    int rc = !bytes || !arenas || !c || !in || !out || !reqs;
-    size_t step = (bytes + 4095u) & ~(size_t)4095u, huge = (size_t)2 << 20;
+    zf_msgs m;
+    int rc; /* 1: refused or failed (said), 0: timed */
+} zf_group;
+
+/* Makes the group of n ranks; 1 (and a row saying why) when it cannot be made. */
+static int zf_group_open(const zf_opts *o, uint32_t n, zf_group *g) {
+    memset(g, 0, sizeof *g);
+    g->n = n;
+    g->cfg = zf_config(o, n, ZC_TRANSPORT_INPROC);
+    g->bytes = zc_comm_arena_bytes(&g->cfg);
+    g->count = o->bytes / 4u;
+    g->k = zf_coll_index(o->coll);
+    bool blocks = g->k == ZF_RS || g->k == ZF_AG || g->k == ZF_A2A || g->k == ZF_GA || g->k == ZF_SC;
+    g->stride = blocks ? g->count * n : g->count;
+    g->arenas = calloc(n, sizeof *g->arenas);
+    g->c = calloc(n, sizeof *g->c);
+    g->in = calloc(g->stride * n, sizeof *g->in);
+    g->out = calloc(g->stride * n, sizeof *g->out);
+    g->reqs = calloc(n, sizeof *g->reqs);
+    int rc = !g->bytes || !g->arenas || !g->c || !g->in || !g->out || !g->reqs;
+    size_t step = (g->bytes + 4095u) & ~(size_t)4095u, huge = (size_t)2 << 20;
     size_t all = (step * n + huge - 1u) & ~(huge - 1u);
-    char *region = rc ? NULL : aligned_alloc(huge, all);
-    rc = rc || !region;
-    if (!rc && o->huge) (void)madvise(region, all, MADV_HUGEPAGE);
+    g->region = rc ? NULL : aligned_alloc(huge, all);
+    rc = rc || !g->region;
+    if (!rc && o->huge) (void)madvise(g->region, all, MADV_HUGEPAGE);
     for (uint32_t r = 0; !rc && r < n; r++) {
-        arenas[r] = region + step * r;
-        for (size_t i = 0; i < stride; i++) in[r * stride + i] = (float)(r + 1u);
+        g->arenas[r] = g->region + step * r;
+        for (size_t i = 0; i < g->stride; i++) g->in[r * g->stride + i] = (float)(r + 1u);
     }
-    if (!rc && zc_comm_init_inproc(&cfg, arenas, bytes, c) != ZC_OK) {
+    if (rc) {
+        printf("%8u failed: out of memory\n", n);
+    } else if (zc_comm_init_inproc(&g->cfg, g->arenas, g->bytes, g->c) != ZC_OK) {
         printf("%8u refused: %s\n", n, zc_init_error_text());
+        memset(g->c, 0, n * sizeof *g->c); /* nothing to finish */
         rc = 1;
-        n = 0; /* nothing to finish */
     }
-    for (uint32_t i = 0; !rc && i <= o->reps; i++) /* call 0 warms up */
-        rc = (ms[i] = zf_one(k, c, n, count, stride, in, out, reqs, &m)) < 0.0;
-    if (!rc) {
-        zf_cost f = zf_cost_of(&cfg, k, n, count);
-        char formula[32] = "-";
-        if (f.msgs >= 0) snprintf(formula, sizeof formula, "%.1f", f.msgs);
-        qsort(ms + 1, o->reps, sizeof ms[0], zf_cmp);
-        printf("%8u %12zu %12.3f %12.3f %12.4f %10.1f %9llu %13s %6u %11s\n", n, bytes,
-               ms[1 + o->reps / 2], ms[1], ms[1 + o->reps / 2] / n,
-               (double)m.sum / ((double)n * (o->reps + 1u)), (unsigned long long)m.most, f.alg,
-               f.steps, formula);
-    } else if (n) {
-        printf("%8u failed: %s\n", n, c && c[0] ? zc_comm_error_text(c[0]) : "out of memory");
-    }
-    for (uint32_t r = 0; c && r < n; r++)
-        if (c[r]) zc_comm_fini(c[r]);
-    free(region), free(arenas), free(c), free(in), free(out), free(reqs);
-    fflush(stdout);
-    return rc;
+    return g->rc = rc;
 }
 
+/* Call i of the group (0 warms up); 1 (and a row saying why) when it fails. */
+static int zf_group_call(zf_group *g, uint32_t i) {
+    g->ms[i] = zf_one(g->k, g->c, g->n, g->count, g->stride, g->in, g->out, g->reqs, &g->m);
+    if (g->ms[i] >= 0.0) return 0;
+    printf("%8u failed: %s\n", g->n, zc_comm_error_text(g->c[0]));
+    return g->rc = 1;
+}
+
+static void zf_group_row(const zf_opts *o, zf_group *g) {
+    zf_cost f = zf_cost_of(&g->cfg, g->k, g->n, g->count);
+    char formula[32] = "-";
+    if (f.msgs >= 0) snprintf(formula, sizeof formula, "%.1f", f.msgs);
+    qsort(g->ms + 1, o->reps, sizeof g->ms[0], zf_cmp);
+    printf("%8u %12zu %12.3f %12.3f %12.4f %10.1f %9llu %13s %6u %11s\n", g->n, g->bytes,
+           g->ms[1 + o->reps / 2], g->ms[1], g->ms[1 + o->reps / 2] / g->n,
+           (double)g->m.sum / ((double)g->n * (o->reps + 1u)), (unsigned long long)g->m.most,
+           f.alg, f.steps, formula);
+}
+
+static void zf_group_close(zf_group *g) {
+    for (uint32_t r = 0; g->c && r < g->n; r++)
+        if (g->c[r]) zc_comm_fini(g->c[r]);
+    free(g->region), free(g->arenas), free(g->c), free(g->in), free(g->out), free(g->reqs);
+}
+
+/* Every size's group is made first, then the calls go round the sizes (one call of each per
+ * round), so that a host whose speed changes over seconds changes every size's timings alike
+ * and the ratios of the medians hold within one run. */
 static int zf_time(const zf_opts *o) {
     int rc = 0;
     printf("# in-process %s of %llu bytes of float32 per rank%s over all ranks, one thread; %u "
            "slots x %u B%s; log_min_ranks %u, overlay_min_ranks %u, %u ranks per host; CPU ms of "
-           "one call, median and min of %u; messages sent per rank per call (mean, most), "
-           "the algorithm, its steps and mean messages by formula\n", o->coll,
+           "one call, median and min of %u, the sizes' calls in turn; messages sent per rank per "
+           "call (mean, most), the algorithm, its steps and mean messages by formula\n", o->coll,
            (unsigned long long)o->bytes, strcmp(o->coll, "allreduce") && strcmp(o->coll, "reduce") &&
            strcmp(o->coll, "broadcast") ? " and block" : "", o->slots, o->slot_bytes,
            o->no_gpu ? ", no gpu state" : "", o->log_min, o->overlay, o->per_host, o->reps);
     printf("%8s %12s %12s %12s %12s %10s %9s %13s %6s %11s\n", "ranks", "arena_bytes",
            "median_ms", "min_ms", "ms_per_rank", "msgs_rank", "msgs_most", "alg", "steps",
            "msgs_formula");
-    for (uint32_t i = 0; i < o->nsizes; i++) rc |= zf_time_one(o, o->ranks[i]);
+    fflush(stdout);
+    zf_group *g = calloc(o->nsizes, sizeof *g);
+    if (!g) return 1;
+    for (uint32_t s = 0; s < o->nsizes; s++) rc |= zf_group_open(o, o->ranks[s], &g[s]);
+    for (uint32_t i = 0; i <= o->reps; i++)
+        for (uint32_t s = 0; s < o->nsizes; s++)
+            if (!g[s].rc) rc |= zf_group_call(&g[s], i);
+    const zf_group *first = NULL;
+    for (uint32_t s = 0; s < o->nsizes; s++) {
+        if (g[s].rc) continue;
+        zf_group_row(o, &g[s]);
+        if (!first) first = &g[s];
+    }
+    for (uint32_t s = 0; first && s < o->nsizes; s++)
+        if (!g[s].rc && &g[s] != first)
+            printf("# %u / %u ranks: median %.1fx, min %.1fx\n", g[s].n, first->n,
+                   g[s].ms[1 + o->reps / 2] / first->ms[1 + o->reps / 2], g[s].ms[1] / first->ms[1]);
+    for (uint32_t s = 0; s < o->nsizes; s++) zf_group_close(&g[s]);
+    free(g);
+    fflush(stdout);
     return rc;
 }
 

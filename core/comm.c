@@ -73,6 +73,7 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
     c->slot_mask = c->cfg.slots - 1u;
     c->park_after = (uint16_t)(cfg->transport == ZC_TRANSPORT_INPROC ? ZC_PARK_AFTER_INPROC
                                                                       : ZC_PARK_AFTER_PROCS);
+    c->name_after = (uint16_t)(c->park_after - 1u);
     c->rank = cfg->rank;
     c->nranks = cfg->nranks;
     c->wire = zc__wire_for(cfg);
@@ -97,9 +98,11 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
     zc_carve_gpu(c, a, &L);
     if (L.bytes[ZC_R_GROUP]) { /* in process: zc__inproc_group points every rank at rank 0's */
         c->group = (zc_comm **)(void *)(a + L.at[ZC_R_GROUP]);
-        if (cfg->nranks >= ZC_WAKE_MIN_RANKS)
+        if (cfg->nranks >= ZC_WAKE_MIN_RANKS) {
             c->group_wake =
                 (uint64_t *)(void *)(a + L.at[ZC_R_GROUP] + cfg->nranks * sizeof(void *));
+            c->name_after = 0;
+        }
     }
     c->scratch = a + L.at[ZC_R_SCRATCH];
     c->window = L.bytes[ZC_R_WINDOW] ? a + L.at[ZC_R_WINDOW] : 0;
@@ -126,7 +129,7 @@ zc_wire_geom zc__geom(const zc_comm *c, uint64_t comm_id, void *const *windows) 
                       c->cfg.slots, c->cfg.slot_bytes, ZC_SLOT_HDR_BYTES + c->cfg.slot_bytes,
                       c->nconn,    zc__conn_cap(&c->cfg), zc__lanes(&c->cfg),
                       c->conn,     c->conn_peer, windows,
-                      &c->cfg,     0};
+                      &c->cfg,     0,            0};
     return g;
 }
 
@@ -744,6 +747,7 @@ zc_status zc__inproc_group(const zc_config *cfg, uint32_t n, void *const arenas[
         zc_comm *c = comms[r];
         zc_wire_geom g = zc__geom(c, comm_id, windows);
         g.inproc_wake = c->group_wake;
+        g.inproc_alarms = (uint64_t *)(void *)((uint8_t *)c->group + zc__group_alarms_at(n));
         c->comm_id = comm_id;
         zc_status st = c->wire->create(c->wire_state, &g, c->window, 0, c->err, sizeof c->err);
         if (st != ZC_OK) {

@@ -167,6 +167,9 @@ struct zc_comm {
                             * or a message it could not send (channel.c) */
     uint8_t parked;        /* 1: the one call in flight waits for park_tag at park.at alone */
     uint16_t park_after;   /* idle passes in a row before one parks (comm.c, progress.c) */
+    uint16_t name_after;   /* idle passes in a row before a pass names its waits: park_after
+                            * - 1, or 0 in a group with wake bits (every pass names them: a
+                            * rank whose one wait is named needs no visit until it is woken) */
     zc__chan *chans;       /* [zc__lanes(cfg) * nconn] */
     uint32_t *conn;        /* [nranks] rank -> its connection's index; ZC_NO_CONN: none */
     union {

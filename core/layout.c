@@ -126,7 +126,7 @@ static void zc_rows(const zc_config *cfg, const zc__arena_map *L, size_t state,
     bytes[ZC_R_MEMS] = cfg->max_mems * sizeof(zc__mem_entry);
     bytes[ZC_R_ACC] = zc__log_algs(cfg) ? reqs * zc__acc_slice(cfg) : 0;
     zc_gpu_rows(cfg, bytes);
-    bytes[ZC_R_GROUP] = inproc ? n * sizeof(void *) + (n + 63u) / 64u * sizeof(uint64_t) : 0;
+    bytes[ZC_R_GROUP] = inproc ? zc__group_alarms_at(n) + 64u : 0;
     bytes[ZC_R_SCRATCH] = inproc ? n * ZC_SCRATCH_INPROC_RANK_BYTES + addr
                                  : zc__init_scratch(cfg, addr, NULL);
     /* In-process ranks keep their inbound window in the arena; processes map theirs. */

@@ -75,7 +75,9 @@ typedef enum zc__region {
     ZC_R_STAGE_P2P,  /* [max_requests][slot_bytes] send/recv's staging */
     ZC_R_STAGE_BUF,  /* [gpu_stage_bytes] the collectives' staging */
     ZC_R_GROUP,      /* in-process: [nranks] zc_comm * the group's ranks, then [ceil(nranks /
-                      * 64)] uint64_t their wake bits (rank 0's serve the group); else empty */
+                      * 64)] uint64_t their wake bits, then a line of its own: the count of
+                      * alarms raised (zc__group_alarms_at; rank 0's serve the group); else
+                      * empty */
     ZC_R_SCRATCH,    /* init and split time (ZC_SCRATCH_RANK_BYTES above) */
     ZC_R_WINDOW,     /* in-process: this rank's inbound window; else empty */
     ZC_R_COUNT_
@@ -87,6 +89,13 @@ typedef struct zc__arena_map {
     size_t total;      /* where the last region ends, aligned: zc_comm_arena_bytes */
     zc_wire_geom geom;
 } zc__arena_map;
+/* Where the group's alarm count lies in ZC_R_GROUP (the line after the ranks and their wake
+ * bits): read by every rank's pass, written only when an alarm is raised, so it shares no line
+ * with the bits that posts write. */
+static inline size_t zc__group_alarms_at(size_t nranks) {
+    return (nranks * sizeof(void *) + (nranks + 63u) / 64u * sizeof(uint64_t) + 63u) &
+           ~(size_t)63u;
+}
 /* Bytes of one request's share of ZC_R_ACC: the partial (accumulator format) that a log-depth
  * algorithm keeps between its steps, one slot's worth at most, capped so that the region stays
  * small (max_requests x 8 KiB at the default 64 KiB slots). */

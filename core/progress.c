@@ -200,22 +200,46 @@ static bool zc_resolve(zc_comm *comm, zc__req *r) {
     return true;
 }
 
+/* Whether the pass (or issue's first step) that just ran left the one call in flight, of the
+ * host family, waiting for exactly one message and nothing else (no send held back, no message
+ * the wire refused, no budget run out, no relay or stream slot to serve), on a wire whose slots
+ * this rank reads in place (channel.c's zc_wait_for named it). Nothing but that message's
+ * post can give such a rank more to do (or the clock: a deadline). */
+static bool zc_one_wait(const zc_comm *comm) {
+    if (comm->park_waits != 1u || !comm->wire->rx_mem || comm->nreqs_active != 1u ||
+        comm->unposted || comm->relay || comm->failed || (comm->gpu && comm->gpu->binds_live))
+        return false;
+    const zc__req *r = &comm->reqs[comm->active[0]];
+    return zc_alg_family[r->s.alg] == &zc__fam_host && !r->wild && !r->held && !r->place;
+}
+
+/* After issue's first step (done: it finished the call; budget: what it left): whether the
+ * rank has nothing to do until a message is posted to it. */
+__attribute__((noinline)) static bool zc_settled(zc_comm *comm, bool done, uint32_t budget) {
+    if (done) return comm->nreqs_active == 0;
+    return budget && zc_one_wait(comm);
+}
+
 /* A host call whose every stream is one message takes its first step at issue, as an eager
  * send does: its messages leave before the caller's first poll, and a call with nothing to
  * receive (a non-root's reduce or gather, a send) finishes here, its slot waiting for zc_test.
  * r is the last active request. A peer's failure report is read first, as zc_progress does;
- * a failure (reported, or of the step) finished r with the communicator. */
-static void zc_eager(zc_comm *comm, zc__req *r) {
+ * a failure (reported, or of the step) finished r with the communicator. The step names its
+ * waits in a group with wake bits only (name_after 0); true: the rank has nothing to do until
+ * a message is posted to it (zc_one_wait, or no call left in flight). */
+static bool zc_eager(zc_comm *comm, zc__req *r) {
     uint32_t budget = ZC_PROGRESS_BUDGET;
     zc_check_alarm(comm);
-    if (comm->failed) return;
-    comm->park_waits = 2u; /* no pass parks on what the step waits for here */
+    if (comm->failed) return false;
+    comm->park_waits = comm->name_after ? 2u : 0u; /* 2: not named */
     bool done = zc_step(comm, r, &budget);
-    if (comm->failed) return;
+    if (comm->failed) return false;
     if (budget != ZC_PROGRESS_BUDGET) r->moved = 1;
-    if (!done) return;
-    zc__req_end(r, ZC_OK);
-    comm->nreqs_active--;
+    if (done) {
+        zc__req_end(r, ZC_OK);
+        comm->nreqs_active--;
+    }
+    return comm->group_wake && zc_settled(comm, done, budget);
 }
 
 zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bind,
@@ -265,14 +289,16 @@ zc_status zc__issue(zc_comm *comm, const zc__sched *s, int32_t plan, uint32_t bi
     r->held = bind != 0; /* gated by its stream slot's start flag (zc_gate) */
     r->line = 0;         /* the chunk streams, unless the host family's begin says lines */
     comm->parked = 0;    /* a pass looks at the new call */
-    if (comm->group_wake) zc_wire_wake(comm->group_wake, comm->rank); /* and a walk visits */
     if (f->begin) f->begin(comm, r);
     comm->active[comm->nreqs_active++] = index;
     req->opaque_[0] = ZC_HANDLE_MAGIC | index;
     req->opaque_[1] = r->gen;
     req->opaque_[2] = (uint64_t)(uintptr_t)comm;
     req->opaque_[3] = r->seq;
-    if ((f->flags & ZC_FAM_EAGER) && s->count <= s->chunk && !wait_turn) zc_eager(comm, r);
+    bool settled = (f->flags & ZC_FAM_EAGER) && s->count <= s->chunk && !wait_turn &&
+                   zc_eager(comm, r);
+    /* and a walk visits, unless the first step left the rank waiting for a post alone */
+    if (comm->group_wake && !settled) zc_wire_wake(comm->group_wake, comm->rank);
     return ZC_OK;
 }
 
@@ -508,21 +534,14 @@ static void zc_idle_pass(zc_comm *comm) {
     }
 }
 
-/* Whether the pass that just moved nothing can park: the one call in flight, of the host
- * family, waited for exactly one message and nothing else (no send held back, no message the
- * wire refused, no relay or stream slot to serve), on a wire whose slots this rank reads in
- * place (channel.c's zc_wait_for named it): then it points park.at at the word of that slot
- * whose low 32 bits turn into the awaited tag when the message lands (the header's tag, or the
- * last flagged line's flag). Until they do, a pass would find the same: progress only counts
- * toward the clock's read (which ends the parking, so deadlines and failure reports are read
- * as before); an issue ends it too. A word that shows the tag early (a line of a message 2^32
+/* Whether the pass that just moved nothing can park: it left one wait (zc_one_wait); then it
+ * points park.at at the word of that slot whose low 32 bits turn into the awaited tag when
+ * the message lands (the header's tag, or the last flagged line's flag). Until they do, a
+ * pass would find the same: progress only counts toward the clock's read (which ends the
+ * parking, so deadlines and failure reports are read as before); an issue ends it too. A word that shows the tag early (a line of a message 2^32
  * before) only ends the parking: the pass then looks as any other does. */
 static bool zc_parks(zc_comm *comm) {
-    if (comm->park_waits != 1u || !comm->wire->rx_mem || comm->nreqs_active != 1u ||
-        comm->unposted || comm->relay || comm->failed || (comm->gpu && comm->gpu->binds_live))
-        return false;
-    const zc__req *r = &comm->reqs[comm->active[0]];
-    if (zc_alg_family[r->s.alg] != &zc__fam_host || r->wild || r->held || r->place) return false;
+    if (!zc_one_wait(comm)) return false;
     uint64_t w = comm->park.where;
     const uint8_t *slot = comm->wire->rx_mem(comm->wire_state, (uint32_t)(w & 3u),
                                              (uint32_t)(w >> 32), (uint32_t)(w >> 2) & 0x3ffu);
@@ -547,7 +566,7 @@ static zc_status zc_progress_locked(zc_comm *comm) {
         }
         comm->parked = 0;
     }
-    comm->park_waits = comm->empty_polls + 1u >= comm->park_after ? 0u : 2u; /* 2: not named */
+    comm->park_waits = comm->empty_polls >= comm->name_after ? 0u : 2u; /* 2: not named */
     zc_check_alarm(comm);
     if (comm->unposted) zc__tx_flush(comm); /* messages the wire refused for now, first */
     if (comm->failed) return (zc_status)comm->failed;
@@ -588,6 +607,7 @@ static zc_status zc_progress_locked(zc_comm *comm) {
         comm->parked = comm->empty_polls >= comm->park_after && zc_parks(comm);
     } else {
         comm->empty_polls = 0;
+        if (!budget) comm->park_waits = 2u; /* calls may have more to move than the pass did */
     }
     return comm->failed ? (zc_status)comm->failed : ZC_OK;
 }
@@ -628,22 +648,25 @@ zc_status zc_test(zc_comm *comm, zc_req *req) {
 
 /* In process, one thread may drive the whole group: between two passes of its zc_wait it
  * walks the group (zc_walk). A group of ZC_WAKE_MIN_RANKS or more (comm.c) has wake bits, and
- * a walk visits the ranks whose bits it takes: set by the wire for a post to the rank or a
- * credit it asked for, by an issue on it, and by its own last visit when that moved something
- * (it may have more to move). Every ZC_WALK_FULL-th walk, and a walk that finds no bit set,
- * visits every rank instead: deadlines, liveness, failure reports and a stream's start come by
- * the clock or a flag, not by a message, and a group that waits for one of them has nothing in
- * flight to set a bit. So a visit comes to a rank that something arrived for without a pass
+ * a walk visits the ranks whose bits it takes: set by the wire for a post to the rank, a
+ * credit it asked for or an alarm, by an issue on it and by its own last visit when that moved
+ * something (it may have more to move), but not when the issue's first step or the visit left
+ * the rank waiting for one message alone (zc_one_wait: its post sets the bit). Every
+ * ZC_WALK_FULL-th walk, and a walk that finds no bit set, visits every rank instead:
+ * deadlines, liveness, failure reports and a stream's start come by the clock or a flag, not
+ * by a message, and a group that waits for one of them has nothing in flight to set a bit. So a visit comes to a rank that something arrived for without a pass
  * over thousands that nothing did, and none waits long for one. A smaller group is walked
  * whole at every pass. */
 #define ZC_WALK_FULL 64u
 
-/* One rank's progress pass; whether it moved something while it has work in flight. */
+/* One rank's progress pass; whether it moved something while it has work in flight, other
+ * than waiting for one message. */
 static bool zc_walk_visit(zc_comm *p) {
     if (!zc__comm_ok(p)) return false;
     zc__lock(p);
     (void)zc_progress_locked(p);
-    bool more = p->empty_polls == 0 && (p->nreqs_active || p->relay);
+    bool more = p->empty_polls == 0 && (p->nreqs_active || p->relay) &&
+                !(p->group_wake && zc_one_wait(p));
     zc__unlock(p);
     return more;
 }

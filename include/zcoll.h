@@ -370,7 +370,8 @@ typedef struct zc_footprint {
                               * rank, or the address window when larger) */
     size_t rank_bytes;       /* of arena_bytes, the tables of every rank the communicator
                               * keeps after init (rank -> connection; in process also the
-                              * group's communicators and their wake bits) */
+                              * group's communicators, their wake bits and its alarm
+                              * count) */
 } zc_footprint;
 
 /* What a communicator with cfg would take on rank cfg->rank when its ranks run ranks_per_host

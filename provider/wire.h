@@ -29,14 +29,21 @@
  * whose geometry has inproc_wake sets the receiver's bit there (zc_wire_wake) after each post,
  * and the sender's after a credit that it asked for (credit_wake: it found no slot free), and
  * the core's walk visits the ranks whose bits it takes (a full walk still comes regularly:
- * deadlines, alarms). A missed bit costs time, never a message. */
+ * deadlines, alarms). A missed bit costs time, never a message.
+ *
+ * Alarms (in-process groups). Every progress pass reads the rank's alarm word, a line no other
+ * rank touches until a job fails: in a group of thousands driven by one thread that line is a
+ * cache miss at every visit. So a wire whose geometry has inproc_alarms adds 1 to that count
+ * (release) after it wrote a report into its peers' alarm words, sets their wake bits, and
+ * answers `alarmed` from the rank's own word only once the count (acquire) is not 0: before
+ * any alarm, every pass reads the one line the whole group shares. */
 #ifndef ZC_WIRE_H
 #define ZC_WIRE_H
 
 #include "fmt.h"
 #include "zcoll.h"
 
-#define ZC_WIRE_VERSION 11u
+#define ZC_WIRE_VERSION 12u
 /* Lanes: 0 collectives, 1 send/recv, 2 (relaying overlay communicators only: geometry lanes 3)
  * messages relayed toward a rank without a connection. ZC_WIRE_LANES is the most a geometry names. */
 #define ZC_WIRE_LANES 3u
@@ -63,6 +70,8 @@ typedef struct zc_wire_geom {
                             * valid during create only: copy what is needed later */
     uint64_t *inproc_wake; /* in-process: the group's wake bits, one per rank (zc_wire_wake),
                             * valid until close; NULL between processes */
+    uint64_t *inproc_alarms; /* in-process: the group's count of alarms raised, valid until
+                              * close; NULL between processes (see "Alarms" above) */
 } zc_wire_geom;
 
 /* The lanes g's windows hold a ring of per connection. */

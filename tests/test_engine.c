@@ -258,6 +258,17 @@ void inproc_walk_visits_the_ranks_something_arrived_for(void) {
     ZT_CHECK_ST(zc_wait(c[7], &sq), ZC_OK);
     ZT_CHECK(memcmp(src, dst, 600 * sizeof(int32_t)) == 0);
     ZT_CHECK(!walk_untouched(c, idle, 7, 9));
+    /* A receive whose first step finds its one message absent leaves its rank's bit clear
+     * (that message's post sets it), and a send that posts its one message at issue and
+     * finishes there sets the receiver's alone. */
+    memset(c[0]->group_wake, 0, sizeof(uint64_t));
+    ZT_CHECK_ST(zc_recv(c[20], dst, 2, ZC_INT32, 11, &rq), ZC_OK);
+    ZT_CHECK_EQ(c[0]->group_wake[0], 0u);
+    ZT_CHECK_ST(zc_send(c[11], src, 2, ZC_INT32, 20, &sq), ZC_OK);
+    ZT_CHECK_EQ(c[0]->group_wake[0], (uint64_t)1 << 20);
+    ZT_CHECK_ST(zc_wait(c[20], &rq), ZC_OK);
+    ZT_CHECK_ST(zc_wait(c[11], &sq), ZC_OK);
+    ZT_CHECK(dst[0] == src[0] && dst[1] == src[1]);
     /* A collective of every rank, many times over (the walk's regular full visits among them):
      * results right. */
     int32_t a[WALK_N][4], b[WALK_N][4];
@@ -271,6 +282,22 @@ void inproc_walk_visits_the_ranks_something_arrived_for(void) {
         for (uint32_t r = 0; r < WALK_N; r++)
             for (uint32_t i = 0; i < 4u; i++)
                 ZT_CHECK_EQ(b[r][i], (int32_t)(WALK_N * (i + k) + WALK_N * (WALK_N - 1u) / 2u));
+    }
+    /* Before any alarm the group's count is 0 (a pass reads that shared line, not its rank's
+     * alarm word); rank 3's report counts 1, wakes every rank it wrote to, and every other
+     * rank's next call fails with it. */
+    const uint64_t *alarms =
+        (const uint64_t *)(const void *)((const uint8_t *)c[0]->group + zc__group_alarms_at(WALK_N));
+    ZT_CHECK_EQ(*alarms, 0u);
+    memset(c[0]->group_wake, 0, sizeof(uint64_t));
+    c[3]->wire->alarm(c[3]->wire_state, 40ull << 56 | 3ull << 32 | 7u); /* ZC_PEER_LOST */
+    ZT_CHECK_EQ(*alarms, 1u);
+    ZT_CHECK_EQ(c[0]->group_wake[0], ~(uint64_t)0);
+    for (uint32_t r = 0; r < WALK_N; r++) { /* rank 3 reads a report of its own: no report */
+        if (r == 3) continue;
+        zc_status st = zc_barrier(c[r], &q[r]);
+        ZT_CHECK_ST(st == ZC_OK ? zc_wait(c[r], &q[r]) : st, ZC_PEER_LOST);
+        ZT_CHECK(strstr(zc_comm_error_text(c[r]), "rank 3 detected ZC_PEER_LOST") != NULL);
     }
     zt_inproc_close(WALK_N, arenas, c);
 }

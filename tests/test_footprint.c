@@ -191,7 +191,7 @@ void footprint_over_ib_is_what_transport_ib_takes(void) {
         ib.transport = ZC_TRANSPORT_IB;
         zc_wire_geom g = {0, cfg.rank, cfg.nranks, cfg.slots, cfg.slot_bytes,
                           ZC_SLOT_HDR_BYTES + cfg.slot_bytes, cfg.nranks, cfg.nranks, 0, NULL,
-                          NULL, NULL, &ib, NULL};
+                          NULL, NULL, &ib, NULL, NULL};
         uint64_t mem = 0, locked = 0;
         zc_wire_ib.takes(&g, &mem, &locked);
         zc_wire_links links;
@@ -237,7 +237,7 @@ void footprint_of_the_two_wire_communicator_is_per_instance(void) {
         ZT_CHECK_EQ(fp.qps, 12u * q); /* queue pairs for the other hosts' ranks only */
         ZT_CHECK_EQ(fp.arena_bytes, zc_comm_arena_bytes(&cfg));
         zc_wire_geom g = {0, cfg.rank, cfg.nranks, cfg.slots, cfg.slot_bytes,
-                          ZC_SLOT_HDR_BYTES + cfg.slot_bytes, 4, 4, 0, NULL, NULL, NULL, &cfg, NULL};
+                          ZC_SLOT_HDR_BYTES + cfg.slot_bytes, 4, 4, 0, NULL, NULL, NULL, &cfg, NULL, NULL};
         uint64_t mem = 0, locked = 0, imem = 0, ilocked = 0;
         zc_wire_links links, ilinks;
         zc_wire_shm.takes(&g, &mem, &locked);

@@ -147,7 +147,7 @@ static zc_wire_geom ib_geom(uint32_t rank, uint32_t n, uint32_t slots, uint32_t 
     static uint32_t ident[ZC_MESH_MAX_RANKS];
     for (uint32_t i = 0; i < ZC_MESH_MAX_RANKS; i++) ident[i] = i;
     zc_wire_geom g = {7, rank, n, slots, slot_bytes, ZC_SLOT_HDR_BYTES + slot_bytes, n, n, 0,
-                      ident, ident, NULL, cfg, NULL};
+                      ident, ident, NULL, cfg, NULL, NULL};
     return g;
 }
 

@@ -43,12 +43,18 @@ typedef struct zc_shm {
     zc_plat_shm_ref ref;      /* what peers open my segment by, until sealed */
     /* Per connection (index as g.conn gives it): */
     uint8_t **peers;          /* [nconn] its window as seen here (mine for this rank) */
-    uint64_t *pids;           /* [nconn] */
     uint32_t *back;           /* [nconn] this rank's index in its connections */
     /* [lanes * nconn] slot 0 of each (lane, connection) ring, found once at attach:
      * the one I write in the peer's window (tx), the one the peer writes in mine (rx). */
     uint8_t **tx, **rx;
+    /* In the same line as the four above, which posts, credits and every pass read: */
+    uint64_t *wake;           /* g.inproc_wake */
+    const uint64_t *alarms;   /* g.inproc_alarms, or else this rank's alarm word: the word
+                               * whose 0 says "no alarm" (zc_shm_alarmed) */
+    uint64_t *pids;           /* [nconn] */
 } zc_shm;
+_Static_assert(__builtin_offsetof(zc_shm, alarms) / 64u == __builtin_offsetof(zc_shm, peers) / 64u,
+               "the hot pointers share a line where the state is 64-byte aligned");
 
 static size_t zc_shm_table_off(void) { return 128u; }
 static size_t zc_shm_credits_off(const zc_wire_geom *g) {
@@ -145,6 +151,7 @@ static zc_status zc_shm_create(void *state, const zc_wire_geom *g, void *window,
     uint8_t *tail = (uint8_t *)(s + 1);
     __builtin_memset(s, 0, sizeof *s);
     s->g = *g;
+    s->wake = g->inproc_wake;
     s->g.cfg = 0;
     s->bytes = zc_shm_window_bytes(g);
     s->sym_off = zc_shm_sym_off(g);
@@ -174,6 +181,7 @@ static zc_status zc_shm_create(void *state, const zc_wire_geom *g, void *window,
     *h = (zc_shm_head){ZC_SHM_MAGIC, g->comm_id,  g->rank,  g->nranks, zc_plat_process_id(),
                        g->slots,     g->stride,   g->nconn, g->conn_cap, 0, 0};
     __builtin_memcpy(s->mine + zc_shm_table_off(), g->conn_peer, g->nconn * sizeof(uint32_t));
+    s->alarms = g->inproc_alarms ? g->inproc_alarms : zc_shm_alarm_word(s->mine);
     return ZC_OK;
 }
 
@@ -276,7 +284,7 @@ static zc_status zc_shm_post(void *state, uint32_t lane, uint32_t peer, uint32_t
     zc_shm *s = state;
     uint8_t *p = zc_shm_tx_slot(state, lane, peer, slot);
     __atomic_store_n((uint64_t *)(void *)(p + ZC_SLOT_HDR_BYTES - 8u), tag, __ATOMIC_RELEASE);
-    if (s->g.inproc_wake) zc_wire_wake(s->g.inproc_wake, peer);
+    if (s->wake) zc_wire_wake(s->wake, peer);
     return ZC_OK;
 }
 
@@ -304,19 +312,19 @@ static void zc_shm_credit(void *state, uint32_t lane, uint32_t peer, uint64_t co
     zc_shm *s = state;
     uint32_t i = zc_shm_ci(s, peer);
     uint64_t *w = zc_shm_credit_word(s, s->peers[i], lane, s->back[i]);
-    if (!s->g.inproc_wake) {
+    if (!s->wake) {
         __atomic_store_n(w, consumed, __ATOMIC_RELEASE);
         return;
     }
     if (__atomic_exchange_n(w, consumed, __ATOMIC_ACQ_REL) & ZC_SHM_CREDIT_WAKE)
-        zc_wire_wake(s->g.inproc_wake, peer);
+        zc_wire_wake(s->wake, peer);
 }
 
 static uint64_t zc_shm_credits(void *state, uint32_t lane, uint32_t peer) {
     zc_shm *s = state;
     uint64_t v = __atomic_load_n(zc_shm_credit_word(s, s->mine, lane, zc_shm_ci(s, peer)),
                                  __ATOMIC_ACQUIRE);
-    return s->g.inproc_wake ? v & ~ZC_SHM_CREDIT_WAKE : v; /* between processes: as written */
+    return s->wake ? v & ~ZC_SHM_CREDIT_WAKE : v; /* between processes: as written */
 }
 
 /* The mark goes on only over the count read: a credit that comes in between fails it and is
@@ -327,13 +335,15 @@ static bool zc_shm_credit_wake(void *state, uint32_t lane, uint32_t peer, uint64
     uint64_t v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
     for (;;) {
         if ((v & ~ZC_SHM_CREDIT_WAKE) >= want) return true;
-        if (!s->g.inproc_wake || (v & ZC_SHM_CREDIT_WAKE)) return false;
+        if (!s->wake || (v & ZC_SHM_CREDIT_WAKE)) return false;
         if (__atomic_compare_exchange_n(w, &v, v | ZC_SHM_CREDIT_WAKE, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE))
             return false;
     }
 }
 
+/* In process the group's count of alarms goes up after the words are written (wire.h's
+ * "Alarms"), and the peers' wake bits are set, so that a walk visits them soon. */
 static void zc_shm_alarm(void *state, uint64_t word) {
     zc_shm *s = state;
     for (uint32_t i = 0; i < s->g.nconn; i++) {
@@ -341,11 +351,14 @@ static void zc_shm_alarm(void *state, uint64_t word) {
         if (!s->peers[i]) continue;
         __atomic_compare_exchange_n(zc_shm_alarm_word(s->peers[i]), &none, word, 0,
                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        if (s->wake) zc_wire_wake(s->wake, s->g.conn_peer[i]);
     }
+    if (s->g.inproc_alarms) __atomic_fetch_add(s->g.inproc_alarms, 1u, __ATOMIC_RELEASE);
 }
 
 static uint64_t zc_shm_alarmed(void *state) {
     zc_shm *s = state;
+    if (!__atomic_load_n(s->alarms, __ATOMIC_ACQUIRE)) return 0;
     return __atomic_load_n(zc_shm_alarm_word(s->mine), __ATOMIC_ACQUIRE);
 }
 

@@ -52,10 +52,8 @@ static uint32_t zc_parent(const zc__sched *s, uint32_t v) {
     return s->alg == ZC_ALG_CHAIN ? v - 1 : v - zc_lowbit(v);
 }
 
-static uint32_t zc_barrier_rounds(uint32_t n) {
-    uint32_t rounds = 0;
-    while ((1u << rounds) < n) rounds++;
-    return rounds;
+static uint32_t zc_barrier_rounds(uint32_t n) { /* ceil(log2(n)) */
+    return n > 1u ? 32u - (uint32_t)__builtin_clz(n - 1u) : 0u;
 }
 
 /* The tree's children of relative rank v, in order: the first, then the one after child c (n
@@ -191,9 +189,8 @@ typedef struct zc_vr {
     uint32_t steps; /* log2(p) */
 } zc_vr;
 
-static zc_vr zc_vr_of(uint32_t n) {
-    uint32_t steps = 0;
-    while (steps < 31 && (2u << steps) <= n) steps++;
+static zc_vr zc_vr_of(uint32_t n) { /* n >= 1: steps = floor(log2(n)) */
+    uint32_t steps = n ? 31u - (uint32_t)__builtin_clz(n) : 0u;
     return (zc_vr){n - (1u << steps), steps};
 }
 

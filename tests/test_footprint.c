@@ -510,6 +510,7 @@ void zcfoot_times_a_small_inproc_allreduce(void) {
     ZT_CHECK(strstr(fp_out, "median_ms") != NULL);
     ZT_CHECK(strstr(fp_out, "\n       4 ") != NULL);
     ZT_CHECK(strstr(fp_out, "\n       9 ") != NULL);
+    ZT_CHECK(strstr(fp_out, "\n# 9 / 4 ranks: median ") != NULL); /* the sizes' ratio */
     ZT_CHECK(strstr(fp_out, "failed") == NULL);
 }
 

@@ -214,9 +214,10 @@ static bool zc_one_wait(const zc_comm *comm) {
 }
 
 /* After issue's first step (done: it finished the call; budget: what it left): whether the
- * rank has nothing to do until a message is posted to it. */
+ * rank has nothing to do until a message is posted to it (no call left in flight and no relay
+ * lane to serve, or zc_one_wait). */
 __attribute__((noinline)) static bool zc_settled(zc_comm *comm, bool done, uint32_t budget) {
-    if (done) return comm->nreqs_active == 0;
+    if (done) return comm->nreqs_active == 0 && !comm->relay;
     return budget && zc_one_wait(comm);
 }
 

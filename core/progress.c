@@ -539,8 +539,9 @@ static void zc_idle_pass(zc_comm *comm) {
  * points park.at at the word of that slot whose low 32 bits turn into the awaited tag when
  * the message lands (the header's tag, or the last flagged line's flag). Until they do, a
  * pass would find the same: progress only counts toward the clock's read (which ends the
- * parking, so deadlines and failure reports are read as before); an issue ends it too. A word that shows the tag early (a line of a message 2^32
- * before) only ends the parking: the pass then looks as any other does. */
+ * parking, so deadlines and failure reports are read as before); an issue ends it too. A word
+ * that shows the tag early (a line of a message 2^32 before) only ends the parking: the pass
+ * then looks as any other does. */
 static bool zc_parks(zc_comm *comm) {
     if (!zc_one_wait(comm)) return false;
     uint64_t w = comm->park.where;
@@ -655,9 +656,9 @@ zc_status zc_test(zc_comm *comm, zc_req *req) {
  * the rank waiting for one message alone (zc_one_wait: its post sets the bit). Every
  * ZC_WALK_FULL-th walk, and a walk that finds no bit set, visits every rank instead:
  * deadlines, liveness, failure reports and a stream's start come by the clock or a flag, not
- * by a message, and a group that waits for one of them has nothing in flight to set a bit. So a visit comes to a rank that something arrived for without a pass
- * over thousands that nothing did, and none waits long for one. A smaller group is walked
- * whole at every pass. */
+ * by a message, and a group that waits for one of them has nothing in flight to set a bit.
+ * So a visit comes to a rank that something arrived for without a pass over thousands that
+ * nothing did, and none waits long for one. A smaller group is walked whole at every pass. */
 #define ZC_WALK_FULL 64u
 
 /* One rank's progress pass; whether it moved something while it has work in flight, other

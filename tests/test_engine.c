@@ -286,8 +286,8 @@ void inproc_walk_visits_the_ranks_something_arrived_for(void) {
     /* Before any alarm the group's count is 0 (a pass reads that shared line, not its rank's
      * alarm word); rank 3's report counts 1, wakes every rank it wrote to, and every other
      * rank's next call fails with it. */
-    const uint64_t *alarms =
-        (const uint64_t *)(const void *)((const uint8_t *)c[0]->group + zc__group_alarms_at(WALK_N));
+    const uint8_t *group = (const uint8_t *)c[0]->group;
+    const uint64_t *alarms = (const uint64_t *)(const void *)(group + zc__group_alarms_at(WALK_N));
     ZT_CHECK_EQ(*alarms, 0u);
     memset(c[0]->group_wake, 0, sizeof(uint64_t));
     c[3]->wire->alarm(c[3]->wire_state, 40ull << 56 | 3ull << 32 | 7u); /* ZC_PEER_LOST */

@@ -199,13 +199,15 @@ static bool zc_vr_folded(const zc_vr *v, uint32_t m) { return m < 2u * v->e && (
 static uint32_t zc_vr_virt(const zc_vr *v, uint32_t m) { return m < 2u * v->e ? m / 2u : m - v->e; }
 static uint32_t zc_vr_real(const zc_vr *v, uint32_t u) { return u < v->e ? 2u * u : u + v->e; }
 
-/* Elements of one recursive-doubling chunk: the partial of a chunk, in accumulator format,
- * fills one request's ZC_R_ACC slice at most (which is at most a slot). A host schedule's chunk
- * is one slot of its elements (zc_build), so the slot's bytes come from the schedule, in the
- * request's own lines, not from the configuration's. */
+/* Elements of one recursive-doubling chunk: the partial of a chunk, in accumulator format
+ * (acc_bytes an element), fills one request's ZC_R_ACC slice at most (which is at most a
+ * slot). A host schedule's chunk is one slot of its elements (zc_build), so the slot's bytes
+ * come from the schedule, in the request's own lines, not from the configuration's. */
+static uint32_t zc_rd_elems_of(const zc__sched *s, size_t acc_bytes) {
+    return (uint32_t)(zc__acc_slice_of((uint64_t)s->chunk * s->esize) / acc_bytes);
+}
 static uint32_t zc_rd_elems(const zc__sched *s) {
-    return (uint32_t)(zc__acc_slice_of((uint64_t)s->chunk * s->esize) /
-                      zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op));
+    return zc_rd_elems_of(s, zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op));
 }
 
 /* Recursive doubling over a view of the ranks: view index i is real rank i * stride, this rank
@@ -257,9 +259,12 @@ static void zc_links_vtree(const zc_comm *c, const zc__sched *s, uint64_t C_slot
 }
 
 /* The hierarchical all_reduce and barrier (ZC_ALG_HRD): messages per link, the chunks of an
- * all_reduce or a barrier's one empty message. */
+ * all_reduce (E elements each) or a barrier's one empty message. */
+static uint64_t zc_hrd_msgs_of(const zc__sched *s, uint32_t E) {
+    return s->kind == ZC_K_BARRIER ? 1u : zc__msgs(s->count, E);
+}
 static uint64_t zc_hrd_msgs(const zc__sched *s) {
-    return s->kind == ZC_K_BARRIER ? 1u : zc__msgs(s->count, zc_rd_elems(s));
+    return zc_hrd_msgs_of(s, s->kind == ZC_K_BARRIER ? 0u : zc_rd_elems(s));
 }
 
 /* ZC_ALG_HRD over blocks of q = c->hblock ranks: in the block's tree a rank of block index
@@ -1002,8 +1007,8 @@ static bool zc_vt_virtual(zc_ctx *x, const zc_vr *v, uint32_t ur, uint64_t c, ui
 static bool zc_step_rd(zc_ctx *x) {
     const zc__sched *s = &x->r->s;
     zc_rdv w = {zc_vr_of(x->n), x->me, 1};
-    uint64_t E = zc_rd_elems(s), C = zc__msgs(s->count, (uint32_t)E);
     size_t ab = zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op);
+    uint64_t E = zc_rd_elems_of(s, ab), C = zc__msgs(s->count, (uint32_t)E);
     bool folded = zc_vr_folded(&w.v, x->me), tree = s->alg == ZC_ALG_VTREE;
     bool result = !tree || x->me == s->root;
     uint32_t ur = zc_vr_virt(&w.v, s->root);
@@ -1111,8 +1116,8 @@ static bool zc_step_hrd(zc_ctx *x) {
     uint32_t q = x->comm->hblock;
     zc_rdv w = {zc_vr_of(x->n / q), x->me / q, q};
     bool barrier = s->kind == ZC_K_BARRIER;
-    uint64_t E = barrier ? 0u : zc_rd_elems(s), C = zc_hrd_msgs(s);
     size_t ab = barrier ? 0u : zc__acc_bytes((zc_dtype)s->dtype, (zc_op)s->op);
+    uint64_t E = barrier ? 0u : zc_rd_elems_of(s, ab), C = zc_hrd_msgs_of(s, (uint32_t)E);
     while (*x->budget && x->r->a < C) {
         uint64_t c = x->r->a, elems = barrier ? 0u : zc_min(E, s->count - c * E);
         const uint8_t *in = barrier ? x->r->acc : s->send + c * E * x->es;

@@ -120,9 +120,10 @@ int32_t zc__mem_find(const zc_comm *comm, const void *p, uint64_t bytes, uint32_
 #include "proto.h"
 
 /* A host call's reservation as progress.c's zc_reserve keeps it: when its schedule's links
- * named each peer once, below rank 64, with one message at most each way, the schedule's call
- * word (kind, dtype, op, alg, root), count and chunk, and the ranks it sends one message to and
- * receives one from (bit p: rank p). */
+ * named each peer once, with one message at most each way, and every such peer's connection
+ * index is below 64 (any peer of a communicator of at most 64 ranks or of a bounded connection
+ * set: overlay mode), the schedule's call word (kind, dtype, op, alg, root), count and chunk,
+ * and the connections it sends one message on and receives one from (bit i: connection i). */
 typedef struct zc__links_memo {
     uint64_t word, count, tx, rx;
     uint32_t chunk;

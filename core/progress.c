@@ -82,7 +82,7 @@ static void zc_reserve_peer(void *ctx, uint32_t p, uint64_t tx, uint64_t rx) {
     r->tx_base[i] += ready_tx;
     r->rx_base[i] += ready_rx;
     if (!memo || !memo->ok) return;
-    uint64_t bit = p < 64u ? 1ull << p : 0u;
+    uint64_t bit = i < 64u ? 1ull << i : 0u;
     if (!bit || tx > 1u || rx > 1u || ((memo->tx | memo->rx) & bit)) {
         memo->ok = 0;
         return;
@@ -113,8 +113,8 @@ static void zc_reserve(zc_comm *comm, zc__req *r, const zc__family *f) {
     if (memo && memo->ok && memo->word == word && memo->count == r->s.count &&
         memo->chunk == r->s.chunk) {
         for (uint64_t tx = memo->tx, rx = memo->rx, m = tx | rx; m; m &= m - 1u) {
-            uint32_t p = (uint32_t)__builtin_ctzll(m);
-            zc_reserve_chan(comm, r, zc__ci(comm, p), (tx >> p) & 1u, (rx >> p) & 1u);
+            uint32_t i = (uint32_t)__builtin_ctzll(m);
+            zc_reserve_chan(comm, r, i, (tx >> i) & 1u, (rx >> i) & 1u);
         }
         return;
     }

@@ -12,13 +12,13 @@ static zc__chan *zc_chan(const zc_comm *comm, uint32_t lane, uint32_t peer) {
 
 uint64_t zc__tx_done(const zc_comm *comm, const zc__req *r, uint32_t peer) {
     const zc__chan *c = zc_chan(comm, r->lane, peer);
-    uint64_t b = r->tx_base[zc__ci(comm, peer)];
+    uint64_t b = r->base[zc__ci(comm, peer)].tx;
     return c->tx_count > b ? c->tx_count - b : 0;
 }
 
 uint64_t zc__rx_done(const zc_comm *comm, const zc__req *r, uint32_t peer) {
     const zc__chan *c = zc_chan(comm, r->lane, peer);
-    uint64_t b = r->rx_base[zc__ci(comm, peer)];
+    uint64_t b = r->base[zc__ci(comm, peer)].rx;
     return c->rx_count > b ? c->rx_count - b : 0;
 }
 
@@ -118,7 +118,7 @@ static bool zc_credit_at(zc_comm *comm, uint32_t lane, const zc__req *r, uint32_
 
 bool zc__tx_consumed(zc_comm *comm, const zc__req *r, uint32_t peer, uint64_t k) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
-    return zc_credit_at(comm, r->lane, r, peer, c, r->tx_base[zc__ci(comm, peer)] + k + 1u);
+    return zc_credit_at(comm, r->lane, r, peer, c, r->base[zc__ci(comm, peer)].tx + k + 1u);
 }
 
 uint8_t *zc__tx_begin(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k) {
@@ -171,7 +171,7 @@ ZC_HOT zc__hdr *zc_turn(zc_comm *comm, const zc__req *r, uint32_t peer, zc__chan
 
 uint8_t *zc__tx_begin_n(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
-    zc__hdr *h = zc_turn(comm, r, peer, c, r->tx_base[zc__ci(comm, peer)] + k);
+    zc__hdr *h = zc_turn(comm, r, peer, c, r->base[zc__ci(comm, peer)].tx + k);
     if (!h) {
         zc_blocked(comm);
         return 0;
@@ -183,7 +183,7 @@ uint8_t *zc__tx_begin_n(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, si
 
 zc_status zc__tx_put(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
                      const zc_wire_mr *mr, size_t bytes, uint64_t raddr, uint64_t rkey) {
-    uint64_t m = r->tx_base[zc__ci(comm, peer)] + k;
+    uint64_t m = r->base[zc__ci(comm, peer)].tx + k;
     uint32_t slot = (uint32_t)(m & comm->slot_mask);
     const zc__chan *c = zc_chan(comm, r->lane, peer);
     ZC_ASSERT(c->tx_count == m && !c->tx_unposted && comm->wire->put);
@@ -284,7 +284,7 @@ ZC_HOT zc_status zc_post_msg(zc_comm *comm, zc__req *r, uint32_t peer, zc__chan 
 static zc_status zc_publish(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
                             uint32_t placed) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
-    uint64_t m = r->tx_base[zc__ci(comm, peer)] + k;
+    uint64_t m = r->base[zc__ci(comm, peer)].tx + k;
     /* Every schedule publishes a message right after zc__tx_begin_n found its slot, before it
      * begins another: the header found there is this message's. */
     ZC_ASSERT(c->tx_count == m && bytes <= comm->cfg.slot_bytes && comm->tx_begun == c);
@@ -305,7 +305,7 @@ static uint64_t zc_hdr_fp(const zc__hdr *h);
 zc_status zc__tx_line(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, const void *src,
                       size_t bytes) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
-    uint64_t m = r->tx_base[zc__ci(comm, peer)] + k;
+    uint64_t m = r->base[zc__ci(comm, peer)].tx + k;
     zc__hdr *h = zc_turn(comm, r, peer, c, m);
     if (!h) {
         zc_blocked(comm);
@@ -415,7 +415,7 @@ static inline uint32_t zc_wait_lines(size_t bytes) {
 const uint8_t *zc__rx_peek(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k,
                            size_t expect_bytes) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
-    uint64_t m = r->rx_base[zc__ci(comm, peer)] + k;
+    uint64_t m = r->base[zc__ci(comm, peer)].rx + k;
     if (c->rx_count != m) {
         zc_blocked(comm);
         return 0;
@@ -663,7 +663,7 @@ static inline void zc_line_out(uint8_t *out, const uint64_t w[7], size_t at, siz
 const uint8_t *zc__rx_lines(zc_comm *comm, zc__req *r, uint32_t peer, uint64_t k, size_t bytes,
                             uint8_t *dst) {
     zc__chan *c = zc_chan(comm, r->lane, peer);
-    uint64_t m = r->rx_base[zc__ci(comm, peer)] + k, tag = m + 1u;
+    uint64_t m = r->base[zc__ci(comm, peer)].rx + k, tag = m + 1u;
     if (c->rx_count != m) {
         zc_blocked(comm);
         return 0;

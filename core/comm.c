@@ -86,8 +86,7 @@ zc_status zc__carve(const zc_config *cfg, void *arena, size_t arena_bytes, zc_co
     c->reqs = (zc__req *)(void *)(a + L.at[ZC_R_REQS]);
     for (uint32_t i = 0; i < cfg->max_requests; i++) {
         size_t row = (size_t)i * zc__conn_cap(cfg);
-        c->reqs[i].tx_base = (uint64_t *)(void *)(a + L.at[ZC_R_TX_BASES]) + row;
-        c->reqs[i].rx_base = (uint64_t *)(void *)(a + L.at[ZC_R_RX_BASES]) + row;
+        c->reqs[i].base = (zc__base *)(void *)(a + L.at[ZC_R_BASES]) + row;
         c->reqs[i].pl = (zc__place *)(void *)(a + L.at[ZC_R_PLACES]) + row;
         c->reqs[i].acc = L.bytes[ZC_R_ACC] ? a + L.at[ZC_R_ACC] + i * zc__acc_slice(cfg) : 0;
     }

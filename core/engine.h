@@ -7,12 +7,13 @@
  * A communicator lives entirely in the caller's arena (layout.c decides the carve). Its
  * requests come from a fixed pool; each runs a collective's schedule as an explicit state
  * machine (in the file of its schedule family: the family table in progress.c) that moves
- * messages through the wire's slot rings with the channel helpers of channel.c. Ordering rule that keeps concurrent requests deadlock-free: a request
- * reserves, when it is issued, the numbers of the messages it will send to and receive from
- * every peer on its lane (tx_base/rx_base); every rank issues collectives in the same order, so
- * both ends of a channel number each message identically, and message m may only be written
- * once message m-1 was, and only consumed once m-1 was. Each message's header carries the full
- * fingerprint of the call that sent it, checked before its payload is used.
+ * messages through the wire's slot rings with the channel helpers of channel.c. Ordering rule
+ * that keeps concurrent requests deadlock-free: a request reserves, when it is issued, the
+ * numbers of the messages it will send to and receive from every peer on its lane
+ * (zc__req.base); every rank issues collectives in the same order, so both ends of a channel
+ * number each message identically, and message m may only be written once message m-1 was,
+ * and only consumed once m-1 was. Each message's header carries the full fingerprint of the
+ * call that sent it, checked before its payload is used.
  *
  * The files, each calling only files listed below it (core/layers.txt holds this order and
  * `ninja check-layers` enforces it; the declarations follow it):

@@ -118,8 +118,7 @@ static void zc_rows(const zc_config *cfg, const zc__arena_map *L, size_t state,
     bytes[ZC_R_CONN_PEER] = nc * sizeof(uint32_t);
     bytes[ZC_R_CHANS] = zc__lanes(cfg) * nc * sizeof(zc__chan);
     bytes[ZC_R_REQS] = reqs * sizeof(zc__req);
-    bytes[ZC_R_TX_BASES] = reqs * nc * sizeof(uint64_t);
-    bytes[ZC_R_RX_BASES] = reqs * nc * sizeof(uint64_t);
+    bytes[ZC_R_BASES] = reqs * nc * sizeof(zc__base);
     bytes[ZC_R_PLACES] = reqs * nc * sizeof(zc__place);
     bytes[ZC_R_ACTIVE] = reqs * sizeof(uint32_t);
     bytes[ZC_R_PLANS] = cfg->max_plans * sizeof(zc__plan);

@@ -55,8 +55,7 @@ typedef enum zc__region {
     ZC_R_CONN_PEER,  /* [zc__conn_cap] uint32_t: connection index -> rank */
     ZC_R_CHANS,      /* [zc__lanes * zc__conn_cap] zc__chan */
     ZC_R_REQS,       /* [max_requests] zc__req */
-    ZC_R_TX_BASES,   /* [max_requests][zc__conn_cap] uint64_t */
-    ZC_R_RX_BASES,   /* [max_requests][zc__conn_cap] uint64_t */
+    ZC_R_BASES,      /* [max_requests][zc__conn_cap] zc__base */
     ZC_R_PLACES,     /* [max_requests][zc__conn_cap] zc__place */
     ZC_R_ACTIVE,     /* [max_requests] uint32_t */
     ZC_R_PLANS,      /* [max_plans] zc__plan */

@@ -61,8 +61,8 @@ typedef struct zc_resv {
 static inline void zc_reserve_chan(zc_comm *comm, zc__req *r, uint32_t i, uint64_t tx,
                                    uint64_t rx) {
     zc__chan *c = &comm->chans[(size_t)r->lane * comm->nconn + i];
-    r->tx_base[i] = c->tx_reserved;
-    r->rx_base[i] = c->rx_reserved;
+    r->base[i].tx = c->tx_reserved;
+    r->base[i].rx = c->rx_reserved;
     c->tx_reserved += tx;
     c->rx_reserved += rx;
     r->tx_left += tx;
@@ -79,8 +79,8 @@ static void zc_reserve_peer(void *ctx, uint32_t p, uint64_t tx, uint64_t rx) {
     uint32_t ready_tx = r->place ? r->pl[i].ready_out : 0u;
     uint32_t ready_rx = r->place ? r->pl[i].ready_in : 0u;
     zc_reserve_chan(comm, r, i, tx + ready_tx, rx + ready_rx);
-    r->tx_base[i] += ready_tx;
-    r->rx_base[i] += ready_rx;
+    r->base[i].tx += ready_tx;
+    r->base[i].rx += ready_rx;
     if (!memo || !memo->ok) return;
     uint64_t bit = i < 64u ? 1ull << i : 0u;
     if (!bit || tx > 1u || rx > 1u || ((memo->tx | memo->rx) & bit)) {

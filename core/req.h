@@ -113,6 +113,12 @@ typedef enum zc__req_state { ZC_REQ_FREE = 0, ZC_REQ_ACTIVE, ZC_REQ_DONE } zc__r
  * as it finishes instead of waiting for zc_test. */
 #define ZC_PLAN_INTERNAL (-2)
 
+/* A request's first message numbers on one connection's lane, sending and receiving: side by
+ * side, so that a step with a peer it both sends to and receives from reads one line. */
+typedef struct zc__base {
+    uint64_t tx, rx;
+} zc__base;
+
 typedef struct zc__req {
     uint32_t state;      /* zc__req_state */
     uint32_t gen;        /* bumped at every reuse: stale zc_req handles are refused */
@@ -133,8 +139,7 @@ typedef struct zc__req {
     zc__sched s;
     uint64_t tx_left, rx_left; /* messages still to send / receive, all peers together */
     uint64_t a, b;       /* host schedule counters (which: see sched.c) */
-    uint64_t *tx_base;   /* [nconn] first message number on each connection's lane, sending */
-    uint64_t *rx_base;   /* [nconn] the same, receiving */
+    zc__base *base;      /* [nconn] first message numbers on each connection's lane */
     struct zc__place *pl; /* [nconn] streams written in place, per connection (sched.c) */
     uint8_t *acc;        /* zc__acc_slice bytes: a log-depth algorithm's partial (sched.c);
                           * NULL when the configuration never picks one */

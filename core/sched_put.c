@@ -432,7 +432,7 @@ static bool zc_put_send(zc_comm *c, zc__req *r, uint32_t *budget) {
     uint64_t total = zc__msgs(r->s.count, r->s.chunk), off;
     for (uint64_t k = zc__tx_done(c, r, p); k < total && *budget; k = zc__tx_done(c, r, p)) {
         uint64_t bytes = zc_put_chunk(r, k, &off);
-        uint64_t at = zc_put_slot(c, c->rank, r->tx_base[zc__ci(c, p)] + k);
+        uint64_t at = zc_put_slot(c, c->rank, r->base[zc__ci(c, p)].tx + k);
         if (!zc_put_one(c, r, p, k, r->s.send + off, r->smr, bytes, g->peers[p].addr + at,
                         g->peers[p].rkey))
             return false;
@@ -449,7 +449,7 @@ static bool zc_put_recv(zc_comm *c, zc__req *r) {
     uint64_t k = zc__rx_done(c, r, p), off;
     if (!zc_put_arrived(c, r, p, k, true)) return false;
     uint64_t bytes = zc_put_chunk(r, k, &off);
-    const uint8_t *slot = g->scratch + zc_put_slot(c, p, r->rx_base[zc__ci(c, p)] + k);
+    const uint8_t *slot = g->scratch + zc_put_slot(c, p, r->base[zc__ci(c, p)].rx + k);
     return zc_put_flush(c, r) &&
            zc__gpu_launched(c, r, zc__gpu_copy(c, r, r->s.recv + off, slot, (size_t)bytes));
 }

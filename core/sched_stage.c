@@ -228,8 +228,8 @@ typedef struct zc_shift {
 static void zc_stage_shift(void *ctx, uint32_t peer, uint64_t tx, uint64_t rx) {
     const zc_comm *c = ((zc_shift *)ctx)->c;
     zc__req *r = ((zc_shift *)ctx)->r;
-    r->tx_base[zc__ci(c, peer)] += tx;
-    r->rx_base[zc__ci(c, peer)] += rx;
+    r->base[zc__ci(c, peer)].tx += tx;
+    r->base[zc__ci(c, peer)].rx += rx;
 }
 
 /* After a round: the next round's channel numbers start after this one's; the next phase. */
